@@ -1,0 +1,45 @@
+"""hmrf: semi-supervised clustering with Hidden Markov Random Fields.
+
+Quick start::
+
+    from hmrf import HMRFKMeans
+    est = HMRFKMeans(n_clusters=3, random_state=0)
+    est.fit(X, must_link=[(0, 1)], cannot_link=[(0, 2)])
+    est.labels_
+
+Layers (DESIGN.md): :class:`Constraints` → :mod:`hmrf.emissions` →
+:mod:`hmrf.potentials` → :class:`HMRF` → :mod:`hmrf.inference` → :mod:`hmrf.em` →
+:mod:`hmrf.estimators`. The estimators (and scikit-learn, which is slow to import) are
+loaded on first use, so ``import hmrf`` stays fast.
+"""
+
+from .constraints import Constraints
+from .exceptions import InconsistentConstraintsError, InfeasibleError
+from .graph import PairwiseGraph
+from .model import HMRF
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "HMRFKMeans": "estimators", "PCKMeans": "estimators", "KMeans": "estimators",
+    "SphericalKMeans": "estimators", "SeededKMeans": "estimators",
+    "ConstrainedKMeans": "estimators", "COPKMeans": "estimators",
+}
+
+__all__ = ["Constraints", "PairwiseGraph", "HMRF", "InconsistentConstraintsError",
+           "InfeasibleError", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hmrf' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

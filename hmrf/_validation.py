@@ -1,0 +1,164 @@
+"""Input validation shared by every layer.
+
+Errors name the argument and the position of the offending value, so a user sees
+"X contains NaN at row 3, column 1" instead of a traceback from deep inside NumPy.
+Nothing here modifies its input: conversions return new arrays when they must.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["check_data", "check_n_clusters", "check_partial_labels", "as_float_array_1d"]
+
+
+def _first_bad_position(values: np.ndarray) -> tuple[int, ...]:
+    bad = np.argwhere(~np.isfinite(values))
+    return tuple(int(v) for v in bad[0])
+
+
+def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: int = 1):
+    """Validate a data matrix and return it as float64 (dense ndarray or CSR).
+
+    Parameters
+    ----------
+    X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+        Lists, read-only arrays and any scipy.sparse format are accepted; sparse input
+        is converted to CSR (never densified).
+    name : str
+        Name used in error messages.
+    accept_sparse : bool
+        If False, sparse input raises a ``TypeError`` naming the argument.
+    min_samples : int
+        Minimum number of rows.
+
+    Returns
+    -------
+    X : ndarray or scipy.sparse.csr_matrix of dtype float64
+        Shares memory with the input when no conversion was needed; callers must not
+        write to it.
+
+    Raises
+    ------
+    ValueError
+        1-D or >2-D input, too few rows, zero columns, NaN or infinite entries
+        (the message gives the first position).
+    TypeError
+        Sparse input when ``accept_sparse=False``, complex or non-numeric input.
+    """
+    if sp.issparse(X):
+        if not accept_sparse:
+            raise TypeError(
+                f"{name} is a scipy.sparse matrix, but this method needs dense data; "
+                f"convert it with {name}.toarray() if it fits in memory."
+            )
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D; got a sparse array of shape {X.shape}.")
+        if np.issubdtype(X.dtype, np.complexfloating):
+            raise ValueError(f"Complex data not supported: {name} has complex entries; hmrf needs real data.")
+        X = sp.csr_matrix(X, dtype=np.float64)  # copies only if format/dtype differ
+        if not np.all(np.isfinite(X.data)):
+            k = _first_bad_position(X.data)[0]
+            row = int(np.searchsorted(X.indptr, k, side="right") - 1)
+            col = int(X.indices[k])
+            kind = "NaN" if np.isnan(X.data[k]) else "an infinite value"
+            raise ValueError(f"{name} contains {kind} at row {row}, column {col}.")
+    else:
+        try:
+            arr = np.asarray(X)
+        except Exception as exc:  # ragged lists and the like
+            raise ValueError(f"{name} could not be converted to a numeric array: {exc}") from exc
+        if np.iscomplexobj(arr):
+            raise ValueError(f"Complex data not supported: {name} has complex entries; hmrf needs real data.")
+        if arr.dtype.kind not in "biuf":
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"{name} must be numeric; got dtype {arr.dtype} ({exc})."
+                ) from exc
+        if arr.ndim == 1:
+            raise ValueError(
+                f"{name} must be 2-D (n_samples, n_features); got a 1-D array of shape "
+                f"{arr.shape}. Reshape your data with {name}.reshape(-1, 1) for a single "
+                f"feature or {name}.reshape(1, -1) for a single sample."
+            )
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}.")
+        X = np.asarray(arr, dtype=np.float64)
+        if not np.all(np.isfinite(X)):
+            r, c = _first_bad_position(X)
+            kind = "NaN" if np.isnan(X[r, c]) else "an infinite value"
+            raise ValueError(f"{name} contains {kind} at row {r}, column {c}.")
+    n, d = X.shape
+    if n < min_samples:
+        raise ValueError(f"{name} has {n} sample(s); at least {min_samples} required.")
+    if d == 0:
+        raise ValueError(f"{name} has 0 feature(s) (shape=({n}, 0)) while a minimum of 1 is required.")
+    return X
+
+
+def check_n_clusters(n_clusters, n_samples: int, name: str = "n_clusters") -> int:
+    """Check ``1 <= n_clusters <= n_samples`` and return it as ``int``."""
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
+        raise TypeError(f"{name} must be an integer; got {n_clusters!r}.")
+    k = int(n_clusters)
+    if k < 1:
+        raise ValueError(f"{name} must be at least 1; got {k}.")
+    if k > n_samples:
+        raise ValueError(
+            f"{name}={k} is larger than the number of samples ({n_samples}); "
+            "every cluster needs at least one point."
+        )
+    return k
+
+
+def check_partial_labels(y, n_samples: int, name: str = "y") -> np.ndarray:
+    """Validate partial labels: integers, -1 for unlabelled, length ``n_samples``.
+
+    Returns a new int64 array.
+    """
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D with one label per sample; got shape {arr.shape}.")
+    if arr.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} labels but X has {n_samples} samples; "
+            "lengths must match."
+        )
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            i = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise ValueError(f"{name} contains a non-finite label at position {i}; use -1 for unlabelled.")
+        if not np.all(arr == np.round(arr)):
+            i = int(np.flatnonzero(arr != np.round(arr))[0])
+            raise ValueError(f"{name} must hold integer labels; position {i} is {arr[i]!r}.")
+    elif arr.dtype.kind not in "biu":
+        try:
+            as_float = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            as_float = None
+        if as_float is None or not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
+            raise ValueError(
+                f"Unknown label type: {name} must hold integer labels with -1 for unlabelled; "
+                f"got dtype {arr.dtype}."
+            )
+        arr = as_float
+    out = arr.astype(np.int64)
+    if np.any(out < -1):
+        i = int(np.flatnonzero(out < -1)[0])
+        raise ValueError(f"{name} has label {out[i]} at position {i}; labels are >= 0, -1 = unlabelled.")
+    return out
+
+
+def as_float_array_1d(values, length: int, name: str) -> np.ndarray:
+    """Broadcast a scalar or check a 1-D array of ``length`` floats (new array)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim == 0:
+        return np.full(length, float(arr))
+    if arr.ndim != 1 or arr.shape[0] != length:
+        raise ValueError(f"{name} must be a scalar or have shape ({length},); got shape {arr.shape}.")
+    return arr.copy()

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``hmrf`` command line (see :mod:`hmrf.cli`)."""

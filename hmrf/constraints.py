@@ -1,0 +1,720 @@
+"""Pairwise supervision: must-link and cannot-link constraints with weights.
+
+A :class:`Constraints` object is the observed constraint variables ``c_ij`` of the
+HMRF (Basu 2005, §4.3.1) together with their violation costs ``w_ij`` (§4.2). It is
+immutable, stores each pair once in canonical order ``i < j``, and derives the
+structures every other layer needs: the must-link closure and its connected
+components ("neighbourhoods", §4.4.3), the cannot-links those components imply, and
+a signed sparse adjacency. Closures use :mod:`scipy.sparse.csgraph`, never recursion,
+so a 10^5-point must-link chain is as easy as a 5-point one.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from .exceptions import ConstraintConflictWarning, InconsistentConstraintsError
+
+__all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK"]
+
+MUST_LINK = 1
+CANNOT_LINK = -1
+_CONFLICT_POLICIES = ("raise", "warn", "soften", "drop")
+_KIND_NAMES = {MUST_LINK: "must-link", CANNOT_LINK: "cannot-link"}
+
+
+def _as_pair_array(pairs, name: str) -> np.ndarray:
+    """Convert ``pairs`` (list of 2-tuples or (m, 2) array) to an int64 (m, 2) array."""
+    if pairs is None:
+        return np.empty((0, 2), dtype=np.int64)
+    arr = np.asarray(pairs)
+    if arr.size == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"{name} must be a sequence of (i, j) pairs; got an array of shape {arr.shape}.")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            bad = int(np.flatnonzero(~np.isfinite(arr).all(1) | (arr != np.round(arr)).any(1))[0])
+            raise ValueError(f"{name} pair #{bad} is {tuple(arr[bad])}: indices must be integers.")
+    elif arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer point indices; got dtype {arr.dtype}.")
+    return arr.astype(np.int64)
+
+
+def _check_pairs_in_range(pairs: np.ndarray, n: int, name: str) -> None:
+    if pairs.shape[0] == 0:
+        return
+    bad = np.flatnonzero((pairs < 0).any(1) | (pairs >= n).any(1))
+    if bad.size:
+        b = int(bad[0])
+        raise ValueError(
+            f"{name} pair #{b} is ({pairs[b, 0]}, {pairs[b, 1]}), but point indices must lie "
+            f"in [0, {n - 1}] for n={n} points."
+        )
+    same = np.flatnonzero(pairs[:, 0] == pairs[:, 1])
+    if same.size:
+        b = int(same[0])
+        raise ValueError(
+            f"{name} pair #{b} is ({pairs[b, 0]}, {pairs[b, 1]}): a point cannot be constrained "
+            "with itself (i == j)."
+        )
+
+
+def _check_weights(weight, m: int, name: str) -> np.ndarray:
+    w = np.asarray(weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(m, float(w))
+    elif w.shape != (m,):
+        raise ValueError(f"{name} must be a scalar or have one entry per pair ({m}); got shape {w.shape}.")
+    else:
+        w = w.copy()
+    if np.any(np.isnan(w)):
+        b = int(np.flatnonzero(np.isnan(w))[0])
+        raise ValueError(f"{name}[{b}] is NaN; constraint weights must be >= 0 (np.inf = hard).")
+    if np.any(w < 0):
+        b = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(f"{name}[{b}] is {w[b]}; constraint weights must be >= 0 (np.inf = hard).")
+    return w
+
+
+def _components(n: int, pairs: np.ndarray) -> np.ndarray:
+    """Connected-component label of every point in the graph with edges ``pairs``."""
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    g = sp.coo_matrix(
+        (np.ones(pairs.shape[0], dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n)
+    ).tocsr()
+    _, labels = csgraph.connected_components(g, directed=False)
+    return labels.astype(np.int64)
+
+
+def _path(n: int, pairs: np.ndarray, source: int, target: int) -> tuple[int, ...]:
+    """A shortest chain of edges from ``source`` to ``target`` (for error messages)."""
+    g = sp.coo_matrix(
+        (np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])), shape=(n, n)
+    ).tocsr()
+    _, pred = csgraph.breadth_first_order(g, source, directed=False, return_predecessors=True)
+    chain = [target]
+    while chain[-1] != source and pred[chain[-1]] >= 0:
+        chain.append(int(pred[chain[-1]]))
+    return tuple(int(v) for v in reversed(chain))
+
+
+class Constraints:
+    """Immutable set of weighted must-link / cannot-link constraints on ``n`` points.
+
+    Parameters
+    ----------
+    n : int
+        Number of points the indices refer to.
+    pairs : array-like of shape (m, 2)
+        Point index pairs. Stored in canonical order ``i < j``.
+    kind : array-like of shape (m,)
+        ``+1`` for must-link, ``-1`` for cannot-link.
+    weight : float or array-like of shape (m,), default=1.0
+        Violation cost ``w_ij >= 0``; ``np.inf`` makes a constraint hard.
+    conflicts : {"raise", "warn", "soften", "drop"}, default="raise"
+        What to do with a cannot-link whose endpoints the must-link closure joins:
+
+        - ``"raise"``: a *hard* contradiction (hard cannot-link inside a component of
+          hard must-links) raises :class:`~hmrf.InconsistentConstraintsError` naming the
+          pair and a must-link chain; soft contradictions are kept, since weighing
+          contradictory evidence is what weights are for.
+        - ``"soften"``: hard contradictions are kept with the cannot-link's weight set
+          to 1.0 (the must-links are trusted); soft ones are kept.
+        - ``"warn"``: as ``"soften"`` and a
+          :class:`~hmrf.exceptions.ConstraintConflictWarning` lists them.
+        - ``"drop"``: every cannot-link that contradicts the closure of *all*
+          must-links (hard or soft) is removed, with a warning giving the count.
+
+    Notes
+    -----
+    Pairs given twice with the same kind are merged by *summing* their weights, which
+    leaves the HMRF energy (Basu 2005, eq. 4.10) unchanged. A pair given as both
+    must-link and cannot-link keeps both entries (a soft contradiction); their Potts
+    factors then cost ``w_ML`` when the labels differ and ``w_CL`` when they agree.
+
+    The potential of a constraint is the generalised Potts potential of Basu (2005),
+    eq. 4.4: ``w_ij [y_i != y_j]`` for must-links, ``w_ij [y_i == y_j]`` for
+    cannot-links.
+
+    Examples
+    --------
+    >>> from hmrf import Constraints
+    >>> c = Constraints.from_pairs(must_link=[(0, 1), (1, 2)], cannot_link=[(2, 3)], n=5)
+    >>> c
+    Constraints(n=5, must_link=2, cannot_link=1, hard=0)
+    >>> [list(nb) for nb in c.neighborhoods()]
+    [[0, 1, 2]]
+    """
+
+    __slots__ = ("_n", "_pairs", "_kind", "_weight", "_cache")
+
+    def __init__(self, n, pairs, kind, weight=1.0, *, conflicts: str = "raise"):
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"n must be a non-negative integer; got {n!r}.")
+        n = int(n)
+        if conflicts not in _CONFLICT_POLICIES:
+            raise ValueError(f"conflicts must be one of {_CONFLICT_POLICIES}; got {conflicts!r}.")
+        pairs = _as_pair_array(pairs, "pairs")
+        m = pairs.shape[0]
+        kind = np.asarray(kind).reshape(-1) if m else np.empty(0, dtype=np.int8)
+        if kind.shape != (m,):
+            raise ValueError(f"kind must have one entry per pair ({m}); got shape {kind.shape}.")
+        if m and not np.all(np.isin(kind, (MUST_LINK, CANNOT_LINK))):
+            b = int(np.flatnonzero(~np.isin(kind, (MUST_LINK, CANNOT_LINK)))[0])
+            raise ValueError(f"kind[{b}] is {kind[b]!r}; use +1 for must-link, -1 for cannot-link.")
+        kind = kind.astype(np.int8)
+        w = _check_weights(weight, m, "weight")
+        _check_pairs_in_range(pairs, n, "pairs")
+
+        pairs = np.sort(pairs, axis=1)
+        pairs, kind, w = self._merge_duplicates(n, pairs, kind, w)
+        pairs, kind, w = self._resolve_conflicts(n, pairs, kind, w, conflicts)
+        self._set(n, pairs, kind, w)
+
+    # ------------------------------------------------------------------ internals
+    def _set(self, n, pairs, kind, weight):
+        for a in (pairs, kind, weight):
+            a.flags.writeable = False
+        object.__setattr__(self, "_n", n)
+        object.__setattr__(self, "_pairs", pairs)
+        object.__setattr__(self, "_kind", kind)
+        object.__setattr__(self, "_weight", weight)
+        object.__setattr__(self, "_cache", {})
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Constraints is immutable; build a new one instead.")
+
+    def __reduce__(self):
+        return (Constraints._from_validated, (self._n, self._pairs, self._kind, self._weight))
+
+    @staticmethod
+    def _merge_duplicates(n, pairs, kind, w):
+        if pairs.shape[0] == 0:
+            return pairs.reshape(0, 2), kind, w
+        key = (pairs[:, 0] * max(n, 1) + pairs[:, 1]) * 2 + (kind == MUST_LINK)
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        if uniq.shape[0] == key.shape[0]:
+            order = np.argsort(key, kind="stable")
+            return pairs[order], kind[order], w[order]
+        merged_w = np.zeros(uniq.shape[0])
+        np.add.at(merged_w, inverse, w)  # inf + finite stays inf (hard wins)
+        return pairs[first], kind[first], merged_w
+
+    @staticmethod
+    def _resolve_conflicts(n, pairs, kind, w, policy):
+        if pairs.shape[0] == 0:
+            return pairs, kind, w
+        ml = kind == MUST_LINK
+        cl = ~ml
+        hard = np.isinf(w)
+        if policy == "drop":
+            comp = _components(n, pairs[ml])
+            bad = cl & (comp[pairs[:, 0]] == comp[pairs[:, 1]])
+            if bad.any():
+                warnings.warn(
+                    f"dropped {int(bad.sum())} cannot-link(s) that contradict the must-link "
+                    f"closure, e.g. ({pairs[bad][0, 0]}, {pairs[bad][0, 1]}).",
+                    ConstraintConflictWarning,
+                    stacklevel=4,
+                )
+                keep = ~bad
+                return pairs[keep], kind[keep], w[keep]
+            return pairs, kind, w
+        hard_ml = pairs[ml & hard]
+        comp = _components(n, hard_ml)
+        bad = cl & hard & (comp[pairs[:, 0]] == comp[pairs[:, 1]])
+        if not bad.any():
+            return pairs, kind, w
+        b = int(np.flatnonzero(bad)[0])
+        i, j = int(pairs[b, 0]), int(pairs[b, 1])
+        path = _path(n, hard_ml, i, j)
+        if policy == "raise":
+            chain = " - ".join(str(v) for v in path)
+            raise InconsistentConstraintsError(
+                f"hard cannot-link ({i}, {j}) contradicts hard must-links joining the same "
+                f"points (chain {chain}); {int(bad.sum())} such contradiction(s) in total. "
+                "Make one of them soft (finite weight) or pass conflicts='soften' or 'drop'.",
+                pair=(i, j),
+                path=path,
+            )
+        if policy == "warn":
+            warnings.warn(
+                f"{int(bad.sum())} hard cannot-link(s) contradict hard must-links, e.g. "
+                f"({i}, {j}); their weight was set to 1.0.",
+                ConstraintConflictWarning,
+                stacklevel=4,
+            )
+        w = w.copy()
+        w[bad] = 1.0
+        return pairs, kind, w
+
+    @classmethod
+    def _from_validated(cls, n, pairs, kind, weight):
+        """Build without re-validating (arrays already canonical, merged, consistent)."""
+        obj = cls.__new__(cls)
+        obj._set(int(n), np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2),
+                 np.asarray(kind, dtype=np.int8).copy(), np.asarray(weight, dtype=np.float64).copy())
+        return obj
+
+    # -------------------------------------------------------------- constructors
+    @classmethod
+    def from_pairs(cls, must_link=None, cannot_link=None, n=None, weight=1.0, *, conflicts="raise"):
+        """Build from lists of must-link and cannot-link pairs.
+
+        Parameters
+        ----------
+        must_link, cannot_link : sequence of (i, j) or array of shape (m, 2), optional
+        n : int, optional
+            Number of points. Defaults to ``1 + max index``; pass it explicitly so that
+            out-of-range indices are caught.
+        weight : float or array-like, default=1.0
+            One weight for all pairs, or one per pair in the order given: all
+            must-links first, then all cannot-links. ``np.inf`` = hard.
+        conflicts : str, default="raise"
+            See :class:`Constraints`.
+
+        Returns
+        -------
+        Constraints
+        """
+        ml = _as_pair_array(must_link, "must_link")
+        cl = _as_pair_array(cannot_link, "cannot_link")
+        if n is None:
+            n = int(max(ml.max(initial=-1), cl.max(initial=-1)) + 1)
+        elif isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"n must be a non-negative integer; got {n!r}.")
+        _check_pairs_in_range(ml, int(n), "must_link")
+        _check_pairs_in_range(cl, int(n), "cannot_link")
+        w = _check_weights(weight, ml.shape[0] + cl.shape[0], "weight")
+        kind = np.concatenate([np.full(ml.shape[0], MUST_LINK), np.full(cl.shape[0], CANNOT_LINK)])
+        return cls(int(n), np.vstack([ml, cl]), kind, w, conflicts=conflicts)
+
+    @classmethod
+    def from_labels(cls, y, weight=1.0, *, pairs: str = "all"):
+        """Constraints implied by partial labels (``-1`` = unlabelled).
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+            Integer class labels, ``-1`` for unlabelled points.
+        weight : float, default=1.0
+        pairs : {"all", "spanning"}, default="all"
+            ``"all"``: every labelled pair (must-link within a class, cannot-link across),
+            ``L (L - 1) / 2`` pairs for ``L`` labelled points. ``"spanning"``: a must-link
+            chain per class and one cannot-link between the first members of every two
+            classes, whose closure implies the same partition with ``O(L + c^2)`` pairs
+            (but a different energy, since fewer factors are violated by a mistake).
+
+        Returns
+        -------
+        Constraints
+        """
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D; got shape {y.shape}.")
+        if y.dtype.kind not in "iu":
+            if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+                y = y.astype(np.int64)
+            else:
+                raise TypeError("y must hold integer labels with -1 for unlabelled.")
+        if np.any(y < -1):
+            b = int(np.flatnonzero(y < -1)[0])
+            raise ValueError(f"y has label {y[b]} at position {b}; labels are >= 0, -1 = unlabelled.")
+        n = y.shape[0]
+        idx = np.flatnonzero(y >= 0)
+        if pairs == "all":
+            a, b = np.triu_indices(idx.shape[0], k=1)
+            pa, pb = idx[a], idx[b]
+            kind = np.where(y[pa] == y[pb], MUST_LINK, CANNOT_LINK)
+            pr = np.column_stack([pa, pb])
+        elif pairs == "spanning":
+            order = idx[np.argsort(y[idx], kind="stable")]
+            ys = y[order]
+            same = ys[1:] == ys[:-1]
+            ml = np.column_stack([order[:-1][same], order[1:][same]])
+            firsts = order[np.r_[True, ~same]] if order.size else order
+            a, b = np.triu_indices(firsts.shape[0], k=1)
+            cl = np.column_stack([firsts[a], firsts[b]])
+            pr = np.vstack([ml, cl]).reshape(-1, 2)
+            kind = np.r_[np.full(ml.shape[0], MUST_LINK), np.full(cl.shape[0], CANNOT_LINK)]
+        else:
+            raise ValueError(f"pairs must be 'all' or 'spanning'; got {pairs!r}.")
+        return cls(n, pr, kind, weight)
+
+    @classmethod
+    def from_metric_learn(cls, pairs, y, n=None, weight=1.0, *, conflicts="raise"):
+        """Build from metric-learn's pair format: ``pairs`` (m, 2) indices and ``y`` in {-1, +1}.
+
+        ``y = +1`` is a similar pair (must-link), ``y = -1`` dissimilar (cannot-link).
+        """
+        pr = _as_pair_array(pairs, "pairs")
+        lab = np.asarray(y).reshape(-1)
+        if lab.shape[0] != pr.shape[0]:
+            raise ValueError(f"pairs has {pr.shape[0]} rows but y has {lab.shape[0]} entries.")
+        if pr.shape[0] and not np.all(np.isin(lab, (-1, 1))):
+            b = int(np.flatnonzero(~np.isin(lab, (-1, 1)))[0])
+            raise ValueError(f"y[{b}] is {lab[b]!r}; metric-learn pairs use +1 (similar) / -1 (dissimilar).")
+        if n is None:
+            n = int(pr.max(initial=-1) + 1)
+        return cls(n, pr, lab.astype(np.int8), weight, conflicts=conflicts)
+
+    @classmethod
+    def from_networkx(cls, graph, n=None, kind="kind", weight="weight", *, conflicts="raise"):
+        """Build from a networkx graph whose edges carry a constraint kind.
+
+        Parameters
+        ----------
+        graph : networkx.Graph or networkx.MultiGraph
+            Nodes are integer point indices. Each edge's ``kind`` attribute is one of
+            ``"must_link"``/``"ml"``/``+1``/``True`` or ``"cannot_link"``/``"cl"``/``-1``/``False``.
+        n : int, optional
+            Number of points; defaults to ``1 + max node``.
+        kind, weight : str
+            Edge attribute names. A missing weight means 1.0.
+        """
+        names = {"must_link": 1, "must-link": 1, "ml": 1, 1: 1, True: 1,
+                 "cannot_link": -1, "cannot-link": -1, "cl": -1, -1: -1, False: -1}
+        rows, kinds, weights = [], [], []
+        for e, (u, v, data) in enumerate(graph.edges(data=True)):
+            if kind not in data:
+                raise ValueError(f"edge #{e} ({u}, {v}) has no {kind!r} attribute.")
+            k = data[kind]
+            if k not in names:
+                raise ValueError(f"edge #{e} ({u}, {v}) has {kind}={k!r}; use 'must_link' or 'cannot_link'.")
+            rows.append((u, v))
+            kinds.append(names[k])
+            weights.append(data.get(weight, 1.0))
+        pr = _as_pair_array(rows, "graph edges")
+        if n is None:
+            nodes = list(graph.nodes)
+            n = int(max(nodes) + 1) if nodes else 0
+        return cls(n, pr, np.asarray(kinds, dtype=np.int8), np.asarray(weights, dtype=np.float64),
+                   conflicts=conflicts)
+
+    @classmethod
+    def sample_from_labels(cls, y, n_pairs, rng=None, *, among=None, weight=1.0):
+        """Random labelled pairs, the supervision of the thesis's experiments (§4.5.2).
+
+        Draws ``n_pairs`` distinct pairs uniformly among the points ``among`` (default:
+        all) and makes each a must-link if the two labels agree, else a cannot-link.
+
+        Parameters
+        ----------
+        y : array-like (n,)
+            True class labels.
+        n_pairs : int
+            Number of pairs (capped at the number of distinct pairs available).
+        rng : int or numpy Generator, optional
+        among : array-like of int, optional
+            Candidate points (e.g. the training fold).
+        weight : float, default=1.0
+        """
+        y = np.asarray(y)
+        n = y.shape[0]
+        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        idx = np.arange(n) if among is None else np.unique(np.asarray(among, dtype=np.int64))
+        m = idx.shape[0]
+        target = int(min(int(n_pairs), m * (m - 1) // 2))
+        keys = np.empty(0, dtype=np.int64)
+        while keys.shape[0] < target:
+            need = 2 * (target - keys.shape[0]) + 8
+            a, b = idx[rng.integers(m, size=need)], idx[rng.integers(m, size=need)]
+            ok = a != b
+            lo, hi = np.minimum(a[ok], b[ok]), np.maximum(a[ok], b[ok])
+            keys = np.unique(np.r_[keys, lo * n + hi])
+        if keys.shape[0] > target:
+            keys = rng.choice(keys, size=target, replace=False)
+        pairs = np.column_stack([keys // max(n, 1), keys % max(n, 1)])
+        kind = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], MUST_LINK, CANNOT_LINK)
+        return cls(n, pairs, kind, weight)
+
+    @classmethod
+    def empty(cls, n):
+        """No constraints on ``n`` points."""
+        return cls(n, np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.int8), 1.0)
+
+    # ----------------------------------------------------------------- accessors
+    @property
+    def n(self) -> int:
+        """Number of points the indices refer to."""
+        return self._n
+
+    @property
+    def pairs(self) -> np.ndarray:
+        """(m, 2) read-only array of pairs, ``i < j``, sorted."""
+        return self._pairs
+
+    @property
+    def kind(self) -> np.ndarray:
+        """(m,) read-only array: +1 must-link, -1 cannot-link."""
+        return self._kind
+
+    @property
+    def weight(self) -> np.ndarray:
+        """(m,) read-only array of violation costs (``inf`` = hard)."""
+        return self._weight
+
+    @property
+    def is_hard(self) -> np.ndarray:
+        """(m,) boolean mask of hard constraints."""
+        return np.isinf(self._weight)
+
+    @property
+    def must_link(self) -> np.ndarray:
+        """(m_ML, 2) must-link pairs."""
+        return self._pairs[self._kind == MUST_LINK]
+
+    @property
+    def cannot_link(self) -> np.ndarray:
+        """(m_CL, 2) cannot-link pairs."""
+        return self._pairs[self._kind == CANNOT_LINK]
+
+    @property
+    def n_must_link(self) -> int:
+        return int(np.count_nonzero(self._kind == MUST_LINK))
+
+    @property
+    def n_cannot_link(self) -> int:
+        return int(np.count_nonzero(self._kind == CANNOT_LINK))
+
+    @property
+    def constrained_points(self) -> np.ndarray:
+        """Sorted indices of points that appear in at least one constraint."""
+        return np.unique(self._pairs)
+
+    def __len__(self) -> int:
+        return int(self._pairs.shape[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"Constraints(n={self._n}, must_link={self.n_must_link}, "
+            f"cannot_link={self.n_cannot_link}, hard={int(self.is_hard.sum())})"
+        )
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Constraints):
+            return NotImplemented
+        return (
+            self._n == other._n
+            and np.array_equal(self._pairs, other._pairs)
+            and np.array_equal(self._kind, other._kind)
+            and np.array_equal(self._weight, other._weight)
+        )
+
+    __hash__ = None
+
+    def __iter__(self):
+        """Iterate over ``(i, j, kind, weight)`` tuples."""
+        for (i, j), k, w in zip(self._pairs.tolist(), self._kind.tolist(), self._weight.tolist()):
+            yield i, j, k, w
+
+    def __add__(self, other: Constraints) -> Constraints:
+        """Union of two constraint sets on the same points (duplicates merged)."""
+        if not isinstance(other, Constraints):
+            return NotImplemented
+        if other.n != self.n:
+            raise ValueError(f"cannot combine constraints on {self.n} and {other.n} points.")
+        return Constraints(
+            self.n,
+            np.vstack([self._pairs, other._pairs]),
+            np.concatenate([self._kind, other._kind]),
+            np.concatenate([self._weight, other._weight]),
+        )
+
+    # ---------------------------------------------------------- derived structure
+    def component_labels(self, *, hard_only: bool = False) -> np.ndarray:
+        """Must-link closure component of each point, shape (n,).
+
+        Points with no must-link are their own component. Computed with
+        :func:`scipy.sparse.csgraph.connected_components`.
+
+        Parameters
+        ----------
+        hard_only : bool, default=False
+            Use only hard must-links (the components every feasible labelling must keep
+            together).
+        """
+        key = "hard_components" if hard_only else "components"
+        if key not in self._cache:
+            mask = self._kind == MUST_LINK
+            if hard_only:
+                mask &= self.is_hard
+            labels = _components(self._n, self._pairs[mask])
+            labels.flags.writeable = False
+            self._cache[key] = labels
+        return self._cache[key]
+
+    def neighborhoods(self, *, include_singletons: bool = False) -> list[np.ndarray]:
+        """Neighbourhoods: components of the must-link closure (Basu 2005, §4.4.3).
+
+        Parameters
+        ----------
+        include_singletons : bool, default=False
+            Also return points that appear only in cannot-links, as one-point
+            neighbourhoods.
+
+        Returns
+        -------
+        list of ndarray
+            Sorted member indices of each neighbourhood, largest first (ties: smallest
+            first member first).
+        """
+        comp = self.component_labels()
+        if include_singletons:
+            members = self.constrained_points
+        else:
+            members = np.unique(self.must_link)
+        if members.size == 0:
+            return []
+        order = np.lexsort((members, comp[members]))
+        members = members[order]
+        c = comp[members]
+        cuts = np.flatnonzero(np.diff(c)) + 1
+        groups = np.split(members, cuts)
+        groups.sort(key=lambda g: (-g.shape[0], int(g[0])))
+        return groups
+
+    def inferred_cannot_links(self, *, include_singletons: bool = True) -> np.ndarray:
+        """Pairs of neighbourhoods joined by at least one cannot-link.
+
+        Indices refer to ``self.neighborhoods(include_singletons=...)``. Per Basu,
+        Bilenko & Mooney (2004), §3.1, a cannot-link between two neighbourhoods implies
+        cannot-links between all their members.
+
+        Returns
+        -------
+        ndarray of shape (q, 2)
+            Neighbourhood index pairs ``(p, p')`` with ``p < p'``, sorted.
+        """
+        hoods = self.neighborhoods(include_singletons=include_singletons)
+        which = np.full(self._n, -1, dtype=np.int64)
+        for p, g in enumerate(hoods):
+            which[g] = p
+        cl = self.cannot_link
+        a, b = which[cl[:, 0]], which[cl[:, 1]]
+        ok = (a >= 0) & (b >= 0) & (a != b)
+        q = np.sort(np.column_stack([a[ok], b[ok]]), axis=1)
+        return np.unique(q, axis=0) if q.size else np.empty((0, 2), dtype=np.int64)
+
+    def closure(self, weight=1.0, *, max_pairs: int = 10**7) -> Constraints:
+        """All constraints implied by transitivity (Basu, Bilenko & Mooney 2004, §3.1).
+
+        Must-links between every two points of a neighbourhood and cannot-links between
+        every two points of neighbourhoods joined by a cannot-link. Pairs already present
+        keep their weight; inferred pairs get ``weight`` (the thesis uses unit weights for
+        inferred constraints, §4.5.2).
+
+        Raises
+        ------
+        ValueError
+            If the closure would exceed ``max_pairs`` pairs.
+        """
+        hoods = self.neighborhoods(include_singletons=True)
+        sizes = np.array([g.shape[0] for g in hoods], dtype=np.int64)
+        q = self.inferred_cannot_links()
+        total = int((sizes * (sizes - 1) // 2).sum() + (sizes[q[:, 0]] * sizes[q[:, 1]]).sum()) if len(hoods) else 0
+        if total > max_pairs:
+            raise ValueError(f"the closure has {total} pairs, more than max_pairs={max_pairs}.")
+        ml_rows = [np.column_stack(np.triu_indices(g.shape[0], 1)) for g in hoods]
+        ml = [g[r] for g, r in zip(hoods, ml_rows) if r.size]
+        cl = [np.array(np.meshgrid(hoods[a], hoods[b], indexing="ij")).reshape(2, -1).T for a, b in q]
+        new_ml = np.vstack(ml) if ml else np.empty((0, 2), dtype=np.int64)
+        new_cl = np.vstack(cl) if cl else np.empty((0, 2), dtype=np.int64)
+        pairs = np.vstack([new_ml, new_cl])
+        kind = np.r_[np.full(new_ml.shape[0], MUST_LINK), np.full(new_cl.shape[0], CANNOT_LINK)]
+        pairs = np.sort(pairs, axis=1)
+        # Keep existing weights; only genuinely new pairs get ``weight``.
+        def keys(p, k):
+            return (p[:, 0] * max(self._n, 1) + p[:, 1]) * 2 + (k == MUST_LINK)
+
+        new_mask = ~np.isin(keys(pairs, kind), keys(self._pairs, self._kind))
+        return self + Constraints(self._n, pairs[new_mask], kind[new_mask], weight, conflicts="soften")
+
+    def adjacency(self, which: str = "signed") -> sp.csr_matrix:
+        """Symmetric sparse (n, n) adjacency of the constraint graph.
+
+        Parameters
+        ----------
+        which : {"signed", "must_link", "cannot_link"}
+            ``"signed"``: ``+w`` for must-links, ``-w`` for cannot-links (a pair carrying
+            both gets the difference). The others hold the weights of one kind only.
+        """
+        if which == "signed":
+            vals = self._kind.astype(np.float64) * self._weight
+            mask = np.ones(len(self), dtype=bool)
+        elif which in ("must_link", "cannot_link"):
+            mask = self._kind == (MUST_LINK if which == "must_link" else CANNOT_LINK)
+            vals = self._weight
+        else:
+            raise ValueError(f"which must be 'signed', 'must_link' or 'cannot_link'; got {which!r}.")
+        p, v = self._pairs[mask], vals[mask]
+        a = sp.coo_matrix((np.r_[v, v], (np.r_[p[:, 0], p[:, 1]], np.r_[p[:, 1], p[:, 0]])),
+                          shape=(self._n, self._n))
+        return a.tocsr()
+
+    def violations(self, labels) -> np.ndarray:
+        """Boolean mask (m,) of the constraints a labelling violates."""
+        labels = np.asarray(labels)
+        if labels.shape != (self._n,):
+            raise ValueError(f"labels must have shape ({self._n},); got {labels.shape}.")
+        same = labels[self._pairs[:, 0]] == labels[self._pairs[:, 1]]
+        return np.where(self._kind == MUST_LINK, ~same, same)
+
+    def subset(self, indices) -> Constraints:
+        """Constraints among ``indices`` only, re-indexed to ``0..len(indices)-1``."""
+        idx = np.asarray(indices, dtype=np.int64)
+        pos = np.full(self._n, -1, dtype=np.int64)
+        pos[idx] = np.arange(idx.shape[0])
+        a, b = pos[self._pairs[:, 0]], pos[self._pairs[:, 1]]
+        keep = (a >= 0) & (b >= 0)
+        return Constraints(idx.shape[0], np.column_stack([a[keep], b[keep]]), self._kind[keep], self._weight[keep])
+
+    def select(self, mask) -> Constraints:
+        """The constraints where ``mask`` (m,) is true, on the same points."""
+        mask = np.asarray(mask, dtype=bool)
+        return Constraints._from_validated(self._n, self._pairs[mask], self._kind[mask], self._weight[mask])
+
+    def with_weight(self, weight) -> Constraints:
+        """Same pairs with new weights (scalar or (m,))."""
+        w = _check_weights(weight, len(self), "weight")
+        return Constraints(self._n, self._pairs, self._kind, w)
+
+    def to_networkx(self):
+        """The constraint graph as a :class:`networkx.MultiGraph`.
+
+        Nodes ``0..n-1``; one edge per constraint with key ``"must_link"`` or
+        ``"cannot_link"`` and attributes ``kind`` and ``weight``.
+        """
+        import networkx as nx
+
+        g = nx.MultiGraph()
+        g.add_nodes_from(range(self._n))
+        for i, j, k, w in self:
+            name = "must_link" if k == MUST_LINK else "cannot_link"
+            g.add_edge(i, j, key=name, kind=name, weight=w)
+        return g
+
+
+def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, weight=1.0) -> Constraints:
+    """Normalise the ways estimators accept supervision into one :class:`Constraints`.
+
+    Exactly one of ``constraints`` or the pair lists may be given (both is an error, to
+    avoid silently ignoring one).
+    """
+    if constraints is not None:
+        if must_link is not None or cannot_link is not None:
+            raise ValueError("pass either constraints= or must_link=/cannot_link=, not both.")
+        if not isinstance(constraints, Constraints):
+            raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
+        if n is not None and constraints.n != n:
+            raise ValueError(f"constraints refer to {constraints.n} points but X has {n} samples.")
+        return constraints
+    return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
+

@@ -1,0 +1,168 @@
+"""HMRF-KMeans (Basu 2005, ch. 4) and its special cases PCKMeans, KMeans and SP-KMeans."""
+
+from __future__ import annotations
+
+from .base import HMRFClusterMixin
+
+__all__ = ["HMRFKMeans", "PCKMeans", "KMeans", "SphericalKMeans"]
+
+
+class HMRFKMeans(HMRFClusterMixin):
+    """Semi-supervised clustering with a Hidden Markov Random Field (HMRF-KMeans).
+
+    Minimises ``J = Σ_i D(x_i, μ_{y_i}) + Σ_ML w w_ij [y_i != y_j] + Σ_CL w w_ij
+    [y_i == y_j]`` (Basu 2005, eq. 4.10) by EM: an E-step by any inference engine and
+    an M-step by the emission family.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    emission : {"sqeuclidean", "kl", "idiv", "itakura_saito", "cosine"} or EmissionFamily, default="sqeuclidean"
+    inference : str or InferenceEngine, default="icm"
+        E-step engine (``"icm"``, or an engine instance from :mod:`hmrf.inference`).
+    w : float, default=1.0
+        Global multiplier of the constraint weights (``np.inf``: all hard).
+    init : {"neighborhoods", "pckmeans", "k-means++", "random"} or array of shape (k, d), default="neighborhoods"
+        See :mod:`hmrf.initialization` (thesis §4.4.3 by default).
+    n_init : int, default=1
+        Runs from different initialisations; the lowest objective wins.
+    max_iter : int, default=100
+    tol : float, default=1e-4
+        Relative decrease of the objective below which EM stops.
+    normalizer : {"constant", "closed_form"}, default="constant"
+        Keep the emission normaliser where it has a closed form (per-cluster variance,
+        vMF concentration), or drop it as the thesis's HMRF-KMeans does.
+    random_state : int, RandomState or None, default=None
+
+    Attributes
+    ----------
+    labels_, cluster_centers_, params_, objective_, history_, n_iter_, converged_,
+    constraints_, em_result_, n_features_in_ : see :class:`HMRFClusterMixin`.
+
+    References
+    ----------
+    Basu (2005), "Semi-supervised Clustering: Probabilistic Models, Algorithms and
+    Experiments", ch. 4 (eq. 4.10, Fig. 4.3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hmrf import HMRFKMeans
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.0], [5.0, 5.0], [5.2, 5.0], [2.5, 2.5]])
+    >>> est = HMRFKMeans(n_clusters=2, random_state=0)
+    >>> est.fit(X, must_link=[(0, 4)], cannot_link=[(1, 3)]).labels_.tolist()
+    [0, 0, 1, 1, 0]
+    """
+
+    def __init__(self, n_clusters=8, *, emission="sqeuclidean", inference="icm", w=1.0,
+                 init="neighborhoods", n_init=1, max_iter=100, tol=1e-4, normalizer="constant",
+                 random_state=None):
+        self.n_clusters = n_clusters
+        self.emission = emission
+        self.inference = inference
+        self.w = w
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.normalizer = normalizer
+        self.random_state = random_state
+
+
+class PCKMeans(HMRFClusterMixin):
+    """Pairwise Constrained KMeans (Basu, Bilenko & Mooney 2004, eq. 1).
+
+    HMRF-KMeans with squared Euclidean distance, unit Potts penalties scaled by ``w``
+    and the ICML 2004 initialisation (§3.1): centroids of the largest must-link
+    neighbourhoods, then a point cannot-linked to all of them, then perturbations of
+    the global centroid.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    w : float, default=1.0
+    inference : str or InferenceEngine, default="icm"
+    max_iter : int, default=100
+    tol : float, default=1e-4
+    random_state : int, RandomState or None, default=None
+    """
+
+    def __init__(self, n_clusters=8, *, w=1.0, inference="icm", max_iter=100, tol=1e-4,
+                 random_state=None):
+        self.n_clusters = n_clusters
+        self.w = w
+        self.inference = inference
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _spec_emission(self):
+        return "sqeuclidean"
+
+    def _spec_init(self):
+        return "pckmeans"
+
+
+class KMeans(HMRFClusterMixin):
+    """KMeans as the HMRF with no constraints (Basu 2005, §2.3.1 and §3.3.1).
+
+    Any emission family gives the corresponding Bregman (or spherical) KMeans.
+    With ``init`` an array it reproduces scikit-learn's Lloyd iterations.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    emission : str or EmissionFamily, default="sqeuclidean"
+    init : {"k-means++", "neighborhoods", "random"} or array, default="k-means++"
+    n_init : int, default=1
+    max_iter : int, default=300
+    tol : float, default=1e-4
+    random_state : int, RandomState or None, default=None
+    """
+
+    def __init__(self, n_clusters=8, *, emission="sqeuclidean", init="k-means++", n_init=1,
+                 max_iter=300, tol=1e-4, random_state=None):
+        self.n_clusters = n_clusters
+        self.emission = emission
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _supervision(self, n, y, must_link, cannot_link, constraints):
+        if must_link is not None or cannot_link is not None or constraints is not None:
+            raise ValueError("KMeans takes no constraints; use HMRFKMeans or PCKMeans.")
+        return super()._supervision(n, None, None, None, None)
+
+
+class SphericalKMeans(HMRFClusterMixin):
+    """SP-KMeans: KMeans with cosine similarity on the unit sphere (Basu 2005, §2.3.2).
+
+    Rows are L2-normalised and centroids are normalised cluster sums (eq. 4.13). The
+    cost is the cosine distance ``1 - x^T μ``; constraints, when given, enter as in
+    HMRF-KMeans.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    w : float, default=1.0
+    init : str or array, default="k-means++"
+    n_init : int, default=1
+    max_iter : int, default=100
+    tol : float, default=1e-4
+    random_state : int, RandomState or None, default=None
+    """
+
+    def __init__(self, n_clusters=8, *, w=1.0, init="k-means++", n_init=1, max_iter=100,
+                 tol=1e-4, random_state=None):
+        self.n_clusters = n_clusters
+        self.w = w
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _spec_emission(self):
+        return "cosine"

@@ -1,0 +1,90 @@
+"""Seeded-KMeans and Constrained-KMeans: KMeans with labelled seeds (Basu 2005, ch. 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_partial_labels
+from ..constraints import Constraints
+from ..initialization import seeded_centers
+from ..model import HMRF
+from .base import HMRFClusterMixin
+
+__all__ = ["SeededKMeans", "ConstrainedKMeans"]
+
+
+def _seed_clusters(y, n, k):
+    """Map seed labels to cluster indices 0..c-1 (sorted classes); -1 stays -1."""
+    if y is None:
+        return np.full(n, -1, dtype=np.int64), np.empty(0, dtype=np.int64)
+    lab = check_partial_labels(y, n)
+    classes = np.unique(lab[lab >= 0])
+    if classes.size > k:
+        raise ValueError(
+            f"the seeds contain {classes.size} classes but n_clusters={k}; every seed class "
+            "needs its own cluster."
+        )
+    out = np.full(n, -1, dtype=np.int64)
+    mask = lab >= 0
+    out[mask] = np.searchsorted(classes, lab[mask])
+    return out, classes
+
+
+class SeededKMeans(HMRFClusterMixin):
+    """Seeded-KMeans (Basu 2005, Fig. 3.1): seeds initialise the centroids only.
+
+    ``fit(X, y)`` with ``y[i] = -1`` for unlabelled points. Cluster ``h`` starts at the
+    mean of the seeds of the ``h``-th smallest seed class (``seed_classes_[h]``);
+    clusters without seeds start at random perturbations of the global centroid
+    (incomplete seeding, §3.5.4). After initialisation the seeds may change cluster,
+    which makes the method robust to noisy seeds.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    emission : str or EmissionFamily, default="sqeuclidean"
+        ``"cosine"`` gives the SP-KMeans variant used for text in the thesis.
+    max_iter : int, default=100
+    tol : float, default=1e-4
+    random_state : int, RandomState or None, default=None
+
+    Attributes
+    ----------
+    seed_classes_ : ndarray
+        The seed label of each seeded cluster.
+    """
+
+    _clamp = False
+
+    def __init__(self, n_clusters=8, *, emission="sqeuclidean", max_iter=100, tol=1e-4,
+                 random_state=None):
+        self.n_clusters = n_clusters
+        self.emission = emission
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _supervision(self, n, y, must_link, cannot_link, constraints):
+        if must_link is not None or cannot_link is not None or constraints is not None:
+            raise ValueError(f"{type(self).__name__} takes labelled seeds y, not pairwise constraints.")
+        return Constraints.empty(n)
+
+    def _model(self, X, constraints, y):
+        seeds, self.seed_classes_ = _seed_clusters(y, X.shape[0], self.n_clusters)
+        return HMRF(X, self.n_clusters, emission=self._spec_emission(),
+                    clamped=seeds if self._clamp else None)
+
+    def _initial_params(self, model, constraints, y, rng):
+        seeds, _ = _seed_clusters(y, model.n_samples, model.n_clusters)
+        centers = seeded_centers(model.X, seeds, model.n_clusters, rng)
+        return model.emission.init_params(model.X, centers)
+
+
+class ConstrainedKMeans(SeededKMeans):
+    """Constrained-KMeans (Basu 2005, Fig. 3.2): seeds initialise and stay fixed.
+
+    As :class:`SeededKMeans`, but every seed keeps its cluster in all E-steps (its
+    other labels get infinite cost). Appropriate for noise-free seeds.
+    """
+
+    _clamp = True

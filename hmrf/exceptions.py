@@ -1,0 +1,61 @@
+"""Exceptions and warnings raised by :mod:`hmrf`.
+
+Every error names what is wrong and where (the offending pair, point or array),
+so that a user never has to read a NumPy traceback to find the problem.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "InconsistentConstraintsError",
+    "InfeasibleError",
+    "ConvergenceWarning",
+    "ConstraintConflictWarning",
+]
+
+
+class InconsistentConstraintsError(ValueError):
+    """Hard constraints contradict each other.
+
+    Raised when a hard cannot-link joins two points that hard must-links (directly
+    or through their transitive closure) force into the same cluster.
+
+    Parameters
+    ----------
+    message : str
+        Human-readable description naming the pair.
+    pair : tuple of int, optional
+        The cannot-link pair ``(i, j)`` that contradicts the must-links.
+    path : tuple of int, optional
+        A chain of hard must-links ``(i, ..., j)`` connecting the two points.
+    """
+
+    def __init__(self, message: str, pair=None, path=None):
+        super().__init__(message)
+        self.pair = pair
+        self.path = path
+
+
+class InfeasibleError(ValueError):
+    """No labelling satisfies the hard constraints (e.g. COP-KMeans finds no legal
+    cluster for a point, or more mutually cannot-linked groups than clusters).
+
+    Parameters
+    ----------
+    message : str
+        Human-readable description.
+    point : int, optional
+        Index of the point that could not be placed.
+    """
+
+    def __init__(self, message: str, point=None):
+        super().__init__(message)
+        self.point = point
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative method stopped at its iteration cap before converging."""
+
+
+class ConstraintConflictWarning(UserWarning):
+    """Contradictory constraints were found and handled by the ``conflicts`` policy."""

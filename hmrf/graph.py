@@ -1,0 +1,321 @@
+"""The E-step problem as flat arrays: what inference engines see.
+
+An E-step of HMRF-KMeans (Basu 2005, §4.4.4 and Appendix A) is a discrete MAP
+problem over hidden labels ``y in {0..k-1}^n``::
+
+    E(y) = sum_i U[i, y_i] + sum_e cost_e(y_{a_e}, y_{b_e})
+
+with unary costs ``U`` (n, k) from the emission family and one pairwise factor per
+edge ``e = (a_e, b_e)``. :class:`PairwiseGraph` stores the factors as flat arrays
+(the layout that makes PGMax-style vectorised inference fast) in two flavours that
+may be mixed in one graph:
+
+* **Potts edges** (``kind = +1`` must-link, ``-1`` cannot-link): the generalised
+  Potts potential of eq. 4.4, ``w_e [y_a != y_b]`` or ``w_e [y_a == y_b]``.
+  ``w_e = inf`` makes the edge hard. Engines use O(k) updates for these.
+* **Table edges** (``kind = 0``): ``w_e * T[t_e][y_a, y_b]`` with one (k, k) table
+  per edge or one table shared by many edges (OpenGM stores function objects once,
+  not per factor). ``w_e`` must be finite; a table may hold ``inf`` for forbidden
+  label pairs. ``0 * inf`` is taken as 0 (a zero-weight edge costs nothing).
+
+Engines never see the data ``X`` or the emission parameters: only ``U`` and this graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .constraints import CANNOT_LINK, MUST_LINK, Constraints
+
+__all__ = ["PairwiseGraph", "as_graph", "segment_sum"]
+
+POTTS_ML = MUST_LINK
+POTTS_CL = CANNOT_LINK
+TABLE = 0
+
+
+def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray:
+    """Sum ``values`` (e,) or (e, k) into ``n_rows`` buckets given by ``rows``.
+
+    A sparse-matrix product, which is much faster than ``np.add.at`` for 2-D values.
+    """
+    e = rows.shape[0]
+    agg = sp.csr_matrix((np.ones(e), (rows, np.arange(e))), shape=(n_rows, e))
+    out = agg @ values
+    return np.asarray(out)
+
+
+@dataclass(frozen=True, eq=False)
+class PairwiseGraph:
+    """Pairwise factors of an E-step problem, as flat arrays.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Number of label variables.
+    edges : ndarray of shape (m, 2)
+        Endpoints ``(a, b)`` of each factor. Potts edges are symmetric; for table
+        edges the first endpoint indexes the table's rows.
+    weight : ndarray of shape (m,)
+        Non-negative edge weights (``inf`` = hard, Potts edges only).
+    kind : ndarray of shape (m,)
+        ``+1`` Potts must-link, ``-1`` Potts cannot-link, ``0`` table edge.
+    tables : ndarray of shape (T, k, k), optional
+        Cost tables for table edges.
+    table_index : ndarray of shape (m,), optional
+        Which table each edge uses (``-1`` for Potts edges).
+
+    Notes
+    -----
+    Build one with :meth:`from_constraints`, :meth:`potts` or :meth:`from_tables`, or
+    combine several with :meth:`concatenate`.
+    """
+
+    n_nodes: int
+    edges: np.ndarray
+    weight: np.ndarray
+    kind: np.ndarray
+    tables: np.ndarray | None = None
+    table_index: np.ndarray | None = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        n = int(self.n_nodes)
+        edges = np.asarray(self.edges, dtype=np.int64).reshape(-1, 2)
+        m = edges.shape[0]
+        weight = np.asarray(self.weight, dtype=np.float64).reshape(-1)
+        kind = np.asarray(self.kind, dtype=np.int8).reshape(-1)
+        if weight.shape != (m,) or kind.shape != (m,):
+            raise ValueError(f"weight and kind must have shape ({m},); got {weight.shape} and {kind.shape}.")
+        if m:
+            if edges.min() < 0 or edges.max() >= n:
+                b = int(np.flatnonzero((edges < 0).any(1) | (edges >= n).any(1))[0])
+                raise ValueError(f"edge #{b} {tuple(edges[b])} has an endpoint outside [0, {n - 1}].")
+            if np.any(edges[:, 0] == edges[:, 1]):
+                b = int(np.flatnonzero(edges[:, 0] == edges[:, 1])[0])
+                raise ValueError(f"edge #{b} joins node {edges[b, 0]} to itself.")
+            if np.any(np.isnan(weight)) or np.any(weight < 0):
+                b = int(np.flatnonzero(np.isnan(weight) | (weight < 0))[0])
+                raise ValueError(f"edge weight #{b} is {weight[b]}; weights must be >= 0.")
+            if not np.all(np.isin(kind, (POTTS_ML, POTTS_CL, TABLE))):
+                raise ValueError("kind entries must be +1 (must-link), -1 (cannot-link) or 0 (table).")
+        tables, tindex = self.tables, self.table_index
+        is_table = kind == TABLE
+        if is_table.any():
+            if tables is None or tindex is None:
+                raise ValueError("table edges (kind 0) need tables and table_index.")
+            tables = np.asarray(tables, dtype=np.float64)
+            if tables.ndim != 3 or tables.shape[1] != tables.shape[2]:
+                raise ValueError(f"tables must have shape (T, k, k); got {tables.shape}.")
+            if np.any(np.isnan(tables)) or np.any(tables == -np.inf):
+                raise ValueError("tables must not contain NaN or -inf.")
+            tindex = np.asarray(tindex, dtype=np.int64).reshape(-1)
+            if tindex.shape != (m,):
+                raise ValueError(f"table_index must have shape ({m},); got {tindex.shape}.")
+            ti = tindex[is_table]
+            if ti.min() < 0 or ti.max() >= tables.shape[0]:
+                raise ValueError("table_index refers to a table that does not exist.")
+            if np.any(np.isinf(weight[is_table])):
+                raise ValueError("table edges need finite weights; put inf inside the table instead.")
+        else:
+            tables, tindex = None, None
+        for a in (edges, weight, kind) + ((tables, tindex) if tables is not None else ()):
+            a.flags.writeable = False
+        object.__setattr__(self, "n_nodes", n)
+        object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "weight", weight)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "tables", tables)
+        object.__setattr__(self, "table_index", tindex)
+
+    # ------------------------------------------------------------- constructors
+    @classmethod
+    def potts(cls, n_nodes, edges, weight, kind) -> PairwiseGraph:
+        """Potts-only graph (kind +1 / -1 per edge)."""
+        return cls(n_nodes, edges, weight, kind)
+
+    @classmethod
+    def from_constraints(cls, constraints: Constraints, scale=1.0) -> PairwiseGraph:
+        """Potts graph of a :class:`~hmrf.Constraints`; edge weight = ``scale * w_ij``.
+
+        ``scale`` is a scalar (the ``w`` of PCKMeans) or one factor per constraint
+        (MPCKMeans' distance scaling ``f_ij``).
+        """
+        w = np.asarray(scale, dtype=np.float64) * constraints.weight
+        with np.errstate(invalid="ignore"):
+            w = np.where(np.isinf(constraints.weight), np.inf, w)  # hard stays hard even if scale is 0
+        return cls(constraints.n, constraints.pairs, w, constraints.kind)
+
+    @classmethod
+    def from_tables(cls, n_nodes, edges, tables, table_index=None, weight=1.0) -> PairwiseGraph:
+        """Graph of general (k, k) cost tables.
+
+        Parameters
+        ----------
+        tables : array of shape (k, k) or (T, k, k)
+            One table shared by every edge, or ``T`` tables.
+        table_index : array of shape (m,), optional
+            Table of each edge; required when ``T > 1`` and ``T != m``; when ``T == m``
+            defaults to one table per edge.
+        weight : float or array of shape (m,)
+        """
+        edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+        m = edges.shape[0]
+        tables = np.asarray(tables, dtype=np.float64)
+        if tables.ndim == 2:
+            tables = tables[None]
+        if table_index is None:
+            if tables.shape[0] == 1:
+                table_index = np.zeros(m, dtype=np.int64)
+            elif tables.shape[0] == m:
+                table_index = np.arange(m)
+            else:
+                raise ValueError(f"{tables.shape[0]} tables for {m} edges: pass table_index.")
+        w = np.broadcast_to(np.asarray(weight, dtype=np.float64), (m,)).copy()
+        return cls(n_nodes, edges, w, np.zeros(m, dtype=np.int8), tables, table_index)
+
+    @classmethod
+    def empty(cls, n_nodes) -> PairwiseGraph:
+        return cls(n_nodes, np.empty((0, 2), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int8))
+
+    @staticmethod
+    def concatenate(graphs) -> PairwiseGraph:
+        """Union of the factors of several graphs on the same nodes."""
+        graphs = list(graphs)
+        n = graphs[0].n_nodes
+        if any(g.n_nodes != n for g in graphs):
+            raise ValueError("graphs must have the same number of nodes.")
+        tabs, tidx, offset = [], [], 0
+        for g in graphs:
+            if g.tables is not None:
+                tabs.append(g.tables)
+                tidx.append(np.where(g.kind == TABLE, g.table_index + offset, -1))
+                offset += g.tables.shape[0]
+            else:
+                tidx.append(np.full(g.n_edges, -1))
+        return PairwiseGraph(
+            n,
+            np.vstack([g.edges for g in graphs]),
+            np.concatenate([g.weight for g in graphs]),
+            np.concatenate([g.kind for g in graphs]),
+            np.concatenate(tabs) if tabs else None,
+            np.concatenate(tidx) if tabs else None,
+        )
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def n_edges(self) -> int:
+        return int(self.edges.shape[0])
+
+    @property
+    def is_potts(self) -> bool:
+        """True when every factor is a Potts factor (engines' O(k) fast path)."""
+        return self.tables is None
+
+    @property
+    def n_labels(self) -> int | None:
+        """k implied by the tables, or None for a Potts-only graph."""
+        return None if self.tables is None else int(self.tables.shape[1])
+
+    @property
+    def hard(self) -> np.ndarray:
+        """(m,) mask of hard Potts edges."""
+        return np.isinf(self.weight)
+
+    def check_labels(self, n_labels: int) -> None:
+        """Raise if the tables do not match ``n_labels``."""
+        if self.tables is not None and self.tables.shape[1] != n_labels:
+            raise ValueError(
+                f"the graph's cost tables are {self.tables.shape[1]}x{self.tables.shape[2]} "
+                f"but the unary costs have {n_labels} labels."
+            )
+
+    def table_costs(self) -> np.ndarray:
+        """Per-edge scaled tables ``w_e * T[t_e]`` for table edges, shape (m_table, k, k)."""
+        sel = self.kind == TABLE
+        w = self.weight[sel][:, None, None]
+        t = self.tables[self.table_index[sel]]
+        with np.errstate(invalid="ignore"):
+            out = w * t
+        out[(w == 0) & np.isinf(t)] = 0.0
+        return out
+
+    # ------------------------------------------------------------------- energies
+    def edge_costs(self, labels) -> np.ndarray:
+        """Cost of every factor under ``labels``, shape (m,)."""
+        labels = np.asarray(labels)
+        a, b = labels[self.edges[:, 0]], labels[self.edges[:, 1]]
+        same = a == b
+        cost = np.zeros(self.n_edges)
+        ml, cl = self.kind == POTTS_ML, self.kind == POTTS_CL
+        cost[ml & ~same] = self.weight[ml & ~same]
+        cost[cl & same] = self.weight[cl & same]
+        tab = self.kind == TABLE
+        if tab.any():
+            t = self.tables[self.table_index[tab], a[tab], b[tab]]
+            w = self.weight[tab]
+            with np.errstate(invalid="ignore"):
+                cost[tab] = np.where(w == 0, 0.0, w * t)
+        return cost
+
+    def pairwise_energy(self, labels) -> float:
+        """Sum of the pairwise factors under ``labels``."""
+        return float(self.edge_costs(labels).sum()) if self.n_edges else 0.0
+
+    def energy(self, labels, unary) -> float:
+        """Total E-step energy ``sum_i U[i, y_i] + sum_e cost_e``."""
+        labels = np.asarray(labels)
+        unary = np.asarray(unary)
+        u = float(unary[np.arange(unary.shape[0]), labels].sum())
+        return u + self.pairwise_energy(labels)
+
+    def neighbors(self) -> sp.csr_matrix:
+        """Unweighted symmetric (n, n) adjacency (multi-edges counted)."""
+        if "adj" not in self._cache:
+            e = self.edges
+            a = sp.coo_matrix(
+                (np.ones(2 * self.n_edges), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
+                shape=(self.n_nodes, self.n_nodes),
+            ).tocsr()
+            self._cache["adj"] = a
+        return self._cache["adj"]
+
+    def subgraph(self, nodes) -> PairwiseGraph:
+        """Factors among ``nodes`` only, re-indexed to ``0..len(nodes)-1``."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        pos = np.full(self.n_nodes, -1, dtype=np.int64)
+        pos[nodes] = np.arange(nodes.shape[0])
+        a, b = pos[self.edges[:, 0]], pos[self.edges[:, 1]]
+        keep = (a >= 0) & (b >= 0)
+        return PairwiseGraph(
+            nodes.shape[0], np.column_stack([a[keep], b[keep]]), self.weight[keep], self.kind[keep],
+            self.tables, None if self.table_index is None else self.table_index[keep],
+        )
+
+    def __repr__(self) -> str:
+        ml = int(np.count_nonzero(self.kind == POTTS_ML))
+        cl = int(np.count_nonzero(self.kind == POTTS_CL))
+        tb = int(np.count_nonzero(self.kind == TABLE))
+        return f"PairwiseGraph(n_nodes={self.n_nodes}, must_link={ml}, cannot_link={cl}, table={tb})"
+
+
+def as_graph(graph, n_nodes: int | None = None) -> PairwiseGraph:
+    """Accept a :class:`PairwiseGraph`, a :class:`~hmrf.Constraints` or ``None``."""
+    if graph is None:
+        if n_nodes is None:
+            raise ValueError("n_nodes is required when graph is None.")
+        return PairwiseGraph.empty(n_nodes)
+    if isinstance(graph, Constraints):
+        g = PairwiseGraph.from_constraints(graph)
+    elif isinstance(graph, PairwiseGraph):
+        g = graph
+    else:
+        raise TypeError(
+            f"graph must be an hmrf.PairwiseGraph or hmrf.Constraints; got {type(graph).__name__}."
+        )
+    if n_nodes is not None and g.n_nodes != n_nodes:
+        raise ValueError(f"the graph has {g.n_nodes} nodes but the unary costs have {n_nodes} rows.")
+    return g

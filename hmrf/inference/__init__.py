@@ -1,0 +1,26 @@
+"""E-step inference engines: one signature, ``engine.map(unary, graph, init, rng)``.
+
+See :class:`~hmrf.inference.base.InferenceEngine` for the contract and the exact problem
+reduction (hard must-link contraction, isolated nodes) every engine gets for free.
+"""
+
+from .base import InferenceEngine, InferenceResult, reduce_problem
+from .icm import ICM
+
+__all__ = ["InferenceEngine", "InferenceResult", "ICM", "reduce_problem", "get_engine"]
+
+_ENGINES = {"icm": ICM}
+
+
+def get_engine(spec) -> InferenceEngine:
+    """Resolve an engine from a name (``"icm"``, ...) or return an engine instance as is."""
+    if isinstance(spec, InferenceEngine):
+        return spec
+    if isinstance(spec, str):
+        key = spec.lower()
+        if key in _ENGINES:
+            return _ENGINES[key]()
+        raise ValueError(f"unknown inference engine {spec!r}; choose from {sorted(_ENGINES)} or pass an engine.")
+    if hasattr(spec, "map") and callable(spec.map):
+        return spec
+    raise TypeError(f"inference must be an engine name or an object with a .map() method; got {spec!r}.")

@@ -1,0 +1,317 @@
+"""The one interface every E-step engine implements, and the problem reduction they share.
+
+``engine.map(unary, graph, init=None, rng=None, callback=None) -> InferenceResult``
+
+Before an engine's own algorithm runs, :meth:`InferenceEngine.map` shrinks the problem
+exactly (no approximation):
+
+1. **Hard must-link contraction.** Points joined by hard must-links must share a label,
+   so each such component becomes one super-node whose unary costs are the sum of its
+   members' (a factor inside a component becomes a constant or a unary term).
+2. **Isolation.** Super-nodes with no remaining factor take the argmin of their unary
+   row, vectorised over all of them at once.
+
+Only the remaining *constrained* nodes reach the engine (``_solve``), so an engine's
+cost grows with the number of constraints, not with ``n`` (DESIGN.md, performance rules).
+The energy reported in the result is always recomputed on the original problem.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from ..exceptions import InfeasibleError
+from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, as_graph, segment_sum
+
+__all__ = ["InferenceResult", "InferenceEngine", "ReducedProblem", "reduce_problem", "check_unary"]
+
+
+@dataclass
+class InferenceResult:
+    """Outcome of one E-step.
+
+    Attributes
+    ----------
+    labels : ndarray of shape (n,)
+        The labelling found.
+    energy : float
+        Its energy ``sum_i U[i, y_i] + sum_e cost_e`` on the original problem.
+    lower_bound : float or None
+        A proven lower bound on the optimal energy (LP value, MILP bound), if the
+        engine provides one.
+    n_iter : int
+        Iterations (sweeps, message-passing rounds, ...) the engine ran.
+    converged : bool
+        Whether the engine met its own stopping criterion before its cap.
+    info : dict
+        Engine-specific extras (``time`` in seconds is always present).
+    """
+
+    labels: np.ndarray
+    energy: float
+    lower_bound: float | None = None
+    n_iter: int = 0
+    converged: bool = True
+    info: dict = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float | None:
+        """``energy - lower_bound`` (``None`` without a bound); 0 means proven optimal."""
+        if self.lower_bound is None:
+            return None
+        return float(self.energy - self.lower_bound)
+
+
+def check_unary(unary) -> np.ndarray:
+    """Validate unary costs: 2-D float, no NaN or -inf (+inf = forbidden label)."""
+    u = np.asarray(unary, dtype=np.float64)
+    if u.ndim != 2:
+        raise ValueError(f"unary costs must have shape (n, k); got shape {u.shape}.")
+    if u.shape[1] < 1:
+        raise ValueError("unary costs need at least one label (k >= 1).")
+    bad = np.isnan(u) | (u == -np.inf)
+    if bad.any():
+        r, c = (int(v) for v in np.argwhere(bad)[0])
+        raise ValueError(f"unary cost [{r}, {c}] is {u[r, c]}; costs must be finite or +inf.")
+    return u
+
+
+@dataclass
+class ReducedProblem:
+    """An E-step problem after hard-must-link contraction and isolation.
+
+    Attributes
+    ----------
+    node_of : ndarray (n,)
+        Super-node of every original node.
+    fixed_labels : ndarray (n_super,)
+        Labels of isolated super-nodes (``-1`` for the constrained ones).
+    active : ndarray (n_active,)
+        Super-node ids that carry factors, in the order of ``unary``.
+    unary : ndarray (n_active, k)
+        Unary costs of the active super-nodes.
+    graph : PairwiseGraph
+        Factors among the active super-nodes.
+    offset : float
+        Energy of everything outside the reduced problem: isolated super-nodes' unary
+        minima plus constant factors inside contracted components.
+    """
+
+    node_of: np.ndarray
+    fixed_labels: np.ndarray
+    active: np.ndarray
+    unary: np.ndarray
+    graph: PairwiseGraph
+    offset: float
+
+    def expand(self, active_labels) -> np.ndarray:
+        """Labels of the original nodes from labels of the active super-nodes."""
+        sup = self.fixed_labels.copy()
+        if self.active.size:
+            sup[self.active] = active_labels
+        return sup[self.node_of]
+
+    def first_member(self, active_index: int) -> int:
+        """Smallest original node index inside active super-node ``active_index``."""
+        return int(np.flatnonzero(self.node_of == self.active[active_index])[0])
+
+    def restrict(self, labels) -> np.ndarray:
+        """Labels of the active super-nodes from a labelling of the original nodes
+        (the first member of each super-node decides)."""
+        labels = np.asarray(labels)
+        n_super = self.fixed_labels.shape[0]
+        first = np.full(n_super, -1, dtype=np.int64)
+        # reversed assignment leaves the smallest original index in each slot
+        idx = np.arange(self.node_of.shape[0])[::-1]
+        first[self.node_of[idx]] = idx
+        return labels[first[self.active]]
+
+
+def reduce_problem(unary: np.ndarray, graph: PairwiseGraph) -> ReducedProblem:
+    """Contract hard must-links and solve isolated nodes (see module docstring).
+
+    Raises
+    ------
+    InfeasibleError
+        A hard cannot-link inside a hard must-link component, or a (super-)node whose
+        every label has infinite cost.
+    """
+    n, k = unary.shape
+    e, kind, w = graph.edges, graph.kind, graph.weight
+    hard_ml = (kind == POTTS_ML) & np.isinf(w)
+    if hard_ml.any():
+        adj = sp.coo_matrix((np.ones(int(hard_ml.sum())), (e[hard_ml, 0], e[hard_ml, 1])), shape=(n, n))
+        n_super, node_of = csgraph.connected_components(adj, directed=False)
+        node_of = node_of.astype(np.int64)
+        sup_unary = segment_sum(node_of, unary, n_super)
+    else:
+        n_super, node_of, sup_unary = n, np.arange(n, dtype=np.int64), unary.copy()
+
+    a, b = node_of[e[:, 0]], node_of[e[:, 1]]
+    inside = a == b
+    offset = 0.0
+    if inside.any():
+        bad = inside & (kind == POTTS_CL) & np.isinf(w)
+        if bad.any():
+            i, j = (int(v) for v in e[np.flatnonzero(bad)[0]])
+            raise InfeasibleError(
+                f"hard cannot-link ({i}, {j}) joins points that hard must-links force into "
+                "the same cluster; no labelling satisfies both.",
+                point=i,
+            )
+        # cannot-links inside a component are always violated; must-links always kept
+        offset += float(w[inside & (kind == POTTS_CL)].sum())
+        tab_in = inside & (kind == TABLE)
+        if tab_in.any():
+            diag = graph.tables[graph.table_index[tab_in]][:, np.arange(k), np.arange(k)]
+            wt = w[tab_in][:, None]
+            with np.errstate(invalid="ignore"):
+                add = np.where(wt == 0, 0.0, wt * diag)
+            sup_unary += segment_sum(a[tab_in], add, n_super)
+
+    if np.any(np.all(np.isinf(sup_unary), axis=1)):
+        s = int(np.flatnonzero(np.all(np.isinf(sup_unary), axis=1))[0])
+        point = int(np.flatnonzero(node_of == s)[0])
+        raise InfeasibleError(
+            f"point {point} has no allowed label: every cluster has infinite cost "
+            "(clamped labels or hard constraints contradict each other).",
+            point=point,
+        )
+
+    keep = ~inside
+    ea, eb = a[keep], b[keep]
+    has_edge = np.zeros(n_super, dtype=bool)
+    has_edge[ea] = True
+    has_edge[eb] = True
+    fixed = np.where(has_edge, -1, np.argmin(sup_unary, axis=1)).astype(np.int64)
+    iso = ~has_edge
+    offset += float(sup_unary[iso, fixed[iso]].sum()) if iso.any() else 0.0
+
+    active = np.flatnonzero(has_edge)
+    pos = np.full(n_super, -1, dtype=np.int64)
+    pos[active] = np.arange(active.shape[0])
+    sub = PairwiseGraph(
+        active.shape[0],
+        np.column_stack([pos[ea], pos[eb]]),
+        w[keep],
+        kind[keep],
+        graph.tables,
+        None if graph.table_index is None else graph.table_index[keep],
+    )
+    return ReducedProblem(node_of, fixed, active, sup_unary[active], sub, offset)
+
+
+class InferenceEngine:
+    """Base class of E-step engines (ICM, belief propagation, LP, MILP, ...).
+
+    Subclasses implement :meth:`_solve` on the reduced problem; :meth:`map` handles
+    validation, reduction, callbacks, timing and the final energy. Engines see costs
+    and a graph, never the data or the emission parameters.
+
+    Notes
+    -----
+    ``_solve(unary, graph, init, rng, notify)`` receives the unary costs (n_c, k) and
+    :class:`~hmrf.graph.PairwiseGraph` of the constrained super-nodes, an initial
+    labelling of them or ``None``, a NumPy ``Generator``, and ``notify(iteration,
+    labels, bound)`` to report progress. It returns a dict with keys ``labels``
+    (required), ``lower_bound``, ``n_iter``, ``converged`` and ``info`` (optional).
+    """
+
+    #: Whether the energy of the returned labelling never exceeds that of ``init``.
+    monotone_from_init = False
+
+    def map(self, unary, graph=None, init=None, rng=None, callback=None) -> InferenceResult:
+        """Find a low-energy labelling of ``E(y) = sum_i U[i, y_i] + sum_e cost_e``.
+
+        Parameters
+        ----------
+        unary : array-like of shape (n, k)
+            Unary costs (``+inf`` forbids a label).
+        graph : PairwiseGraph or Constraints or None
+            Pairwise factors; a :class:`~hmrf.Constraints` is used with its weights
+            as Potts edge costs.
+        init : array-like of shape (n,), optional
+            Starting labelling (used by local engines such as ICM).
+        rng : int, numpy Generator or RandomState, optional
+            Source of randomness (update orders, rounding).
+        callback : callable, optional
+            ``callback(iteration, labels, energy, bound)`` after each iteration, with
+            labels and energy of the full problem (OpenGM's visitor).
+
+        Returns
+        -------
+        InferenceResult
+        """
+        t0 = time.perf_counter()
+        unary = check_unary(unary)
+        n, k = unary.shape
+        graph = as_graph(graph, n)
+        graph.check_labels(k)
+        if init is not None:
+            init = np.asarray(init)
+            if init.shape != (n,):
+                raise ValueError(f"init must have shape ({n},); got {init.shape}.")
+            if init.dtype.kind not in "iu" or init.min() < 0 or init.max() >= k:
+                raise ValueError(f"init must hold integer labels in [0, {k - 1}].")
+        gen = _as_generator(rng)
+
+        red = reduce_problem(unary, graph)
+        sub_init = None if init is None or red.active.size == 0 else red.restrict(init)
+
+        def notify(iteration, sub_labels, bound=None):
+            if callback is None:
+                return
+            energy = red.graph.energy(sub_labels, red.unary) + red.offset
+            full_bound = None if bound is None else float(bound) + red.offset
+            callback(iteration, red.expand(sub_labels), float(energy), full_bound)
+
+        if red.active.size == 0:
+            out = {"labels": np.empty(0, dtype=np.int64), "lower_bound": 0.0, "n_iter": 0, "converged": True}
+        else:
+            try:
+                out = self._solve(red.unary, red.graph, sub_init, gen, notify)
+            except InfeasibleError as exc:
+                if exc.point is None:
+                    raise
+                point = red.first_member(exc.point)
+                raise InfeasibleError(f"point {point}: {exc}", point=point) from None
+        labels = red.expand(np.asarray(out["labels"], dtype=np.int64)).astype(np.int64)
+        energy = graph.energy(labels, unary)
+        lb = out.get("lower_bound")
+        info = dict(out.get("info", {}))
+        info.update(time=time.perf_counter() - t0, n_active=int(red.active.size))
+        return InferenceResult(
+            labels=labels,
+            energy=float(energy),
+            lower_bound=None if lb is None else float(lb) + red.offset,
+            n_iter=int(out.get("n_iter", 0)),
+            converged=bool(out.get("converged", True)),
+            info=info,
+        )
+
+    def _solve(self, unary, graph, init, rng, notify):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({params})"
+
+
+def _as_generator(rng) -> np.random.Generator:
+    """A NumPy Generator from ``None``, an int, a Generator or a RandomState.
+
+    A RandomState (scikit-learn's convention) seeds a new Generator from one draw, so
+    the same RandomState state always gives the same engine behaviour.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, np.random.RandomState):
+        return np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
+    if rng is None or isinstance(rng, (int, np.integer)):
+        return np.random.default_rng(rng)
+    raise TypeError(f"rng must be None, an int, a numpy Generator or RandomState; got {rng!r}.")

@@ -1,0 +1,213 @@
+"""Initial cluster centres from constraints and unlabelled data.
+
+* ``"neighborhoods"`` — Basu (2005), §4.4.3: neighbourhoods are the components of the
+  must-link closure (points that only appear in cannot-links count as one-point
+  neighbourhoods, so the skeletons built by active learning, ch. 5, are used).
+  λ = k: their centroids; λ < k: their centroids plus ``k - λ`` random perturbations of
+  the global centroid (Dhillon et al. 2001); λ > k: weighted farthest-first traversal
+  over the neighbourhood centroids, weight = neighbourhood size.
+* ``"pckmeans"`` — Basu, Bilenko & Mooney (2004), §3.1: must-link neighbourhoods
+  (two or more points); λ ≥ k: centroids of the k largest; λ < k: their centroids,
+  then a point cannot-linked to every neighbourhood if one exists, then perturbations
+  of the global centroid.
+* ``"k-means++"`` — neighbourhood centroids as above, remaining centres by k-means++
+  seeding (Arthur & Vassilvitskii 2007) under the family's divergence.
+* ``"random"`` — k distinct data points.
+
+Distances respect the emission family (``family.divergence``), so cosine data gets
+cosine farthest-first. Everything is vectorised over points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .constraints import Constraints
+from .emissions.base import EmissionFamily, cluster_sums
+
+__all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS"]
+
+INIT_METHODS = ("neighborhoods", "pckmeans", "k-means++", "random")
+
+#: Size of the perturbation of the global centroid, as a fraction of the way to a
+#: random data point (convex combinations stay inside every family's domain).
+PERTURBATION = 0.1
+
+
+def _rows(X, idx) -> np.ndarray:
+    sub = X[idx]
+    return sub.toarray() if sp.issparse(sub) else np.asarray(sub, dtype=np.float64)
+
+
+def _global_mean(X) -> np.ndarray:
+    return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+
+
+def neighborhood_centroids(X, hoods: list[np.ndarray]):
+    """Centroid and size of each neighbourhood (one sparse product for all)."""
+    if not hoods:
+        return np.empty((0, X.shape[1])), np.empty(0)
+    members = np.concatenate(hoods)
+    which = np.repeat(np.arange(len(hoods)), [h.shape[0] for h in hoods])
+    sub = X[members]
+    sums, counts = cluster_sums(sub, which, len(hoods))
+    return sums / counts[:, None], counts
+
+
+def weighted_farthest_first(centroids, sizes, k, family: EmissionFamily, rng=None) -> np.ndarray:
+    """Indices of ``k`` neighbourhoods by weighted farthest-first traversal.
+
+    Starts from the largest neighbourhood; each next pick maximises
+    ``size_p · min_{q chosen} D(c_p, c_q)`` (Basu 2005, §4.4.3; Hochbaum & Shmoys 1985).
+    Ties go to the lower index, so the result is deterministic.
+    """
+    lam = centroids.shape[0]
+    chosen = [int(np.argmax(sizes))]
+    mind = family.divergence(centroids, centroids[chosen])[:, 0]
+    for _ in range(1, k):
+        score = sizes * mind
+        score[chosen] = -np.inf
+        nxt = int(np.argmax(score))
+        chosen.append(nxt)
+        mind = np.minimum(mind, family.divergence(centroids, centroids[[nxt]])[:, 0])
+        if len(chosen) == lam:
+            break
+    return np.asarray(chosen)
+
+
+def _perturbed_global(X, m, rng) -> np.ndarray:
+    picks = rng.choice(X.shape[0], size=m, replace=m > X.shape[0])
+    g = _global_mean(X)
+    return (1.0 - PERTURBATION) * g[None, :] + PERTURBATION * _rows(X, picks)
+
+
+def _in_domain(X, centers, family) -> np.ndarray:
+    """Centres as the family uses them (unit norm for cosine, smoothed for KL, ...)."""
+    return family.init_params(X, centers).centers
+
+
+def _kmeanspp(X, m, centers, family, rng) -> np.ndarray:
+    """``m`` more centres by greedy k-means++ seeding given existing ``centers``."""
+    n = X.shape[0]
+    if centers.shape[0] == 0:
+        centers = _rows(X, [int(rng.integers(n))])
+        m -= 1
+    closest = family.divergence(X, _in_domain(X, centers, family)).min(axis=1)
+    trials = 2 + int(np.log(m + centers.shape[0]))
+    picked = []
+    for _ in range(m):
+        total = closest.sum()
+        if not np.isfinite(total) or total <= 0:
+            cand = rng.choice(n, size=trials)
+        else:
+            cand = np.minimum(np.searchsorted(np.cumsum(closest), rng.random(trials) * total), n - 1)
+        d = np.minimum(closest[:, None], family.divergence(X, _rows(X, cand)))
+        best = int(np.argmin(d.sum(axis=0)))
+        closest = d[:, best]
+        picked.append(_rows(X, [cand[best]]))
+    return np.vstack([centers, *picked])
+
+
+def _cannot_linked_to_all(constraints: Constraints, hoods) -> int | None:
+    """A point (outside the neighbourhoods) with a cannot-link into every neighbourhood."""
+    if not hoods:
+        return None
+    which = np.full(constraints.n, -1, dtype=np.int64)
+    for p, h in enumerate(hoods):
+        which[h] = p
+    cl = constraints.cannot_link
+    if cl.shape[0] == 0:
+        return None
+    pts = np.r_[cl[:, 0], cl[:, 1]]
+    other = which[np.r_[cl[:, 1], cl[:, 0]]]
+    ok = (other >= 0) & (which[pts] < 0)
+    if not ok.any():
+        return None
+    pairs = np.unique(np.column_stack([pts[ok], other[ok]]), axis=0)
+    cand, counts = np.unique(pairs[:, 0], return_counts=True)
+    full = cand[counts == len(hoods)]
+    return int(full[0]) if full.size else None
+
+
+def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Constraints | None = None,
+                    method="neighborhoods", rng=None) -> np.ndarray:
+    """Initial centre vectors (k, d), before the family projects them into its domain.
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix (n, d)
+        Prepared data.
+    n_clusters : int
+    family : EmissionFamily
+        Supplies the divergence used for farthest-first and k-means++.
+    constraints : Constraints, optional
+    method : {"neighborhoods", "pckmeans", "k-means++", "random"} or array (k, d)
+    rng : numpy Generator
+
+    Returns
+    -------
+    ndarray of shape (k, d)
+    """
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    k, n = n_clusters, X.shape[0]
+    if not isinstance(method, str):
+        C = np.array(method, dtype=np.float64)
+        if C.shape != (k, X.shape[1]):
+            raise ValueError(f"init array must have shape ({k}, {X.shape[1]}); got {C.shape}.")
+        if not np.all(np.isfinite(C)):
+            raise ValueError("init array contains NaN or infinite values.")
+        return C
+    if method not in INIT_METHODS:
+        raise ValueError(f"init must be one of {INIT_METHODS} or an array of shape (k, d); got {method!r}.")
+    if method == "random":
+        return _rows(X, rng.choice(n, size=k, replace=False))
+    c = constraints if constraints is not None else Constraints.empty(n)
+    hoods = c.neighborhoods(include_singletons=method != "pckmeans")
+    cents, sizes = neighborhood_centroids(X, hoods)
+    lam = len(hoods)
+    if method == "pckmeans":
+        if lam >= k:
+            return cents[:k]  # neighbourhoods are sorted largest first
+        parts = [cents]
+        x = _cannot_linked_to_all(c, hoods)
+        if x is not None:
+            parts.append(_rows(X, [x]))
+        filled = sum(p.shape[0] for p in parts)
+        parts.append(_perturbed_global(X, k - filled, rng))
+        return np.vstack(parts)
+    if lam > k:
+        proj = _in_domain(X, cents, family)
+        return cents[weighted_farthest_first(proj, sizes, k, family, rng)]
+    if lam == k:
+        return cents
+    if method == "neighborhoods":
+        return np.vstack([cents, _perturbed_global(X, k - lam, rng)])
+    return _kmeanspp(X, k - lam, cents, family, rng)
+
+
+def seeded_centers(X, seeds, n_clusters: int, rng=None) -> np.ndarray:
+    """Centres from labelled seeds (Basu 2005, Figs. 3.1-3.2).
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix (n, d)
+    seeds : ndarray (n,)
+        Cluster index ``0..k-1`` of each seed, ``-1`` for unlabelled points.
+    n_clusters : int
+    rng : numpy Generator
+
+    Returns
+    -------
+    ndarray (k, d)
+        Seed-class means; clusters without seeds (incomplete seeding, §3.5.4) get random
+        perturbations of the global centroid, following Dhillon et al. (2001).
+    """
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    lab = np.flatnonzero(seeds >= 0)
+    centers = _perturbed_global(X, n_clusters, rng)
+    if lab.size:
+        sums, counts = cluster_sums(X[lab], seeds[lab], n_clusters)
+        has = counts > 0
+        centers[has] = sums[has] / counts[has, None]
+    return centers
