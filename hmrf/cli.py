@@ -13,7 +13,7 @@ import sys
 __all__ = ["main", "COMMANDS"]
 
 #: sub-command name -> module in hmrf.commands
-COMMANDS = {"fit": "fit"}
+COMMANDS = {"fit": "fit", "compare": "compare", "curve": "curve", "active": "active"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +24,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="command")
     sub.required = True
     for name, module in COMMANDS.items():
-        mod = importlib.import_module(f"hmrf.commands.{module}")
+        try:
+            mod = importlib.import_module(f"hmrf.commands.{module}")
+        except ModuleNotFoundError as exc:  # command still being written
+            if exc.name != f"hmrf.commands.{module}":
+                raise
+            continue
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)
     return parser

@@ -186,7 +186,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
                               n_changed=0, rejected=rejected, reseeded=reseeded, e_time=t1 - t0, m_time=0.0))
             break
         labels = new
-        params = family.m_step(model.X, labels, params, model.normalizer)
+        params = model.m_step(labels, params)
         obj = model.energy(labels, params)
         t2 = time.perf_counter()
         trace.append(dict(objective=obj, e_energy=res.energy, lower_bound=res.lower_bound,

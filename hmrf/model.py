@@ -131,6 +131,18 @@ class HMRF:
             self._static_graph = g
         return g
 
+    def m_step(self, labels, params):
+        """Re-estimate Θ for ``labels`` (the M-step of Basu 2005, §4.4.5).
+
+        Delegates to ``emission.m_step``. A family whose update also needs the pairwise
+        factors (MPCKMeans' metric update uses the violated constraints) defines
+        ``m_step_model(model, labels, params)`` and receives this model instead.
+        """
+        hook = getattr(self.emission, "m_step_model", None)
+        if hook is not None:
+            return hook(self, labels, params)
+        return self.emission.m_step(self.X, labels, params, self.normalizer)
+
     # ---------------------------------------------------------------- objective
     def _check_labels(self, labels) -> np.ndarray:
         y = np.asarray(labels)
