@@ -77,7 +77,8 @@ def check_unary(unary) -> np.ndarray:
     bad = np.isnan(u) | (u == -np.inf)
     if bad.any():
         r, c = (int(v) for v in np.argwhere(bad)[0])
-        raise ValueError(f"unary cost [{r}, {c}] is {u[r, c]}; costs must be finite or +inf.")
+        what = "NaN" if np.isnan(u[r, c]) else "-inf"
+        raise ValueError(f"unary cost [{r}, {c}] is {what}; costs must be finite or +inf.")
     return u
 
 
