@@ -169,50 +169,53 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
     history, trace = [], []
     converged = False
     it = 0
-    for it in range(1, int(max_iter) + 1):
+    while True:
+        # One unary evaluation per iteration: it scores the previous M-step's
+        # (labels, params) pair *and* feeds this iteration's E-step.
         t0 = time.perf_counter()
         unary = model.unary(params)
         graph = model.graph(params)
+        if labels is not None:
+            obj = graph.energy(labels, unary)
+            history.append(obj)
+            trace[-1]["objective"] = obj
+            if obj > prev_obj + 1e-9 * max(1.0, abs(prev_obj)) and getattr(family, "exact_m_step", True):
+                warnings.warn(
+                    f"EM objective increased from {prev_obj:.10g} to {obj:.10g} at iteration {it}; "
+                    f"the M-step of {family!r} is not an exact minimiser.",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            if callback is not None:
+                callback(it, labels, params, obj)
+            if np.isfinite(prev_obj) and prev_obj - obj <= tol * abs(prev_obj):
+                converged = True
+                # one more E-step so that the labels match the final parameters (kept
+                # only if it does not worsen J or empty a cluster: no M-step follows)
+                final = engine.map(unary, graph, init=labels, rng=rng)
+                if final.energy <= obj and np.unique(final.labels).shape[0] >= np.unique(labels).shape[0]:
+                    labels, obj = final.labels, final.energy
+                prev_obj = obj
+                break
+            prev_obj = obj
+        if it == int(max_iter):
+            break
+        it += 1
         res = engine.map(unary, graph, init=labels, rng=rng)
         new, rejected = res.labels, False
-        if labels is not None and res.energy > graph.energy(labels, unary):
-            new, rejected = labels, True
+        if labels is not None and res.energy > prev_obj:
+            new, rejected = labels, True  # keep the better labelling (module docstring)
         new, reseeded = reseed_empty_clusters(new, unary, graph, k)
         t1 = time.perf_counter()
         n_changed = int(new.shape[0] if labels is None else np.count_nonzero(new != labels))
+        trace.append(dict(objective=prev_obj, e_energy=res.energy, lower_bound=res.lower_bound,
+                          n_changed=n_changed, rejected=rejected, reseeded=reseeded,
+                          e_time=t1 - t0, m_time=0.0))
         if labels is not None and n_changed == 0:
             converged = True
-            trace.append(dict(objective=prev_obj, e_energy=res.energy, lower_bound=res.lower_bound,
-                              n_changed=0, rejected=rejected, reseeded=reseeded, e_time=t1 - t0, m_time=0.0))
             break
         labels = new
         params = model.m_step(labels, params)
-        obj = model.energy(labels, params)
-        t2 = time.perf_counter()
-        trace.append(dict(objective=obj, e_energy=res.energy, lower_bound=res.lower_bound,
-                          n_changed=n_changed, rejected=rejected, reseeded=reseeded,
-                          e_time=t1 - t0, m_time=t2 - t1))
-        history.append(obj)
-        if obj > prev_obj + 1e-9 * max(1.0, abs(prev_obj)) and getattr(family, "exact_m_step", True):
-            warnings.warn(
-                f"EM objective increased from {prev_obj:.10g} to {obj:.10g} at iteration {it}; "
-                f"the M-step of {family!r} is not an exact minimiser.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        if callback is not None:
-            callback(it, labels, params, obj)
-        if np.isfinite(prev_obj) and prev_obj - obj <= tol * abs(prev_obj):
-            converged = True
-            # one more E-step so that the labels match the final parameters
-            unary = model.unary(params)
-            graph = model.graph(params)
-            final = engine.map(unary, graph, init=labels, rng=rng)
-            if final.energy <= graph.energy(labels, unary):
-                labels = final.labels  # no re-seeding here: it would need another M-step
-            prev_obj = model.energy(labels, params)
-            break
-        prev_obj = obj
-    objective = prev_obj if np.isfinite(prev_obj) else model.energy(labels, params)
-    return EMResult(labels=labels, params=params, objective=float(objective), history=history,
+        trace[-1]["m_time"] = time.perf_counter() - t1
+    return EMResult(labels=labels, params=params, objective=float(prev_obj), history=history,
                     n_iter=it, converged=converged, trace=trace)

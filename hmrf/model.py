@@ -13,6 +13,8 @@ thesis Fig. A.1 (:meth:`HMRF.to_networkx`).
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ._validation import check_data, check_n_clusters
@@ -99,6 +101,9 @@ class HMRF:
                 raise ValueError(f"clamped labels must be -1 (free) or in [0, {self.n_clusters - 1}].")
             self.clamped = c
         self._static_graph = None
+        # data-only quantities a family may cache (e.g. φ(x_i)); X never changes here
+        self._data_cache = {}
+        self._pass_cache = "cache" in inspect.signature(self.emission.unary).parameters
 
     # --------------------------------------------------------------- E-step view
     @property
@@ -108,7 +113,10 @@ class HMRF:
 
     def unary(self, params) -> np.ndarray:
         """Unary costs (n, k): ``-log p(x_i | y_i = h, Θ)`` under the normaliser choice."""
-        cost = self.emission.unary(self.X, params, self.normalizer)
+        if self._pass_cache:
+            cost = self.emission.unary(self.X, params, self.normalizer, cache=self._data_cache)
+        else:
+            cost = self.emission.unary(self.X, params, self.normalizer)
         if self.clamped is not None:
             fixed = np.flatnonzero(self.clamped >= 0)
             row = cost[fixed, self.clamped[fixed]].copy()
@@ -219,6 +227,17 @@ class HMRF:
             g.add_edge((tag, e), ("y", a))
             g.add_edge((tag, e), ("y", b))
         return g
+
+    def to_pgmpy(self, params, factor_graph: bool = False):
+        """The E-step problem under ``params`` as a pgmpy model with factors ``exp(-cost)``.
+
+        A ``DiscreteMarkovNetwork`` (or, with ``factor_graph=True``, the
+        ``FactorGraph`` of Basu 2005, Fig. A.1) over the hidden labels ``"y0"``,
+        ``"y1"``, ...; see :func:`hmrf.interop.to_pgmpy`. pgmpy is imported lazily.
+        """
+        from .interop import to_pgmpy
+
+        return to_pgmpy(self.unary(params), self.graph(params), factor_graph=factor_graph)
 
     def __repr__(self) -> str:
         return (

@@ -132,8 +132,13 @@ class EmissionFamily(ABC):
 
     # ------------------------------------------------------------------- costs
     @abstractmethod
-    def divergence(self, X, centers) -> np.ndarray:
-        """Distortion ``D(x_i, c_h)`` for every row of ``X`` and of ``centers``, (n, k)."""
+    def divergence(self, X, centers, cache=None) -> np.ndarray:
+        """Distortion ``D(x_i, c_h)`` for every row of ``X`` and of ``centers``, (n, k).
+
+        ``cache`` is an optional dict owned by the caller (the :class:`~hmrf.HMRF`
+        model) in which a family may keep quantities that depend on ``X`` only, such as
+        ``φ(x_i)``; it is valid for as long as ``X`` is unchanged.
+        """
 
     def cluster_cost(self, params: EmissionParams, normalizer: str = "constant") -> np.ndarray:
         """Per-cluster term of the unary cost (k,): log-normaliser and prior terms.
@@ -142,14 +147,14 @@ class EmissionFamily(ABC):
         """
         return np.zeros(params.n_clusters)
 
-    def unary(self, X, params: EmissionParams, normalizer: str = "constant") -> np.ndarray:
+    def unary(self, X, params: EmissionParams, normalizer: str = "constant", cache=None) -> np.ndarray:
         """Per-point cost ``-log p(x_i | y_i = h, Θ)`` up to a constant, shape (n, k).
 
         With ``normalizer="constant"`` this is ``D(x_i, μ_h)`` (plus the family's prior
         term, if any); with ``"closed_form"`` the scaled divergence plus ``log Z_Θ``.
         """
         self.check_normalizer(normalizer)
-        cost = self.divergence(X, params.centers)
+        cost = self.divergence(X, params.centers, cache=cache)
         cost += self.cluster_cost(params, normalizer)[None, :]
         return cost
 

@@ -72,9 +72,9 @@ class SquaredEuclidean(BregmanFamily):
             return np.full(params.n_clusters, 0.5)
         return params.scale
 
-    def unary(self, X, params, normalizer="constant"):
+    def unary(self, X, params, normalizer="constant", cache=None):
         self.check_normalizer(normalizer)
-        cost = self.divergence(X, params.centers)
+        cost = self.divergence(X, params.centers, cache=cache)
         if normalizer == "closed_form":
             var = self._variance(params)
             d = params.centers.shape[1]

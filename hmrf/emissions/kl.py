@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import EmissionParams
-from .bregman import BregmanFamily
+from .bregman import BregmanFamily, _cross
 
 __all__ = ["KL", "IDivergence", "SmoothedParams"]
 
@@ -96,13 +96,13 @@ class IDivergence(BregmanFamily):
     def _prior(self, X) -> np.ndarray:
         return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
 
-    def divergence(self, X, centers) -> np.ndarray:
+    def divergence(self, X, centers, cache=None) -> np.ndarray:
         M = np.asarray(centers, dtype=np.float64)
         zero = M <= 0
         logM = np.log(np.where(zero, 1.0, M))
-        cost = np.asarray(X @ logM.T, dtype=np.float64)
+        cost = _cross(X, logM)
         cost *= -1.0
-        cost += self.phi(X)[:, None]
+        cost += self._phi_rows(X, cache)[:, None]
         cost += M.sum(axis=1)[None, :]
         np.maximum(cost, 0.0, out=cost)
         if zero.any():

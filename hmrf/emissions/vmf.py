@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from .._special import log_bessel_iv
 from .base import EmissionFamily, EmissionParams, cluster_sums
-from .bregman import row_dot
+from .bregman import _cross, row_dot
 
 __all__ = ["VonMisesFisher", "log_vmf_normalizer"]
 
@@ -84,9 +84,9 @@ class VonMisesFisher(EmissionFamily):
     def prepare(self, X):
         return _unit_rows(X, "X")
 
-    def divergence(self, X, centers) -> np.ndarray:
+    def divergence(self, X, centers, cache=None) -> np.ndarray:
         C = np.asarray(centers, dtype=np.float64)
-        cost = np.asarray(X @ C.T, dtype=np.float64)
+        cost = _cross(X, C)
         cost *= -1.0
         cost += 1.0
         np.clip(cost, 0.0, 2.0, out=cost)
@@ -97,7 +97,7 @@ class VonMisesFisher(EmissionFamily):
             return np.full(params.n_clusters, float(self.kappa))
         return params.scale
 
-    def unary(self, X, params, normalizer="constant") -> np.ndarray:
+    def unary(self, X, params, normalizer="constant", cache=None) -> np.ndarray:
         self.check_normalizer(normalizer)
         cost = self.divergence(X, params.centers)
         if normalizer == "constant":

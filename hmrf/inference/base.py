@@ -74,6 +74,8 @@ def check_unary(unary) -> np.ndarray:
         raise ValueError(f"unary costs must have shape (n, k); got shape {u.shape}.")
     if u.shape[1] < 1:
         raise ValueError("unary costs need at least one label (k >= 1).")
+    if np.isfinite(u).all():  # one pass in the common case
+        return u
     bad = np.isnan(u) | (u == -np.inf)
     if bad.any():
         r, c = (int(v) for v in np.argwhere(bad)[0])
@@ -151,7 +153,8 @@ def reduce_problem(unary: np.ndarray, graph: PairwiseGraph) -> ReducedProblem:
         node_of = node_of.astype(np.int64)
         sup_unary = segment_sum(node_of, unary, n_super)
     else:
-        n_super, node_of, sup_unary = n, np.arange(n, dtype=np.int64), unary.copy()
+        # no contraction: nothing below writes to sup_unary (no factor can be internal)
+        n_super, node_of, sup_unary = n, np.arange(n, dtype=np.int64), unary
 
     a, b = node_of[e[:, 0]], node_of[e[:, 1]]
     inside = a == b
@@ -260,6 +263,8 @@ class InferenceEngine:
             if init.dtype.kind not in "iu" or init.min() < 0 or init.max() >= k:
                 raise ValueError(f"init must hold integer labels in [0, {k - 1}].")
         gen = _as_generator(rng)
+        if graph.n_edges == 0:  # KMeans' E-step: every node is isolated
+            return self._map_isolated(unary, t0)
 
         red = reduce_problem(unary, graph)
         sub_init = None if init is None or red.active.size == 0 else red.restrict(init)
@@ -294,6 +299,19 @@ class InferenceEngine:
             converged=bool(out.get("converged", True)),
             info=info,
         )
+
+    @staticmethod
+    def _map_isolated(unary, t0) -> InferenceResult:
+        labels = np.argmin(unary, axis=1)
+        best = unary[np.arange(unary.shape[0]), labels]
+        if np.isinf(best).any():
+            point = int(np.flatnonzero(np.isinf(best))[0])
+            raise InfeasibleError(
+                f"point {point} has no allowed label: every cluster has infinite cost.", point=point
+            )
+        return InferenceResult(labels=labels, energy=float(best.sum()), lower_bound=float(best.sum()),
+                               n_iter=0, converged=True,
+                               info={"time": time.perf_counter() - t0, "n_active": 0})
 
     def _solve(self, unary, graph, init, rng, notify):  # pragma: no cover - abstract
         raise NotImplementedError
