@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="command")
     sub.required = True
-    for name, module in COMMANDS.items():
+    for module in COMMANDS.values():
         try:
             mod = importlib.import_module(f"hmrf.commands.{module}")
         except ModuleNotFoundError as exc:  # command still being written

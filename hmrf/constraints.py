@@ -379,17 +379,22 @@ class Constraints:
         kind, weight : str
             Edge attribute names. A missing weight means 1.0.
         """
-        names = {"must_link": 1, "must-link": 1, "ml": 1, 1: 1, True: 1,
-                 "cannot_link": -1, "cannot-link": -1, "cl": -1, -1: -1, False: -1}
+        names = {"must_link": 1, "must-link": 1, "ml": 1, "cannot_link": -1, "cannot-link": -1, "cl": -1}
         rows, kinds, weights = [], [], []
         for e, (u, v, data) in enumerate(graph.edges(data=True)):
             if kind not in data:
                 raise ValueError(f"edge #{e} ({u}, {v}) has no {kind!r} attribute.")
             k = data[kind]
-            if k not in names:
+            if isinstance(k, (bool, np.bool_)):  # True = must-link (checked first: True == 1)
+                code = 1 if k else -1
+            elif isinstance(k, str) and k in names:
+                code = names[k]
+            elif isinstance(k, numbers.Integral) and k in (1, -1):
+                code = int(k)
+            else:
                 raise ValueError(f"edge #{e} ({u}, {v}) has {kind}={k!r}; use 'must_link' or 'cannot_link'.")
             rows.append((u, v))
-            kinds.append(names[k])
+            kinds.append(code)
             weights.append(data.get(weight, 1.0))
         pr = _as_pair_array(rows, "graph edges")
         if n is None:

@@ -100,7 +100,8 @@ def test_hard_must_links_are_always_satisfied():
 def test_objective_attribute_matches_metric_and_history():
     c = iris_constraints(100, 0)
     est = PCKMeans(3, w=2.0, random_state=0).fit(X_IRIS, constraints=c)
-    assert est.objective_ == pytest.approx(objective(X_IRIS, est.labels_, est.cluster_centers_, c, w=2.0))
+    assert len(est.constraints_) > len(c)  # PCKMeans adds the closure (ICML 2004, §3.1)
+    assert est.objective_ == pytest.approx(objective(X_IRIS, est.labels_, est.cluster_centers_, est.constraints_, w=2.0))
     assert np.all(np.diff(est.history_) <= 1e-9)
     assert est.objective_ <= est.history_[-1] + 1e-9
 

@@ -87,6 +87,9 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     def _spec_n_init(self):
         return getattr(self, "n_init", 1)
 
+    def _spec_closure(self):
+        return getattr(self, "closure", False)
+
     def _supervision(self, n, y, must_link, cannot_link, constraints) -> Constraints:
         """All supervision as one Constraints object (partial labels -> pairs)."""
         c = as_constraints(constraints, must_link, cannot_link, n=n)
@@ -94,6 +97,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             labels = check_partial_labels(y, n)
             if np.any(labels >= 0):
                 c = c + Constraints.from_labels(labels)
+        if self._spec_closure():
+            c = c.closure()
         return c
 
     def _model(self, X, constraints, y):

@@ -135,8 +135,76 @@ class ReducedProblem:
         return labels[first[self.active]]
 
 
+@dataclass
+class _Structure:
+    """The unary-independent part of the reduction, cached on the (immutable) graph."""
+
+    n_super: int
+    node_of: np.ndarray
+    contracted: bool
+    const: float                 # cannot-links inside contracted components (always violated)
+    tab_rows: np.ndarray         # super-node receiving each internal table edge's diagonal
+    tab_diag: np.ndarray         # (t, k) weighted diagonals of internal table edges
+    has_edge: np.ndarray
+    active: np.ndarray
+    sub: PairwiseGraph
+
+
+def _structure(graph: PairwiseGraph) -> _Structure:
+    if "reduction" in graph._cache:
+        return graph._cache["reduction"]
+    n = graph.n_nodes
+    e, kind, w = graph.edges, graph.kind, graph.weight
+    hard_ml = (kind == POTTS_ML) & np.isinf(w)
+    if hard_ml.any():
+        adj = sp.coo_matrix((np.ones(int(hard_ml.sum())), (e[hard_ml, 0], e[hard_ml, 1])), shape=(n, n))
+        n_super, node_of = csgraph.connected_components(adj, directed=False)
+        node_of = node_of.astype(np.int64)
+    else:
+        n_super, node_of = n, np.arange(n, dtype=np.int64)
+    a, b = node_of[e[:, 0]], node_of[e[:, 1]]
+    inside = a == b
+    bad = inside & (kind == POTTS_CL) & np.isinf(w)
+    if bad.any():
+        i, j = (int(v) for v in e[np.flatnonzero(bad)[0]])
+        raise InfeasibleError(
+            f"hard cannot-link ({i}, {j}) joins points that hard must-links force into "
+            "the same cluster; no labelling satisfies both.",
+            point=i,
+        )
+    # inside a contracted component must-links always hold and cannot-links always fail
+    const = float(w[inside & (kind == POTTS_CL)].sum())
+    tab_in = inside & (kind == TABLE)
+    tab_diag = np.empty((0, 0))
+    if tab_in.any():
+        k = graph.tables.shape[1]
+        diag = graph.tables[graph.table_index[tab_in]][:, np.arange(k), np.arange(k)]
+        wt = w[tab_in][:, None]
+        with np.errstate(invalid="ignore"):
+            tab_diag = np.where(wt == 0, 0.0, wt * diag)
+    keep = ~inside
+    ea, eb = a[keep], b[keep]
+    has_edge = np.zeros(n_super, dtype=bool)
+    has_edge[ea] = True
+    has_edge[eb] = True
+    active = np.flatnonzero(has_edge)
+    pos = np.full(n_super, -1, dtype=np.int64)
+    pos[active] = np.arange(active.shape[0])
+    sub = PairwiseGraph(
+        active.shape[0], np.column_stack([pos[ea], pos[eb]]), w[keep], kind[keep], graph.tables,
+        None if graph.table_index is None else graph.table_index[keep],
+    )
+    st = _Structure(int(n_super), node_of, bool(hard_ml.any()), const, a[tab_in], tab_diag,
+                    has_edge, active, sub)
+    graph._cache["reduction"] = st
+    return st
+
+
 def reduce_problem(unary: np.ndarray, graph: PairwiseGraph) -> ReducedProblem:
     """Contract hard must-links and solve isolated nodes (see module docstring).
+
+    The graph-only part (components, the reduced graph) is computed once per graph and
+    cached on it; each call only aggregates the unary costs.
 
     Raises
     ------
@@ -144,70 +212,27 @@ def reduce_problem(unary: np.ndarray, graph: PairwiseGraph) -> ReducedProblem:
         A hard cannot-link inside a hard must-link component, or a (super-)node whose
         every label has infinite cost.
     """
-    n, k = unary.shape
-    e, kind, w = graph.edges, graph.kind, graph.weight
-    hard_ml = (kind == POTTS_ML) & np.isinf(w)
-    if hard_ml.any():
-        adj = sp.coo_matrix((np.ones(int(hard_ml.sum())), (e[hard_ml, 0], e[hard_ml, 1])), shape=(n, n))
-        n_super, node_of = csgraph.connected_components(adj, directed=False)
-        node_of = node_of.astype(np.int64)
-        sup_unary = segment_sum(node_of, unary, n_super)
+    st = _structure(graph)
+    if st.contracted:
+        sup_unary = segment_sum(st.node_of, unary, st.n_super)
+        if st.tab_rows.size:
+            sup_unary += segment_sum(st.tab_rows, st.tab_diag, st.n_super)
     else:
-        # no contraction: nothing below writes to sup_unary (no factor can be internal)
-        n_super, node_of, sup_unary = n, np.arange(n, dtype=np.int64), unary
-
-    a, b = node_of[e[:, 0]], node_of[e[:, 1]]
-    inside = a == b
-    offset = 0.0
-    if inside.any():
-        bad = inside & (kind == POTTS_CL) & np.isinf(w)
-        if bad.any():
-            i, j = (int(v) for v in e[np.flatnonzero(bad)[0]])
-            raise InfeasibleError(
-                f"hard cannot-link ({i}, {j}) joins points that hard must-links force into "
-                "the same cluster; no labelling satisfies both.",
-                point=i,
-            )
-        # cannot-links inside a component are always violated; must-links always kept
-        offset += float(w[inside & (kind == POTTS_CL)].sum())
-        tab_in = inside & (kind == TABLE)
-        if tab_in.any():
-            diag = graph.tables[graph.table_index[tab_in]][:, np.arange(k), np.arange(k)]
-            wt = w[tab_in][:, None]
-            with np.errstate(invalid="ignore"):
-                add = np.where(wt == 0, 0.0, wt * diag)
-            sup_unary += segment_sum(a[tab_in], add, n_super)
-
-    if np.any(np.all(np.isinf(sup_unary), axis=1)):
-        s = int(np.flatnonzero(np.all(np.isinf(sup_unary), axis=1))[0])
-        point = int(np.flatnonzero(node_of == s)[0])
+        sup_unary = unary  # read only below
+    dead = np.all(np.isinf(sup_unary), axis=1)
+    if dead.any():
+        s = int(np.flatnonzero(dead)[0])
+        point = int(np.flatnonzero(st.node_of == s)[0])
         raise InfeasibleError(
             f"point {point} has no allowed label: every cluster has infinite cost "
             "(clamped labels or hard constraints contradict each other).",
             point=point,
         )
-
-    keep = ~inside
-    ea, eb = a[keep], b[keep]
-    has_edge = np.zeros(n_super, dtype=bool)
-    has_edge[ea] = True
-    has_edge[eb] = True
-    fixed = np.where(has_edge, -1, np.argmin(sup_unary, axis=1)).astype(np.int64)
-    iso = ~has_edge
-    offset += float(sup_unary[iso, fixed[iso]].sum()) if iso.any() else 0.0
-
-    active = np.flatnonzero(has_edge)
-    pos = np.full(n_super, -1, dtype=np.int64)
-    pos[active] = np.arange(active.shape[0])
-    sub = PairwiseGraph(
-        active.shape[0],
-        np.column_stack([pos[ea], pos[eb]]),
-        w[keep],
-        kind[keep],
-        graph.tables,
-        None if graph.table_index is None else graph.table_index[keep],
-    )
-    return ReducedProblem(node_of, fixed, active, sup_unary[active], sub, offset)
+    iso = ~st.has_edge
+    fixed = np.full(st.n_super, -1, dtype=np.int64)
+    fixed[iso] = np.argmin(sup_unary[iso], axis=1)
+    offset = st.const + (float(sup_unary[iso, fixed[iso]].sum()) if iso.any() else 0.0)
+    return ReducedProblem(st.node_of, fixed, st.active, sup_unary[st.active], st.sub, offset)
 
 
 class InferenceEngine:

@@ -8,8 +8,9 @@ increases.
 Vectorisation without changing the algorithm: nodes with no factor between them do not
 influence each other's conditional cost, so updating an independent set at once gives
 the same result as updating its members one after another in any order. We split the
-constrained nodes into independent sets once per call (Luby's random-priority rounds,
-vectorised over edges) and visit the sets in a fresh random order every sweep. Each set
+constrained nodes into independent sets once per graph (Luby-style rounds, vectorised
+over edges; cached on the graph, so EM pays once per fit) and visit the sets in a fresh
+random order every sweep. Each set
 update costs O(k) per incident Potts edge and O(k) per incident table edge.
 """
 
@@ -17,21 +18,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, segment_sum
+from ..graph import POTTS_ML, TABLE, PairwiseGraph, segment_sum
 from .base import InferenceEngine
 
 __all__ = ["ICM", "independent_sets"]
 
 
-def independent_sets(n_nodes: int, edges: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
+def independent_sets(n_nodes: int, edges: np.ndarray, rng=None) -> list[np.ndarray]:
     """Partition nodes into independent sets (a proper colouring), Luby-style.
 
-    Every round selects the remaining nodes whose random priority beats all their
-    remaining neighbours'; at least the top-priority node is selected, so it ends.
+    Every round selects the remaining nodes whose priority beats all their remaining
+    neighbours'; at least the top-priority node is selected, so it ends. Without
+    ``rng`` the priorities are fixed (higher degree first, ties by index), so the
+    colouring is a function of the graph alone and can be cached on it; with a NumPy
+    Generator they are a random permutation.
     """
-    prio = rng.permutation(n_nodes)
     src = np.r_[edges[:, 0], edges[:, 1]]
     dst = np.r_[edges[:, 1], edges[:, 0]]
+    if rng is None:
+        degree = np.bincount(src, minlength=n_nodes)
+        prio = np.empty(n_nodes, dtype=np.int64)
+        prio[np.lexsort((-np.arange(n_nodes), degree))] = np.arange(n_nodes)
+    else:
+        prio = rng.permutation(n_nodes)
     remaining = np.ones(n_nodes, dtype=bool)
     sets = []
     while remaining.any():
@@ -46,53 +55,29 @@ def independent_sets(n_nodes: int, edges: np.ndarray, rng: np.random.Generator) 
     return sets
 
 
-class _DirectedFactors:
+class _Block:
     """Factors incident to one independent set, as directed (member -> neighbour) arrays."""
 
-    def __init__(self, members, graph: PairwiseGraph, tables):
-        n = graph.n_nodes
-        pos = np.full(n, -1, dtype=np.int64)
-        pos[members] = np.arange(members.shape[0])
-        e, w, kind = graph.edges, graph.weight, graph.kind
-        self.size = members.shape[0]
+    def __init__(self, members, row, dst, w, kind, tab_cost, tab_first):
         self.members = members
-        # Potts: both directions of every edge whose source is a member
-        src = np.r_[e[:, 0], e[:, 1]]
-        dst = np.r_[e[:, 1], e[:, 0]]
-        ww = np.r_[w, w]
-        kk = np.r_[kind, kind]
-        mine = pos[src] >= 0
-        soft = mine & np.isfinite(ww) & (kk != TABLE)
+        self.size = c = members.shape[0]
+        finite = np.isfinite(w)
+        soft = finite & (kind != TABLE)
         # ML: w [h != y_j] = w - w [h == y_j];  CL: w [h == y_j]
-        self.soft_row = pos[src[soft]]
-        self.soft_dst = dst[soft]
-        self.soft_val = np.where(kk[soft] == POTTS_ML, -ww[soft], ww[soft])
-        self.base = np.zeros(self.size)
-        ml_soft = soft & (kk == POTTS_ML)
-        np.add.at(self.base, pos[src[ml_soft]], ww[ml_soft])
-        hard = mine & np.isinf(ww) & (kk != TABLE)
+        self.soft_row, self.soft_dst = row[soft], dst[soft]
+        self.soft_val = np.where(kind[soft] == POTTS_ML, -w[soft], w[soft])
+        ml_soft = soft & (kind == POTTS_ML)
+        self.base = np.bincount(row[ml_soft], weights=w[ml_soft], minlength=c)
         # After hard-must-link contraction only hard cannot-links remain, but keep both
-        # kinds correct for direct calls: violations counted lexicographically first.
-        self.hard_row = pos[src[hard]]
-        self.hard_dst = dst[hard]
-        self.hard_sign = np.where(kk[hard] == POTTS_ML, -1.0, 1.0)
-        self.hard_base = np.zeros(self.size)
-        hml = hard & (kk == POTTS_ML)
-        np.add.at(self.hard_base, pos[src[hml]], 1.0)
+        # kinds right for direct use: hard violations are minimised first.
+        hard = ~finite & (kind != TABLE)
         self.has_hard = bool(hard.any())
-        # Tables: as first endpoint the member indexes rows, as second it indexes columns
-        tab = np.flatnonzero(kind == TABLE)
-        if tab.size:
-            tpos = np.full(graph.n_edges, -1, dtype=np.int64)
-            tpos[tab] = np.arange(tab.size)
-            first = tab[pos[e[tab, 0]] >= 0]
-            second = tab[pos[e[tab, 1]] >= 0]
-            self.tab_row = np.r_[pos[e[first, 0]], pos[e[second, 1]]]
-            self.tab_dst = np.r_[e[first, 1], e[second, 0]]
-            self.tab_first = np.r_[np.ones(first.size, bool), np.zeros(second.size, bool)]
-            self.tab_cost = tables[np.r_[tpos[first], tpos[second]]]
-        else:
-            self.tab_row = np.empty(0, dtype=np.int64)
+        self.hard_row, self.hard_dst = row[hard], dst[hard]
+        self.hard_sign = np.where(kind[hard] == POTTS_ML, -1.0, 1.0)
+        self.hard_base = np.bincount(row[hard & (kind == POTTS_ML)], minlength=c).astype(float)
+        tab = kind == TABLE
+        self.tab_row, self.tab_dst = row[tab], dst[tab]
+        self.tab_cost, self.tab_first = tab_cost, tab_first
 
     def conditional_costs(self, unary, labels, k):
         """(size, k) costs of each member's labels given its neighbours' labels."""
@@ -107,8 +92,8 @@ class _DirectedFactors:
             idx = np.arange(yj.size)
             vals = np.where(
                 self.tab_first[:, None],
-                self.tab_cost[idx, :, yj],  # T[h, y_j]
-                self.tab_cost[idx, yj, :],  # T[y_j, h]
+                self.tab_cost[idx, :, yj],  # member is the row endpoint: T[h, y_j]
+                self.tab_cost[idx, yj, :],  # member is the column endpoint: T[y_j, h]
             )
             cost += segment_sum(self.tab_row, vals, c)
         if self.has_hard:
@@ -117,6 +102,44 @@ class _DirectedFactors:
             ).reshape(c, k)
             cost = np.where(viol == viol.min(axis=1, keepdims=True), cost, np.inf)
         return cost
+
+
+def build_blocks(graph: PairwiseGraph) -> list[_Block]:
+    """Independent sets of ``graph`` with their incident factors, in one O(m) pass.
+
+    Cached on the (immutable) graph, so EM pays for it once per fit.
+    """
+    if "icm_blocks" in graph._cache:
+        return graph._cache["icm_blocks"]
+    n, m = graph.n_nodes, graph.n_edges
+    sets = independent_sets(n, graph.edges)
+    colour = np.empty(n, dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    for c, members in enumerate(sets):  # loop over colour classes, not nodes
+        colour[members] = c
+        pos[members] = np.arange(members.shape[0])
+    e = graph.edges
+    src, dst = np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]]
+    w, kind = np.r_[graph.weight, graph.weight], np.r_[graph.kind, graph.kind]
+    first = np.r_[np.ones(m, bool), np.zeros(m, bool)]
+    tables = graph.table_costs() if not graph.is_potts else None
+    tpos = np.full(2 * m, -1, dtype=np.int64)
+    if tables is not None:
+        t_of_edge = np.full(m, -1, dtype=np.int64)
+        t_of_edge[graph.kind == TABLE] = np.arange(tables.shape[0])
+        tpos = np.r_[t_of_edge, t_of_edge]
+    order = np.argsort(colour[src], kind="stable")
+    cuts = np.searchsorted(colour[src][order], np.arange(len(sets) + 1))
+    blocks = []
+    for c, members in enumerate(sets):
+        d = order[cuts[c]:cuts[c + 1]]
+        tab = d[kind[d] == TABLE]
+        blocks.append(_Block(
+            members, pos[src[d]], dst[d], w[d], kind[d],
+            tables[tpos[tab]] if tables is not None else None, first[tab],
+        ))
+    graph._cache["icm_blocks"] = blocks
+    return blocks
 
 
 class ICM(InferenceEngine):
@@ -161,8 +184,7 @@ class ICM(InferenceEngine):
             raise ValueError(f"max_iter must be >= 1; got {self.max_iter}.")
         n, k = unary.shape
         labels = np.argmin(unary, axis=1) if init is None else np.array(init, dtype=np.int64)
-        tables = graph.table_costs() if not graph.is_potts else None
-        blocks = [_DirectedFactors(s, graph, tables) for s in independent_sets(n, graph.edges, rng)]
+        blocks = build_blocks(graph)
         converged = False
         sweep = 0
         for sweep in range(1, int(self.max_iter) + 1):
