@@ -149,7 +149,7 @@ class Constraints:
     >>> c = Constraints.from_pairs(must_link=[(0, 1), (1, 2)], cannot_link=[(2, 3)], n=5)
     >>> c
     Constraints(n=5, must_link=2, cannot_link=1, hard=0)
-    >>> [list(nb) for nb in c.neighborhoods()]
+    >>> [nb.tolist() for nb in c.neighborhoods()]
     [[0, 1, 2]]
     """
 

@@ -5,15 +5,24 @@ reduction (hard must-link contraction, isolated nodes) every engine gets for fre
 """
 
 from .base import InferenceEngine, InferenceResult, reduce_problem
+from .bp import BeliefPropagation
 from .icm import ICM
+from .lp import LPRelaxation
+from .milp import ExactMILP
 
-__all__ = ["InferenceEngine", "InferenceResult", "ICM", "reduce_problem", "get_engine"]
+__all__ = ["InferenceEngine", "InferenceResult", "ICM", "BeliefPropagation", "LPRelaxation",
+           "ExactMILP", "reduce_problem", "get_engine"]
 
-_ENGINES = {"icm": ICM}
+_ENGINES = {"icm": ICM, "bp": BeliefPropagation, "lp": LPRelaxation, "exact": ExactMILP}
 
 
 def get_engine(spec) -> InferenceEngine:
-    """Resolve an engine from a name (``"icm"``, ...) or return an engine instance as is."""
+    """Resolve an engine from a name or return an engine instance as is.
+
+    Names: ``"icm"`` (:class:`ICM`), ``"bp"`` (:class:`BeliefPropagation`), ``"lp"``
+    (:class:`LPRelaxation`), ``"exact"`` (:class:`ExactMILP`), each with default
+    parameters; pass an instance to set them (``LPRelaxation(polish="icm")``).
+    """
     if isinstance(spec, InferenceEngine):
         return spec
     if isinstance(spec, str):

@@ -168,10 +168,11 @@ class ICM(InferenceEngine):
     >>> import numpy as np
     >>> from hmrf import Constraints
     >>> from hmrf.inference import ICM
-    >>> unary = np.array([[0.0, 1.0], [1.0, 0.2], [0.5, 0.0]])
+    >>> unary = np.array([[0.0, 3.0], [0.6, 0.5], [0.5, 0.0]])
     >>> c = Constraints.from_pairs(must_link=[(0, 1)], n=3, weight=2.0)
-    >>> ICM().map(unary, c, rng=0).labels.tolist()
-    [0, 0, 1]
+    >>> res = ICM().map(unary, c, rng=0)  # point 1 joins its must-link partner
+    >>> res.labels.tolist(), round(res.energy, 2)
+    ([0, 0, 1], 0.6)
     """
 
     monotone_from_init = True

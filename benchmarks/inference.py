@@ -1,0 +1,231 @@
+"""Benchmark of the E-step inference engines (issue 3; Basu 2005, §4.5.4 and Appendix A).
+
+Part 1 — quality against the exact optimum, read like the OpenGM benchmark (Kappes et
+al. 2015): random E-step instances (50–200 constrained points, k = 3–10, n..3n
+constraints with random weights; 20 with must-links only, 20 with mixed must- and
+cannot-links). For every engine: the energy's excess over the ExactMILP optimum
+``(E - E*) / E*``, how often it is within 1 % and how often it *is* the optimum, the
+LP relaxation's gap ``(E* - LB) / E*`` and how often the LP result is verified optimal
+(energy = bound), and the time.
+
+Part 2 — speed on one large E-step: 5,000 constrained points, 10,000 constraints,
+k = 10; ICM, BP and LP (with the share of the LP time spent inside HiGHS).
+
+Optional part 1b (``--cl-stress``): cannot-links only between random pairs, k = 3,
+unary costs scaled by 0.25, 40–80 points — frustrated colouring-like problems where
+the LP relaxation is weak (the uniform fractional labelling pays nothing for any
+cannot-link).
+
+Instances. Points come from a k-component Gaussian mixture in the plane with
+overlapping components; the unary cost is ``||x - mu_h||^2 / 2`` minus its row
+minimum, so the unconstrained optimum costs 0 and every unit of energy is due to the
+constraints (this makes "within 1 %" a demanding target). Constraints join random
+pairs; their kind follows the mixture labels (must-link inside a component,
+cannot-link across) with 10 % of them flipped, as a noisy oracle would. Must-link-only
+instances draw pairs inside components (and flip 10 % of them to cross-component
+must-links). Every engine receives the same ``(unary, graph)`` arrays.
+
+Run from the repository root::
+
+    python benchmarks/inference.py                 # full run, writes results/bench_inference/
+    python benchmarks/inference.py --quick         # 4 + 4 small instances, smaller part 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+
+import numpy as np
+
+from hmrf import PairwiseGraph
+from hmrf.inference import ICM, BeliefPropagation, ExactMILP, LPRelaxation
+
+ENGINES = {
+    "icm": lambda: ICM(),
+    "bp": lambda: BeliefPropagation(),
+    "bp-d0": lambda: BeliefPropagation(damping=0.0),
+    "bp-d.5": lambda: BeliefPropagation(damping=0.5),
+    "bp+icm": lambda: BeliefPropagation(polish="icm"),
+    "bp-trw": lambda: BeliefPropagation(reweight="trw", damping=0.5, max_iter=200),
+    "lp": lambda: LPRelaxation(),
+    "lp+icm": lambda: LPRelaxation(polish="icm"),
+}
+
+
+def make_instance(rng, mixed, n=None, k=None, m=None, noise=0.1, dim=2, unary_scale=1.0):
+    """A random E-step problem ``(unary, graph)`` (see module docstring).
+
+    ``mixed`` is False (must-links only), True (mixed) or ``"cl"`` (cannot-links only
+    between random pairs, the stress test of the LP relaxation).
+    """
+    n = int(rng.integers(50, 201)) if n is None else n
+    k = int(rng.integers(3, 11)) if k is None else k
+    m = int(rng.integers(n, 3 * n + 1)) if m is None else m
+    centres = rng.normal(scale=1.5, size=(k, dim))
+    truth = rng.integers(k, size=n)
+    X = centres[truth] + rng.normal(size=(n, dim))
+    unary = ((X[:, None, :] - centres[None]) ** 2).sum(-1) / 2.0
+    unary -= unary.min(axis=1, keepdims=True)
+    unary *= unary_scale
+    pairs = np.empty((0, 2), dtype=np.int64)
+    while pairs.shape[0] < m:
+        p = rng.integers(n, size=(4 * m, 2))
+        p = p[p[:, 0] != p[:, 1]]
+        if not mixed:
+            p = p[truth[p[:, 0]] == truth[p[:, 1]]]
+        pairs = np.vstack([pairs, p])[:m]
+    if mixed == "cl":
+        kind = -np.ones(m, dtype=np.int64)
+    elif mixed:
+        kind = np.where(truth[pairs[:, 0]] == truth[pairs[:, 1]], 1, -1)
+        flip = rng.random(m) < noise
+        kind[flip] = -kind[flip]
+    else:
+        kind = np.ones(m, dtype=np.int64)
+        flip = rng.random(m) < noise  # must-links across components (oracle mistakes)
+        other = rng.integers(n, size=m)
+        ok = flip & (other != pairs[:, 0])
+        pairs[ok, 1] = other[ok]
+    weight = rng.uniform(0.2, 2.0, size=m)
+    return unary, PairwiseGraph.potts(n, pairs, weight, kind)
+
+
+def run_engine(factory, unary, graph, seed):
+    t0 = time.perf_counter()
+    res = factory().map(unary, graph, rng=seed)
+    return res, time.perf_counter() - t0
+
+
+def part1(args, rng):
+    rows = []
+    groups = [("must-link only", False, {}), ("mixed", True, {})]
+    if args.cl_stress:
+        groups.append(("cannot-link stress", "cl",
+                       dict(n=None, k=3, unary_scale=0.25)))
+    n_inst = 4 if args.quick else args.instances
+    for gname, mixed, kw in groups:
+        for i in range(n_inst):
+            if mixed == "cl":
+                kw = dict(kw, n=int(rng.integers(40, 81)))
+            unary, graph = make_instance(rng, mixed, **kw)
+            ex, t_ex = run_engine(lambda: ExactMILP(time_limit=args.time_limit), unary, graph, 0)
+            ref = ex.energy
+            row = {"group": gname, "instance": i, "n": unary.shape[0], "k": unary.shape[1],
+                   "m": graph.n_edges, "exact_energy": ref, "exact_bound": ex.lower_bound,
+                   "exact_proven": ex.converged, "exact_time": t_ex}
+            for name, factory in ENGINES.items():
+                res, t = run_engine(factory, unary, graph, i)
+                row[f"{name}_energy"] = res.energy
+                row[f"{name}_time"] = t
+                if name == "lp":
+                    row["lp_bound"] = res.lower_bound
+                    row["lp_solver_time"] = res.info.get("lp_time", np.nan)
+            best = min(row[f"{e}_energy"] for e in ENGINES)
+            if best < ref - 1e-6 * max(1.0, abs(ref)):
+                row["note"] = "an engine beat the MILP incumbent (time limit)"
+            rows.append(row)
+            print(f"  {gname:18s} #{i:2d} n={row['n']:3d} k={row['k']:2d} m={row['m']:3d} "
+                  f"E*={ref:9.3f} exact {t_ex:6.2f}s{'' if ex.converged else ' (not proven)'}",
+                  file=sys.stderr)
+    return rows
+
+
+def summarise(rows):
+    lines = []
+    header = (f"{'group':18s} {'engine':8s} {'mean excess':>11s} {'max excess':>10s} "
+              f"{'<=1%':>6s} {'optimal':>8s} {'mean time':>10s}")
+    lines.append(header)
+    lines.append("-" * len(header))
+    summary = {}
+    for gname in dict.fromkeys(r["group"] for r in rows):
+        g = [r for r in rows if r["group"] == gname]
+        ref = np.array([r["exact_energy"] for r in g])
+        scale = np.maximum(np.abs(ref), 1e-12)
+        for name in ENGINES:
+            e = np.array([r[f"{name}_energy"] for r in g])
+            t = np.array([r[f"{name}_time"] for r in g])
+            excess = (e - ref) / scale
+            within = np.mean(excess <= 0.01)
+            optimal = np.mean(excess <= 1e-7)
+            summary[(gname, name)] = dict(mean=excess.mean(), within=within, optimal=optimal, time=t.mean())
+            lines.append(f"{gname:18s} {name:8s} {100 * excess.mean():10.2f}% {100 * excess.max():9.2f}% "
+                         f"{100 * within:5.0f}% {100 * optimal:7.0f}% {1e3 * t.mean():8.1f}ms")
+        t_ex = np.array([r["exact_time"] for r in g])
+        proven = np.mean([r["exact_proven"] for r in g])
+        lines.append(f"{gname:18s} {'exact':8s} {'0 (ref)':>11s} {'':>10s} {'':>6s} "
+                     f"{100 * proven:7.0f}% {1e3 * t_ex.mean():8.1f}ms   (proven optimal)")
+        lb = np.array([r["lp_bound"] for r in g])
+        gap = (ref - lb) / scale
+        e_lp = np.array([r["lp_energy"] for r in g])
+        verified = np.mean(e_lp - lb <= 1e-6 * np.maximum(1.0, np.abs(lb)))
+        share = np.mean([r["lp_solver_time"] / r["lp_time"] for r in g])
+        lines.append(f"{gname:18s} LP bound: mean gap (E*-LB)/E* = {100 * gap.mean():.2f}%, "
+                     f"max {100 * gap.max():.2f}%; LP result verified optimal on {100 * verified:.0f}%; "
+                     f"HiGHS share of LP time {100 * share:.0f}%")
+        lines.append("")
+    return "\n".join(lines), summary
+
+
+def part2(args, rng):
+    n, m, k = (1000, 2000, 10) if args.quick else (5000, 10000, 10)
+    lines = [f"Large E-step: {n} constrained points, {m} constraints, k = {k}"]
+    for gname, mixed in (("must-link only", False), ("mixed", True)):
+        unary, graph = make_instance(rng, mixed, n=n, k=k, m=m)
+        res = {}
+        for name in ("icm", "bp", "bp-d0", "bp-d.5", "bp+icm", "bp-trw", "lp", "lp+icm"):
+            r, t = run_engine(ENGINES[name], unary, graph, 0)
+            res[name] = (r, t)
+        t_icm = res["icm"][1]
+        lb = res["lp"][0].lower_bound
+        lines.append(f"  {gname}: LP lower bound {lb:.3f}")
+        for name, (r, t) in res.items():
+            extra = ""
+            if name.startswith("lp"):
+                extra = f"  HiGHS {r.info['lp_time']:.2f}s ({100 * r.info['lp_time'] / t:.0f}% of the time)"
+            if name.startswith("bp"):
+                extra = f"  {r.n_iter} iterations, converged={r.converged}"
+            over = 100 * (r.energy - lb) / lb
+            lines.append(f"    {name:7s} energy {r.energy:11.3f}  (+{over:5.2f}% over LB)  "
+                         f"time {t:7.3f}s = {t / t_icm:5.1f}x ICM{extra}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="small run for a smoke test")
+    p.add_argument("--instances", type=int, default=20, help="instances per group (default 20)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--time-limit", type=float, default=120.0, help="ExactMILP time limit per instance")
+    p.add_argument("--out", default=os.path.join("results", "bench_inference"))
+    p.add_argument("--skip-part2", action="store_true")
+    p.add_argument("--cl-stress", action="store_true",
+                   help="add a third group: cannot-links only, k = 3, weak unary costs (x 0.25), "
+                        "40-80 points -- where the LP relaxation is weak")
+    args = p.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    t0 = time.perf_counter()
+    rows = part1(args, rng)
+    table, _ = summarise(rows)
+    out = [f"Part 1: energy relative to ExactMILP (seed {args.seed})", "", table]
+    if not args.skip_part2:
+        out += ["Part 2", part2(args, rng)]
+    out.append(f"\ntotal time {time.perf_counter() - t0:.1f}s")
+    text = "\n".join(out)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "instances.csv"), "w", newline="") as f:
+        keys = sorted({key for r in rows for key in r}, key=lambda s: (s not in rows[0], s))
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

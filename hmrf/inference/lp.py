@@ -1,0 +1,308 @@
+"""The Kleinberg–Tardos linear program of the E-step (Basu 2005, Appendix A.2, eqs. A.1–A.8).
+
+Variables (all in [0, 1] or >= 0 in the relaxation, binary in the integer program):
+
+* ``u[i, h]`` — point i is in cluster h;
+* ``z^(M)[e, h]`` for each soft must-link ``e = (a, b)``;
+* ``z^(C)[e, h]`` for each soft cannot-link;
+* ``mu[e, s, t]`` for each table edge (the standard local-polytope pairwise marginals).
+
+Program::
+
+    min  Σ_i Σ_h U[i,h] u[i,h] + Σ_ML (w_e / 2) Σ_h z^(M)[e,h] + Σ_CL w_e Σ_h z^(C)[e,h]
+         + Σ_table Σ_{s,t} C_e[s,t] mu[e,s,t]                                  (A.1, A.4)
+    s.t. Σ_h u[i,h] = 1                                                        (A.2)
+         z^(M)[e,h] >= u[a,h] - u[b,h]                                         (A.5)
+         z^(M)[e,h] >= u[b,h] - u[a,h]                                         (A.6)
+         z^(C)[e,h] <= u[a,h] + u[b,h]                                         (A.7)
+         z^(C)[e,h] >= u[a,h] + u[b,h] - 1                                     (A.8)
+         Σ_t mu[e,s,t] = u[a,s],  Σ_s mu[e,s,t] = u[b,t]    (table edges, local polytope)
+         u[a,h] + u[b,h] <= 1                 (hard cannot-links, w = inf: never violated)
+         u[i,h] = 0 where U[i,h] = inf,  mu[e,s,t] = 0 where C_e[s,t] = inf
+
+(A.7) is implied at the optimum (z^(C) is minimised and w >= 0) and is kept only so
+that the program is the thesis's, line for line; HiGHS presolve removes it. Zero-weight
+factors are dropped. With binary ``u`` the program's value is exactly the E-step
+energy, so :class:`~hmrf.inference.ExactMILP` solves it with integrality and
+:class:`~hmrf.inference.LPRelaxation` solves its relaxation, whose value is a lower
+bound on every labelling's energy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+from scipy.sparse import csgraph
+
+from ..exceptions import InfeasibleError
+from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+from .base import InferenceEngine
+from .polish import check_polish, finish, polish_labels
+from .rounding import best_per_component, kleinberg_tardos_rounding
+
+__all__ = ["KTProgram", "build_program", "LPRelaxation"]
+
+
+@dataclass
+class KTProgram:
+    """The program above as sparse matrices: ``min c x`` s.t. ``A_ub x <= b_ub``,
+    ``A_eq x = b_eq``, ``lb <= x <= ub``. ``x[:n*k]`` is ``u`` in row-major order."""
+
+    c: np.ndarray
+    A_ub: sp.csr_matrix
+    b_ub: np.ndarray
+    A_eq: sp.csr_matrix
+    b_eq: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+    n: int
+    k: int
+
+    @property
+    def n_u(self) -> int:
+        return self.n * self.k
+
+    def u(self, x) -> np.ndarray:
+        """The (n, k) assignment block of a solution vector, clipped to [0, 1]."""
+        return np.clip(np.asarray(x[: self.n_u]).reshape(self.n, self.k), 0.0, 1.0)
+
+
+class _Rows:
+    """Accumulates sparse rows given as (row-local index, column, value) triplets."""
+
+    def __init__(self):
+        self.rows, self.cols, self.vals, self.rhs, self.n = [], [], [], [], 0
+
+    def add(self, cols_list, vals_list, rhs):
+        """One block of ``len(rhs)`` rows; each entry of ``cols_list`` is one coefficient per row."""
+        m = np.asarray(rhs).shape[0]
+        r = self.n + np.arange(m)
+        for cols, val in zip(cols_list, vals_list):
+            self.rows.append(r)
+            self.cols.append(np.asarray(cols).ravel())
+            self.vals.append(np.broadcast_to(np.asarray(val, dtype=np.float64), (m,)))
+        self.rhs.append(np.asarray(rhs, dtype=np.float64))
+        self.n += m
+
+    def matrix(self, n_cols):
+        if not self.rows:
+            return sp.csr_matrix((0, n_cols)), np.empty(0)
+        a = sp.csr_matrix((np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))),
+                          shape=(self.n, n_cols))
+        return a, np.concatenate(self.rhs)
+
+
+def build_program(unary, graph: PairwiseGraph) -> KTProgram:
+    """Assemble eqs. A.1–A.8 (plus table edges and hard factors) as sparse matrices.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n, k)
+        Unary costs (``inf`` forbids a label).
+    graph : PairwiseGraph
+        Factors; hard must-links are expected to be contracted already (see
+        :func:`~hmrf.inference.reduce_problem`) but are accepted as ``u[a] = u[b]``.
+
+    Returns
+    -------
+    KTProgram
+    """
+    unary = np.asarray(unary, dtype=np.float64)
+    n, k = unary.shape
+    e, w, kind = graph.edges, graph.weight, graph.kind
+    hk = np.arange(k)
+    soft = np.isfinite(w) & (w > 0)
+    ml = np.flatnonzero(soft & (kind == POTTS_ML))
+    cl = np.flatnonzero(soft & (kind == POTTS_CL))
+    hard_cl = np.flatnonzero(np.isinf(w) & (kind == POTTS_CL))
+    hard_ml = np.flatnonzero(np.isinf(w) & (kind == POTTS_ML))
+    tab = np.flatnonzero(kind == TABLE)
+    tab_costs = graph.table_costs() if tab.size else np.empty((0, k, k))
+    keep_t = graph.weight[tab] > 0
+    tab, tab_costs = tab[keep_t], tab_costs[keep_t]
+
+    o_zm = n * k
+    o_zc = o_zm + ml.size * k
+    o_mu = o_zc + cl.size * k
+    n_var = o_mu + tab.size * k * k
+
+    def u_idx(nodes):  # (len, k) column indices of u[nodes, :]
+        return nodes[:, None] * k + hk[None, :]
+
+    c = np.zeros(n_var)
+    lb = np.zeros(n_var)
+    ub = np.full(n_var, np.inf)
+    forbidden = np.isinf(unary)
+    c[:o_zm] = np.where(forbidden, 0.0, unary).ravel()
+    ub[:o_zm] = np.where(forbidden, 0.0, 1.0).ravel()
+    zm = o_zm + np.arange(ml.size * k).reshape(ml.size, k)
+    zc = o_zc + np.arange(cl.size * k).reshape(cl.size, k)
+    c[zm] = (w[ml] / 2.0)[:, None]  # A.1 with A.4: w_e u^(M)_e = (w_e / 2) Σ_h z^(M)_eh
+    c[zc] = w[cl][:, None]  # w_e u^(C)_e = w_e Σ_h z^(C)_eh
+    if tab.size:
+        mu = o_mu + np.arange(tab.size * k * k).reshape(tab.size, k, k)
+        inf_t = np.isinf(tab_costs)
+        c[mu] = np.where(inf_t, 0.0, tab_costs)
+        ub[mu] = np.where(inf_t, 0.0, 1.0)
+
+    ineq, eq = _Rows(), _Rows()
+    ua, ub_ = u_idx(e[ml, 0]), u_idx(e[ml, 1])
+    ineq.add([ua, ub_, zm], [1.0, -1.0, -1.0], np.zeros(ml.size * k))  # A.5
+    ineq.add([ua, ub_, zm], [-1.0, 1.0, -1.0], np.zeros(ml.size * k))  # A.6
+    ca, cb = u_idx(e[cl, 0]), u_idx(e[cl, 1])
+    ineq.add([ca, cb, zc], [-1.0, -1.0, 1.0], np.zeros(cl.size * k))  # A.7
+    ineq.add([ca, cb, zc], [1.0, 1.0, -1.0], np.ones(cl.size * k))  # A.8
+    if hard_cl.size:
+        ineq.add([u_idx(e[hard_cl, 0]), u_idx(e[hard_cl, 1])], [1.0, 1.0], np.ones(hard_cl.size * k))
+    eq.add([u_idx(np.arange(n))[:, h] for h in range(k)], [1.0] * k, np.ones(n))  # A.2
+    if hard_ml.size:
+        eq.add([u_idx(e[hard_ml, 0]), u_idx(e[hard_ml, 1])], [1.0, -1.0], np.zeros(hard_ml.size * k))
+    if tab.size:
+        # Σ_t mu[e,s,t] - u[a,s] = 0 and Σ_s mu[e,s,t] - u[b,t] = 0
+        eq.add([mu[:, :, t] for t in range(k)] + [u_idx(e[tab, 0])], [1.0] * k + [-1.0],
+               np.zeros(tab.size * k))
+        eq.add([mu[:, s, :] for s in range(k)] + [u_idx(e[tab, 1])], [1.0] * k + [-1.0],
+               np.zeros(tab.size * k))
+    A_ub, b_ub = ineq.matrix(n_var)
+    A_eq, b_eq = eq.matrix(n_var)
+    return KTProgram(c, A_ub, b_ub, A_eq, b_eq, lb, ub, n, k)
+
+
+def solve_relaxation(prog: KTProgram) -> tuple[np.ndarray, float, dict]:
+    """Solve the LP relaxation with HiGHS; returns ``(u, value, info)``.
+
+    Raises
+    ------
+    InfeasibleError
+        If the relaxation is infeasible (then so is every labelling).
+    """
+    t0 = time.perf_counter()
+    res = linprog(prog.c, A_ub=prog.A_ub if prog.A_ub.shape[0] else None,
+                  b_ub=prog.b_ub if prog.A_ub.shape[0] else None,
+                  A_eq=prog.A_eq, b_eq=prog.b_eq, bounds=np.column_stack([prog.lb, prog.ub]),
+                  method="highs")
+    info = {"lp_time": time.perf_counter() - t0, "lp_status": int(res.status),
+            "lp_iterations": int(getattr(res, "nit", 0) or 0)}
+    if res.status == 2:
+        raise InfeasibleError(
+            "the LP relaxation is infeasible: hard cannot-links and forbidden labels leave "
+            "no fractional labelling, hence no labelling at all."
+        )
+    if res.status != 0 or res.x is None:
+        raise RuntimeError(f"HiGHS could not solve the LP relaxation: {res.message}")
+    return prog.u(res.x), float(res.fun), info
+
+
+class LPRelaxation(InferenceEngine):
+    """Kleinberg–Tardos LP relaxation with randomized rounding (Basu 2005, App. A.2).
+
+    Parameters
+    ----------
+    n_rounds : int, default=10
+        Independent roundings of the LP solution. In every connected component of the
+        constraint graph the cheapest rounding is kept (the energy is a sum over
+        components), so the result is never worse than the best single rounding.
+    polish : {None, "icm"}, default=None
+        Run ICM from the rounded labelling (never increases the energy). Recommended
+        with cannot-links (see Notes).
+    backend : {"highs", "cvxpy"}, default="highs"
+        ``"highs"``: the program of :func:`build_program` solved by
+        ``scipy.optimize.linprog(method="highs")``. ``"cvxpy"``: the same LP stated
+        in cvxpy's modelling language (:mod:`hmrf.inference.lp_cvxpy`), a starting
+        point for users who add their own constraints; cvxpy is imported lazily.
+    max_phases : int, optional
+        Cap on rounding phases (default ``ceil(10 k ln(n + 2))``, see
+        :func:`~hmrf.inference.rounding.kleinberg_tardos_rounding`).
+
+    Notes
+    -----
+    The LP value is returned as ``lower_bound``: no labelling has lower energy, so
+    ``result.gap`` bounds how far the returned labelling is from the optimum, and
+    ``gap == 0`` proves it optimal.
+
+    Guarantees. With must-links only (non-negative weights) the E-step is the uniform
+    metric labelling problem and the rounding costs at most twice the LP value in
+    expectation (Kleinberg & Tardos 2002, Thm. 4.1): ``E[energy] <= 2 · lower_bound``
+    for the pairwise part, and unary costs are paid exactly in expectation.
+    Cannot-links are not a metric: the relaxation is weak there — the uniform
+    fractional labelling ``u[i, h] = 1/k`` satisfies every cannot-link (A.8) at zero
+    LP cost, and two cannot-linked points with equal fractional rows are always
+    rounded into the same cluster. Expect a positive gap and violated cannot-links on
+    problems where cannot-links matter; ``polish="icm"`` repairs most of them. Table
+    edges use the local-polytope relaxation and the same rounding (no guarantee for
+    non-metric tables).
+
+    References
+    ----------
+    Kleinberg & Tardos (2002), JACM 49(5), §4 (uniform labelling, randomized rounding).
+    Basu (2005), Appendix A.2, eqs. A.1–A.8.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hmrf import Constraints
+    >>> from hmrf.inference import LPRelaxation
+    >>> unary = np.array([[0.0, 1.0], [1.0, 0.2], [0.5, 0.0]])
+    >>> c = Constraints.from_pairs(must_link=[(0, 1)], n=3, weight=2.0)
+    >>> res = LPRelaxation().map(unary, c, rng=0)
+    >>> res.labels.tolist(), round(res.energy, 6), round(res.gap, 6)
+    ([0, 0, 1], 1.0, 0.0)
+    """
+
+    def __init__(self, n_rounds=10, polish=None, backend="highs", max_phases=None):
+        self.n_rounds = n_rounds
+        self.polish = polish
+        self.backend = backend
+        self.max_phases = max_phases
+
+    def relax(self, unary, graph) -> tuple[np.ndarray, float, dict]:
+        """Solve the relaxation of the (reduced) problem: ``(u, lp_value, info)``."""
+        if self.backend == "highs":
+            t0 = time.perf_counter()
+            prog = build_program(unary, graph)
+            build = time.perf_counter() - t0
+            u, value, info = solve_relaxation(prog)
+            info["build_time"] = build
+            return u, value, info
+        if self.backend == "cvxpy":
+            from .lp_cvxpy import solve_kt_cvxpy
+
+            return solve_kt_cvxpy(unary, graph)
+        raise ValueError(f"backend must be 'highs' or 'cvxpy'; got {self.backend!r}.")
+
+    def _solve(self, unary, graph, init, rng, notify):
+        polish = check_polish(self.polish)
+        if int(self.n_rounds) < 1:
+            raise ValueError(f"n_rounds must be >= 1; got {self.n_rounds}.")
+        t0 = time.perf_counter()
+        u, value, info = self.relax(unary, graph)
+        t1 = time.perf_counter()
+        n_comp, comp = connected_components(graph)
+        cands, rinfo = kleinberg_tardos_rounding(u, rng, int(self.n_rounds), self.max_phases)
+        labels, _ = best_per_component(unary, graph, cands, comp, n_comp)
+        notify(1, labels, value)
+        t2 = time.perf_counter()
+        candidates = [labels]
+        if polish:
+            polished, sweeps = polish_labels(unary, graph, labels, rng)
+            candidates.append(polished)
+            info["polish_sweeps"] = sweeps
+            notify(2, polished, value)
+        labels, _ = finish(unary, graph, candidates, "LP rounding", rng, fallback=init)
+        t3 = time.perf_counter()
+        integral = np.all((u < 1e-9) | (u > 1 - 1e-9), axis=1)
+        info.update(lp_value=value, rounding_time=t2 - t1, polish_time=t3 - t2,
+                    solve_time=t1 - t0, integral_fraction=float(integral.mean()),
+                    phases=rinfo["phases"], fallback=rinfo["fallback"])
+        return {"labels": labels, "lower_bound": value, "n_iter": int(self.n_rounds),
+                "converged": True, "info": info}
+
+
+def connected_components(graph: PairwiseGraph) -> tuple[int, np.ndarray]:
+    """Connected components of the factor graph's nodes (scipy.sparse.csgraph)."""
+    n_comp, comp = csgraph.connected_components(graph.neighbors(), directed=False)
+    return int(n_comp), comp.astype(np.int64)

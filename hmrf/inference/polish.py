@@ -1,0 +1,105 @@
+"""Shared last steps of the global engines: optional ICM polish and the hard-constraint check.
+
+The global engines (belief propagation, LP rounding, exact MILP) produce a labelling
+of the reduced E-step problem by a method that does not look at one node at a time.
+Two finishing steps are shared:
+
+* ``polish="icm"`` runs :class:`~hmrf.inference.ICM` from that labelling. ICM never
+  increases the energy, so the polished result is never worse; it repairs the
+  single-node mistakes that rounding and max-product decoding can leave (typically a
+  violated cannot-link between two nodes whose fractional / belief vectors agree).
+* :func:`finish` keeps the cheapest of the candidate labellings and checks hard
+  factors: a labelling with infinite energy (a violated hard cannot-link or a
+  forbidden label) is never returned silently. If no candidate is finite, ICM repairs
+  the best one (it minimises hard violations first, whatever ``polish`` says); if
+  that fails too the engine raises :class:`~hmrf.InfeasibleError` naming a point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import InfeasibleError
+from ..graph import PairwiseGraph
+from .icm import ICM
+
+__all__ = ["POLISH", "check_polish", "polish_labels", "finish"]
+
+#: accepted values of the engines' ``polish`` parameter
+POLISH = (None, "none", "icm")
+
+
+def check_polish(polish) -> str | None:
+    """Validate an engine's ``polish`` argument; returns ``None`` or ``"icm"``."""
+    if polish not in POLISH:
+        raise ValueError(f"polish must be None or 'icm'; got {polish!r}.")
+    return None if polish in (None, "none") else "icm"
+
+
+def polish_labels(unary, graph: PairwiseGraph, labels, rng, max_iter: int = 100) -> tuple[np.ndarray, int]:
+    """ICM (Basu 2005, §4.4.4) started from ``labels``; returns the labels and sweeps run."""
+    out = ICM(max_iter=max_iter)._solve(unary, graph, np.array(labels, dtype=np.int64), rng,
+                                        lambda *a, **kw: None)
+    return np.asarray(out["labels"], dtype=np.int64), int(out["n_iter"])
+
+
+def finish(unary, graph: PairwiseGraph, candidates, engine: str, rng=None,
+           fallback=None) -> tuple[np.ndarray, float]:
+    """The lowest-energy candidate labelling; repair or raise if it breaks a hard factor.
+
+    If every candidate has infinite energy, ICM is run from the best one (ICM first
+    minimises the number of violated hard factors, then the energy); if that still
+    leaves a hard factor violated, ``fallback`` (the caller's ``init``) is returned if
+    it is feasible, and otherwise the problem is reported as infeasible.
+
+    Parameters
+    ----------
+    unary : ndarray (n, k)
+    graph : PairwiseGraph
+    candidates : list of ndarray (n,)
+        Labellings of the reduced problem (``None`` entries are skipped).
+    engine : str
+        Engine name for the error message.
+    rng : numpy Generator, optional
+        For the ICM repair (its update order).
+    fallback : ndarray (n,), optional
+        Used only when no candidate (nor its repair) honours the hard factors.
+
+    Returns
+    -------
+    labels, energy
+
+    Raises
+    ------
+    InfeasibleError
+        When every candidate, and ICM from the best of them, has infinite energy.
+        ``point`` is an endpoint of a violated hard factor (or a node given a forbidden
+        label).
+    """
+    cands = [np.asarray(c, dtype=np.int64) for c in candidates if c is not None]
+    energies = [graph.energy(c, unary) for c in cands]
+    best = int(np.argmin(energies))
+    if np.isfinite(energies[best]):
+        return cands[best], float(energies[best])
+    rng = np.random.default_rng(0) if rng is None else rng
+    labels, _ = polish_labels(unary, graph, cands[best], rng)
+    energy = graph.energy(labels, unary)
+    if np.isfinite(energy):
+        return labels, float(energy)
+    if fallback is not None and np.isfinite(graph.energy(fallback, unary)):
+        return np.asarray(fallback, dtype=np.int64), float(graph.energy(fallback, unary))
+    bad_edge = np.flatnonzero(np.isinf(graph.edge_costs(labels)))
+    if bad_edge.size:
+        i = int(graph.edges[bad_edge[0], 0])
+        raise InfeasibleError(
+            f"{engine} found no labelling that honours every hard constraint; a hard "
+            "cannot-link of this point stays violated. The problem may be infeasible (more "
+            "mutually cannot-linked groups than clusters) or merely hard for this engine; "
+            "ExactMILP decides feasibility exactly.",
+            point=i,
+        )
+    i = int(np.flatnonzero(np.isinf(unary[np.arange(labels.shape[0]), labels]))[0])
+    raise InfeasibleError(
+        f"{engine} could only place this point in a cluster its unary costs forbid.",
+        point=i,
+    )
