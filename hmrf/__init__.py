@@ -24,6 +24,7 @@ _LAZY = {
     "HMRFKMeans": "estimators", "PCKMeans": "estimators", "KMeans": "estimators",
     "SphericalKMeans": "estimators", "SeededKMeans": "estimators",
     "ConstrainedKMeans": "estimators", "COPKMeans": "estimators",
+    "MPCKMeans": "estimators", "MKMeans": "estimators",
 }
 
 __all__ = ["Constraints", "PairwiseGraph", "HMRF", "InconsistentConstraintsError",

@@ -144,9 +144,9 @@ class PairwiseGraph:
         ``scale`` is a scalar (the ``w`` of PCKMeans) or one factor per constraint
         (MPCKMeans' distance scaling ``f_ij``).
         """
-        w = np.asarray(scale, dtype=np.float64) * constraints.weight
-        with np.errstate(invalid="ignore"):
-            w = np.where(np.isinf(constraints.weight), np.inf, w)  # hard stays hard even if scale is 0
+        with np.errstate(invalid="ignore"):  # 0 * inf: a hard constraint stays hard
+            w = np.asarray(scale, dtype=np.float64) * constraints.weight
+            w = np.where(np.isinf(constraints.weight), np.inf, w)
         return cls(constraints.n, constraints.pairs, w, constraints.kind)
 
     @classmethod

@@ -178,7 +178,7 @@ class HMRF:
         y = self._check_labels(labels)
         rows = np.arange(self.n_samples)
         unary = self.unary(params)[rows, y]
-        distortion = self.emission.divergence(self.X, params.centers)[rows, y]
+        distortion = self.emission.distortion(self.X, params)[rows, y]
         g = self.graph(params)
         costs = g.edge_costs(y)
         terms = {

@@ -12,11 +12,13 @@ the model rebuilds its graph after every M-step.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
-from .constraints import Constraints
+from .constraints import CANNOT_LINK, MUST_LINK, Constraints
+from .emissions.mahalanobis import pair_sq_distances
 from .graph import PairwiseGraph
 
-__all__ = ["PairwisePotential", "PottsConstraints", "TablePotential"]
+__all__ = ["PairwisePotential", "PottsConstraints", "DistanceScaledPotts", "TablePotential"]
 
 
 class PairwisePotential:
@@ -89,6 +91,173 @@ class PottsConstraints(PairwisePotential):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.constraints!r}, w={self.w!r})"
+
+
+class DistanceScaledPotts(PottsConstraints):
+    """Potts constraints whose penalties scale with the learned distance (MPCKMeans).
+
+    A violated must-link costs ``w · w_ij · f_M(i, j)`` and a violated cannot-link
+    ``w · w_ij · f_C(i, j)`` with (Basu, Bilenko & Mooney 2004, eq. 4)
+
+        f_M = max(α_min, α_max - ||x_i - x_j||²_A),   f_C = min(α_min + ||x_i - x_j||²_A, α_max)
+
+    so a violated must-link between close points and a violated cannot-link between
+    distant points are the "worse errors". ``A`` is the emission's current metric (its
+    mean ``Ā`` over clusters for per-cluster metrics, which keeps the factor a Potts
+    factor; parameters without a metric mean ``A = I``). The costs change with ``A``,
+    so ``depends_on_params`` is true and the model rebuilds the graph after every M-step.
+
+    Parameters
+    ----------
+    constraints : Constraints
+    w : float, default=1.0
+        Global weight (``np.inf``: every constraint hard; hard constraints stay hard).
+    alpha_min : float, default=0.0
+        ``α_min >= 0`` (the paper's experiments use 0); keeps edge weights non-negative.
+    alpha_max : {"must_link", "data"} or float, default="must_link"
+        ``"must_link"``: the largest squared must-link distance under the current
+        metric, as in the paper's experiments (§4.1); with no must-link it falls back
+        to ``"data"``, the squared diameter of ``X`` under the current metric
+        (computed exactly, O(n² d) in blocks, and only when it can matter: when some
+        penalty has the form ``max(α_min, α_max - d²)``, or ``α_min > 0``; otherwise every
+        ``α_min + d² <= diameter`` and the cap cannot bind). A float fixes ``α_max``.
+
+    Notes
+    -----
+    The MRF normaliser ``log Z(A)`` of these potentials depends on ``A``; like the
+    paper we drop it (treat it as constant), so the objective is eq. 4 exactly.
+    :meth:`metric_terms` gives the violated pairs of ``M*`` and ``C*`` (those whose
+    penalty is not at a threshold) with their signed weights, the terms of the
+    paper's metric update (appendix), which differentiates ``f`` for fixed ``α_max``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hmrf import Constraints
+    >>> from hmrf.potentials import DistanceScaledPotts
+    >>> X = np.array([[0.0], [1.0], [3.0], [3.5]])
+    >>> c = Constraints.from_pairs(must_link=[(0, 1), (2, 3)], cannot_link=[(1, 2)], n=4)
+    >>> DistanceScaledPotts(c).edge_scale(X).tolist()  # α_max = 1; f_C = min(4, α_max)
+    [0.0, 1.0, 0.75]
+    """
+
+    depends_on_params = True
+
+    def __init__(self, constraints: Constraints, w: float = 1.0, alpha_min: float = 0.0,
+                 alpha_max="must_link", mirrored: bool = False):
+        super().__init__(constraints, w)
+        alpha_min = float(alpha_min)
+        if not (np.isfinite(alpha_min) and alpha_min >= 0):
+            raise ValueError(f"alpha_min must be a finite number >= 0; got {alpha_min}.")
+        if isinstance(alpha_max, str):
+            if alpha_max not in ("must_link", "data"):
+                raise ValueError(
+                    f"alpha_max must be 'must_link', 'data' or a number; got {alpha_max!r}.")
+        elif not (np.isfinite(float(alpha_max)) and float(alpha_max) >= alpha_min):
+            raise ValueError(f"alpha_max must be a finite number >= alpha_min; got {alpha_max!r}.")
+        self.alpha_min = alpha_min
+        self.alpha_max = alpha_max
+        self.mirrored = bool(mirrored)
+        self._diff = None
+
+    def _decreasing(self) -> np.ndarray:
+        """(m,) mask of the edges whose penalty falls with distance (``max(α_min, α_max - d²)``)."""
+        return (self.constraints.kind == CANNOT_LINK) if self.mirrored else \
+            (self.constraints.kind == MUST_LINK)
+
+    def _differences(self, X):
+        """``x_i - x_j`` for every constraint (m, d), cached for the model's ``X``."""
+        if self._diff is None or self._diff[0] is not X:
+            p = self.constraints.pairs
+            self._diff = (X, X[p[:, 0]] - X[p[:, 1]])
+        return self._diff[1]
+
+    @staticmethod
+    def _metric(params):
+        if hasattr(params, "mean_metric") and params.metric is not None:
+            return params.mean_metric()
+        return None
+
+    def sq_distances(self, X, params=None) -> np.ndarray:
+        """``||x_i - x_j||²_Ā`` for every constraint (m,)."""
+        return pair_sq_distances(self._differences(X), self._metric(params))
+
+    def thresholds(self, X, params=None, d2=None) -> tuple[float, float]:
+        """``(α_min, α_max)`` under the current metric."""
+        if not isinstance(self.alpha_max, str):
+            return self.alpha_min, float(self.alpha_max)
+        d2 = self.sq_distances(X, params) if d2 is None else d2
+        ml = self.constraints.kind == MUST_LINK
+        if self.alpha_max == "must_link" and ml.any():
+            return self.alpha_min, float(d2[ml].max())
+        if not self._decreasing().any() and self.alpha_min == 0.0:
+            return 0.0, np.inf  # the diameter cap cannot bind (see class docstring)
+        return self.alpha_min, _sq_diameter(X, self._metric(params))
+
+    def edge_scale(self, X=None, params=None) -> np.ndarray:
+        """``f_ij`` per constraint: ``f_M`` for must-links, ``f_C`` for cannot-links.
+
+        Scores every pair with ``D(x_i, x_j)`` only, never with the labels, so the factor
+        stays a Potts factor.
+        """
+        if X is None:
+            raise ValueError("DistanceScaledPotts needs the data X to scale its penalties.")
+        if len(self.constraints) == 0:
+            return np.empty(0)
+        d2 = self.sq_distances(X, params)
+        amin, amax = self.thresholds(X, params, d2)
+        return np.where(self._decreasing(), np.maximum(amin, amax - d2), np.minimum(amin + d2, amax))
+
+    def graph(self, X=None, params=None, n_clusters=None) -> PairwiseGraph:
+        """Potts graph with edge weights ``w · w_ij · f_ij``; hard constraints stay hard
+        (also where ``f_ij = 0``, without forming ``0 · inf``)."""
+        f = np.asarray(self.edge_scale(X, params), dtype=np.float64)
+        weight = self.constraints.weight
+        hard = np.isinf(weight) | (np.isinf(self.w) & (weight > 0))
+        scale = np.zeros_like(f)
+        soft = ~hard & (weight > 0)
+        scale[soft] = self.w * f[soft]
+        scale[hard] = np.inf
+        return PairwiseGraph.from_constraints(self.constraints, scale)
+
+    def metric_terms(self, X, params, labels):
+        """Violated pairs of ``M*`` and ``C*`` and their coefficients in the metric update.
+
+        Returns ``(diff, coef)``: rows ``x_i - x_j`` and ``c_ij = ∂(penalty)/∂ d²_ij`` for the
+        violated constraints whose penalty is strictly between the thresholds: ``-w w_ij``
+        for must-links and ``+w w_ij`` for cannot-links (signs exchanged when
+        ``mirrored``). Hard constraints (infinite weight) are left out.
+        """
+        c = self.constraints
+        if len(c) == 0:
+            return np.empty((0, X.shape[1])), np.empty(0)
+        d2 = self.sq_distances(X, params)
+        amin, amax = self.thresholds(X, params, d2)
+        viol = c.violations(labels)
+        dec = self._decreasing()
+        weight = self.w * c.weight
+        inside = np.where(dec, amax - d2 > amin, amin + d2 < amax)
+        idx = np.flatnonzero(viol & np.isfinite(weight) & inside)
+        coef = np.where(dec[idx], -weight[idx], weight[idx])
+        return self._differences(X)[idx], coef
+
+
+def _sq_diameter(X, metric, block: int = 2048) -> float:
+    """Largest squared distance between two rows of ``X`` under ``metric`` (exact, blocked)."""
+    if metric is None:
+        Z = X
+    elif np.ndim(metric) == 1:
+        s = np.sqrt(metric)
+        Z = sp.csr_matrix(X.multiply(s[None, :])) if sp.issparse(X) else X * s
+    else:
+        Z = np.asarray(X @ np.linalg.cholesky(metric))
+    sq = pair_sq_distances(Z, None)
+    best = 0.0
+    for s0 in range(0, Z.shape[0], block):  # one (block, d) x (d, n) product per block
+        cross = Z[s0:s0 + block] @ Z.T
+        cross = cross.toarray() if sp.issparse(cross) else cross
+        best = max(best, float((sq[s0:s0 + block, None] + sq[None, :] - 2.0 * cross).max()))
+    return best
 
 
 class TablePotential(PairwisePotential):

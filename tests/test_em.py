@@ -201,3 +201,18 @@ def test_em_on_sparse_cosine_data_stays_sparse():
 def test_potts_potential_rejects_bad_w():
     with pytest.raises(ValueError, match="w must be"):
         PottsConstraints(Constraints.empty(2), w=-1.0)
+
+
+def test_energy_terms_split_learned_metric_distortion_from_log_det():
+    from hmrf import MPCKMeans
+
+    c = Constraints.sample_from_labels(Y_IRIS, 40, rng=5)
+    est = MPCKMeans(3, random_state=0).fit(X_IRIS, constraints=c)
+    model = HMRF(X_IRIS, 3, emission="mahalanobis")
+    p = est.params_
+    a = p.metric[0]  # shared diagonal metric (g = 1)
+    by_hand = (((X_IRIS - p.centers[est.labels_]) ** 2) * a).sum()
+    terms = model.energy_terms(est.labels_, p)
+    assert terms["distortion"] == pytest.approx(by_hand)
+    assert terms["distortion"] + terms["normalizer"] == pytest.approx(
+        model.unary(p)[np.arange(150), est.labels_].sum())

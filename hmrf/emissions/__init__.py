@@ -1,8 +1,9 @@
 """Emission families: how each cluster generates its points (DESIGN.md, layer 2).
 
 Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
-:class:`ItakuraSaito` (all :class:`BregmanFamily`) and :class:`VonMisesFisher`
-(cosine). Define a new Bregman family with ``BregmanFamily(phi, grad_phi)``.
+:class:`ItakuraSaito` (all :class:`BregmanFamily`), :class:`VonMisesFisher`
+(cosine) and :class:`Mahalanobis` (learned metric, MPCKMeans). Define a new Bregman
+family with ``BregmanFamily(phi, grad_phi)``.
 """
 
 from .base import EmissionFamily, EmissionParams, cluster_sums
@@ -10,12 +11,13 @@ from .bregman import BregmanFamily
 from .euclidean import SquaredEuclidean
 from .itakura_saito import ItakuraSaito
 from .kl import KL, IDivergence, SmoothedParams
+from .mahalanobis import Mahalanobis, MahalanobisParams
 from .vmf import VonMisesFisher, log_vmf_normalizer
 
 __all__ = [
     "EmissionFamily", "EmissionParams", "BregmanFamily", "SquaredEuclidean", "KL",
     "IDivergence", "ItakuraSaito", "VonMisesFisher", "SmoothedParams", "cluster_sums",
-    "log_vmf_normalizer", "get_emission",
+    "log_vmf_normalizer", "get_emission", "Mahalanobis", "MahalanobisParams",
 ]
 
 _ALIASES = {
@@ -28,6 +30,7 @@ _ALIASES = {
     "itakura-saito": ItakuraSaito,
     "cosine": VonMisesFisher,
     "vmf": VonMisesFisher,
+    "mahalanobis": Mahalanobis,
 }
 
 

@@ -140,6 +140,15 @@ class EmissionFamily(ABC):
         ``φ(x_i)``; it is valid for as long as ``X`` is unchanged.
         """
 
+    def distortion(self, X, params: EmissionParams, cache=None) -> np.ndarray:
+        """The distortion part of the unary cost, (n, k): ``D(x_i, μ_h)`` by default.
+
+        :meth:`HMRF.energy_terms <hmrf.HMRF.energy_terms>` reports the rest of the unary
+        cost (normaliser and prior terms) separately. Families whose distortion depends
+        on more than the centres (a learned metric) override this.
+        """
+        return self.divergence(X, params.centers, cache=cache)
+
     def cluster_cost(self, params: EmissionParams, normalizer: str = "constant") -> np.ndarray:
         """Per-cluster term of the unary cost (k,): log-normaliser and prior terms.
 

@@ -3,9 +3,10 @@
 from .base import HMRFClusterMixin
 from .copkmeans import COPKMeans
 from .hmrf_kmeans import HMRFKMeans, KMeans, PCKMeans, SphericalKMeans
+from .mpckmeans import MKMeans, MPCKMeans
 from .seeded import ConstrainedKMeans, SeededKMeans
 
 __all__ = [
     "HMRFClusterMixin", "HMRFKMeans", "PCKMeans", "KMeans", "SphericalKMeans",
-    "SeededKMeans", "ConstrainedKMeans", "COPKMeans",
+    "SeededKMeans", "ConstrainedKMeans", "COPKMeans", "MPCKMeans", "MKMeans",
 ]

@@ -1,0 +1,418 @@
+"""Mahalanobis emission: Gaussian clusters whose metric ``A`` is learned in the M-step.
+
+The emission of M-KMeans and MPCKMeans (Basu, Bilenko & Mooney 2004, §2.3-2.4, appendix;
+Basu 2005, §7.1); the full derivation is in ``docs/metric_learning.md``. Point ``x_i``
+in cluster ``h`` costs
+
+    u_ih = ||x_i - μ_h||²_{A_g} + λ' tr(A_g T) - (1 + λ') log det A_g,   λ' = λ / (1 - λ)
+
+with ``||v||²_A = vᵀ A v``, ``g = h`` for per-cluster metrics (else the one shared
+group) and ``T = diag(t)`` a fixed shrinkage target. The paper writes one ``-log det A``
+for the whole data set; a Gaussian ``N(μ, A⁻¹)`` per point gives one *per point*
+(twice its negative log-density up to a constant). We keep it per point: it is the
+likelihood, it makes the unconstrained update ``A⁻¹ = scatter / n``, and it keeps
+per-cluster metrics well-posed. For a shared metric the E-step and the paper's update
+are unchanged (``A`` is only rescaled by ``n``).
+
+M-step (paper, appendix), the stationarity condition for fixed labels, centres and
+penalty thresholds:
+
+    A_g⁻¹ = (1 - λ) (S_g + K / G) / n_g + λ T                                   (★)
+
+``S_g``: scatter ``Σ_{i∈g} (x_i - μ_{y_i})(x_i - μ_{y_i})ᵀ`` of group ``g`` (its diagonal
+for ``metric="diagonal"``: the paper's ``a_dd``), ``n_g`` its size, ``G`` the number of
+groups, ``K = Σ c_ij (x_i - x_j)(x_i - x_j)ᵀ`` the violated-constraint term of
+:class:`hmrf.potentials.DistanceScaledPotts` (``c_ij = -w w_ij`` on ``M*``, ``+w w_ij``
+on ``C*``). Penalties use the mean metric ``Ā = Σ_g A_g / G``, hence ``K / G``.
+
+Regularisation: ``λ = shrinkage`` pulls the estimate toward ``T``, the global feature
+variances of ``X`` floored at ``eig_floor`` times their mean (toward the diagonal metric
+for ``metric="full"``). Because the prior term sits in every point's cost (a conjugate
+prior worth ``λ'`` pseudo-points per point, Basu 2005, eq. 4.9), (★) is the exact
+minimiser of the objective, and it is positive definite for ``λ > 0`` even with
+``d > n`` or constant features. If ``K`` makes (★) indefinite (must-link terms are
+subtracted) its eigenvalues are clipped at ``eig_floor · mean(t)``. Clipping and the
+thresholds that (★) holds fixed are why :meth:`Mahalanobis.m_step_model` checks the
+objective before it accepts a new metric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from .base import EmissionFamily, EmissionParams, cluster_sums
+from .bregman import row_dot
+
+__all__ = ["Mahalanobis", "MahalanobisParams", "log_det_pd", "pair_sq_distances", "METRICS"]
+
+METRICS = ("diagonal", "full", "identity")
+#: Largest dimension for which a full d x d metric is allowed (d² floats per metric).
+MAX_FULL_DIM = 4096
+
+
+def log_det_pd(A) -> np.ndarray:
+    """``log det A`` of symmetric positive-definite matrices from their Cholesky factors.
+
+    ``log det A = 2 Σ_d log L_dd`` with ``A = L Lᵀ``; finite where ``det`` under- or
+    overflows (e.g. ``A = 1e-30 I`` in 30 dimensions). ``A`` has shape (d, d) or (g, d, d).
+
+    Raises
+    ------
+    ValueError
+        If some ``A`` is not positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = 1e-30 * np.eye(30)
+    >>> float(np.linalg.det(A)), round(float(log_det_pd(A)), 3)   # 30 * log(1e-30)
+    (0.0, -2072.327)
+    """
+    A = np.asarray(A, dtype=np.float64)
+    try:
+        L = np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        raise ValueError("the metric is not positive definite (Cholesky failed).") from None
+    return 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
+
+
+def pair_sq_distances(diff, metric) -> np.ndarray:
+    """``||v_e||²_A`` for every row ``v_e`` of ``diff`` (dense or sparse, (m, d)).
+
+    ``metric`` is a (d,) diagonal, a (d, d) matrix or ``None`` (identity).
+    """
+    if metric is None:
+        return row_dot(diff)
+    metric = np.asarray(metric)
+    if metric.ndim == 1:
+        sq = diff.multiply(diff) if sp.issparse(diff) else diff * diff
+        return np.asarray(sq @ metric, dtype=np.float64).ravel()
+    prod = np.asarray(diff @ metric)
+    if sp.issparse(diff):
+        return np.asarray(diff.multiply(prod).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", prod, diff)
+
+
+@dataclass(frozen=True)
+class MahalanobisParams(EmissionParams):
+    """Centres plus the learned metric.
+
+    Attributes
+    ----------
+    metric : ndarray of shape (g, d) or (g, d, d)
+        Diagonal (2-D) or full (3-D) metrics ``A_g``; ``g = 1`` when shared by all
+        clusters, ``g = k`` for per-cluster metrics.
+    prior : ndarray of shape (d,)
+        Diagonal ``t`` of the shrinkage target ``T``.
+    metric_step : float
+        Fraction of the paper's metric update that was accepted in the last M-step
+        (1 = all of it, 0 = the previous metric was kept; see
+        :meth:`Mahalanobis.m_step_model`).
+    """
+
+    metric: np.ndarray | None = None
+    prior: np.ndarray | None = None
+    metric_step: float = 1.0
+
+    @property
+    def diagonal(self) -> bool:
+        return self.metric.ndim == 2
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.metric.shape[0])
+
+    @cached_property
+    def factor(self) -> np.ndarray:
+        """Cholesky factors ``L_g`` (g, d, d) with ``A_g = L_g L_gᵀ`` (full metrics)."""
+        return np.linalg.cholesky(self.metric)
+
+    @cached_property
+    def log_det(self) -> np.ndarray:
+        """``log det A_g`` for every group (g,), from Cholesky factors (or the diagonal)."""
+        if self.diagonal:
+            return np.log(self.metric).sum(axis=1)
+        return 2.0 * np.log(np.diagonal(self.factor, axis1=-2, axis2=-1)).sum(axis=-1)
+
+    def mean_metric(self) -> np.ndarray:
+        """``Ā = Σ_g A_g / G``, the metric of the distance-scaled penalties ((d,) or (d, d))."""
+        return self.metric.mean(axis=0)
+
+    def cluster_metric(self) -> np.ndarray:
+        """The metric of every cluster, shape (k, d) or (k, d, d)."""
+        if self.n_groups > 1:
+            return self.metric
+        return np.broadcast_to(self.metric, (self.n_clusters,) + self.metric.shape[1:])
+
+
+def _feature_variance(X) -> np.ndarray:
+    if sp.issparse(X):
+        mean = np.asarray(X.mean(axis=0)).ravel()
+        return np.maximum(np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2, 0.0)
+    return np.var(X, axis=0)
+
+
+class Mahalanobis(EmissionFamily):
+    """Gaussian emission with a learned Mahalanobis metric (M-KMeans / MPCKMeans).
+
+    Parameters
+    ----------
+    metric : {"diagonal", "full", "identity"}, default="diagonal"
+        Diagonal ``A`` (feature weighting, the paper's experiments), full ``A``, or
+        ``A = I`` fixed (no metric learning: squared Euclidean distance).
+    per_cluster : bool, default=False
+        One metric per cluster instead of one shared by all.
+    shrinkage : float in [0, 1), default=0.01
+        ``λ`` of the update (★) in the module docstring.
+    eig_floor : float, default=1e-6
+        Relative floor for the prior target and for clipped eigenvalues.
+    max_backtrack : int, default=5
+        Halvings of the metric step tried before the old metric is kept.
+    safeguard : bool, default=True
+        Accept a new metric only if it does not increase the objective (otherwise the
+        paper's update is applied as is, and the objective may rise).
+    metric_potential : PairwisePotential, optional
+        A potential with ``metric_terms`` used *only* by the metric update, not by the
+        E-step (M-KMeans). Potentials of the model itself are found automatically.
+
+    Notes
+    -----
+    See the module docstring for the objective, the update (★) and the regularisation.
+    Unary costs take one matrix product per metric: for diagonal metrics
+    ``(X∘X) aᵀ - 2 X (μ∘a)ᵀ + (μ∘μ) aᵀ``; for full ones ``||L_gᵀ(x - μ)||²`` via
+    ``X L_g``. Sparse ``X`` stays sparse (full metrics produce a dense (n, d)
+    projection, and ``d > MAX_FULL_DIM`` is refused: use ``metric="diagonal"``).
+    ``normalizer`` has no effect: the ``log det A`` normaliser is always kept, since
+    without it the metric update has no minimiser.
+
+    References
+    ----------
+    Basu, Bilenko & Mooney (2004), eq. 2-4, §3.3 and appendix. Basu (2005), §7.1.
+    """
+
+    name = "mahalanobis"
+    has_closed_form_normalizer = True
+    accepts_sparse = True
+
+    def __init__(self, metric="diagonal", per_cluster=False, shrinkage=0.01, eig_floor=1e-6,
+                 max_backtrack=5, safeguard=True, metric_potential=None):
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}; got {metric!r}.")
+        if not isinstance(per_cluster, (bool, np.bool_)):
+            raise ValueError(f"per_cluster must be True or False; got {per_cluster!r}.")
+        shrinkage = float(shrinkage)
+        if not 0.0 <= shrinkage < 1.0:
+            raise ValueError(f"shrinkage must be in [0, 1); got {shrinkage}.")
+        if not (np.isfinite(eig_floor) and eig_floor > 0):
+            raise ValueError(f"eig_floor must be a positive number; got {eig_floor!r}.")
+        if int(max_backtrack) < 0:
+            raise ValueError(f"max_backtrack must be >= 0; got {max_backtrack!r}.")
+        if metric_potential is not None and not hasattr(metric_potential, "metric_terms"):
+            raise TypeError("metric_potential must define metric_terms(X, params, labels).")
+        self.metric = metric
+        self.per_cluster = bool(per_cluster)
+        self.shrinkage = shrinkage
+        self.eig_floor = float(eig_floor)
+        self.max_backtrack = int(max_backtrack)
+        self.safeguard = bool(safeguard)
+        self.metric_potential = metric_potential
+
+    @property
+    def exact_m_step(self) -> bool:
+        """Whether the M-step never increases the model's objective (``run_em`` checks)."""
+        return self.metric == "identity" or (self.safeguard and self.metric_potential is None)
+
+    # -------------------------------------------------------------- data domain
+    def prepare(self, X):
+        if self.metric == "full" and X.shape[1] > MAX_FULL_DIM:
+            raise ValueError(
+                f"metric='full' needs a {X.shape[1]}x{X.shape[1]} matrix per metric; more than "
+                f"MAX_FULL_DIM={MAX_FULL_DIM} features is refused. Use metric='diagonal' "
+                "(it works on sparse data without densifying)."
+            )
+        return X
+
+    # -------------------------------------------------------------------- costs
+    def divergence(self, X, centers, cache=None, params: MahalanobisParams | None = None) -> np.ndarray:
+        """``||x_i - μ_h||²_{A_h}`` (n, k); ``A = I`` when ``params`` is ``None``."""
+        M = np.asarray(centers, dtype=np.float64)
+        if params is None or params.metric is None:
+            cost = np.asarray(X @ M.T, dtype=np.float64) * -2.0
+            cost += row_dot(X)[:, None]
+            cost += row_dot(M)[None, :]
+        elif params.diagonal:
+            a = params.cluster_metric()  # (k, d)
+            sq = X.multiply(X) if sp.issparse(X) else X * X
+            cost = np.asarray(sq @ a.T, dtype=np.float64)
+            cost -= 2.0 * np.asarray(X @ (M * a).T)
+            cost += np.einsum("kd,kd->k", M * M, a)[None, :]
+        elif params.n_groups == 1:  # shared full metric: one (n, d) x (d, d) product
+            L = params.factor[0]
+            Z, Zc = np.asarray(X @ L), M @ L
+            cost = row_dot(Z)[:, None] - 2.0 * (Z @ Zc.T) + row_dot(Zc)[None, :]
+        else:  # one (n, d) x (d, d) product per cluster metric
+            L = params.factor
+            cost = np.empty((X.shape[0], M.shape[0]))
+            for h in range(M.shape[0]):
+                cost[:, h] = row_dot(np.asarray(X @ L[h]) - M[h] @ L[h])
+        np.maximum(cost, 0.0, out=cost)
+        return cost
+
+    def distortion(self, X, params, cache=None) -> np.ndarray:
+        """``||x_i - μ_h||²_{A_h}`` under the learned metric (the rest of the unary cost
+        is ``-log det A`` and the shrinkage prior)."""
+        return self.divergence(X, params.centers, params=params)
+
+    def _lam(self) -> float:
+        return self.shrinkage / (1.0 - self.shrinkage)
+
+    def cluster_cost(self, params, normalizer="constant") -> np.ndarray:
+        """``λ' tr(A_h T) - (1 + λ') log det A_h`` per cluster (0 for ``metric="identity"``)."""
+        if self.metric == "identity" or params.metric is None:
+            return np.zeros(params.n_clusters)
+        lam = self._lam()
+        diag = params.metric if params.diagonal else np.diagonal(params.metric, axis1=1, axis2=2)
+        per_group = lam * (diag @ params.prior) - (1.0 + lam) * params.log_det
+        return np.broadcast_to(per_group, (params.n_clusters,)).copy()
+
+    def unary(self, X, params, normalizer="constant") -> np.ndarray:
+        self.check_normalizer(normalizer)
+        cost = self.divergence(X, params.centers, params=params)
+        cost += self.cluster_cost(params)[None, :]
+        return cost
+
+    # --------------------------------------------------------------- parameters
+    def init_params(self, X, centers) -> MahalanobisParams:
+        """Centres with ``A = I`` (the paper's start) and the shrinkage target from ``X``."""
+        C = np.array(centers, dtype=np.float64)
+        k, d = C.shape
+        g = k if self.per_cluster else 1
+        var = _feature_variance(X)
+        scale = float(var.mean()) if var.size and var.mean() > 0 else 1.0
+        prior = np.maximum(var, self.eig_floor * scale)
+        metric = np.ones((g, d)) if self.metric != "full" else np.tile(np.eye(d), (g, 1, 1))
+        return MahalanobisParams(C, metric=metric, prior=prior)
+
+    def _scatter(self, X, assignment, means, counts):
+        """Scatter around the cluster means, per group: (G, d) diagonals or (G, d, d)."""
+        a = np.asarray(assignment)
+        k = means.shape[0]
+        full = self.metric == "full"
+        if a.ndim == 1 and not sp.issparse(X):
+            R = X - means[a]
+            if not full:
+                S, _ = cluster_sums(R * R, a, k)
+            elif not self.per_cluster:
+                return (R.T @ R)[None]
+            else:
+                S = np.stack([R[a == h].T @ R[a == h] for h in range(k)])
+        elif not full:  # soft or sparse: Σ r x∘x - n μ∘μ, no dense (n, d) residual
+            sq, _ = cluster_sums(X.multiply(X) if sp.issparse(X) else X * X, a, k)
+            S = np.maximum(sq - counts[:, None] * means**2, 0.0)
+        else:  # Σ r x xᵀ - n μ μᵀ, one (d, n) x (n, d) product per cluster
+            S = np.empty((k, X.shape[1], X.shape[1]))
+            for h in range(k):
+                r = (a == h).astype(np.float64) if a.ndim == 1 else a[:, h]
+                Xr = X.multiply(r[:, None]) if sp.issparse(X) else X * r[:, None]
+                xx = Xr.T @ X
+                xx = xx.toarray() if sp.issparse(xx) else np.asarray(xx)
+                S[h] = (xx + xx.T) / 2.0 - counts[h] * np.outer(means[h], means[h])
+        return S if self.per_cluster else S.sum(axis=0, keepdims=True)
+
+    def _metric_update(self, X, assignment, means, counts, old, K):
+        """The update (★); returns new metric (G, ...) and whether eigenvalues were clipped."""
+        S = self._scatter(X, assignment, means, counts)
+        n_g = counts if self.per_cluster else np.array([counts.sum()])
+        G = n_g.shape[0]
+        lam, t = self.shrinkage, old.prior
+        floor = self.eig_floor * float(t.mean())
+        metric = np.array(old.metric, dtype=np.float64)
+        clipped = False
+        for g in np.flatnonzero(n_g > 0):  # at most k small (d or d x d) problems
+            Sg = S[g] if K is None else S[g] + K / G
+            if self.metric == "full":
+                C = (1.0 - lam) * Sg / n_g[g] + lam * np.diag(t)
+                w, V = np.linalg.eigh((C + C.T) / 2.0)
+                clipped |= bool(np.any(w < floor))
+                w = np.maximum(w, floor)
+                A = (V / w) @ V.T
+                metric[g] = (A + A.T) / 2.0
+            else:
+                c = (1.0 - lam) * Sg / n_g[g] + lam * t
+                clipped |= bool(np.any(c < floor))
+                metric[g] = 1.0 / np.maximum(c, floor)
+        return metric, clipped
+
+    def m_step(self, X, assignment, params=None, normalizer="constant") -> MahalanobisParams:
+        """Centres and metric for ``assignment`` without constraint terms (exact)."""
+        self.check_normalizer(normalizer)
+        k = self._n_clusters(assignment, params)
+        means, counts = self._means(X, assignment, k, params)
+        if params is None or params.metric is None:
+            params = self.init_params(X, means)
+        if self.metric == "identity":
+            return params.replace(centers=means, metric_step=1.0)
+        metric, _ = self._metric_update(X, assignment, means, counts, params, None)
+        return params.replace(centers=means, metric=metric, metric_step=1.0)
+
+    def m_step_model(self, model, labels, params) -> MahalanobisParams:
+        """M-step of MPCKMeans (Fig. 1, steps 2b-2c): means, then the metric, safeguarded.
+
+        1. Centres: cluster means, the exact minimiser for fixed labels and metric.
+        2. Metric: the paper's update (★) with the violated-constraint terms of every
+           potential that defines ``metric_terms`` (plus ``metric_potential``).
+        3. Safeguard: (★) is stationary only with the penalty thresholds held fixed,
+           but ``α_max`` moves with ``A`` and pairs cross the thresholds, so the
+           objective ``model.energy`` (with the potentials rebuilt under the new metric
+           and ``α_max``) is evaluated at ``A_old + t (A_new - A_old)`` for
+           ``t = 1, 1/2, ...`` (``max_backtrack`` halvings); the first ``t`` that does not
+           increase it is kept, else ``t = 0`` (old metric). ``params.metric_step``
+           records ``t``. Skipped when (★) is exact (no constraint terms, no clipping).
+        """
+        X = model.X
+        means, counts = self._means(X, labels, model.n_clusters, params)
+        mid = params.replace(centers=means, metric_step=0.0)
+        if self.metric == "identity":
+            return mid.replace(metric_step=1.0)
+        pots = [p for p in model.potentials if hasattr(p, "metric_terms")]
+        extra = [self.metric_potential] if self.metric_potential is not None else []
+        K = None
+        for p in pots + extra:
+            diff, coef = p.metric_terms(X, mid, labels)
+            if coef.size:
+                K = (0.0 if K is None else K) + self._outer_sum(diff, coef)
+        metric, clipped = self._metric_update(X, labels, means, counts, mid, K)
+        new = mid.replace(metric=metric, metric_step=1.0)
+        if not self.safeguard or (K is None and not clipped):
+            return new
+
+        def objective(p):
+            e = model.energy(labels, p)
+            return e + sum(q.graph(X, p, model.n_clusters).pairwise_energy(labels) for q in extra)
+
+        j_old = objective(mid)
+        t = 1.0
+        for _ in range(self.max_backtrack + 1):
+            trial = new if t == 1.0 else mid.replace(metric=(1 - t) * mid.metric + t * metric,
+                                                     metric_step=t)
+            if objective(trial) <= j_old:
+                return trial
+            t /= 2.0
+        return mid
+
+    def _outer_sum(self, diff, coef):
+        """``Σ_e c_e v_e v_eᵀ`` (d, d), or its diagonal (d,) for diagonal metrics."""
+        if self.metric == "full":
+            wd = diff.multiply(coef[:, None]) if sp.issparse(diff) else diff * coef[:, None]
+            out = wd.T @ diff
+            return out.toarray() if sp.issparse(out) else np.asarray(out)
+        sq = diff.multiply(diff) if sp.issparse(diff) else diff * diff
+        return np.asarray(sq.T @ coef).ravel()
+
+    def __repr__(self) -> str:
+        return (f"Mahalanobis(metric={self.metric!r}, per_cluster={self.per_cluster!r}, "
+                f"shrinkage={self.shrinkage!r})")
