@@ -1,0 +1,74 @@
+"""Markdown tables of the reproduction results, for docs/results.md.
+
+Reads the CSVs written by ch3_labels.py, ch4_constraints.py and ch5_active.py::
+
+    python benchmarks/reproduce/tables.py [results/reproduce] [--points 0,50,100,...]
+
+prints, per experiment, mean NMI ± std per estimator at the chosen points, with
+``*`` where the estimator is significantly better than the reference column (two-tailed
+paired t-test, p < 0.05, over the same splits and supervision) and ``−`` where it is
+significantly worse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from hmrf.experiments import CurveTable  # noqa: E402
+
+#: experiment file prefix -> reference estimator of the significance marks
+REFERENCE = {"ch3-": "Random-KMeans", "ch4-": "KMeans", "ch5-": "random"}
+
+
+def table(t: CurveTable, points=None, metric="nmi", alpha=0.05) -> str:
+    rows = t.summary([metric])
+    x = "noise" if len({r["point"] for r in rows}) == 1 else "point"
+    ests = t.estimators
+    ref = next((v for k, v in REFERENCE.items() if t.meta.startswith(k)), None)
+    marks = {}
+    if ref in ests:
+        for e in ests:
+            if e == ref:
+                continue
+            for c in t.compare(e, ref, metric):
+                sig = c["p_value"] < alpha
+                marks[e, c[x]] = ("*" if c["mean_diff"] > 0 else "−") if sig else ""
+    xs = sorted({r[x] for r in rows})
+    if points is not None and x == "point" and {r["supervision"] for r in t} != {"labels"}:
+        xs = [v for v in xs if v in points]
+    cell = {(r["estimator"], r[x]): r for r in rows}
+    out = [f"| {x} | " + " | ".join(ests) + " |", "|---" * (len(ests) + 1) + "|"]
+    for v in xs:
+        cells = []
+        for e in ests:
+            r = cell[e, v]
+            fail = f" ({r['n_failed']} failed)" if r["n_failed"] else ""
+            cells.append(f"{r[metric + '_mean']:.3f} ± {r[metric + '_std']:.3f}"
+                         f"{marks.get((e, v), '')}{fail}")
+        out.append(f"| {v:g} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("root", nargs="?", default="results/reproduce")
+    p.add_argument("--points", default=None, help="comma-separated points to show")
+    p.add_argument("--metric", default="nmi")
+    args = p.parse_args()
+    points = None if args.points is None else {float(v) for v in args.points.split(",")}
+    for path in sorted(glob.glob(os.path.join(args.root, "ch*", "ch*.csv"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        if name.startswith("ch5-") and "-vs-" not in name:
+            continue  # single arms of the combined ch5 tables
+        t = CurveTable.from_csv(path)
+        t.meta = name
+        print(f"#### {name}\n\n{table(t, points, args.metric)}\n")
+
+
+if __name__ == "__main__":
+    main()

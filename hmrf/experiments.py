@@ -1,0 +1,558 @@
+"""Learning curves as in the papers: supervision from a training part, scores on the rest.
+
+:func:`learning_curve` runs the protocols of Basu (2005): ``runs`` repetitions of
+``folds``-fold cross-validation (or of one random split holding out
+``test_fraction``); at every point of the curve the supervision (seed labels or
+random pairwise constraints) is drawn from the training part only, the estimator
+clusters the *whole* data set, and the external scores are computed on the held-out
+part only. It returns a :class:`CurveTable` (one record per fit).
+
+Protocols of the thesis (:data:`PROTOCOLS`, keyword arguments of ``learning_curve``):
+
+* ``"ch3"`` — seed labels, 10-fold CV, seed fraction 0..1 (§3.5.2-3.5.3);
+* ``"ch4"`` — random constraints, 20 runs of 2-fold CV (§4.5.2);
+* ``"ch5"`` — constraints (random or actively chosen), 10-fold CV (§5.5.2).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+
+import numpy as np
+
+from .constraints import Constraints
+from .metrics import evaluate
+
+__all__ = ["learning_curve", "CurveTable", "PROTOCOLS", "METRICS", "make_splits"]
+
+#: The experimental protocols of the thesis (keyword arguments of learning_curve).
+PROTOCOLS = {
+    "ch3": dict(supervision="labels", runs=1, folds=10),
+    "ch4": dict(supervision="constraints", runs=20, folds=2),
+    "ch5": dict(supervision="constraints", runs=1, folds=10),
+}
+
+#: Scores on the held-out part (hmrf.metrics.evaluate) and fit statistics.
+METRICS = ("nmi", "ari", "pairwise_f", "pairwise_precision", "pairwise_recall", "objective",
+           "n_iter")
+
+
+class CurveTable:
+    """Tidy results of :func:`learning_curve`: one record (dict) per fit.
+
+    Columns: ``estimator``, ``supervision``, ``point``, ``noise``, ``run``, ``fold``,
+    ``n_train``, ``n_test``, ``n_seeds``, ``n_noisy``, ``n_must_link``,
+    ``n_cannot_link``, ``fit_time``, the requested metrics and ``error`` (empty unless
+    the fit failed and ``errors="record"``).
+
+    Parameters
+    ----------
+    records : iterable of dict
+    """
+
+    def __init__(self, records=()):
+        self.records = [dict(r) for r in records]
+
+    def __len__(self):
+        return len(self.records)
+
+    def __iter__(self):
+        return iter(self.records)
+
+    def __getitem__(self, i):
+        return self.records[i]
+
+    def __add__(self, other):
+        return CurveTable([*self.records, *other.records])
+
+    def __repr__(self):
+        return f"CurveTable({len(self)} records, estimators={self.estimators})"
+
+    @property
+    def columns(self) -> list:
+        cols = []
+        for r in self.records:
+            cols.extend(c for c in r if c not in cols)
+        return cols
+
+    @property
+    def estimators(self) -> list:
+        return list(dict.fromkeys(r["estimator"] for r in self.records))
+
+    @property
+    def metrics(self) -> list:
+        return [c for c in self.columns if c in METRICS]
+
+    def to_csv(self, path) -> None:
+        """Write the records as CSV (floats in full precision; read back by :meth:`from_csv`)."""
+        import csv
+
+        cols = self.columns
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=cols)
+            w.writeheader()
+            for r in self.records:
+                w.writerow({c: repr(v) if isinstance(v, float) else v for c, v in r.items()})
+
+    @classmethod
+    def from_csv(cls, path) -> CurveTable:
+        """Read a table written by :meth:`to_csv` (numbers parsed as int, then float)."""
+        import csv
+
+        def parse(s):
+            for typ in (int, float):
+                try:
+                    return typ(s)
+                except ValueError:
+                    pass
+            return s
+
+        with open(path, newline="", encoding="utf-8") as f:
+            return cls([{k: (v if k in ("estimator", "supervision", "error") else parse(v))
+                         for k, v in row.items()} for row in csv.DictReader(f)])
+
+    def _groups(self, keys):
+        out = {}
+        for r in self.records:
+            out.setdefault(tuple(r[k] for k in keys), []).append(r)
+        return out
+
+    def summary(self, metrics=None) -> list:
+        """Mean and standard deviation of each metric per (estimator, point, noise).
+
+        Failed fits (``error`` not empty) are counted in ``n_failed`` and left out of
+        the statistics. ``std`` is the sample standard deviation (ddof=1; 0 for one fit).
+        """
+        metrics = self.metrics if metrics is None else list(metrics)
+        rows = []
+        for (est, point, noise), recs in self._groups(("estimator", "point", "noise")).items():
+            ok = [r for r in recs if not r.get("error")]
+            row = dict(estimator=est, point=point, noise=noise, n=len(ok),
+                       n_failed=len(recs) - len(ok))
+            for m in metrics:
+                v = np.array([r[m] for r in ok], dtype=np.float64)
+                row[f"{m}_mean"] = float(v.mean()) if v.size else np.nan
+                row[f"{m}_std"] = float(v.std(ddof=1)) if v.size > 1 else 0.0
+            rows.append(row)
+        return rows
+
+    def format_summary(self, metrics=None) -> str:
+        """The summary as a fixed-width text table (``mean ± std``)."""
+        metrics = self.metrics if metrics is None else list(metrics)
+        rows = self.summary(metrics)
+        head = ["estimator", "point", "noise", "n", *metrics]
+        body = [[r["estimator"], f"{r['point']:g}", f"{r['noise']:g}",
+                 str(r["n"]) + (f" ({r['n_failed']} failed)" if r["n_failed"] else ""),
+                 *(f"{r[m + '_mean']:.4g} ± {r[m + '_std']:.2g}" for m in metrics)] for r in rows]
+        width = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
+        lines = ("  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True))
+                 for line in [head, *body])
+        return "\n".join(lines)
+
+    def compare(self, a, b, metric="nmi") -> list:
+        """Paired comparison of estimators ``a`` and ``b`` at every (point, noise).
+
+        Pairs the fits of the same (run, fold) (same split and supervision). Returns per
+        point: ``mean_diff`` (a - b), ``wins`` / ``losses`` / ``ties`` of ``a`` and the
+        two-tailed paired t-test p-value (the test of Basu 2005, §3.5.4 and §4.5.3;
+        1.0 when all differences are 0, 0.0 when they are all equal and non-zero).
+        """
+        from scipy.stats import ttest_rel
+
+        ga = self._groups(("estimator", "point", "noise", "run", "fold"))
+        rows = []
+        for (point, noise), recs in self._groups(("point", "noise")).items():
+            da, db = [], []
+            for r in recs:
+                if r["estimator"] != a:
+                    continue
+                other = ga.get((b, point, noise, r["run"], r["fold"]))
+                if other and not r.get("error") and not other[0].get("error"):
+                    da.append(r[metric])
+                    db.append(other[0][metric])
+            if not da:
+                continue
+            d = np.asarray(da) - np.asarray(db)
+            if np.ptp(d) == 0:
+                p = 1.0 if d[0] == 0 else 0.0
+            else:
+                p = float(ttest_rel(da, db).pvalue)
+            rows.append(dict(point=point, noise=noise, n=d.size, mean_diff=float(d.mean()),
+                             wins=int((d > 0).sum()), losses=int((d < 0).sum()),
+                             ties=int((d == 0).sum()), p_value=p))
+        return rows
+
+    def plot(self, metric="nmi", x=None, ax=None, band="std"):
+        """Mean curve of ``metric`` per estimator, with a ±std (or ±sem) band.
+
+        Parameters
+        ----------
+        metric : str
+        x : {"point", "noise"}, optional
+            The horizontal axis; by default ``noise`` when there is a single point and
+            several noise levels, else ``point``.
+        ax : matplotlib Axes, optional
+        band : {"std", "sem", None}
+
+        Returns
+        -------
+        matplotlib Axes
+        """
+        rows = self.summary([metric])
+        if x is None:
+            one_point = len({r["point"] for r in rows}) == 1
+            x = "noise" if one_point and len({r["noise"] for r in rows}) > 1 else "point"
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots()
+        sup = {r["supervision"] for r in self.records}
+        xlabel = {"noise": "noise fraction", "point": "seed fraction" if sup == {"labels"} else
+                  "number of constraints"}[x]
+        for est in self.estimators:
+            rs = sorted((r for r in rows if r["estimator"] == est),
+                        key=lambda r: (r[x], r["noise"]))
+            xs = np.array([r[x] for r in rs], dtype=float)
+            mu = np.array([r[f"{metric}_mean"] for r in rs])
+            sd = np.array([r[f"{metric}_std"] for r in rs])
+            if band == "sem":
+                sd = sd / np.sqrt(np.maximum([r["n"] for r in rs], 1))
+            (line,) = ax.plot(xs, mu, marker="o", ms=3, label=est)
+            if band:
+                ax.fill_between(xs, mu - sd, mu + sd, color=line.get_color(), alpha=0.15, lw=0)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(metric)
+        ax.legend()
+        return ax
+
+
+def _seed(base: int, *keys: int) -> int:
+    """An independent 32-bit seed for the stream named by ``keys`` (order-free of n_jobs)."""
+    return int(np.random.SeedSequence([base, *keys]).generate_state(1)[0])
+
+
+def make_splits(n, runs, folds=None, test_fraction=None, random_state=0):
+    """Train/test index splits: ``runs`` × (``folds``-fold CV or one random split).
+
+    Parameters
+    ----------
+    n : int
+    runs : int
+    folds : int, optional
+        k-fold cross-validation per run (shuffled; fold ``f`` is the test part).
+    test_fraction : float, optional
+        Instead of ``folds``: one split per run holding out this fraction.
+    random_state : int
+
+    Returns
+    -------
+    list of (run, fold, train_idx, test_idx)
+    """
+    from sklearn.model_selection import KFold, ShuffleSplit
+
+    if (folds is None) == (test_fraction is None):
+        raise ValueError("give exactly one of folds (k-fold CV) and test_fraction (one split "
+                         "per run).")
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
+        raise ValueError(f"runs must be an integer >= 1; got {runs!r}.")
+    out = []
+    for r in range(int(runs)):
+        seed = _seed(random_state, 0, r)
+        if folds is not None:
+            if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) \
+                    or not 2 <= folds <= n:
+                raise ValueError(f"folds must be an integer in [2, n={n}]; got {folds!r}.")
+            splitter = KFold(n_splits=int(folds), shuffle=True, random_state=seed)
+        else:
+            if not 0.0 < float(test_fraction) < 1.0:
+                raise ValueError(f"test_fraction must be in (0, 1); got {test_fraction!r}.")
+            splitter = ShuffleSplit(n_splits=1, test_size=float(test_fraction), random_state=seed)
+        for f, (tr, te) in enumerate(splitter.split(np.zeros((n, 1)))):
+            out.append((r, f, np.sort(tr), np.sort(te)))
+    return out
+
+
+# ---------------------------------------------------------------- supervision
+def _wrong_labels(y_true, classes, rng):
+    """A uniformly random class different from ``y_true`` for every entry."""
+    pos = np.searchsorted(classes, y_true)
+    shift = rng.integers(1, classes.size, size=y_true.size) if classes.size > 1 else 0
+    return classes[(pos + shift) % classes.size]
+
+
+def _supervise(kind, y, train, point, noise, max_point, rng_seed, X):
+    """The supervision at one curve point: ``("labels", y_seed)`` or ``("constraints", c)``.
+
+    Draws are nested along the curve: the seeds (pairs) of a smaller point are a
+    subset of those of a larger one, and the noisy ones of a smaller noise level a
+    subset of those of a larger one. Each prefix is still a uniform random draw.
+    """
+    n = y.shape[0]
+    rng = np.random.default_rng(rng_seed)
+    info = dict(n_seeds=0, n_noisy=0, n_must_link=0, n_cannot_link=0)
+    if callable(kind):
+        if noise:
+            raise ValueError("noise applies to the built-in supervision only, not to a callable.")
+        out = kind(X, y, train, point, rng)
+        if isinstance(out, Constraints):
+            kind, sup = "constraints", out
+        else:
+            kind, sup = "labels", np.asarray(out, dtype=np.int64)
+        if kind == "labels" and sup.shape != (n,):
+            raise ValueError(f"the supervision callable returned shape {sup.shape}; "
+                             f"expected ({n},).")
+        bad = sup.constrained_points if kind == "constraints" else np.flatnonzero(sup >= 0)
+        if np.setdiff1d(bad, train).size:
+            raise ValueError("the supervision callable used points outside the training part.")
+    elif kind == "labels":
+        if not 0.0 <= point <= 1.0:
+            raise ValueError("with supervision='labels' the points are seed fractions in [0, 1]; "
+                             f"got {point}.")
+        order = rng.permutation(train)
+        seeds = order[: int(round(point * train.size))]
+        classes = np.unique(y)
+        wrong = _wrong_labels(y[order], classes, rng)  # fixed per point: nested in noise
+        m = int(round(noise * seeds.size))
+        sup = np.full(n, -1, dtype=np.int64)
+        sup[seeds] = y[seeds]
+        sup[seeds[:m]] = wrong[:m]
+    elif kind == "constraints":
+        if point < 0 or point != int(point):
+            raise ValueError("with supervision='constraints' the points are numbers of pairs; "
+                             f"got {point}.")
+        full = Constraints.sample_from_labels(y, int(max_point), rng, among=train)
+        rank = rng.permutation(len(full))
+        sup = full.select(rank < int(point))
+        m = int(round(noise * len(sup)))
+        if m:
+            flip = np.zeros(len(sup), dtype=bool)
+            flip[np.argsort(rank[rank < int(point)])[:m]] = True
+            sup = Constraints(n, sup.pairs, np.where(flip, -sup.kind, sup.kind), sup.weight)
+    else:
+        raise ValueError("supervision must be 'constraints', 'labels' or a callable; "
+                         f"got {kind!r}.")
+    if kind == "labels":
+        seeds = np.flatnonzero(sup >= 0)
+        info.update(n_seeds=int(seeds.size), n_noisy=int(np.count_nonzero(sup[seeds] != y[seeds])))
+    else:
+        info.update(n_must_link=sup.n_must_link, n_cannot_link=sup.n_cannot_link)
+        if not callable(kind):
+            info["n_noisy"] = int(np.count_nonzero(
+                (y[sup.pairs[:, 0]] == y[sup.pairs[:, 1]]) != (sup.kind > 0)))
+    return kind, sup, info
+
+
+# ------------------------------------------------------------------ estimators
+def _resolve(make_estimator) -> dict:
+    """``{name: spec}`` from an estimator, a factory ``(point, run) -> estimator`` or a dict."""
+    if isinstance(make_estimator, dict):
+        if not make_estimator:
+            raise ValueError("make_estimator is an empty dict.")
+        specs = dict(make_estimator)
+    elif hasattr(make_estimator, "fit"):
+        specs = {type(make_estimator).__name__: make_estimator}
+    elif callable(make_estimator):
+        specs = {getattr(make_estimator, "__name__", "estimator"): make_estimator}
+    else:
+        raise TypeError("make_estimator must be an estimator, a callable (point, run) -> "
+                        f"estimator, or a dict of them; got {type(make_estimator).__name__}.")
+    for name, spec in specs.items():
+        if not (hasattr(spec, "fit") or callable(spec)):
+            raise TypeError(f"make_estimator[{name!r}] is neither an estimator nor a callable.")
+    return specs
+
+
+def _build(spec, point, run, seed):
+    from sklearn.base import clone
+
+    est = clone(spec) if hasattr(spec, "fit") else spec(point, run)
+    if not hasattr(est, "fit"):
+        raise TypeError(f"make_estimator returned {type(est).__name__}, which has no fit method.")
+    params = est.get_params(deep=False) if hasattr(est, "get_params") else {}
+    if "random_state" in params and params["random_state"] is None:
+        est.set_params(random_state=seed)
+    return est
+
+
+def _takes_constraints(est) -> bool:
+    from .estimators import KMeans
+
+    if isinstance(est, KMeans):
+        return False
+    try:
+        return "constraints" in inspect.signature(est.fit).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _run_task(task, X, y, kind, noise_levels, max_point, metrics, errors):
+    name, spec, run, fold, train, test, point, base = task
+    records = []
+    for noise in noise_levels:
+        kind_used, sup, info = _supervise(kind, y, train, point, noise, max_point,
+                                          _seed(base, 1, run, fold), X)
+        rec = dict(estimator=name,
+                   supervision=getattr(kind, "__name__", "custom") if callable(kind) else kind_used,
+                   point=point, noise=float(noise), run=run, fold=fold, n_train=int(train.size),
+                   n_test=int(test.size), **info)
+        est = _build(spec, point, run, _seed(base, 2, run, fold))
+        t0 = time.perf_counter()
+        try:
+            if kind_used == "labels":
+                est.fit(X, sup)
+            elif _takes_constraints(est):
+                est.fit(X, constraints=sup)
+            else:
+                est.fit(X)
+            scores = evaluate(y, np.asarray(est.labels_), _mask(y.shape[0], test))
+            scores["objective"] = float(getattr(est, "objective_", np.nan))
+            scores["n_iter"] = float(getattr(est, "n_iter_", np.nan))
+            error = ""
+        except Exception as exc:  # noqa: BLE001 - recorded when errors="record"
+            if errors == "raise":
+                raise
+            scores, error = {}, f"{type(exc).__name__}: {exc}"
+        rec["fit_time"] = time.perf_counter() - t0
+        rec.update({m: float(scores.get(m, np.nan)) for m in metrics})
+        rec["error"] = error
+        records.append(rec)
+    return records
+
+
+def _mask(n, idx):
+    m = np.zeros(n, dtype=bool)
+    m[idx] = True
+    return m
+
+
+def learning_curve(make_estimator, X, y, supervision="constraints",
+                   points=(0, 100, 200, 300, 400, 500), runs=1, folds=10, test_fraction=None,
+                   noise=0.0, metrics=("nmi", "pairwise_f", "objective"), random_state=0,
+                   n_jobs=None, progress=True, errors="raise") -> CurveTable:
+    """Learning curve of one or more estimators under growing supervision.
+
+    Parameters
+    ----------
+    make_estimator : estimator, callable or dict
+        An unfitted estimator (cloned for every fit), a callable ``(point, run) ->
+        estimator``, or a dict ``{name: either}`` to compare several on the same splits
+        and supervision. An estimator whose ``random_state`` is ``None`` gets a seed
+        that depends only on ``(random_state, run, fold)``, shared by all estimators
+        and points (common random numbers).
+    X : array-like or sparse matrix (n, d)
+    y : array-like (n,)
+        True classes: the source of the supervision and the reference of the scores.
+    supervision : {"constraints", "labels"} or callable, default="constraints"
+        ``"constraints"``: ``point`` random pairs among the training points, must-link
+        if their classes agree, else cannot-link (§4.5.2), passed as
+        ``fit(X, constraints=...)``. ``"labels"``: a fraction ``point`` of the
+        training points keep their class, the rest are ``-1`` (§3.5.3), passed as
+        ``fit(X, y_seed)``. A callable ``(X, y, train_idx, point, rng) -> Constraints |
+        partial labels`` gives any other supervision (e.g. active selection); it must
+        only use training points. Unsupervised estimators (:class:`hmrf.KMeans`,
+        estimators whose ``fit`` has no ``constraints``) get ``fit(X)``.
+    points : sequence
+        Numbers of pairs, or seed fractions in [0, 1].
+    runs : int, default=1
+    folds : int or None, default=10
+        ``folds``-fold cross-validation per run: every fold is the held-out part once.
+    test_fraction : float, optional
+        With ``folds=None``: one random split per run holding out this fraction.
+    noise : float or sequence of float, default=0.0
+        Fraction of the seeds given a random wrong class (§3.5.3), or of the pairs whose
+        kind is flipped (the nearest integer count). A sequence makes noise a second axis
+        of the curve. Not available with a supervision callable.
+    metrics : sequence of str, default=("nmi", "pairwise_f", "objective")
+        From :data:`METRICS`. External scores use the held-out points only; the
+        objective is the estimator's ``objective_`` on the whole data set.
+    random_state : int, default=0
+        Seeds the splits, the supervision and the estimators. Results do not depend on
+        ``n_jobs``.
+    n_jobs : int, optional
+        Parallel fits with joblib (``-1``: all cores).
+    progress : bool, default=True
+        Show a tqdm progress bar (when tqdm is installed).
+    errors : {"raise", "record"}, default="raise"
+        ``"record"`` keeps going when a fit fails (e.g. COP-KMeans finds no feasible
+        assignment): the record has NaN scores and the message in ``error``.
+
+    Returns
+    -------
+    CurveTable
+        One record per (estimator, run, fold, point, noise).
+
+    Notes
+    -----
+    Draws are nested along the curve (each point's seeds or pairs extend the previous
+    point's), as when a user keeps labelling; each is still a uniform random draw.
+
+    References
+    ----------
+    Basu (2005), §3.5.2-3.5.3 (seeds, noise, 10-fold CV), §4.5.2 (20 × 2-fold CV, random
+    pairs from the training half, NMI on the test half), §5.5.2.
+
+    Examples
+    --------
+    >>> from hmrf import HMRFKMeans
+    >>> from hmrf.datasets import load_dataset
+    >>> X, y = load_dataset("iris")
+    >>> t = learning_curve(HMRFKMeans(3), X, y, points=[0, 50], folds=2, progress=False)
+    >>> len(t), sorted({r["point"] for r in t})
+    (4, [0, 50])
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or y.dtype.kind not in "iu":
+        raise ValueError("y must be a 1-D array of integer class labels.")
+    n = y.shape[0]
+    if X.shape[0] != n:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {n} labels.")
+    specs = _resolve(make_estimator)
+    bad = [m for m in metrics if m not in METRICS]
+    if bad:
+        raise ValueError(f"unknown metrics {bad}; choose from {METRICS}.")
+    if errors not in ("raise", "record"):
+        raise ValueError(f"errors must be 'raise' or 'record'; got {errors!r}.")
+    pts = [p.item() if isinstance(p, np.generic) else p for p in points]
+    if not pts:
+        raise ValueError("points is empty.")
+    levels = [float(v) for v in np.atleast_1d(np.asarray(noise, dtype=np.float64))]
+    if any(not 0.0 <= v <= 1.0 for v in levels):
+        raise ValueError(f"noise fractions must be in [0, 1]; got {levels}.")
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        base = int(random_state)
+    else:
+        from sklearn.utils import check_random_state
+
+        base = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    splits = make_splits(n, runs, folds, test_fraction, base)
+    tasks = [(name, spec, r, f, tr, te, p, base)
+             for name, spec in specs.items() for r, f, tr, te in splits for p in pts]
+    max_point = max(pts) if supervision == "constraints" else 0
+    args = (X, y, supervision, levels, max_point, tuple(metrics), errors)
+    bar = _progress(len(tasks) * len(levels), progress)
+    records = []
+    if n_jobs in (None, 1):
+        results = (_run_task(t, *args) for t in tasks)
+    else:
+        from joblib import Parallel, delayed
+
+        par = Parallel(n_jobs=n_jobs, return_as="generator")
+        results = par(delayed(_run_task)(t, *args) for t in tasks)
+    for recs in results:
+        records.extend(recs)
+        if bar is not None:
+            bar.update(len(recs))
+    if bar is not None:
+        bar.close()
+    return CurveTable(records)
+
+
+def _progress(total, enabled):
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="learning curve", unit="fit")
