@@ -102,7 +102,7 @@ def _kmeanspp(X, m, centers, family, rng) -> np.ndarray:
             cand = rng.choice(n, size=trials)
         else:
             cand = np.minimum(np.searchsorted(np.cumsum(closest), rng.random(trials) * total), n - 1)
-        d = np.minimum(closest[:, None], family.divergence(X, _rows(X, cand)))
+        d = np.minimum(closest[:, None], family.divergence(X, _in_domain(X, _rows(X, cand), family)))
         best = int(np.argmin(d.sum(axis=0)))
         closest = d[:, best]
         picked.append(_rows(X, [cand[best]]))

@@ -290,3 +290,38 @@ def test_sparse_input_works_for_sqeuclidean_and_predict_checks_features():
     assert np.array_equal(a.labels_, b.labels_)
     with pytest.raises(ValueError, match="features"):
         a.predict(X_IRIS[:, :3])
+
+
+def test_custom_potential_through_the_estimator():
+    from hmrf.potentials import TablePotential
+
+    # a strong "same label, preferably cluster 0" factor between two far-apart points
+    T = np.full((3, 3), 50.0)
+    np.fill_diagonal(T, 0.0)
+    pot = TablePotential(150, [(0, 149)], T)
+    est = HMRFKMeans(3, random_state=0).fit(X_IRIS, potentials=pot)
+    assert est.labels_[0] == est.labels_[149]
+    plain = HMRFKMeans(3, random_state=0).fit(X_IRIS)
+    assert plain.labels_[0] != plain.labels_[149]
+    with pytest.raises(ValueError, match="refers to 10 points"):
+        HMRFKMeans(3).fit(X_IRIS, potentials=TablePotential(10, [(0, 1)], T))
+
+
+def test_kmeanspp_projects_candidates_into_the_family_domain():
+    from hmrf.emissions import BregmanFamily
+
+    # Bernoulli family: a binary data row is not a valid centre (log 0)
+    def phi(A):
+        A = np.clip(A, 1e-12, 1 - 1e-12)
+        return (A * np.log(A) + (1 - A) * np.log(1 - A)).sum(1)
+
+    class Bernoulli(BregmanFamily):
+        def init_params(self, X, centers):
+            return super().init_params(X, np.clip(np.asarray(centers, float), 0.05, 0.95))
+
+    fam = Bernoulli(phi, lambda M: np.log(M / (1 - M)), name="bernoulli")
+    X = (np.random.default_rng(0).random((60, 8)) < np.repeat([[0.9] * 4 + [0.1] * 4, [0.1] * 4 + [0.9] * 4], 30, 0))
+    from hmrf.initialization import initial_centers
+
+    C = initial_centers(X.astype(float), 2, fam, None, "k-means++", np.random.default_rng(0))
+    assert np.isfinite(fam.divergence(X.astype(float), fam.init_params(X, C).centers)).all()

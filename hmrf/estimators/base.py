@@ -48,8 +48,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     Subclasses declare their hyper-parameters in ``__init__`` and may override the
     ``_spec_*`` hooks to fix the emission family, initialisation, engine or weight.
 
-    Fitted attributes
-    -----------------
+    Attributes
+    ----------
     labels_ : ndarray (n,)
         Cluster of every training point (contiguous integers ``0..k-1``).
     cluster_centers_ : ndarray (k, d)
@@ -101,10 +101,10 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             c = c.closure()
         return c
 
-    def _model(self, X, constraints, y):
+    def _model(self, X, constraints, y, potentials=None):
         """The HMRF to fit (subclasses may clamp labels or add potentials)."""
         return HMRF(X, self.n_clusters, emission=self._spec_emission(), constraints=constraints,
-                    w=self._spec_w(), normalizer=self._spec_normalizer())
+                    w=self._spec_w(), normalizer=self._spec_normalizer(), potentials=potentials)
 
     def _initial_params(self, model, constraints, y, rng):
         centers = initial_centers(model.X, model.n_clusters, model.emission, constraints,
@@ -112,7 +112,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         return model.emission.init_params(model.X, centers)
 
     # --------------------------------------------------------------------- API
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None):
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None, potentials=None):
         """Cluster ``X`` under pairwise supervision.
 
         Parameters
@@ -124,6 +124,9 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         must_link, cannot_link : sequence of (i, j) pairs, optional
         constraints : Constraints, optional
             Alternative to the pair lists (not both).
+        potentials : PairwisePotential or list of them, optional
+            Further pairwise potentials on the points of ``X`` (e.g. a
+            :class:`~hmrf.potentials.TablePotential`), added to the constraint factors.
 
         Returns
         -------
@@ -138,7 +141,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         _check_nonneg_float(self._spec_w(), "w", allow_inf=True)
         engine = get_engine(self._spec_inference())
         c = self._supervision(n, y, must_link, cannot_link, constraints)
-        model = self._model(Xc, c, y)
+        model = self._model(Xc, c, y, potentials)
         rs = check_random_state(self.random_state)
         rng = np.random.default_rng(rs.randint(np.iinfo(np.int32).max))
         best = None

@@ -138,14 +138,17 @@ class MPCKMeans(_MetricLearner):
         self.tol = tol
         self.random_state = random_state
 
-    def _model(self, X, constraints, y):
+    def _model(self, X, constraints, y, potentials=None):
         if self.penalty not in PENALTIES:
             raise ValueError(f"penalty must be one of {PENALTIES}; got {self.penalty!r}.")
         family = self._spec_emission()
+        extra = [] if potentials is None else (
+            list(potentials) if isinstance(potentials, (list, tuple)) else [potentials])
         if self.penalty == "constant":
-            return HMRF(X, self.n_clusters, emission=family, constraints=constraints, w=self.w)
-        pots = [self._distance_potential(constraints)] if len(constraints) else None
-        return HMRF(X, self.n_clusters, emission=family, potentials=pots)
+            return HMRF(X, self.n_clusters, emission=family, constraints=constraints, w=self.w,
+                        potentials=extra or None)
+        pots = ([self._distance_potential(constraints)] if len(constraints) else []) + extra
+        return HMRF(X, self.n_clusters, emission=family, potentials=pots or None)
 
 
 class MKMeans(_MetricLearner):
@@ -202,11 +205,11 @@ class MKMeans(_MetricLearner):
         self.tol = tol
         self.random_state = random_state
 
-    def _model(self, X, constraints, y):
+    def _model(self, X, constraints, y, potentials=None):
         pot = self._distance_potential(constraints) if len(constraints) else None
         family = Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage,
                              metric_potential=pot)
-        return HMRF(X, self.n_clusters, emission=family)
+        return HMRF(X, self.n_clusters, emission=family, potentials=potentials)
 
     def _initial_params(self, model, constraints, y, rng):
         centers = initial_centers(model.X, model.n_clusters, model.emission, None, self.init, rng)

@@ -69,9 +69,9 @@ class SeededKMeans(HMRFClusterMixin):
             raise ValueError(f"{type(self).__name__} takes labelled seeds y, not pairwise constraints.")
         return Constraints.empty(n)
 
-    def _model(self, X, constraints, y):
+    def _model(self, X, constraints, y, potentials=None):
         seeds, self.seed_classes_ = _seed_clusters(y, X.shape[0], self.n_clusters)
-        return HMRF(X, self.n_clusters, emission=self._spec_emission(),
+        return HMRF(X, self.n_clusters, emission=self._spec_emission(), potentials=potentials,
                     clamped=seeds if self._clamp else None)
 
     def _initial_params(self, model, constraints, y, rng):
