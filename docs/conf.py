@@ -1,0 +1,211 @@
+"""Sphinx configuration of the hmrf documentation.
+
+Build (what ``tests/test_docs.py`` runs; warnings are errors, broken references fail)::
+
+    sphinx-build -W --keep-going -b html docs docs/_build/html
+
+The notebooks in ``notebooks/`` are rendered as stored (without outputs): the test
+suite executes them (``tests/test_notebooks.py``), so the docs build does not run them
+a second time. For a site with the notebooks' figures, execute them during the build::
+
+    sphinx-build -W --keep-going -b html -D nb_execution_mode=auto docs docs/_build/html
+
+The "how to add an emission family / a potential" pages and the other pages written
+as executable MyST notebooks (``file_format: mystnb`` front matter with
+``execution_mode: force``) are always executed, so their code is tested by every build.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # the package, also when it is not installed
+
+import hmrf  # noqa: E402
+
+project = "hmrf"
+author = "hmrf developers"
+copyright = "hmrf developers"  # noqa: A001
+release = hmrf.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "myst_nb",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "README.md",
+                    "jupyter_execute"]
+templates_path = ["_templates"]
+root_doc = "index"
+
+# ----------------------------------------------------------------------- HTML
+html_theme = "pydata_sphinx_theme"
+html_title = f"hmrf {release}"
+html_static_path = []
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+    "footer_start": ["copyright"],
+    "footer_end": [],
+}
+html_sidebars = {"**": ["sidebar-nav-bs"]}
+html_show_sourcelink = False
+
+# --------------------------------------------------------------- MyST and nb
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+# The notebooks are executed by the test suite (tests/test_notebooks.py, a fresh
+# kernel each, 120 s timeout); executing them here as well would double the CI time
+# for no extra check. Pages that set ``execution_mode: force`` are still executed.
+nb_execution_mode = "off"
+nb_execution_timeout = 120
+nb_execution_raise_on_error = True  # an error in an executed page fails the build
+nb_execution_show_tb = True
+nb_merge_streams = True
+
+# ------------------------------------------------------------ API reference
+autosummary_generate = True
+autosummary_imported_members = False
+autodoc_typehints = "none"  # numpydoc docstrings carry the types
+autodoc_member_order = "bysource"
+autodoc_default_options = {"members": True, "show-inheritance": True}
+numpydoc_show_class_members = False  # members come from the autosummary templates
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False  # types are prose ("ndarray (n, k)"), not references
+numpydoc_validation_checks = set()
+
+# ------------------------------------------------ broken references fail the build
+nitpicky = True
+# Third-party objects. The build runs without network access (CI has none), so
+# intersphinx cannot fetch NumPy's, SciPy's or scikit-learn's inventories and their
+# names cannot resolve. Each pattern below is such a third-party namespace; an
+# unresolved *hmrf* name is never ignored.
+nitpick_ignore_regex = [
+    # NumPy, SciPy, scikit-learn (also the estimators' base classes shown by
+    # show-inheritance), networkx, pgmpy, cvxpy, matplotlib
+    (r"py:.*", r"(numpy|np|scipy|sp|sklearn|networkx|nx|pgmpy|cvxpy|cp|matplotlib)(\..*)?"),
+    # the standard library (base classes shown by show-inheritance, a module reference)
+    (r"py:.*", r"(object|Exception|ValueError|TypeError|RuntimeError|UserWarning|"
+               r"RuntimeWarning|ImportError|abc\.ABC|typing\.\w+|importlib\.metadata)"),
+    # names in hmrf's private modules (a leading underscore): implementation details,
+    # deliberately not in the reference; a docstring may still name them
+    (r"py:.*", r"hmrf(\.\w+)*\._\w+.*"),
+]
+
+# ------------------------------------------------- public names and their aliases
+# Every public object is documented once, under the name users import it by (e.g.
+# ``hmrf.HMRF``, ``hmrf.emissions.BregmanFamily``); docstrings also refer to it by its
+# defining module (``hmrf.model.HMRF``) or by a short name. ``_resolve_alias`` maps
+# those spellings to the documented one. A name that matches nothing still fails.
+PUBLIC_NAMESPACES = [
+    "hmrf", "hmrf.constraints", "hmrf.graph", "hmrf.emissions", "hmrf.potentials",
+    "hmrf.model", "hmrf.inference", "hmrf.inference.lp", "hmrf.inference.lp_cvxpy",
+    "hmrf.inference.messages", "hmrf.inference.base", "hmrf.inference.icm",
+    "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
+    "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.initialization", "hmrf.estimators",
+    "hmrf.metrics", "hmrf.datasets", "hmrf.text", "hmrf.experiments", "hmrf.active",
+    "hmrf.interop", "hmrf.exceptions",
+]
+
+
+def _alias_table() -> dict:
+    """``{spelling: public name}`` for every object in a public ``__all__``."""
+    first = {}  # id(obj) -> first public name (namespaces are listed by preference)
+    table = {}
+    home = {}  # public name -> defining module (the context of its docstring)
+    for ns in PUBLIC_NAMESPACES:
+        mod = importlib.import_module(ns)
+        for name in getattr(mod, "__all__", []):
+            obj = getattr(mod, name)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                table.setdefault(f"{ns}.{name}", f"{ns}.{name}")  # data: documented in place
+                continue
+            public = first.setdefault(id(obj), f"{ns}.{name}")
+            table[f"{ns}.{name}"] = public
+            table[f"{obj.__module__}.{obj.__qualname__}"] = public
+            home[public] = obj.__module__
+    return table, home
+
+
+_ALIASES = None
+
+
+def _resolve_alias(app, env, node, contnode):
+    """Resolve a Python reference by its other spellings (see ``_alias_table``)."""
+    if node.get("refdomain") != "py":
+        return None
+    domain = env.get_domain("py")
+    target = node["reftarget"]
+    global _ALIASES
+    if _ALIASES is None:
+        _ALIASES = _alias_table()
+    table, home = _ALIASES
+    candidates = []
+    # a short name in a docstring means a name of the module that docstring is in
+    context = ".".join(x for x in (node.get("py:module"), node.get("py:class")) if x)
+    for scope in (context, home.get(context), home.get(context.rsplit(".", 1)[0])):
+        if scope and not target.startswith("hmrf."):
+            candidates.append(f"{scope}.{target}")
+    parts = target.split(".")
+    for cut in range(len(parts), 0, -1):  # longest known prefix first
+        prefix = ".".join(parts[:cut])
+        if prefix in table and table[prefix] != prefix:
+            candidates.append(".".join([table[prefix], *parts[cut:]]))
+            break
+    if not target.startswith("_"):
+        # a short name ("Constraints", "PairwiseGraph.from_tables") used in a module that
+        # does not define it: accept it when exactly one documented object ends with it
+        suffix = "." + target
+        hits = sorted(name for name, entry in domain.objects.items()
+                      if name.endswith(suffix) and not entry.aliased)
+        if len(hits) == 1:
+            candidates.append(hits[0])
+    for new in candidates:
+        new = table.get(new, new)
+        if new in domain.objects:
+            obj = domain.objects[new]
+            from sphinx.util.nodes import make_refnode
+
+            return make_refnode(app.builder, node["refdoc"], obj.docname, obj.node_id, contnode, new)
+    return None
+
+
+def _skip_member(app, what, name, obj, skip, options):
+    """Document the engine extension point ``_solve``; hide scikit-learn's generated
+    metadata-routing methods (``set_fit_request``, ...), which are not hmrf's API."""
+    if name == "_solve":
+        return False
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def _public_bases(app, name, obj, options, bases):
+    """Show a private base class (``_MetricLearner``) as its own public bases."""
+    out = []
+    todo = list(bases)
+    while todo:
+        b = todo.pop(0)
+        if b is object:
+            continue
+        if getattr(b, "__name__", "").startswith("_"):
+            todo[:0] = list(b.__bases__)
+        elif b not in out:
+            out.append(b)
+    bases[:] = out
+
+
+def setup(app):
+    app.connect("missing-reference", _resolve_alias)
+    app.connect("autodoc-skip-member", _skip_member)
+    app.connect("autodoc-process-bases", _public_bases)

@@ -1,0 +1,420 @@
+"""Shared machinery of the query selectors: neighbourhoods, the query log, warm starts.
+
+Every selector of :mod:`hmrf.active` grows a set of *neighbourhoods* — groups of points
+known to share a class, different groups known to differ (Basu 2005, §5.2; Xiong,
+Azimi & Fern 2014, Definition 1) — by querying a point against one member of each
+neighbourhood. :class:`ActiveSelector` holds what they have in common: validation,
+the emission family whose divergence measures distance, warm starts from existing
+constraints or neighbourhoods, the query log, and the constraints the answers give.
+
+The constraints produced are the pairs as *answered* — must-links within and
+cannot-links between neighbourhoods — plus the must-links CONSOLIDATE *infers* for
+free (a point cannot-linked to k-1 of k neighbourhoods belongs to the last, thesis
+§5.3). They are not closed under transitivity: ``constraints_.closure()`` gives that.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+
+from .._validation import check_data
+from ..constraints import CANNOT_LINK, MUST_LINK, Constraints
+from ..emissions import get_emission
+from .oracles import BudgetExhausted, Query
+
+__all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", "resolve_emission"]
+
+
+def as_generator(random_state) -> np.random.Generator:
+    """A NumPy Generator from an int, RandomState, Generator or None (estimator idiom)."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    rs = check_random_state(random_state)
+    return np.random.default_rng(rs.randint(np.iinfo(np.int32).max))
+
+
+def resolve_emission(emission=None, clusterer=None):
+    """The emission family distances are measured with.
+
+    ``emission`` if given (a name or an :class:`~hmrf.emissions.EmissionFamily`), else
+    the fixed emission of ``clusterer`` (:func:`clusterer_emission`), else squared Euclidean.
+    """
+    if emission is None and clusterer is not None:
+        emission = clusterer_emission(clusterer)
+    return get_emission("sqeuclidean" if emission is None else emission)
+
+
+def clusterer_emission(clusterer):
+    """The emission an hmrf estimator clusters with, if it is a fixed family, else None.
+
+    Its ``emission`` parameter, or the family it fixes (``"cosine"`` for
+    SphericalKMeans). A learned metric (MPCKMeans) is not a fixed family: None.
+    """
+    emission = getattr(clusterer, "emission", None)
+    if emission is None and callable(getattr(clusterer, "_spec_emission", None)):
+        spec = clusterer._spec_emission()
+        emission = spec if isinstance(spec, str) else None
+    return emission
+
+
+def neighborhoods_from_constraints(constraints: Constraints) -> list[np.ndarray]:
+    """Neighbourhoods implied by a constraint set (Xiong et al. 2014, Definition 1).
+
+    Components of the must-link closure that are pairwise cannot-linked. Chosen
+    greedily, largest component first, each kept if it is cannot-linked to every one
+    kept before; with no cannot-link at all this is the largest component alone
+    ("we will treat the largest connected component as the known neighborhood").
+
+    Returns
+    -------
+    list of ndarray
+        Sorted member indices of each neighbourhood, in the order chosen.
+    """
+    hoods = constraints.neighborhoods(include_singletons=True)
+    if not hoods:
+        return []
+    joined = {tuple(p) for p in constraints.inferred_cannot_links(include_singletons=True).tolist()}
+    chosen: list[int] = []
+    for p in range(len(hoods)):
+        if all((min(p, c), max(p, c)) in joined for c in chosen):
+            chosen.append(p)
+    return [hoods[p] for p in chosen]
+
+
+def fit_clusterer(estimator, X, constraints: Constraints):
+    """Fit an hmrf estimator with ``constraints`` in the form it accepts; return labels.
+
+    Pairwise estimators get ``fit(X, constraints=...)``. :class:`~hmrf.SeededKMeans` and
+    :class:`~hmrf.ConstrainedKMeans` get the neighbourhoods as labelled seeds
+    (neighbourhood ``p`` -> label ``p``); :class:`~hmrf.KMeans` ignores supervision.
+    """
+    from ..estimators import KMeans, SeededKMeans
+
+    if isinstance(estimator, SeededKMeans):
+        y = np.full(constraints.n, -1, dtype=np.int64)
+        for p, members in enumerate(neighborhoods_from_constraints(constraints)):
+            y[members] = p
+        estimator.fit(X, y) if np.any(y >= 0) else estimator.fit(X)
+    elif isinstance(estimator, KMeans):
+        estimator.fit(X)
+    else:
+        estimator.fit(X, constraints=constraints)
+    return np.asarray(estimator.labels_)
+
+
+class _Stop(Exception):
+    """Selection ends: the budget is spent or no useful query is left."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _rows(X, idx) -> np.ndarray:
+    sub = X[idx]
+    return sub.toarray() if sp.issparse(sub) else np.asarray(sub, dtype=np.float64)
+
+
+class _State:
+    """Working state of one ``fit``: neighbourhoods, answers, the log, the budget."""
+
+    def __init__(self, X, Xp, family, oracle, rng, warm: Constraints, hoods, asked):
+        self.X, self.Xp, self.family, self.oracle, self.rng = X, Xp, family, oracle, rng
+        self.n = int(Xp.shape[0])
+        self.warm = warm
+        self.hoods: list[list[int]] = [list(map(int, h)) for h in hoods]
+        self.done = np.zeros(self.n, dtype=bool)  # in a neighbourhood, or given up on
+        for h in self.hoods:
+            self.done[h] = True
+        self.asked = asked  # set of (i, j), i < j: never asked again
+        # what the warm-start constraints already say, by must-link component
+        self.warm_comp = np.asarray(warm.component_labels())
+        cl = self.warm_comp[warm.cannot_link]
+        self.warm_cl = {(int(min(a, b)), int(max(a, b))) for a, b in cl.tolist()}
+        self.queries: list[Query] = []
+        self.subjects: list[int] = []  # the point each query was placing (-1: none)
+        self.answers: list[tuple[int, int, int, int]] = []  # i, j, kind, query ordinal (1-based)
+        self.inferred: list[tuple[int, int, int]] = []  # i, j, number of queries before
+
+    # ------------------------------------------------------------------ queries
+    def ask(self, i: int, j: int, subject: int = -1) -> bool | None:
+        """Ask the oracle (never the same pair twice); raise _Stop when it will not answer.
+
+        ``subject`` is the point being placed (-1 if the query is about a pair).
+        """
+        a, b = (int(i), int(j)) if i < j else (int(j), int(i))
+        if (a, b) in self.asked:
+            raise RuntimeError(f"internal error: pair ({a}, {b}) would be asked twice.")
+        remaining = getattr(self.oracle, "remaining", None)
+        if remaining is not None and remaining <= 0:
+            raise _Stop("budget spent")
+        try:
+            answer = self.oracle.query(a, b)
+        except BudgetExhausted as exc:
+            raise _Stop(str(exc) or "budget spent") from None
+        if isinstance(answer, np.bool_):
+            answer = bool(answer)
+        if answer is not None and not isinstance(answer, bool):
+            raise TypeError(f"the oracle answered {answer!r} for ({a}, {b}); expected True, False or None.")
+        self.asked.add((a, b))
+        self.queries.append(Query(a, b, answer))
+        self.subjects.append(int(subject))
+        if answer is not None:
+            self.answers.append((a, b, MUST_LINK if answer else CANNOT_LINK, len(self.queries)))
+        return answer
+
+    def budget_left(self) -> bool:
+        remaining = getattr(self.oracle, "remaining", None)
+        return remaining is None or remaining > 0
+
+    # ------------------------------------------------------------- geometry
+    def point_centers(self, idx) -> np.ndarray:
+        """Data points as cluster representatives of the family (e.g. smoothed for KL)."""
+        return np.asarray(self.family.init_params(self.Xp, _rows(self.Xp, idx)).centers)
+
+    def divergence_to_points(self, rows, idx) -> np.ndarray:
+        """``D(x_r, x_j)`` for rows ``rows`` (or all points if None) and points ``idx``."""
+        Xr = self.Xp if rows is None else self.Xp[rows]
+        return self.family.divergence(Xr, self.point_centers(idx))
+
+    def centroids(self) -> np.ndarray:
+        """Family centroid (M-step) of every neighbourhood, shape (l, d)."""
+        members = np.concatenate([np.asarray(h) for h in self.hoods])
+        which = np.repeat(np.arange(len(self.hoods)), [len(h) for h in self.hoods])
+        return np.asarray(self.family.m_step(self.Xp[members], which).centers)
+
+    def order_by_centroid(self, x: int) -> np.ndarray:
+        """Neighbourhoods by increasing divergence of ``x`` to their centroids (§5.3)."""
+        d = self.family.divergence(self.Xp[[x]], self.centroids())[0]
+        return np.argsort(d, kind="stable")
+
+    def known(self, x: int, h: int) -> int:
+        """+1 / -1 if the warm-start constraints imply ``x``'s relation to ``h``, else 0."""
+        if len(self.warm) == 0:
+            return 0
+        cx = int(self.warm_comp[x])
+        comps = {int(c) for c in self.warm_comp[self.hoods[h]].tolist()}
+        if cx in comps:
+            return MUST_LINK
+        if any((min(cx, c), max(cx, c)) in self.warm_cl for c in comps):
+            return CANNOT_LINK
+        return 0
+
+    def nearest_member(self, x: int, h: int):
+        """The member of neighbourhood ``h`` closest to ``x`` not yet asked with ``x``."""
+        members = np.asarray(self.hoods[h])
+        ok = np.array([(min(x, m), max(x, m)) not in self.asked for m in members.tolist()])
+        if not ok.any():
+            return None
+        members = members[ok]
+        d = self.divergence_to_points([x], members)[0]
+        return int(members[int(np.argmin(d))])
+
+    # -------------------------------------------------------- neighbourhoods
+    def join(self, x: int, h: int) -> None:
+        self.hoods[h].append(int(x))
+        self.done[x] = True
+
+    def new_hood(self, x: int) -> None:
+        self.hoods.append([int(x)])
+        self.done[x] = True
+
+    def resolve(self, x: int, order, *, infer_last: bool = False) -> str:
+        """Query ``x`` against the neighbourhoods in ``order`` until it is placed.
+
+        Stops at the first must-link ("joined"). Cannot-linked to all: a new
+        neighbourhood ("new"). With ``infer_last`` and ``x`` cannot-linked to all
+        neighbourhoods but the last, that one is inferred without a query
+        ("inferred", thesis §5.3). A "don't know" leaves its neighbourhood open; if no
+        must-link is found, ``x`` is set aside and never selected again ("skipped").
+        """
+        n_hoods = len(self.hoods)
+        n_cl, unknown = 0, False
+        for h in (int(v) for v in order):
+            known = self.known(x, h)
+            if known == MUST_LINK:  # already implied by the warm start: no query
+                self.join(x, h)
+                return "joined"
+            if known == CANNOT_LINK:
+                n_cl += 1
+                continue
+            if infer_last and not unknown and n_hoods > 1 and n_cl == n_hoods - 1:
+                m = self.nearest_member(x, h)
+                if m is not None:
+                    self.inferred.append((min(x, m), max(x, m), len(self.queries)))
+                    self.join(x, h)
+                    return "inferred"
+            m = self.nearest_member(x, h)
+            if m is None:
+                unknown = True
+                continue
+            answer = self.ask(x, m, subject=x)
+            if answer is True:
+                self.join(x, h)
+                return "joined"
+            if answer is False:
+                n_cl += 1
+            else:
+                unknown = True
+        if n_cl == n_hoods:
+            self.new_hood(x)
+            return "new"
+        self.done[x] = True
+        return "skipped"
+
+    def seed(self) -> int:
+        """Start the first neighbourhood with a random point (Fig. 5.1 step 2; Alg. 1 line 1)."""
+        free = np.flatnonzero(~self.done)
+        if free.size == 0:
+            raise _Stop("every point is placed")
+        x = int(self.rng.choice(free))
+        self.new_hood(x)
+        return x
+
+    # ---------------------------------------------------------------- output
+    def constraints_at(self, n_queries=None) -> Constraints:
+        t = len(self.queries) if n_queries is None else int(n_queries)
+        ans = [(i, j, k) for i, j, k, q in self.answers if q <= t]
+        ans += [(i, j, MUST_LINK) for i, j, q in self.inferred if q <= t]
+        if not ans:
+            return self.warm
+        arr = np.asarray(ans, dtype=np.int64)
+        new = Constraints(self.n, arr[:, :2], arr[:, 2])
+        return self.warm + new if len(self.warm) else new
+
+
+class ActiveSelector(BaseEstimator):
+    """Base class of the query selectors.
+
+    Subclasses implement ``_select(state)``; ``fit`` validates the input, sets up the
+    warm start and collects the results. Selection ends when the oracle's budget is
+    spent, when the oracle stops answering, or when the method has nothing left to
+    ask; no selector loops forever.
+
+    Attributes
+    ----------
+    constraints_ : Constraints
+        Warm-start constraints plus every answered pair (and inferred must-links).
+    queries_ : list of Query
+        The queries asked by this ``fit``, in order, with their answers.
+    inferred_ : list of (i, j, t)
+        Must-links inferred without a query, after the ``t``-th query.
+    neighborhoods_ : list of ndarray
+        The neighbourhoods at the end (sorted member indices).
+    query_subjects_ : ndarray of shape (n_queries,)
+        For neighbourhood-based selectors, the point each query was placing (its
+        cost in queries is ``np.bincount(query_subjects_)``); -1 for pair queries.
+    n_queries_ : int
+    stop_reason_ : str
+        Why selection ended.
+    """
+
+    def _family(self):
+        return resolve_emission(getattr(self, "emission", None), getattr(self, "clusterer", None))
+
+    def fit(self, X, oracle, *, constraints=None, neighborhoods=None):
+        """Select queries, ask ``oracle`` and record the constraints.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        oracle : Oracle or OracleLike
+            Answers ``query(i, j)``; its ``remaining`` budget bounds the queries.
+        constraints : Constraints, optional
+            Supervision already available (warm start). Its pairs are never asked
+            again and its neighbourhoods (:func:`neighborhoods_from_constraints`) are
+            grown further.
+        neighborhoods : list of array-like of int, optional
+            Disjoint groups of points known to be in different classes (warm start):
+            used as the neighbourhoods (instead of those of ``constraints``) and added
+            to the constraints as a must-link chain per group and a cannot-link
+            between every two groups.
+
+        Returns
+        -------
+        self
+        """
+        Xc = check_data(X)
+        n = Xc.shape[0]
+        if not callable(getattr(oracle, "query", None)):
+            raise TypeError(f"oracle must have a query(i, j) method; got {type(oracle).__name__}.")
+        family = self._family()
+        Xp = family.prepare(Xc)
+        self._validate_params(n)
+        warm, hoods = self._warm_start(n, constraints, neighborhoods)
+        asked = {tuple(p) for p in warm.pairs.tolist()}
+        for q in getattr(oracle, "log", ()) or ():
+            asked.add((min(q[0], q[1]), max(q[0], q[1])))
+        state = _State(Xc, Xp, family, oracle, as_generator(self.random_state), warm, hoods, asked)
+        try:
+            self._select(state)
+            reason = getattr(state, "stop_reason", None) or "nothing left to ask"
+        except _Stop as stop:
+            reason = stop.reason
+        self._state_ = state
+        self.constraints_ = state.constraints_at()
+        self.queries_ = list(state.queries)
+        self.inferred_ = list(state.inferred)
+        hoods = state.hoods or (
+            neighborhoods_from_constraints(self.constraints_) if len(self.constraints_) else []
+        )
+        self.neighborhoods_ = [np.sort(np.asarray(h, dtype=np.int64)) for h in hoods]
+        self.query_subjects_ = np.asarray(state.subjects, dtype=np.int64)
+        self.n_queries_ = len(state.queries)
+        self.stop_reason_ = reason
+        return self
+
+    def constraints_at(self, n_queries: int) -> Constraints:
+        """The constraints known after the first ``n_queries`` queries of this fit.
+
+        As the selectors never look at the budget when choosing, this equals
+        ``constraints_`` of a fit with the same ``random_state`` and a budget of
+        ``n_queries`` — what a learning curve needs from a single run.
+        """
+        if not hasattr(self, "_state_"):
+            raise AttributeError(f"{type(self).__name__} is not fitted; call fit(X, oracle) first.")
+        if isinstance(n_queries, bool) or int(n_queries) != n_queries or n_queries < 0:
+            raise ValueError(f"n_queries must be a non-negative integer; got {n_queries!r}.")
+        return self._state_.constraints_at(min(int(n_queries), self.n_queries_))
+
+    def queried_points(self, n_queries=None) -> np.ndarray:
+        """Sorted indices of the points in the first ``n_queries`` queries (default: all)."""
+        qs = self.queries_ if n_queries is None else self.queries_[: int(n_queries)]
+        if not qs:
+            return np.empty(0, dtype=np.int64)
+        return np.unique(np.asarray([(q.i, q.j) for q in qs], dtype=np.int64))
+
+    # ----------------------------------------------------------------- hooks
+    def _validate_params(self, n: int) -> None:
+        """Check hyper-parameters against the data size (subclasses extend)."""
+
+    def _warm_start(self, n, constraints, neighborhoods):
+        warm = Constraints.empty(n)
+        if constraints is not None:
+            if not isinstance(constraints, Constraints):
+                raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
+            if constraints.n != n:
+                raise ValueError(f"constraints refer to {constraints.n} points but X has {n}.")
+            warm = constraints
+        if neighborhoods is not None:
+            labels = np.full(n, -1, dtype=np.int64)
+            for p, h in enumerate(neighborhoods):
+                idx = np.asarray(h)
+                if idx.ndim != 1 or idx.size == 0 or idx.dtype.kind not in "iu":
+                    raise ValueError(f"neighborhoods[{p}] must be a non-empty 1-D sequence of point indices.")
+                if idx.min() < 0 or idx.max() >= n:
+                    raise ValueError(f"neighborhoods[{p}] has an index outside [0, {n - 1}].")
+                if np.any(labels[idx] >= 0):
+                    raise ValueError(
+                        f"neighborhoods[{p}] shares point {int(idx[labels[idx] >= 0][0])} with another."
+                    )
+                labels[idx] = p
+            warm = warm + Constraints.from_labels(labels, pairs="spanning")
+            return warm, [np.unique(np.asarray(h, dtype=np.int64)) for h in neighborhoods]
+        return warm, neighborhoods_from_constraints(warm) if len(warm) else []
+
+    def _select(self, state: _State) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError

@@ -1,0 +1,155 @@
+"""EXPLORE and EXPLORE + CONSOLIDATE (Basu 2005, ch. 5, Figs. 5.1 and 5.2)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .base import ActiveSelector, _State, _Stop
+
+__all__ = ["Explore", "ExploreConsolidate"]
+
+
+def _check_k(k, n, allow_none):
+    if k is None and allow_none:
+        return None
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= n:
+        raise ValueError(
+            f"n_clusters must be an integer in [1, {n}]"
+            + (" or None" if allow_none else "")
+            + f"; got {k!r}."
+        )
+    return int(k)
+
+
+class Explore(ActiveSelector):
+    """EXPLORE: farthest-first traversal until k neighbourhoods are found (Fig. 5.1).
+
+    The first point is random and starts neighbourhood ``N_1``. Then, while queries
+    are allowed and fewer than ``k`` neighbourhoods exist, the point farthest from the
+    existing neighbourhoods is queried against one member of each neighbourhood,
+    nearest neighbourhood centroid first: a must-link adds it to that neighbourhood,
+    cannot-links to all start a new one.
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=None
+        ``k``. ``None`` (k unknown): keep exploring while the budget lasts — once every
+        cluster has a neighbourhood, EXPLORE consolidates by itself (thesis §5.4).
+    emission : str, EmissionFamily or None, default=None
+        Divergence used for distances (``None``: squared Euclidean). Cosine data should
+        use ``"cosine"``, as the thesis does for text (§5.5.1).
+    random_state : int, RandomState, Generator or None, default=None
+        Chooses the first point.
+
+    Notes
+    -----
+    Distance of a point to the neighbourhoods, as in the thesis's farthest-first
+    traversal (§5.2), is the distance to the *nearest member* of any neighbourhood,
+    ``d(x, S) = min_{x' ∈ S} D(x, x')`` with ``S`` the union of the neighbourhoods
+    (not the distance to their centroids); it is kept as one (n,) vector and updated
+    with one (n, 1) divergence column when a point is placed, so a step costs O(n d).
+    A point is paired with the member of each neighbourhood closest to it. A point
+    answered "don't know" for some neighbourhood and cannot-linked to the others is set
+    aside (not a new neighbourhood, since it is not known to differ from all) and never
+    selected again. On well-separated clusters each new cluster costs one query per
+    existing neighbourhood: all ``k`` are found within ``k (k-1) / 2`` queries
+    (Appendix B.3 bounds the general case).
+
+    References
+    ----------
+    Basu (2005), §5.2, Fig. 5.1, Appendix B.3; Basu, Banerjee & Mooney (SDM 2004).
+    """
+
+    _allow_unknown_k = True
+
+    def __init__(self, n_clusters=None, *, emission=None, random_state=None):
+        self.n_clusters = n_clusters
+        self.emission = emission
+        self.random_state = random_state
+
+    def _validate_params(self, n):
+        self._k = _check_k(self.n_clusters, n, self._allow_unknown_k)
+
+    def _explore(self, state: _State) -> None:
+        if not state.hoods:
+            state.seed()
+        members = np.concatenate([np.asarray(h) for h in state.hoods])
+        dmin = state.divergence_to_points(None, members).min(axis=1)
+        k = self._k
+        while k is None or len(state.hoods) < k:
+            if not state.budget_left():
+                raise _Stop("budget spent")
+            free = np.flatnonzero(~state.done)
+            if free.size == 0:
+                raise _Stop("every point is placed")
+            x = int(free[np.argmax(dmin[free])])
+            outcome = state.resolve(x, state.order_by_centroid(x))
+            if outcome != "skipped":
+                np.minimum(dmin, state.divergence_to_points(None, [x])[:, 0], out=dmin)
+
+    def _select(self, state):
+        self._explore(state)
+        state.stop_reason = f"found {len(state.hoods)} neighbourhoods"
+
+
+class ExploreConsolidate(Explore):
+    """EXPLORE, then CONSOLIDATE with the remaining queries (Figs. 5.1 and 5.2).
+
+    Once ``k`` neighbourhoods exist, CONSOLIDATE repeatedly takes a random point not
+    in any neighbourhood and queries it against the neighbourhoods in increasing
+    divergence of their centroids from it until a must-link is found. After ``k - 1``
+    cannot-links the ``k``-th neighbourhood is inferred without a query, so a point
+    costs at most ``k - 1`` queries (thesis §5.3).
+
+    Parameters
+    ----------
+    n_clusters : int
+        ``k``, the number of clusters (required: CONSOLIDATE relies on it).
+    emission : str, EmissionFamily or None, default=None
+    random_state : int, RandomState, Generator or None, default=None
+
+    Notes
+    -----
+    Centroids are the family's M-step of the members (the mean for Bregman families,
+    the normalised sum for cosine). The inferred must-link (point, nearest member of
+    the last neighbourhood) is part of ``constraints_`` and listed in ``inferred_``;
+    it costs no query. With "don't know" answers a point may need ``k`` queries (the
+    unknown neighbourhood is not inferred: its pair is not a constraint) or be set
+    aside. Cannot-links to all ``k`` neighbourhoods (a noisy oracle, or more classes
+    than ``k``) start a new neighbourhood, as in EXPLORE.
+
+    References
+    ----------
+    Basu (2005), §5.3–5.4, Fig. 5.2, Appendix B.3.
+    """
+
+    _allow_unknown_k = False
+
+    def __init__(self, n_clusters=3, *, emission=None, random_state=None):
+        super().__init__(n_clusters, emission=emission, random_state=random_state)
+
+    def _pick(self, state: _State, free: np.ndarray) -> int:
+        """A random point not in a neighbourhood (the random sampling of §5.4)."""
+        return int(state.rng.choice(free))
+
+    def _start_consolidate(self, state: _State) -> None:
+        """Hook: called once when CONSOLIDATE begins."""
+
+    def _placed(self, state: _State, x: int) -> None:
+        """Hook: ``x`` joined a neighbourhood."""
+
+    def _select(self, state):
+        self._explore(state)
+        self._start_consolidate(state)
+        while True:
+            if not state.budget_left():
+                raise _Stop("budget spent")
+            free = np.flatnonzero(~state.done)
+            if free.size == 0:
+                raise _Stop("every point is placed")
+            x = self._pick(state, free)
+            infer = len(state.hoods) == self._k
+            if state.resolve(x, state.order_by_centroid(x), infer_last=infer) != "skipped":
+                self._placed(state, x)
