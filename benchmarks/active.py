@@ -36,7 +36,8 @@ import numpy as np
 from sklearn.base import clone
 
 from hmrf import Constraints, PCKMeans
-from hmrf.active import NPU, ExploreConsolidate, LabelOracle, MinMax, RandomPairs, active_curve
+from hmrf.active import NPU, ExploreConsolidate, LabelOracle, MinMax, RandomPairs
+from hmrf.experiments import active_curve
 from hmrf.datasets import load_dataset
 
 DATASETS = ("wine", "iris", "breast_cancer", "digits389")

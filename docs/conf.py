@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,6 +76,10 @@ nb_merge_streams = True
 
 # ------------------------------------------------------------ API reference
 autosummary_generate = True
+# autosummary writes its stubs into the source tree and never deletes stale ones; start
+# clean so a renamed or moved object cannot leave an orphan page behind
+shutil.rmtree(os.path.join(os.path.dirname(os.path.abspath(__file__)), "api", "generated"),
+              ignore_errors=True)
 autosummary_imported_members = False
 autodoc_typehints = "none"  # numpydoc docstrings carry the types
 autodoc_member_order = "bysource"
@@ -113,7 +118,8 @@ PUBLIC_NAMESPACES = [
     "hmrf.inference.messages", "hmrf.inference.base", "hmrf.inference.icm",
     "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
     "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.initialization", "hmrf.estimators",
-    "hmrf.metrics", "hmrf.datasets", "hmrf.text", "hmrf.experiments", "hmrf.active",
+    "hmrf.metrics", "hmrf.datasets", "hmrf.text", "hmrf.experiments", "hmrf.curve_table",
+    "hmrf.active_curve", "hmrf.active",
     "hmrf.interop", "hmrf.exceptions",
 ]
 

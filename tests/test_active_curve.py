@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from hmrf import PCKMeans
-from hmrf.active import NPU, ExploreConsolidate, MinMax, RandomPairs, active_curve
+from hmrf.active import NPU, ExploreConsolidate, MinMax, RandomPairs
+from hmrf.experiments import active_curve
 from hmrf.cli import main
 from hmrf.estimators import COPKMeans, HMRFKMeans, KMeans, SeededKMeans
 

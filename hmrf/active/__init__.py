@@ -13,7 +13,8 @@ which pairs to ask and return the answers as :class:`~hmrf.Constraints`:
 * :class:`NPU` — iterative, random-forest uncertainty per expected query (Xiong,
   Azimi & Fern 2014).
 
-:func:`active_curve` runs a selector and a clusterer over budgets and repetitions.
+:func:`hmrf.experiments.active_curve` runs a selector and a clusterer over budgets and
+repetitions.
 
 Examples
 --------
@@ -27,7 +28,6 @@ True
 """
 
 from .base import ActiveSelector, fit_clusterer, neighborhoods_from_constraints
-from .curve import ActiveCurve, active_curve
 from .explore import Explore, ExploreConsolidate
 from .minmax import MinMax
 from .npu import NPU, normalized_uncertainty
@@ -50,6 +50,4 @@ __all__ = [
     "normalized_uncertainty",
     "neighborhoods_from_constraints",
     "fit_clusterer",
-    "active_curve",
-    "ActiveCurve",
 ]

@@ -128,7 +128,8 @@ def scale(X, how: str):
 
 
 def run(args) -> int:
-    from ..active import TerminalOracle, active_curve
+    from ..active import TerminalOracle
+    from ..experiments import active_curve
 
     if args.budget < 0 or args.step < 1 or args.runs < 1:
         raise ValueError("--budget must be >= 0, --step >= 1 and --runs >= 1.")

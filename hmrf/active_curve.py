@@ -1,4 +1,8 @@
-"""Active learning curves: clustering quality against the number of queries."""
+"""Active learning curves: clustering quality against the number of queries.
+
+Lives above :mod:`hmrf.active` (it scores clusterings with :mod:`hmrf.metrics` and
+loads data sets by name) and is re-exported as :func:`hmrf.experiments.active_curve`.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.base import clone
 
-from ..exceptions import InconsistentConstraintsError, InfeasibleError
-from ..metrics import evaluate
-from .base import clusterer_emission, fit_clusterer
-from .oracles import LabelOracle
+from .active.base import clusterer_emission, fit_clusterer
+from .active.oracles import LabelOracle
+from .exceptions import InconsistentConstraintsError, InfeasibleError
+from .metrics import evaluate
 
 __all__ = ["ActiveCurve", "active_curve", "METRICS"]
 
@@ -229,7 +233,7 @@ def active_curve(
     """
     name = dataset
     if isinstance(X, str):
-        from ..datasets import load_dataset
+        from .datasets import load_dataset
 
         name = name or X
         X, y_loaded = load_dataset(X, random_state=random_state)

@@ -1,0 +1,204 @@
+"""The tidy result table of learning curves (:func:`hmrf.experiments.learning_curve`).
+
+One record (dict) per fit, with CSV round-trip, per-point summaries, paired
+comparisons and a matplotlib plot.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["CurveTable"]  # METRICS is documented as hmrf.experiments.METRICS
+
+#: Scores on the held-out part (hmrf.metrics.evaluate) and fit statistics.
+METRICS = ("nmi", "ari", "pairwise_f", "pairwise_precision", "pairwise_recall", "objective",
+           "n_iter")
+
+
+class CurveTable:
+    """Tidy results of :func:`learning_curve`: one record (dict) per fit.
+
+    Columns: ``estimator``, ``supervision``, ``point``, ``noise``, ``run``, ``fold``,
+    ``n_train``, ``n_test``, ``n_seeds``, ``n_noisy``, ``n_must_link``,
+    ``n_cannot_link``, ``fit_time``, the requested metrics and ``error`` (empty unless
+    the fit failed and ``errors="record"``).
+
+    Parameters
+    ----------
+    records : iterable of dict
+    """
+
+    def __init__(self, records=()):
+        self.records = [dict(r) for r in records]
+
+    def __len__(self):
+        return len(self.records)
+
+    def __iter__(self):
+        return iter(self.records)
+
+    def __getitem__(self, i):
+        return self.records[i]
+
+    def __add__(self, other):
+        return CurveTable([*self.records, *other.records])
+
+    def __repr__(self):
+        return f"CurveTable({len(self)} records, estimators={self.estimators})"
+
+    @property
+    def columns(self) -> list:
+        cols = []
+        for r in self.records:
+            cols.extend(c for c in r if c not in cols)
+        return cols
+
+    @property
+    def estimators(self) -> list:
+        return list(dict.fromkeys(r["estimator"] for r in self.records))
+
+    @property
+    def metrics(self) -> list:
+        return [c for c in self.columns if c in METRICS]
+
+    def to_csv(self, path) -> None:
+        """Write the records as CSV (floats in full precision; read back by :meth:`from_csv`)."""
+        import csv
+
+        cols = self.columns
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=cols)
+            w.writeheader()
+            for r in self.records:
+                w.writerow({c: repr(v) if isinstance(v, float) else v for c, v in r.items()})
+
+    @classmethod
+    def from_csv(cls, path) -> CurveTable:
+        """Read a table written by :meth:`to_csv` (numbers parsed as int, then float)."""
+        import csv
+
+        def parse(s):
+            for typ in (int, float):
+                try:
+                    return typ(s)
+                except ValueError:
+                    pass
+            return s
+
+        with open(path, newline="", encoding="utf-8") as f:
+            return cls([{k: (v if k in ("estimator", "supervision", "error") else parse(v))
+                         for k, v in row.items()} for row in csv.DictReader(f)])
+
+    def _groups(self, keys):
+        out = {}
+        for r in self.records:
+            out.setdefault(tuple(r[k] for k in keys), []).append(r)
+        return out
+
+    def summary(self, metrics=None) -> list:
+        """Mean and standard deviation of each metric per (estimator, point, noise).
+
+        Failed fits (``error`` not empty) are counted in ``n_failed`` and left out of
+        the statistics. ``std`` is the sample standard deviation (ddof=1; 0 for one fit).
+        """
+        metrics = self.metrics if metrics is None else list(metrics)
+        rows = []
+        for (est, point, noise), recs in self._groups(("estimator", "point", "noise")).items():
+            ok = [r for r in recs if not r.get("error")]
+            row = dict(estimator=est, point=point, noise=noise, n=len(ok),
+                       n_failed=len(recs) - len(ok))
+            for m in metrics:
+                v = np.array([r[m] for r in ok], dtype=np.float64)
+                row[f"{m}_mean"] = float(v.mean()) if v.size else np.nan
+                row[f"{m}_std"] = float(v.std(ddof=1)) if v.size > 1 else 0.0
+            rows.append(row)
+        return rows
+
+    def format_summary(self, metrics=None) -> str:
+        """The summary as a fixed-width text table (``mean ± std``)."""
+        metrics = self.metrics if metrics is None else list(metrics)
+        rows = self.summary(metrics)
+        head = ["estimator", "point", "noise", "n", *metrics]
+        body = [[r["estimator"], f"{r['point']:g}", f"{r['noise']:g}",
+                 str(r["n"]) + (f" ({r['n_failed']} failed)" if r["n_failed"] else ""),
+                 *(f"{r[m + '_mean']:.4g} ± {r[m + '_std']:.2g}" for m in metrics)] for r in rows]
+        width = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
+        lines = ("  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True))
+                 for line in [head, *body])
+        return "\n".join(lines)
+
+    def compare(self, a, b, metric="nmi") -> list:
+        """Paired comparison of estimators ``a`` and ``b`` at every (point, noise).
+
+        Pairs the fits of the same (run, fold) (same split and supervision). Returns per
+        point: ``mean_diff`` (a - b), ``wins`` / ``losses`` / ``ties`` of ``a`` and the
+        two-tailed paired t-test p-value (the test of Basu 2005, §3.5.4 and §4.5.3;
+        1.0 when all differences are 0, 0.0 when they are all equal and non-zero).
+        """
+        from scipy.stats import ttest_rel
+
+        ga = self._groups(("estimator", "point", "noise", "run", "fold"))
+        rows = []
+        for (point, noise), recs in self._groups(("point", "noise")).items():
+            da, db = [], []
+            for r in recs:
+                if r["estimator"] != a:
+                    continue
+                other = ga.get((b, point, noise, r["run"], r["fold"]))
+                if other and not r.get("error") and not other[0].get("error"):
+                    da.append(r[metric])
+                    db.append(other[0][metric])
+            if not da:
+                continue
+            d = np.asarray(da) - np.asarray(db)
+            if np.ptp(d) == 0:
+                p = 1.0 if d[0] == 0 else 0.0
+            else:
+                p = float(ttest_rel(da, db).pvalue)
+            rows.append(dict(point=point, noise=noise, n=d.size, mean_diff=float(d.mean()),
+                             wins=int((d > 0).sum()), losses=int((d < 0).sum()),
+                             ties=int((d == 0).sum()), p_value=p))
+        return rows
+
+    def plot(self, metric="nmi", x=None, ax=None, band="std"):
+        """Mean curve of ``metric`` per estimator, with a ±std (or ±sem) band.
+
+        Parameters
+        ----------
+        metric : str
+        x : {"point", "noise"}, optional
+            The horizontal axis; by default ``noise`` when there is a single point and
+            several noise levels, else ``point``.
+        ax : matplotlib Axes, optional
+        band : {"std", "sem", None}
+
+        Returns
+        -------
+        matplotlib Axes
+        """
+        rows = self.summary([metric])
+        if x is None:
+            one_point = len({r["point"] for r in rows}) == 1
+            x = "noise" if one_point and len({r["noise"] for r in rows}) > 1 else "point"
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots()
+        sup = {r["supervision"] for r in self.records}
+        xlabel = {"noise": "noise fraction", "point": "seed fraction" if sup == {"labels"} else
+                  "number of constraints"}[x]
+        for est in self.estimators:
+            rs = sorted((r for r in rows if r["estimator"] == est),
+                        key=lambda r: (r[x], r["noise"]))
+            xs = np.array([r[x] for r in rs], dtype=float)
+            mu = np.array([r[f"{metric}_mean"] for r in rs])
+            sd = np.array([r[f"{metric}_std"] for r in rs])
+            if band == "sem":
+                sd = sd / np.sqrt(np.maximum([r["n"] for r in rs], 1))
+            (line,) = ax.plot(xs, mu, marker="o", ms=3, label=est)
+            if band:
+                ax.fill_between(xs, mu - sd, mu + sd, color=line.get_color(), alpha=0.15, lw=0)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(metric)
+        ax.legend()
+        return ax
