@@ -147,9 +147,9 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
     max_iter : int
         Maximum EM iterations.
     tol : float
-        Stop when the relative decrease of the objective is at most ``tol`` (then one
-        more E-step makes the labels consistent with the final parameters), or when
-        the labels stop changing.
+        Stop when the relative decrease of the objective is at most ``tol`` or when the
+        labels stop changing. After a stop on the tolerance or on ``max_iter``, one
+        more E-step makes the labels consistent with the final parameters.
     rng : numpy Generator
     callback : callable, optional
         ``callback(iteration, labels, params, objective)`` after each M-step.
@@ -188,18 +188,17 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
                 )
             if callback is not None:
                 callback(it, labels, params, obj)
-            if np.isfinite(prev_obj) and prev_obj - obj <= tol * abs(prev_obj):
-                converged = True
-                # one more E-step so that the labels match the final parameters (kept
-                # only if it does not worsen J or empty a cluster: no M-step follows)
+            converged = bool(np.isfinite(prev_obj) and prev_obj - obj <= tol * abs(prev_obj))
+            if converged or it == int(max_iter):
+                # Stopped on the tolerance or the iteration cap: one more E-step so that
+                # the labels match the final parameters (as scikit-learn's KMeans does),
+                # kept only if it does not worsen J or empty a cluster (no M-step follows).
                 final = engine.map(unary, graph, init=labels, rng=rng)
                 if final.energy <= obj and np.unique(final.labels).shape[0] >= np.unique(labels).shape[0]:
                     labels, obj = final.labels, final.energy
                 prev_obj = obj
                 break
             prev_obj = obj
-        if it == int(max_iter):
-            break
         it += 1
         res = engine.map(unary, graph, init=labels, rng=rng)
         new, rejected = res.labels, False

@@ -104,6 +104,7 @@ class HMRF:
         # data-only quantities a family may cache (e.g. φ(x_i)); X never changes here
         self._data_cache = {}
         self._pass_cache = "cache" in inspect.signature(self.emission.unary).parameters
+        self._pass_cache_m = "cache" in inspect.signature(self.emission.m_step).parameters
 
     # --------------------------------------------------------------- E-step view
     @property
@@ -149,6 +150,8 @@ class HMRF:
         hook = getattr(self.emission, "m_step_model", None)
         if hook is not None:
             return hook(self, labels, params)
+        if self._pass_cache_m:
+            return self.emission.m_step(self.X, labels, params, self.normalizer, cache=self._data_cache)
         return self.emission.m_step(self.X, labels, params, self.normalizer)
 
     # ---------------------------------------------------------------- objective

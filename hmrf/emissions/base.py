@@ -63,7 +63,28 @@ def _check_normalizer(normalizer: str) -> str:
     return normalizer
 
 
-def cluster_sums(X, assignment, n_clusters: int):
+#: Incremental cluster sums are refreshed from scratch after this many updates.
+_REFRESH_EVERY = 20
+#: ... or when more than this fraction of the points changed cluster.
+_INCREMENTAL_MAX_CHANGED = 0.2
+
+
+def _indicator_product(X, labels, n_clusters):
+    """``R @ X`` for the (k, n) cluster indicator ``R`` of ``labels``."""
+    n = labels.shape[0]
+    if sp.issparse(X):
+        R = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(n_clusters, n))
+    else:
+        # a dense (k, n) indicator makes R @ X one multi-threaded GEMM, about 2.5x faster
+        # than the sparse product for dense X (its size equals the unary matrix the
+        # E-step already holds)
+        R = np.zeros((n_clusters, n))
+        R[labels, np.arange(n)] = 1.0
+    out = R @ X
+    return np.asarray(out.toarray() if sp.issparse(out) else out, dtype=np.float64)
+
+
+def cluster_sums(X, assignment, n_clusters: int, cache=None):
     """Per-cluster sums of rows of ``X`` and cluster sizes.
 
     Parameters
@@ -71,6 +92,13 @@ def cluster_sums(X, assignment, n_clusters: int):
     X : ndarray or sparse matrix (n, d)
     assignment : ndarray (n,) of int labels, or (n, k) responsibilities
     n_clusters : int
+    cache : dict, optional
+        Per-model store (see :meth:`EmissionFamily.divergence`). With hard labels the
+        previous call's labels and sums are kept there, and when few points changed
+        cluster the sums are updated from those points only (O(changed · d) instead
+        of O(n · d)), as late EM iterations move few points. They are recomputed from
+        scratch every ``_REFRESH_EVERY`` updates or when more than
+        ``_INCREMENTAL_MAX_CHANGED`` of the points moved, so round-off cannot drift.
 
     Returns
     -------
@@ -81,24 +109,34 @@ def cluster_sums(X, assignment, n_clusters: int):
 
     Notes
     -----
-    One sparse-indicator product ``R^T X``: O(nnz(X)), no loop over clusters.
+    One indicator product ``R X`` (sparse indicator for sparse ``X``: O(nnz(X))), no
+    loop over clusters.
     """
     assignment = np.asarray(assignment)
     n = X.shape[0]
-    if assignment.ndim == 1:
-        R = sp.csr_matrix(
-            (np.ones(n), (assignment, np.arange(n))), shape=(n_clusters, n)
-        )
-        counts = np.bincount(assignment, minlength=n_clusters).astype(np.float64)
-    else:
+    if assignment.ndim == 2:
         if assignment.shape != (n, n_clusters):
             raise ValueError(f"responsibilities must have shape ({n}, {n_clusters}); got {assignment.shape}.")
-        R = assignment.T
-        counts = assignment.sum(axis=0)
-    sums = R @ X
-    if sp.issparse(sums):
-        sums = sums.toarray()
-    return np.asarray(sums, dtype=np.float64), counts
+        sums = assignment.T @ X
+        sums = sums.toarray() if sp.issparse(sums) else sums
+        return np.asarray(sums, dtype=np.float64), assignment.sum(axis=0)
+    counts = np.bincount(assignment, minlength=n_clusters).astype(np.float64)
+    prev = None if cache is None else cache.get("cluster_sums")
+    if prev is not None and prev["labels"].shape == assignment.shape and prev["sums"].shape[0] == n_clusters \
+            and prev["age"] < _REFRESH_EVERY:
+        changed = np.flatnonzero(assignment != prev["labels"])
+        if changed.size <= _INCREMENTAL_MAX_CHANGED * n:
+            sums = prev["sums"].copy()
+            if changed.size:
+                rows = X[changed]
+                sums += _indicator_product(rows, assignment[changed], n_clusters)
+                sums -= _indicator_product(rows, prev["labels"][changed], n_clusters)
+            cache["cluster_sums"] = dict(labels=assignment.copy(), sums=sums.copy(), age=prev["age"] + 1)
+            return sums, counts
+    sums = _indicator_product(X, assignment, n_clusters)
+    if cache is not None:
+        cache["cluster_sums"] = dict(labels=assignment.copy(), sums=sums.copy(), age=0)
+    return sums, counts
 
 
 class EmissionFamily(ABC):
@@ -170,7 +208,7 @@ class EmissionFamily(ABC):
     # --------------------------------------------------------------- parameters
     @abstractmethod
     def m_step(self, X, assignment, params: EmissionParams | None = None,
-               normalizer: str = "constant") -> EmissionParams:
+               normalizer: str = "constant", cache=None) -> EmissionParams:
         """Parameters minimising the summed unary cost for ``assignment``.
 
         ``assignment`` is an (n,) label vector or (n, k) responsibilities. Clusters
@@ -200,9 +238,9 @@ class EmissionFamily(ABC):
         a = np.asarray(assignment)
         return int(a.shape[1]) if a.ndim == 2 else int(a.max()) + 1
 
-    def _means(self, X, assignment, n_clusters, params):
+    def _means(self, X, assignment, n_clusters, params, cache=None):
         """Cluster means, keeping previous centres for empty clusters."""
-        sums, counts = cluster_sums(X, assignment, n_clusters)
+        sums, counts = cluster_sums(X, assignment, n_clusters, cache)
         empty = counts <= 0
         with np.errstate(invalid="ignore", divide="ignore"):
             means = sums / counts[:, None]

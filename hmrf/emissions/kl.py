@@ -127,14 +127,14 @@ class IDivergence(BregmanFamily):
     def _project(self, C):
         return np.maximum(C, 0.0)
 
-    def m_step(self, X, assignment, params=None, normalizer="constant") -> SmoothedParams:
+    def m_step(self, X, assignment, params=None, normalizer="constant", cache=None) -> SmoothedParams:
         self.check_normalizer(normalizer)
         a = self._check_smoothing()
         k = self._n_clusters(assignment, params)
         prior = getattr(params, "prior", None)
         if prior is None:
             prior = self._prior(X)
-        means, _ = self._means(X, assignment, k, params)
+        means, _ = self._means(X, assignment, k, params, cache)
         return SmoothedParams((means + a * prior) / (1.0 + a), prior=prior)
 
 

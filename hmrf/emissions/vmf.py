@@ -127,10 +127,10 @@ class VonMisesFisher(EmissionFamily):
             kappa = np.clip(kappa - step, 1e-8, self.max_kappa)
         return kappa
 
-    def m_step(self, X, assignment, params=None, normalizer="constant") -> EmissionParams:
+    def m_step(self, X, assignment, params=None, normalizer="constant", cache=None) -> EmissionParams:
         self.check_normalizer(normalizer)
         k = self._n_clusters(assignment, params)
-        sums, counts = cluster_sums(X, assignment, k)
+        sums, counts = cluster_sums(X, assignment, k, cache)
         norms = np.linalg.norm(sums, axis=1)
         ok = norms > 0
         centers = np.empty_like(sums)
