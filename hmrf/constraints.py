@@ -12,97 +12,25 @@ so a 10^5-point must-link chain is as easy as a 5-point one.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
-from .exceptions import ConstraintConflictWarning, InconsistentConstraintsError
+from ._pairs import (
+    CANNOT_LINK,
+    MUST_LINK,
+    as_pair_array,
+    check_pairs_in_range,
+    check_weights,
+    components,
+    merge_duplicates,
+    resolve_conflicts,
+)
 
 __all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK"]
 
-MUST_LINK = 1
-CANNOT_LINK = -1
 _CONFLICT_POLICIES = ("raise", "warn", "soften", "drop")
 _KIND_NAMES = {MUST_LINK: "must-link", CANNOT_LINK: "cannot-link"}
-
-
-def _as_pair_array(pairs, name: str) -> np.ndarray:
-    """Convert ``pairs`` (list of 2-tuples or (m, 2) array) to an int64 (m, 2) array."""
-    if pairs is None:
-        return np.empty((0, 2), dtype=np.int64)
-    arr = np.asarray(pairs)
-    if arr.size == 0:
-        return np.empty((0, 2), dtype=np.int64)
-    if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"{name} must be a sequence of (i, j) pairs; got an array of shape {arr.shape}.")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            bad = int(np.flatnonzero(~np.isfinite(arr).all(1) | (arr != np.round(arr)).any(1))[0])
-            raise ValueError(f"{name} pair #{bad} is {tuple(arr[bad])}: indices must be integers.")
-    elif arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integer point indices; got dtype {arr.dtype}.")
-    return arr.astype(np.int64)
-
-
-def _check_pairs_in_range(pairs: np.ndarray, n: int, name: str) -> None:
-    if pairs.shape[0] == 0:
-        return
-    bad = np.flatnonzero((pairs < 0).any(1) | (pairs >= n).any(1))
-    if bad.size:
-        b = int(bad[0])
-        raise ValueError(
-            f"{name} pair #{b} is ({pairs[b, 0]}, {pairs[b, 1]}), but point indices must lie "
-            f"in [0, {n - 1}] for n={n} points."
-        )
-    same = np.flatnonzero(pairs[:, 0] == pairs[:, 1])
-    if same.size:
-        b = int(same[0])
-        raise ValueError(
-            f"{name} pair #{b} is ({pairs[b, 0]}, {pairs[b, 1]}): a point cannot be constrained "
-            "with itself (i == j)."
-        )
-
-
-def _check_weights(weight, m: int, name: str) -> np.ndarray:
-    w = np.asarray(weight, dtype=np.float64)
-    if w.ndim == 0:
-        w = np.full(m, float(w))
-    elif w.shape != (m,):
-        raise ValueError(f"{name} must be a scalar or have one entry per pair ({m}); got shape {w.shape}.")
-    else:
-        w = w.copy()
-    if np.any(np.isnan(w)):
-        b = int(np.flatnonzero(np.isnan(w))[0])
-        raise ValueError(f"{name}[{b}] is NaN; constraint weights must be >= 0 (np.inf = hard).")
-    if np.any(w < 0):
-        b = int(np.flatnonzero(w < 0)[0])
-        raise ValueError(f"{name}[{b}] is {w[b]}; constraint weights must be >= 0 (np.inf = hard).")
-    return w
-
-
-def _components(n: int, pairs: np.ndarray) -> np.ndarray:
-    """Connected-component label of every point in the graph with edges ``pairs``."""
-    if n == 0:
-        return np.empty(0, dtype=np.int64)
-    g = sp.coo_matrix(
-        (np.ones(pairs.shape[0], dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n)
-    ).tocsr()
-    _, labels = csgraph.connected_components(g, directed=False)
-    return labels.astype(np.int64)
-
-
-def _path(n: int, pairs: np.ndarray, source: int, target: int) -> tuple[int, ...]:
-    """A shortest chain of edges from ``source`` to ``target`` (for error messages)."""
-    g = sp.coo_matrix(
-        (np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])), shape=(n, n)
-    ).tocsr()
-    _, pred = csgraph.breadth_first_order(g, source, directed=False, return_predecessors=True)
-    chain = [target]
-    while chain[-1] != source and pred[chain[-1]] >= 0:
-        chain.append(int(pred[chain[-1]]))
-    return tuple(int(v) for v in reversed(chain))
 
 
 class Constraints:
@@ -161,7 +89,7 @@ class Constraints:
         n = int(n)
         if conflicts not in _CONFLICT_POLICIES:
             raise ValueError(f"conflicts must be one of {_CONFLICT_POLICIES}; got {conflicts!r}.")
-        pairs = _as_pair_array(pairs, "pairs")
+        pairs = as_pair_array(pairs, "pairs")
         m = pairs.shape[0]
         kind = np.asarray(kind).reshape(-1) if m else np.empty(0, dtype=np.int8)
         if kind.shape != (m,):
@@ -170,12 +98,12 @@ class Constraints:
             b = int(np.flatnonzero(~np.isin(kind, (MUST_LINK, CANNOT_LINK)))[0])
             raise ValueError(f"kind[{b}] is {kind[b]!r}; use +1 for must-link, -1 for cannot-link.")
         kind = kind.astype(np.int8)
-        w = _check_weights(weight, m, "weight")
-        _check_pairs_in_range(pairs, n, "pairs")
+        w = check_weights(weight, m, "weight")
+        check_pairs_in_range(pairs, n, "pairs")
 
         pairs = np.sort(pairs, axis=1)
-        pairs, kind, w = self._merge_duplicates(n, pairs, kind, w)
-        pairs, kind, w = self._resolve_conflicts(n, pairs, kind, w, conflicts)
+        pairs, kind, w = merge_duplicates(n, pairs, kind, w)
+        pairs, kind, w = resolve_conflicts(n, pairs, kind, w, conflicts)
         self._set(n, pairs, kind, w)
 
     # ------------------------------------------------------------------ internals
@@ -193,67 +121,6 @@ class Constraints:
 
     def __reduce__(self):
         return (Constraints._from_validated, (self._n, self._pairs, self._kind, self._weight))
-
-    @staticmethod
-    def _merge_duplicates(n, pairs, kind, w):
-        if pairs.shape[0] == 0:
-            return pairs.reshape(0, 2), kind, w
-        key = (pairs[:, 0] * max(n, 1) + pairs[:, 1]) * 2 + (kind == MUST_LINK)
-        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        if uniq.shape[0] == key.shape[0]:
-            order = np.argsort(key, kind="stable")
-            return pairs[order], kind[order], w[order]
-        merged_w = np.zeros(uniq.shape[0])
-        np.add.at(merged_w, inverse, w)  # inf + finite stays inf (hard wins)
-        return pairs[first], kind[first], merged_w
-
-    @staticmethod
-    def _resolve_conflicts(n, pairs, kind, w, policy):
-        if pairs.shape[0] == 0:
-            return pairs, kind, w
-        ml = kind == MUST_LINK
-        cl = ~ml
-        hard = np.isinf(w)
-        if policy == "drop":
-            comp = _components(n, pairs[ml])
-            bad = cl & (comp[pairs[:, 0]] == comp[pairs[:, 1]])
-            if bad.any():
-                warnings.warn(
-                    f"dropped {int(bad.sum())} cannot-link(s) that contradict the must-link "
-                    f"closure, e.g. ({pairs[bad][0, 0]}, {pairs[bad][0, 1]}).",
-                    ConstraintConflictWarning,
-                    stacklevel=4,
-                )
-                keep = ~bad
-                return pairs[keep], kind[keep], w[keep]
-            return pairs, kind, w
-        hard_ml = pairs[ml & hard]
-        comp = _components(n, hard_ml)
-        bad = cl & hard & (comp[pairs[:, 0]] == comp[pairs[:, 1]])
-        if not bad.any():
-            return pairs, kind, w
-        b = int(np.flatnonzero(bad)[0])
-        i, j = int(pairs[b, 0]), int(pairs[b, 1])
-        path = _path(n, hard_ml, i, j)
-        if policy == "raise":
-            chain = " - ".join(str(v) for v in path)
-            raise InconsistentConstraintsError(
-                f"hard cannot-link ({i}, {j}) contradicts hard must-links joining the same "
-                f"points (chain {chain}); {int(bad.sum())} such contradiction(s) in total. "
-                "Make one of them soft (finite weight) or pass conflicts='soften' or 'drop'.",
-                pair=(i, j),
-                path=path,
-            )
-        if policy == "warn":
-            warnings.warn(
-                f"{int(bad.sum())} hard cannot-link(s) contradict hard must-links, e.g. "
-                f"({i}, {j}); their weight was set to 1.0.",
-                ConstraintConflictWarning,
-                stacklevel=4,
-            )
-        w = w.copy()
-        w[bad] = 1.0
-        return pairs, kind, w
 
     @classmethod
     def _from_validated(cls, n, pairs, kind, weight):
@@ -284,15 +151,15 @@ class Constraints:
         -------
         Constraints
         """
-        ml = _as_pair_array(must_link, "must_link")
-        cl = _as_pair_array(cannot_link, "cannot_link")
+        ml = as_pair_array(must_link, "must_link")
+        cl = as_pair_array(cannot_link, "cannot_link")
         if n is None:
             n = int(max(ml.max(initial=-1), cl.max(initial=-1)) + 1)
         elif isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
             raise ValueError(f"n must be a non-negative integer; got {n!r}.")
-        _check_pairs_in_range(ml, int(n), "must_link")
-        _check_pairs_in_range(cl, int(n), "cannot_link")
-        w = _check_weights(weight, ml.shape[0] + cl.shape[0], "weight")
+        check_pairs_in_range(ml, int(n), "must_link")
+        check_pairs_in_range(cl, int(n), "cannot_link")
+        w = check_weights(weight, ml.shape[0] + cl.shape[0], "weight")
         kind = np.concatenate([np.full(ml.shape[0], MUST_LINK), np.full(cl.shape[0], CANNOT_LINK)])
         return cls(int(n), np.vstack([ml, cl]), kind, w, conflicts=conflicts)
 
@@ -354,7 +221,7 @@ class Constraints:
 
         ``y = +1`` is a similar pair (must-link), ``y = -1`` dissimilar (cannot-link).
         """
-        pr = _as_pair_array(pairs, "pairs")
+        pr = as_pair_array(pairs, "pairs")
         lab = np.asarray(y).reshape(-1)
         if lab.shape[0] != pr.shape[0]:
             raise ValueError(f"pairs has {pr.shape[0]} rows but y has {lab.shape[0]} entries.")
@@ -396,7 +263,7 @@ class Constraints:
             rows.append((u, v))
             kinds.append(code)
             weights.append(data.get(weight, 1.0))
-        pr = _as_pair_array(rows, "graph edges")
+        pr = as_pair_array(rows, "graph edges")
         if n is None:
             nodes = list(graph.nodes)
             n = int(max(nodes) + 1) if nodes else 0
@@ -551,7 +418,7 @@ class Constraints:
             mask = self._kind == MUST_LINK
             if hard_only:
                 mask &= self.is_hard
-            labels = _components(self._n, self._pairs[mask])
+            labels = components(self._n, self._pairs[mask])
             labels.flags.writeable = False
             self._cache[key] = labels
         return self._cache[key]
@@ -624,7 +491,9 @@ class Constraints:
         hoods = self.neighborhoods(include_singletons=True)
         sizes = np.array([g.shape[0] for g in hoods], dtype=np.int64)
         q = self.inferred_cannot_links()
-        total = int((sizes * (sizes - 1) // 2).sum() + (sizes[q[:, 0]] * sizes[q[:, 1]]).sum()) if len(hoods) else 0
+        total = 0
+        if hoods:
+            total = int((sizes * (sizes - 1) // 2).sum() + (sizes[q[:, 0]] * sizes[q[:, 1]]).sum())
         if total > max_pairs:
             raise ValueError(f"the closure has {total} pairs, more than max_pairs={max_pairs}.")
         ml_rows = [np.column_stack(np.triu_indices(g.shape[0], 1)) for g in hoods]
@@ -679,7 +548,8 @@ class Constraints:
         pos[idx] = np.arange(idx.shape[0])
         a, b = pos[self._pairs[:, 0]], pos[self._pairs[:, 1]]
         keep = (a >= 0) & (b >= 0)
-        return Constraints(idx.shape[0], np.column_stack([a[keep], b[keep]]), self._kind[keep], self._weight[keep])
+        pairs = np.column_stack([a[keep], b[keep]])
+        return Constraints(idx.shape[0], pairs, self._kind[keep], self._weight[keep])
 
     def select(self, mask) -> Constraints:
         """The constraints where ``mask`` (m,) is true, on the same points."""
@@ -688,7 +558,7 @@ class Constraints:
 
     def with_weight(self, weight) -> Constraints:
         """Same pairs with new weights (scalar or (m,))."""
-        w = _check_weights(weight, len(self), "weight")
+        w = check_weights(weight, len(self), "weight")
         return Constraints(self._n, self._pairs, self._kind, w)
 
     def to_networkx(self):
@@ -705,21 +575,3 @@ class Constraints:
             name = "must_link" if k == MUST_LINK else "cannot_link"
             g.add_edge(i, j, key=name, kind=name, weight=w)
         return g
-
-
-def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, weight=1.0) -> Constraints:
-    """Normalise the ways estimators accept supervision into one :class:`Constraints`.
-
-    Exactly one of ``constraints`` or the pair lists may be given (both is an error, to
-    avoid silently ignoring one).
-    """
-    if constraints is not None:
-        if must_link is not None or cannot_link is not None:
-            raise ValueError("pass either constraints= or must_link=/cannot_link=, not both.")
-        if not isinstance(constraints, Constraints):
-            raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
-        if n is not None and constraints.n != n:
-            raise ValueError(f"constraints refer to {constraints.n} points but X has {n} samples.")
-        return constraints
-    return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
-

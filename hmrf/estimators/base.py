@@ -17,7 +17,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_data, check_partial_labels
-from ..constraints import Constraints, as_constraints
+from ..constraints import Constraints
 from ..em import run_em
 from ..emissions import get_emission
 from ..inference import get_engine
@@ -38,8 +38,26 @@ def _check_nonneg_float(value, name, allow_inf=False):
         raise ValueError(f"{name} must be a number; got {value!r}.")
     v = float(value)
     if np.isnan(v) or v < 0 or (np.isinf(v) and not allow_inf):
-        raise ValueError(f"{name} must be >= 0{' (np.inf allowed)' if allow_inf else ' and finite'}; got {value!r}.")
+        bound = " (np.inf allowed)" if allow_inf else " and finite"
+        raise ValueError(f"{name} must be >= 0{bound}; got {value!r}.")
     return v
+
+
+def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, weight=1.0) -> Constraints:
+    """Normalise the ways estimators accept supervision into one :class:`Constraints`.
+
+    Exactly one of ``constraints`` or the pair lists may be given (both is an error, to
+    avoid silently ignoring one).
+    """
+    if constraints is not None:
+        if must_link is not None or cannot_link is not None:
+            raise ValueError("pass either constraints= or must_link=/cannot_link=, not both.")
+        if not isinstance(constraints, Constraints):
+            raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
+        if n is not None and constraints.n != n:
+            raise ValueError(f"constraints refer to {constraints.n} points but X has {n} samples.")
+        return constraints
+    return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
 
 
 class HMRFClusterMixin(ClusterMixin, BaseEstimator):
