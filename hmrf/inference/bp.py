@@ -69,6 +69,12 @@ class BeliefPropagation(InferenceEngine):
         wrong label; it converges more slowly (use it with ``damping=0.5``).
     polish : {None, "icm"}, default=None
         Run ICM from the decoded labelling (never increases the energy).
+    patience : int, optional
+        Max mode: also stop when the best decoded energy has not improved for this many
+        rounds (``converged`` stays False, ``info["stopped"] = "patience"``). Loopy BP
+        on frustrated graphs often keeps oscillating after it has found its best
+        labelling; this bounds the time spent there. ``None`` runs to ``tol`` or
+        ``max_iter``.
 
     Notes
     -----
@@ -112,11 +118,13 @@ class BeliefPropagation(InferenceEngine):
     array([0.6, 0.4])
     """
 
-    def __init__(self, mode="max", max_iter=100, damping="auto", tol=1e-6, reweight=None, polish=None):
+    def __init__(self, mode="max", max_iter=100, damping="auto", tol=1e-6, reweight=None, polish=None,
+                 patience=None):
         self.mode = mode
         self.max_iter = max_iter
         self.damping = damping
         self.tol = tol
+        self.patience = patience
         self.reweight = reweight
         self.polish = polish
 
@@ -154,7 +162,11 @@ class BeliefPropagation(InferenceEngine):
         msgs = np.zeros((k, fm.n_dir))
         auto = isinstance(self.damping, str)
         lam, tol = (0.0 if auto else float(self.damping)), float(self.tol)
-        best, best_e = None, np.inf
+        best, best_e, stale = None, np.inf, 0
+        patience = None if self.patience is None else int(self.patience)
+        if patience is not None and patience < 1:
+            raise ValueError(f"patience must be >= 1 or None; got {self.patience!r}.")
+        stopped = "max_iter"
         converged, it = False, 0
         beliefs = fm.beliefs(u0_t, msgs)
         for it in range(1, int(self.max_iter) + 1):
@@ -173,12 +185,17 @@ class BeliefPropagation(InferenceEngine):
                 labels = np.argmin(beliefs, axis=0)
                 e = graph.energy(labels, unary)
                 if best is None or e < best_e:
-                    best, best_e = labels, e
+                    best, best_e, stale = labels, e, 0
+                else:
+                    stale += 1
                 notify(it, labels)
             if delta <= tol:
-                converged = True
+                converged, stopped = True, "tol"
                 break
-        info = {"damping": lam, "big": big, "reweighted": fm.reweighted}
+            if patience is not None and stale >= patience:
+                stopped = "patience"
+                break
+        info = {"damping": lam, "big": big, "reweighted": fm.reweighted, "stopped": stopped}
         if self.mode == "sum":
             b = beliefs.T
             marg = np.exp(-(b - b.min(axis=1, keepdims=True)))
