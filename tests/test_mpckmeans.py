@@ -298,3 +298,22 @@ def test_bad_parameters_raise_at_fit(bad, match):
 @parametrize_with_checks([MPCKMeans(3, random_state=0), MKMeans(3, metric="full", random_state=0)])
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_regression_metric_step_with_violations_only_at_thresholds():
+    """Kept fixture (tests/data): an MPCKMeans fit on standardised breast cancer whose
+    6th M-step raised J by 13 when the safeguard was skipped for lack of pairs in
+    M*/C*, although violated pairs at a threshold still depended on the metric."""
+    import warnings
+    from pathlib import Path
+
+    from sklearn.datasets import load_breast_cancer
+
+    data = np.load(Path(__file__).parent / "data" / "mpck_safeguard_regression.npz")
+    X, _ = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    c = Constraints(X.shape[0], data["pairs"], data["kind"], data["weight"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        est = MPCKMeans(int(data["n_clusters"]), random_state=int(data["random_state"])).fit(X, constraints=c)
+    assert np.all(np.diff(est.history_) <= 1e-9 * np.abs(est.history_[:-1]))

@@ -371,7 +371,8 @@ class Mahalanobis(EmissionFamily):
            and ``α_max``) is evaluated at ``A_old + t (A_new - A_old)`` for
            ``t = 1, 1/2, ...`` (``max_backtrack`` halvings); the first ``t`` that does not
            increase it is kept, else ``t = 0`` (old metric). ``params.metric_step``
-           records ``t``. Skipped when (★) is exact (no constraint terms, no clipping).
+           records ``t``. Skipped only when (★) is exact: no metric-dependent
+           penalty and no eigenvalue clipping.
         """
         X = model.X
         means, counts = self._means(X, labels, model.n_clusters, params)
@@ -387,7 +388,10 @@ class Mahalanobis(EmissionFamily):
                 K = (0.0 if K is None else K) + self._outer_sum(diff, coef)
         metric, clipped = self._metric_update(X, labels, means, counts, mid, K)
         new = mid.replace(metric=metric, metric_step=1.0)
-        if not self.safeguard or (K is None and not clipped):
+        # (★) is the exact minimiser only when no penalty depends on the metric: even
+        # with no pair in M*/C* (K is None), a violated pair sitting at a threshold moves
+        # off it, and α_max moves, when A changes
+        if not self.safeguard or (not pots and not extra and not clipped):
             return new
 
         def objective(p):
