@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["EmissionFamily", "EmissionParams", "cluster_sums", "NORMALIZERS"]
+__all__ = ["EmissionFamily", "EmissionParams", "cluster_sums", "scale_rows", "NORMALIZERS"]
 
 NORMALIZERS = ("constant", "closed_form")
 
@@ -55,6 +55,13 @@ class EmissionParams:
     def replace(self, **changes) -> EmissionParams:
         """A copy with some fields replaced."""
         return replace(self, **changes)
+
+
+def scale_rows(X, scale: np.ndarray):
+    """``X`` with row ``i`` divided by ``scale[i]`` (a new array; sparse stays CSR)."""
+    if sp.issparse(X):
+        return sp.csr_matrix(sp.diags(1.0 / scale) @ X)
+    return X / scale[:, None]
 
 
 def _check_normalizer(normalizer: str) -> str:

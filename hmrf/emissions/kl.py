@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .base import EmissionParams
+from .base import EmissionParams, scale_rows
 from .bregman import BregmanFamily, _cross
 
 __all__ = ["KL", "IDivergence", "SmoothedParams"]
@@ -170,9 +170,7 @@ class KL(IDivergence):
                 f"row {r} of X sums to zero; the KL emission needs every row to be a "
                 "non-empty distribution (drop empty documents first)."
             )
-        if sp.issparse(X):
-            return sp.csr_matrix(sp.diags(1.0 / sums) @ X)
-        return X / sums[:, None]
+        return scale_rows(X, sums)
 
     def _prior(self, X) -> np.ndarray:
         d = X.shape[1]

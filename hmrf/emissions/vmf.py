@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._special import log_bessel_iv
-from .base import EmissionFamily, EmissionParams, cluster_sums
+from .base import EmissionFamily, EmissionParams, cluster_sums, scale_rows
 from .bregman import _cross, row_dot
 
 __all__ = ["VonMisesFisher", "log_vmf_normalizer"]
@@ -37,9 +36,7 @@ def _unit_rows(A, what: str):
             f"row {r} of {what} is all zeros; cosine distance is undefined for a zero vector "
             "(drop empty rows first)."
         )
-    if sp.issparse(A):
-        return sp.csr_matrix(sp.diags(1.0 / norms) @ A)
-    return A / norms[:, None]
+    return scale_rows(A, norms)
 
 
 class VonMisesFisher(EmissionFamily):
