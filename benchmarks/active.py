@@ -37,8 +37,8 @@ from sklearn.base import clone
 
 from hmrf import Constraints, PCKMeans
 from hmrf.active import NPU, ExploreConsolidate, LabelOracle, MinMax, RandomPairs
-from hmrf.experiments import active_curve
 from hmrf.datasets import load_dataset
+from hmrf.experiments import active_curve
 
 DATASETS = ("wine", "iris", "breast_cancer", "digits389")
 

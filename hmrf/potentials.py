@@ -84,7 +84,8 @@ class PottsConstraints(PairwisePotential):
 
     def graph(self, X=None, params=None, n_clusters=None) -> PairwiseGraph:
         if self.depends_on_params:
-            return PairwiseGraph.from_constraints(self.constraints, self.w * np.asarray(self.edge_scale(X, params)))
+            scale = self.w * np.asarray(self.edge_scale(X, params))
+            return PairwiseGraph.from_constraints(self.constraints, scale)
         if self._graph is None:
             self._graph = PairwiseGraph.from_constraints(self.constraints, self.w)
         return self._graph

@@ -17,13 +17,16 @@ class HMRFKMeans(HMRFClusterMixin):
     Parameters
     ----------
     n_clusters : int, default=8
-    emission : {"sqeuclidean", "kl", "idiv", "itakura_saito", "cosine"} or EmissionFamily, default="sqeuclidean"
+    emission : str or EmissionFamily, default="sqeuclidean"
+        ``"sqeuclidean"``, ``"kl"``, ``"idiv"``, ``"itakura_saito"``, ``"cosine"``,
+        ``"mahalanobis"`` or a family object (see :mod:`hmrf.emissions`).
     inference : str or InferenceEngine, default="icm"
         E-step engine (``"icm"``, or an engine instance from :mod:`hmrf.inference`).
     w : float, default=1.0
         Global multiplier of the constraint weights (``np.inf``: all hard).
-    init : {"neighborhoods", "pckmeans", "k-means++", "random"} or array of shape (k, d), default="neighborhoods"
-        See :mod:`hmrf.initialization` (thesis §4.4.3 by default).
+    init : str or array of shape (k, d), default="neighborhoods"
+        ``"neighborhoods"`` (thesis §4.4.3), ``"pckmeans"``, ``"k-means++"``,
+        ``"random"`` or initial centres; see :mod:`hmrf.initialization`.
     n_init : int, default=1
         Runs from different initialisations; the lowest objective wins.
     max_iter : int, default=100

@@ -29,7 +29,9 @@ def get_engine(spec) -> InferenceEngine:
         key = spec.lower()
         if key in _ENGINES:
             return _ENGINES[key]()
-        raise ValueError(f"unknown inference engine {spec!r}; choose from {sorted(_ENGINES)} or pass an engine.")
+        raise ValueError(
+            f"unknown inference engine {spec!r}; choose from {sorted(_ENGINES)} or pass an engine."
+        )
     if hasattr(spec, "map") and callable(spec.map):
         return spec
     raise TypeError(f"inference must be an engine name or an object with a .map() method; got {spec!r}.")

@@ -25,9 +25,10 @@ class GreedyFeasible(InferenceEngine):
     Only hard Potts factors are enforced. Wagstaff et al. visit points in data order;
     we visit the constrained nodes with the most hard constraints first (ties in random
     order), a static DSATUR-style order that makes greedy dead ends, and hence aborts
-    on feasible problems, much rarer. Unconstrained points are order-independent. Hard must-link components arrive contracted
-    into one node whose cost is the sum of its members' costs (the base class's exact
-    reduction), so a component moves as a unit; Wagstaff et al. instead let the first
+    on feasible problems, much rarer (unconstrained points are order-independent).
+    Hard must-link components arrive contracted into one node whose cost is the sum of
+    its members' costs (the base class's exact reduction), so a component moves as a
+    unit; Wagstaff et al. instead let the first
     member visited decide, which can only give a higher summed cost. Only nodes with
     constraints reach the Python loop below (it is inherently sequential); everything
     else is a vectorised argmin.
