@@ -8,9 +8,9 @@ import pytest
 
 from hmrf import PCKMeans
 from hmrf.active import NPU, ExploreConsolidate, MinMax, RandomPairs
-from hmrf.experiments import active_curve
 from hmrf.cli import main
 from hmrf.estimators import COPKMeans, HMRFKMeans, KMeans, SeededKMeans
+from hmrf.experiments import active_curve
 
 
 def data(k=3, per=15, sep=4.0, seed=0):

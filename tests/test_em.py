@@ -9,10 +9,9 @@ from sklearn.datasets import load_iris, make_blobs
 
 from hmrf import HMRF, Constraints, PairwiseGraph
 from hmrf.em import reseed_empty_clusters, run_em
-from hmrf.emissions import EmissionParams
+from hmrf.emissions import EmissionParams, SquaredEuclidean
 from hmrf.inference import ICM
 from hmrf.initialization import initial_centers, weighted_farthest_first
-from hmrf.emissions import SquaredEuclidean
 from hmrf.potentials import PottsConstraints, TablePotential
 
 X_IRIS, Y_IRIS = load_iris(return_X_y=True)

@@ -8,8 +8,15 @@ from scipy.special import iv
 from scipy.stats import multivariate_normal
 
 from hmrf.emissions import (
-    KL, BregmanFamily, EmissionParams, IDivergence, ItakuraSaito, SquaredEuclidean,
-    VonMisesFisher, get_emission, log_vmf_normalizer,
+    KL,
+    BregmanFamily,
+    EmissionParams,
+    IDivergence,
+    ItakuraSaito,
+    SquaredEuclidean,
+    VonMisesFisher,
+    get_emission,
+    log_vmf_normalizer,
 )
 from hmrf.emissions.vmf import _mean_resultant_ratio
 

@@ -8,8 +8,16 @@ from sklearn.datasets import load_iris, load_wine, make_blobs
 from sklearn.utils.estimator_checks import check_estimator
 
 from hmrf import (
-    COPKMeans, ConstrainedKMeans, Constraints, HMRFKMeans, InconsistentConstraintsError,
-    InfeasibleError, KMeans, PCKMeans, SeededKMeans, SphericalKMeans,
+    ConstrainedKMeans,
+    Constraints,
+    COPKMeans,
+    HMRFKMeans,
+    InconsistentConstraintsError,
+    InfeasibleError,
+    KMeans,
+    PCKMeans,
+    SeededKMeans,
+    SphericalKMeans,
 )
 from hmrf.metrics import nmi, objective
 
