@@ -89,23 +89,27 @@ def argmin_rows(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     NumPy's ``argmin`` over short rows costs a function call per row. For the
     column-major matrices the Bregman families produce, the minima are instead k - 1
-    element-wise passes over contiguous columns, and the minimiser is recovered as
-    ``Σ_h h [cost_h == min]``; rows with a tie (or NaN) fall back to ``argmin``. About
-    1.5x faster for n = 200000, k = 10, and identical to ``argmin`` (first minimiser).
+    element-wise passes over contiguous columns, and one small single-precision GEMM
+    of the indicator ``[cost_h == min]`` with the rows ``(0, 1, ..., k-1)`` and
+    ``(1, ..., 1)`` gives each row's minimiser and its number of minimisers (sums of at
+    most k small integers: exact in float32). Rows with a tie (or NaN) fall back to
+    ``argmin``. About 2.5x faster than ``argmin`` for n = 200000, k = 10, and identical
+    to it (first minimiser).
     """
     n, k = cost.shape
-    if not cost.flags.f_contiguous or k == 1:
+    if not cost.flags.f_contiguous or k == 1 or k >= 2**24:
         labels = np.argmin(cost, axis=1)
         return labels, cost[np.arange(n), labels]
     T = cost.T  # (k, n), C-contiguous
     mins = T.min(axis=0)
-    eq = T == mins
-    labels = np.arange(k) @ eq
-    ties = np.flatnonzero(eq.sum(axis=0) != 1)
+    index_and_count = np.vstack([np.arange(k), np.ones(k)]).astype(np.float32)
+    lab_cnt = index_and_count @ (T == mins).astype(np.float32)
+    labels = lab_cnt[0].astype(np.int64)
+    ties = np.flatnonzero(lab_cnt[1] != 1.0)
     if ties.size:
         labels[ties] = np.argmin(T[:, ties], axis=0)
         mins[ties] = T[labels[ties], ties]
-    return labels.astype(np.int64, copy=False), mins
+    return labels, mins
 
 
 @dataclass
