@@ -21,6 +21,7 @@ ESTIMATORS = {
     "hmrf-kmeans": "HMRF-KMeans-I-C: constraints in initialisation and assignment (ch. 4)",
     "hmrf-kmeans-i": "HMRF-KMeans-I: constraints in the initialisation only (w = 0)",
     "pckmeans": "PCKMeans (squared Euclidean only)",
+    "mpckmeans": "MPCKMeans: PCKMeans plus a learned diagonal Mahalanobis metric",
     "copkmeans": "COP-KMeans: all constraints hard",
     "seeded-kmeans": "Seeded-KMeans (labels only)",
     "constrained-kmeans": "Constrained-KMeans (labels only)",
@@ -109,6 +110,11 @@ def make_estimator(name, k, emission, w, engine):
             raise ValueError(f"pckmeans uses squared Euclidean distance; --emission {emission} "
                              "is not possible.")
         return est.PCKMeans(k, w=w, inference=engine)
+    if name == "mpckmeans":
+        if emission not in ("sqeuclidean", "euclidean", "mahalanobis"):
+            raise ValueError(f"mpckmeans learns a Mahalanobis metric; --emission {emission} "
+                             "is not possible.")
+        return est.MPCKMeans(k, w=w, inference=engine)
     if name == "copkmeans":
         return est.COPKMeans(k, emission=emission)
     if name == "seeded-kmeans":

@@ -9,8 +9,10 @@ import numpy as np
 from ..constraints import Constraints
 from ..datasets import DATASETS, load_dataset
 from ..metrics import evaluate
+from .curve import make_estimator
 
-ESTIMATORS = ("hmrf-kmeans", "pckmeans", "copkmeans", "kmeans")
+#: estimators that take pairwise constraints (see ``hmrf curve --help``), and KMeans
+ESTIMATORS = ("hmrf-kmeans", "hmrf-kmeans-i", "pckmeans", "mpckmeans", "copkmeans", "kmeans")
 
 
 def add_parser(sub):
@@ -26,21 +28,12 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from .. import estimators as est
-
     X, y = load_dataset(args.dataset, random_state=args.seed)
     k = int(np.unique(y).shape[0])
     rng = np.random.default_rng(args.seed)
     c = Constraints.sample_from_labels(y, args.constraints, rng)
-    if args.estimator == "hmrf-kmeans":
-        model = est.HMRFKMeans(k, emission=args.emission, inference=args.engine, w=args.w,
-                               random_state=args.seed)
-    elif args.estimator == "pckmeans":
-        model = est.PCKMeans(k, w=args.w, inference=args.engine, random_state=args.seed)
-    elif args.estimator == "copkmeans":
-        model = est.COPKMeans(k, emission=args.emission, random_state=args.seed)
-    else:
-        model = est.KMeans(k, emission=args.emission, random_state=args.seed)
+    model = make_estimator(args.estimator, k, args.emission, args.w, args.engine)
+    model.set_params(random_state=args.seed)
     t0 = time.perf_counter()
     if args.estimator == "kmeans":
         model.fit(X)
