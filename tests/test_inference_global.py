@@ -20,6 +20,8 @@ ENGINES = {
     "bp": BeliefPropagation(),
     "bp-polish": BeliefPropagation(polish="icm"),
     "bp-trw": BeliefPropagation(reweight="trw"),
+    "bp-plain": BeliefPropagation(reweight=None),
+    "bp-flood": BeliefPropagation(schedule="flooding"),
     "lp": LPRelaxation(),
     "lp-polish": LPRelaxation(polish="icm"),
     "exact": ExactMILP(),
@@ -208,21 +210,36 @@ def test_best_per_component_is_no_worse_than_any_candidate():
 
 # ------------------------------------------------------------ belief propagation
 @pytest.mark.parametrize("seed", range(10))
-def test_bp_is_exact_on_trees(seed):
+@pytest.mark.parametrize("schedule", ["sequential", "flooding"])
+def test_bp_is_exact_on_trees(seed, schedule):
     rng = np.random.default_rng(200 + seed)
     n, k = int(rng.integers(3, 8)), int(rng.integers(2, 4))
     unary, g = random_tree(rng, n, k, tables=seed % 3 == 0)
     best, _ = brute_force(unary, g)
     for damping in (0.0, 0.5):
-        res = BeliefPropagation(damping=damping, tol=1e-10).map(unary, g, rng=seed)
-        assert res.converged
+        res = BeliefPropagation(damping=damping, tol=1e-10, patience=None, reweight=None,
+                                schedule=schedule).map(unary, g, rng=seed)
+        assert res.converged and res.info["stopped"] == "tol"
         assert res.energy == pytest.approx(best, abs=1e-9)
         # the consistent decoding alone is exact (every node is constrained here)
         assert res.info["decoded_energy"] == pytest.approx(best, abs=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_trws_is_exact_on_trees_and_proves_it(seed):
+    rng = np.random.default_rng(250 + seed)
+    n, k = int(rng.integers(3, 9)), int(rng.integers(2, 4))
+    unary, g = random_tree(rng, n, k, tables=seed % 3 == 0)
+    best, _ = brute_force(unary, g)
+    res = BeliefPropagation(reweight="trw", rel_gap=0.0, tol=1e-9).map(unary, g, rng=seed)
+    assert res.converged and res.info["stopped"] == "gap"  # the tree LP is tight
+    assert res.energy == pytest.approx(best, abs=1e-7)
+    assert best - 1e-6 <= res.lower_bound <= best + 1e-9
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_sum_product_marginals_on_a_tree_equal_enumeration(seed):
+@pytest.mark.parametrize("schedule", ["sequential", "flooding"])
+def test_sum_product_marginals_on_a_tree_equal_enumeration(seed, schedule):
     rng = np.random.default_rng(300 + seed)
     n, k = int(rng.integers(3, 7)), int(rng.integers(2, 4))
     unary, g = random_tree(rng, n, k, tables=seed % 2 == 1)
@@ -230,7 +247,7 @@ def test_sum_product_marginals_on_a_tree_equal_enumeration(seed):
     p = np.exp(-(e - e.min()))
     p /= p.sum()
     exact = np.stack([[p[ys[:, i] == h].sum() for h in range(k)] for i in range(n)])
-    marg = BeliefPropagation(mode="sum", damping=0.0, tol=1e-12).marginals(unary, g)
+    marg = BeliefPropagation(mode="sum", damping=0.0, tol=1e-12, schedule=schedule).marginals(unary, g)
     np.testing.assert_allclose(marg, exact, atol=1e-9)
 
 
@@ -275,19 +292,94 @@ def test_bp_decoding_is_consistent_under_ties():
 def test_trw_reweighting_is_plain_bp_on_trees():
     rng = np.random.default_rng(5)
     unary, g = random_tree(rng, 6, 3)
-    a = BeliefPropagation(reweight="trw", damping=0.0).map(unary, g, rng=0)
-    b = BeliefPropagation(damping=0.0).map(unary, g, rng=0)
+    a = BeliefPropagation(reweight="trw", damping=0.0, schedule="flooding").map(unary, g, rng=0)
+    b = BeliefPropagation(damping=0.0, schedule="flooding").map(unary, g, rng=0)
     assert a.labels.tolist() == b.labels.tolist() and a.n_iter == b.n_iter
 
 
-def test_bp_notifies_every_iteration():
+@pytest.mark.parametrize("schedule", ["sequential", "flooding"])
+def test_bp_notifies_every_iteration(schedule):
     rng = np.random.default_rng(6)
     unary, g = random_problem(rng, 8, 3, 12)
     seen = []
-    res = BeliefPropagation(max_iter=7, tol=0.0).map(
+    res = BeliefPropagation(max_iter=7, tol=0.0, reweight=None, patience=None, schedule=schedule).map(
         unary, g, rng=0, callback=lambda it, y, e, b: seen.append((it, e, b)))
-    assert [s[0] for s in seen] == list(range(1, 8)) and res.n_iter == 7 and not res.converged
-    assert all(s[2] is None for s in seen)
+    assert [s[0] for s in seen] == list(range(1, res.n_iter + 1))
+    assert res.n_iter == 7 and not res.converged or res.n_iter < 7 and res.converged
+    assert all(s[2] is None for s in seen) and res.lower_bound is None
+    # the result is never worse than a labelling the callback saw (the anytime best)
+    assert res.energy <= min(s[1] for s in seen) + 1e-12
+
+
+def _random_must_link_problem(rng, n, k, m):
+    pairs = rng.integers(0, n, size=(m, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    m = len(pairs)
+    return rng.random((n, k)) * 3, PairwiseGraph.potts(n, pairs, rng.random(m) * 2, np.ones(m, int))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_trws_bound_is_valid_monotone_and_below_the_lp_bound(seed):
+    rng = np.random.default_rng(600 + seed)
+    must_link_only = seed % 2 == 0
+    if must_link_only:
+        unary, g = _random_must_link_problem(rng, 8, 3, 14)
+    else:  # cannot-links, hard ones and tables too: the bound stays valid
+        unary, g = random_problem(rng, 7, 3, 12, p_hard=0.3, tables=seed % 4 == 1)
+    best, _ = brute_force(unary, g)
+    bounds = []
+    res = BeliefPropagation(reweight="trw", rel_gap=0.0, patience=None, max_iter=60).map(
+        unary, g, rng=0, callback=lambda it, y, e, b: bounds.append(b))
+    bounds = [b for b in bounds if b is not None]
+    assert bounds and res.lower_bound == pytest.approx(bounds[-1]) or res.converged
+    assert res.lower_bound <= best + 1e-9 <= res.energy + 2e-9
+    assert np.all(np.diff(bounds) >= -1e-9)  # TRW-S never lowers its bound
+    if must_link_only:  # a dual bound of the same relaxation as Kleinberg-Tardos's LP
+        assert res.lower_bound <= LPRelaxation().map(unary, g).lower_bound + 1e-7
+
+
+def test_auto_reweighting_runs_trws_on_attractive_components_only():
+    rng = np.random.default_rng(7)
+    unary = rng.random((8, 3)) * 2
+    # component {0..3}: must-links only (a cycle); component {4..7}: a cannot-link too
+    ml = PairwiseGraph.potts(8, [(0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6)], np.ones(6), np.ones(6, int))
+    g = PairwiseGraph.concatenate([ml, PairwiseGraph.potts(8, [(6, 7), (7, 4)], np.ones(2), -np.ones(2, int))])
+    res = BeliefPropagation().map(unary, g, rng=0)
+    assert res.info["n_components"] == 2 and res.info["trw_components"] == 1
+    assert res.lower_bound is None  # the frustrated component gives no bound
+    assert res.energy == pytest.approx(brute_force(unary, g)[0])
+    only_ml = BeliefPropagation().map(unary, ml, rng=0)
+    assert only_ml.info["trw_components"] == only_ml.info["n_components"] == 2
+    assert only_ml.lower_bound <= only_ml.energy + 1e-12
+
+
+def test_trws_certificate_matches_the_exact_optimum_on_must_link_problems():
+    rng = np.random.default_rng(8)
+    certified = 0
+    for _ in range(15):
+        unary, g = _random_must_link_problem(rng, 8, 3, 16)
+        best, _ = brute_force(unary, g)
+        res = BeliefPropagation(rel_gap=0.0).map(unary, g, rng=0)
+        assert res.lower_bound <= best + 1e-9 <= res.energy + 2e-9
+        if res.converged:
+            certified += 1
+            assert res.energy == pytest.approx(best, abs=1e-6)
+    assert certified >= 10  # the relaxation is tight on most attractive problems
+
+
+def test_sequential_bp_is_deterministic_and_the_colouring_is_a_proper_order():
+    from hmrf.inference.schedule import colour_classes
+
+    rng = np.random.default_rng(10)
+    unary, g = random_problem(rng, 30, 4, 60, tables=True)
+    runs = [BeliefPropagation().map(unary, g, rng=seed) for seed in (0, 0, 1)]
+    assert all(r.labels.tolist() == runs[0].labels.tolist() and r.n_iter == runs[0].n_iter for r in runs)
+    classes = colour_classes(g)
+    colour = np.full(g.n_nodes, -1)
+    for c, members in enumerate(classes):
+        colour[members] = c
+    assert np.all(colour >= 0) and sum(len(c) for c in classes) == g.n_nodes
+    assert np.all(colour[g.edges[:, 0]] != colour[g.edges[:, 1]])  # independent sets
 
 
 # -------------------------------------------------------------- hard factors
@@ -322,7 +414,7 @@ def test_forbidden_labels_and_table_infinities_are_honoured(name):
     res = GLOBAL[name].map(unary, g, rng=0)
     assert np.isfinite(res.energy) and res.energy >= best - 1e-9
     assert res.labels[1] != 2 and {res.labels[0], res.labels[1]} != {0, 1}
-    if name in ("exact", "bp", "bp-polish", "bp-trw"):  # a tree: BP is exact too
+    if name.startswith("bp") or name == "exact":  # a tree: BP is exact too
         assert res.energy == pytest.approx(best)
 
 
@@ -449,6 +541,9 @@ def test_lp_callback_and_info():
     (BeliefPropagation(damping=1.0), "damping"),
     (BeliefPropagation(mode="avg"), "mode"),
     (BeliefPropagation(reweight=2.0), "reweight"),
+    (BeliefPropagation(schedule="random"), "schedule"),
+    (BeliefPropagation(rel_gap=1.5), "rel_gap"),
+    (BeliefPropagation(patience=0), "patience"),
     (BeliefPropagation(polish="greedy"), "polish"),
     (LPRelaxation(backend="gurobi"), "backend"),
     (LPRelaxation(n_rounds=0), "n_rounds"),

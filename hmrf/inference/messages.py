@@ -36,7 +36,8 @@ from scipy.special import logsumexp
 
 from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 
-__all__ = ["FactorMessages", "big_cost", "potts_cannot_link_min", "logsumexp_excluding"]
+__all__ = ["FactorMessages", "big_cost", "potts_cannot_link_min", "logsumexp_excluding",
+           "must_link_messages", "cannot_link_messages", "table_messages"]
 
 
 def _finite_spread(x: np.ndarray, axis) -> float:
@@ -92,6 +93,42 @@ def logsumexp_excluding(v: np.ndarray) -> np.ndarray:
     excl[amax, cols] = e.sum(axis=0)
     with np.errstate(divide="ignore"):
         return np.log(excl) + vmax
+
+
+def must_link_messages(h: np.ndarray, w: np.ndarray, mode: str, out: np.ndarray) -> np.ndarray:
+    """Normalised must-link messages into ``out`` for (k, c) arrays ``h``, weights (c,).
+
+    Max mode: ``m(y) = min(h(y) - min h, w)``. Sum mode:
+    ``m(y) = -log(exp(-h(y)) (1 - e^{-w}) + e^{-w} sum_y' exp(-h(y')))``, both O(k).
+    """
+    if mode == "max":
+        return np.minimum(h - h.min(axis=0), w, out=out)
+    with np.errstate(divide="ignore"):
+        lse = logsumexp(-h, axis=0)
+        out[:] = -np.logaddexp(lse - w, np.log1p(-np.exp(-w)) - h)
+    out -= out.min(axis=0)
+    return out
+
+
+def cannot_link_messages(h: np.ndarray, w: np.ndarray, mode: str, out: np.ndarray) -> np.ndarray:
+    """Normalised cannot-link messages into ``out`` (:func:`potts_cannot_link_min` in max mode)."""
+    if mode == "max":
+        out[:] = potts_cannot_link_min(h, w)
+        return out
+    with np.errstate(divide="ignore"):
+        out[:] = -np.logaddexp(logsumexp_excluding(-h), -w - h)
+    out -= out.min(axis=0)
+    return out
+
+
+def table_messages(h: np.ndarray, cost_t: np.ndarray, mode: str, out: np.ndarray) -> np.ndarray:
+    """Normalised table messages ``min_x h(x) + cost[x, y]`` into ``out``; ``cost_t`` is (k, k, c)."""
+    if mode == "max":
+        t = (h[:, None, :] + cost_t).min(axis=0)
+    else:
+        t = -logsumexp(-(h[:, None, :] + cost_t), axis=0)
+    np.subtract(t, t.min(axis=0), out=out)
+    return out
 
 
 class FactorMessages:
@@ -165,23 +202,10 @@ class FactorMessages:
             h[:, s.start:s.start + c] -= msgs[:, s.start + c:s.stop]
             h[:, s.start + c:s.stop] -= msgs[:, s.start:s.start + c]
         new = np.empty_like(h)
-        if mode == "max":  # Potts messages come out normalised
-            hm = h[:, self.ml]
-            np.minimum(hm - hm.min(axis=0), self.w_ml, out=new[:, self.ml])
-            new[:, self.cl] = potts_cannot_link_min(h[:, self.cl], self.w_cl)
-            if self.tcost_t.shape[2]:
-                t = (h[:, None, self.tab] + self.tcost_t).min(axis=0)
-                new[:, self.tab] = t - t.min(axis=0)
-            return new
-        with np.errstate(divide="ignore"):
-            hm = h[:, self.ml]
-            lse = logsumexp(-hm, axis=0)
-            new[:, self.ml] = -np.logaddexp(lse - self.w_ml, np.log1p(-np.exp(-self.w_ml)) - hm)
-            hc = h[:, self.cl]
-            new[:, self.cl] = -np.logaddexp(logsumexp_excluding(-hc), -self.w_cl - hc)
-            if self.tcost_t.shape[2]:
-                new[:, self.tab] = -logsumexp(-(h[:, None, self.tab] + self.tcost_t), axis=0)
-        new -= new.min(axis=0)
+        must_link_messages(h[:, self.ml], self.w_ml, mode, out=new[:, self.ml])
+        cannot_link_messages(h[:, self.cl], self.w_cl, mode, out=new[:, self.cl])
+        if self.tcost_t.shape[2]:
+            table_messages(h[:, self.tab], self.tcost_t, mode, out=new[:, self.tab])
         return new
 
     def cost_rows(self, d, src_labels):

@@ -1,0 +1,388 @@
+"""Sequential message passing over colour classes: Gauss–Seidel max-product and TRW-S.
+
+Used by :class:`~hmrf.inference.BeliefPropagation` (``schedule="sequential"``).
+
+The nodes are ordered by colour class (each class an independent set, see
+:func:`colour_classes`). One *iteration* is a forward pass over the classes in order
+and a backward pass in reverse order. At a class, every member computes its belief
+``B_i = U_i + sum_{f ∋ i} m_{f->i}`` from the current messages and sends the messages
+of its factors towards later classes (forward pass) or earlier classes (backward pass)::
+
+    m_{f->j}(y_j) = min_{y_i} [ gamma_i B_i(y_i) - m_{f->i}(y_i) + cost_f(y_i, y_j) ]
+
+Members of one class share no factor, so updating a whole class at once *is* the
+node-by-node sequential schedule in that order, vectorised within the class (the only
+Python loop is over colour classes). Every message is updated once per iteration, as
+in one flooding round, but evidence crosses the whole graph in one pass.
+
+``gamma_i = 1`` is sequential ordinary max-product (or sum-product). ``gamma_i =
+1 / max(n_i^-, n_i^+)``, with ``n_i^-`` / ``n_i^+`` the factors joining i to earlier /
+later nodes, is sequential tree-reweighted message passing, TRW-S (Kolmogorov 2006,
+§4-5, with monotonic chains): its lower bound never decreases. The bound of a
+component is accumulated in the backward pass (Kolmogorov 2006, §5, as in the
+reference implementation)::
+
+    LB = sum_i min B_i + sum_{backward f->j} min_{y} [ gamma_i (B_i - min B_i) - m_{f->i} ](y)
+
+(for a table factor ``min_{y_j} cost(y, y_j)`` is added inside the minimum).
+
+Decoding (Kolmogorov 2006, §5.1). In each forward pass the members of a class take the
+label minimising their unary cost, the *true* costs of the factors towards decoded
+earlier classes and the messages from later classes (sent in the previous backward
+pass). Its energy is summed on the way (every factor counted at its later endpoint).
+
+Lazy updates. A message only changes if an input of its sender changed, so each node
+carries a flag per pass, set when one of its incoming messages moves by more than
+``tol`` and cleared when it sends. Only flagged senders are recomputed; once most of
+the graph has settled an iteration costs a fraction of a full one (in the spirit of
+residual belief propagation, Elidan, McGraw & Koller 2006).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+from .icm import independent_sets
+from .messages import cannot_link_messages, must_link_messages, table_messages
+
+__all__ = ["colour_classes", "SequentialMessages"]
+
+_KINDS = (POTTS_ML, POTTS_CL, TABLE)
+
+
+def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
+    """Colour classes of the sequential order, cached on the graph.
+
+    :func:`~hmrf.inference.icm.independent_sets` with its fixed priorities (higher degree
+    first, ties by index): class r holds the nodes whose higher-priority neighbours all
+    lie in classes before r, so the schedule visits the two ends of every factor in
+    priority order, hubs before their neighbours, with the fewest classes that order
+    allows. (The result of a sequential pass depends only on which end of each factor
+    comes first.)
+    """
+    if "bp_colours" not in graph._cache:
+        if "icm_blocks" in graph._cache:  # ICM already split this graph the same way
+            classes = [b.members for b in graph._cache["icm_blocks"]]
+        else:
+            classes = independent_sets(graph.n_nodes, graph.edges)
+        graph._cache["bp_colours"] = classes
+    return graph._cache["bp_colours"]
+
+
+def _row_blocks(rows, cols, n_rows, n_cols, bounds):
+    """0/1 CSR matrices ``A[r, c] = 1`` for the pairs (rows, cols), cut into row blocks.
+
+    One block per colour class (rows ``bounds[b]:bounds[b + 1]``), built directly from
+    the sorted pairs (no sparse slicing).
+    """
+    order = np.argsort(rows, kind="stable")
+    rows, cols = rows[order], cols[order].astype(np.int32)
+    indptr = np.searchsorted(rows, np.arange(n_rows + 1)).astype(np.int32)
+    ones = np.ones(rows.size)
+    blocks = []
+    for b in range(len(bounds) - 1):
+        lo, hi = bounds[b], bounds[b + 1]
+        a, z = indptr[lo], indptr[hi]
+        blocks.append(sp.csr_matrix((ones[a:z], cols[a:z], indptr[lo:hi + 1] - a), shape=(hi - lo, n_cols)))
+    return blocks
+
+
+class _Layout:
+    """Graph-only part of :class:`SequentialMessages`, cached on the graph."""
+
+    def __init__(self, graph: PairwiseGraph):
+        classes = colour_classes(graph)
+        n, m = graph.n_nodes, graph.n_edges
+        self.perm = np.concatenate(classes) if classes else np.empty(0, dtype=np.int64)
+        new = np.empty(n, dtype=np.int64)
+        new[self.perm] = np.arange(n)
+        self.bounds = np.r_[0, np.cumsum([c.size for c in classes])].astype(np.int64)
+        n_cls = len(classes)
+        colour = np.repeat(np.arange(n_cls), np.diff(self.bounds))
+        a, b = new[graph.edges[:, 0]], new[graph.edges[:, 1]]
+        low, high = np.where(colour[a] < colour[b], a, b), np.where(colour[a] < colour[b], b, a)
+        rank = np.select([graph.kind == POTTS_ML, graph.kind == POTTS_CL], [0, 1], 2)
+        fo = np.lexsort((rank, colour[low]))   # forward messages low -> high
+        bo = np.lexsort((rank, colour[high]))  # backward messages high -> low
+        pos = np.empty(2 * m, dtype=np.int64)
+        pos[fo], pos[m + bo] = np.arange(m), m + np.arange(m)
+        self.src, self.dst = np.r_[low[fo], high[bo]], np.r_[high[fo], low[bo]]
+        self.rev = np.r_[pos[m + fo], pos[bo]]
+        self.edge = np.r_[fo, bo]
+        self.kind = graph.kind[self.edge]
+        self.lpos = self.src - self.bounds[colour[self.src]]
+        self.trw_gamma = 1.0 / np.maximum(np.maximum(np.bincount(low, minlength=n),
+                                                     np.bincount(high, minlength=n)), 1)
+        adj = sp.coo_matrix((np.ones(m), (low, high)), shape=(n, n))
+        self.n_comp, comp = csgraph.connected_components(adj, directed=False)
+        self.comp = comp.astype(np.int64)
+        # incoming messages of each class, per member: from earlier classes (forward
+        # messages) and from later classes (backward messages), as (n_c, 2m+1) row blocks
+        self.in_f, self.in_b, self.in_all = (
+            _row_blocks(self.dst[sl], d, n, 2 * m + 1, self.bounds)
+            for sl, d in ((slice(0, m), np.arange(m)), (slice(m, 2 * m), np.arange(m, 2 * m)),
+                          (slice(0, 2 * m), np.arange(2 * m))))
+        # forward messages into each class (for decoding), with their receiver's row
+        self.dec = [(blk.indices.astype(np.int64), np.repeat(np.arange(blk.shape[0]), np.diff(blk.indptr)))
+                    for blk in self.in_f]
+        self.out_fwd = self._slices(colour[low[fo]], 0, n_cls)
+        self.out_bwd = self._slices(colour[high[bo]], m, n_cls)
+        self.ids = np.arange(2 * m)
+
+    def _slices(self, col, base, n_cls):
+        """Per class: the contiguous range of messages it sends, and its per-kind parts."""
+        cuts = np.searchsorted(col, np.arange(n_cls + 1))
+        out = []
+        for c in range(n_cls):
+            s0, s1 = base + cuts[c], base + cuts[c + 1]
+            kind = self.kind[s0:s1]
+            parts = []
+            for code in _KINDS:
+                sel = np.flatnonzero(kind == code)
+                if sel.size:
+                    parts.append((code, s0 + int(sel[0]), s0 + int(sel[-1]) + 1))
+            out.append((int(s0), int(s1), parts))
+        return out
+
+
+class SequentialMessages:
+    """Messages, costs and passes of the sequential schedule (module docstring).
+
+    Nodes are renumbered so that every colour class is a contiguous range
+    (``perm[new] = old``). There is one message per factor and direction: the first
+    ``m`` (towards the later endpoint) grouped by the sender's class and then by factor
+    kind, so that what a class sends in a pass is one contiguous slice; then the ``m``
+    backward messages, grouped likewise. ``msgs`` is a (2m + 1, k) array, one row per
+    message (the last row is an unused zero row).
+
+    Parameters
+    ----------
+    graph : PairwiseGraph
+    k : int
+    big : float
+        Finite replacement of infinite costs (:func:`~hmrf.inference.messages.big_cost`).
+    tol : float
+        Message changes up to ``tol`` do not wake the receiving node (lazy updates).
+    """
+
+    def __init__(self, graph: PairwiseGraph, k: int, big: float, tol: float = 0.0):
+        if "bp_layout" not in graph._cache:
+            graph._cache["bp_layout"] = _Layout(graph)
+        lay = self.layout = graph._cache["bp_layout"]
+        self.n, self.m, self.k, self.tol = graph.n_nodes, graph.n_edges, k, float(tol)
+        self.perm, self.bounds, self.comp, self.n_comp = lay.perm, lay.bounds, lay.comp, lay.n_comp
+        w = np.where(np.isinf(graph.weight), big, graph.weight)
+        self.w = np.where(lay.kind == TABLE, 0.0, w[lay.edge])
+        self.tab_of = np.full(2 * self.m, -1, dtype=np.int64)
+        tab = np.flatnonzero(lay.kind == TABLE)
+        self.tcost = np.empty((0, k, k))
+        if tab.size:  # graph tables are [y_a, y_b]; a message's cost is [y_src, y_dst]
+            t_edge = np.full(graph.n_edges, -1, dtype=np.int64)
+            t_edge[graph.kind == TABLE] = np.arange(int((graph.kind == TABLE).sum()))
+            tc = graph.table_costs()[t_edge[lay.edge[tab]]]
+            tc = np.where(np.isinf(tc), big, tc)
+            a_is_src = graph.edges[lay.edge[tab], 0] == lay.perm[lay.src[tab]]
+            self.tcost = np.where(a_is_src[:, None, None], tc, tc.transpose(0, 2, 1))
+            self.tab_of[tab] = np.arange(tab.size)
+        # decoding: costs of the Potts factors towards decoded earlier nodes, per class
+        # (must-link w [y != x] = w - w [y == x], cannot-link w [y == x])
+        self.dec = []
+        for d, row in lay.dec:
+            ml, potts = lay.kind[d] == POTTS_ML, lay.kind[d] != TABLE
+            size = int(row.max()) + 1 if row.size else 0
+            base = np.bincount(row[ml], weights=self.w[d][ml], minlength=size)
+            sw = np.where(ml, -self.w[d], self.w[d])
+            self.dec.append((d[potts], row[potts] * k, sw[potts], base, d[~potts], row[~potts]))
+        self.gamma_node = np.ones((self.n, 1))
+        self.reweighted = self.all_trw = False
+        self.undamped = np.zeros(2 * self.m, dtype=bool)
+        self.trw_node = np.zeros(self.n, dtype=bool)
+        self.dirty = [np.ones(self.n, dtype=bool), np.ones(self.n, dtype=bool)]  # forward, backward
+        self.frozen = np.zeros(self.n, dtype=bool)
+        self.any_frozen = False
+        self.stale_label = np.ones(self.n, dtype=bool)  # decode again in the next forward pass
+        self.node_e = np.zeros(self.n)
+
+    def set_gamma(self, trws_nodes):
+        """TRW-S weights for the senders in ``trws_nodes`` (bool, permuted order), 1 elsewhere."""
+        self.gamma_node = np.where(trws_nodes, self.layout.trw_gamma, 1.0)[:, None]
+        self.reweighted = bool(np.any(self.gamma_node != 1.0))
+        self.trw_node = np.asarray(trws_nodes, dtype=bool)
+        self.all_trw = bool(self.trw_node.all())
+        self.undamped = self.trw_node[self.layout.src]  # TRW-S updates are never damped
+
+    def freeze(self, nodes):
+        """Stop updating the messages sent by ``nodes`` (bool mask, permuted order)."""
+        self.frozen |= nodes
+        self.any_frozen = bool(self.frozen.any())
+        self.dirty[0] &= ~nodes
+        self.dirty[1] &= ~nodes
+
+    def new_messages(self):
+        """All-zero messages, shape (2m + 1, k)."""
+        return np.zeros((2 * self.m + 1, self.k))
+
+    # ------------------------------------------------------------------ passes
+    def _send(self, lo, hi, belief, msgs, out, flags, mode, damping, mins, lb_msg):
+        """Recompute the messages of ``out`` whose sender is flagged.
+
+        ``belief`` holds ``gamma_i B_i`` for the (n_c, k) members of the class. The
+        kernels work on (k, len) arrays, reducing over labels along contiguous memory.
+        With ``mins`` (``gamma_i min B_i``, for the TRW-S bound) each recomputed message's
+        bound term is written into ``lb_msg``. Returns whether a message moved by more
+        than ``tol``.
+        """
+        lay = self.layout
+        s0, s1, parts = out
+        local = flags[lo:hi]
+        n_wake = int(np.count_nonzero(local))
+        if s1 == s0 or n_wake == 0:
+            local[:] = False
+            return False
+        if n_wake == hi - lo:
+            idx, ids = slice(s0, s1), lay.ids[s0:s1]
+            cuts = [(code, p0 - s0, p1 - s0) for code, p0, p1 in parts]
+        else:
+            sel = np.flatnonzero(local[lay.lpos[s0:s1]])
+            if sel.size == 0:
+                local[:] = False
+                return False
+            idx = ids = s0 + sel
+            edges = np.searchsorted(sel, [p - s0 for _, p0, p1 in parts for p in (p0, p1)])
+            cuts = [(code, int(edges[2 * i]), int(edges[2 * i + 1])) for i, (code, _, _) in enumerate(parts)]
+        local[:] = False
+        h = np.take(belief, lay.lpos[idx], axis=0)  # gamma_i B_i of every sender
+        h -= np.take(msgs, lay.rev[idx], axis=0)
+        h = np.ascontiguousarray(h.T)
+        new = np.empty_like(h)
+        for code, a, b in cuts:
+            if b == a:
+                continue
+            hp, out_p, d = h[:, a:b], new[:, a:b], ids[a:b]
+            if code == POTTS_ML:
+                must_link_messages(hp, self.w[d], mode, out=out_p)
+            elif code == POTTS_CL:
+                cannot_link_messages(hp, self.w[d], mode, out=out_p)
+            else:
+                cost_t = np.ascontiguousarray(self.tcost[self.tab_of[d]].transpose(1, 2, 0))
+                table_messages(hp, cost_t, mode, out=out_p)
+                if mins is not None:
+                    hp = hp + cost_t.min(axis=1)
+            if mins is not None:
+                lb_msg[d] = hp.min(axis=0) - mins[lay.lpos[d]]
+        if self.all_trw:  # TRW-S stops on its gap, not on message changes: just write
+            msgs[idx] = new.T
+            woken = lay.dst[idx]
+            if self.any_frozen:
+                woken = woken[~self.frozen[woken]]
+            self.dirty[0][woken] = True
+            if s0 >= self.m:
+                self.stale_label[woken] = True
+            return True
+        old = msgs[idx]
+        new -= old.T  # the change of every message, (k, len)
+        moved = np.abs(new).max(axis=0) > self.tol
+        any_moved = bool(moved.any())
+        if any_moved:
+            woken = lay.dst[ids[moved]]
+            if self.any_frozen:
+                woken = woken[~self.frozen[woken]]
+            self.dirty[0][woken] = True
+            self.dirty[1][woken] = True
+            if s0 >= self.m:  # backward messages are what the decoding reads
+                self.stale_label[woken] = True
+        if damping:
+            new *= np.where(self.undamped[ids], 1.0, 1.0 - damping)
+        if isinstance(idx, slice):
+            msgs[idx] += new.T
+        else:
+            old += new.T
+            msgs[idx] = old
+        return any_moved
+
+    def forward(self, unary, msgs, labels, mode="max", damping=0.0, send=True):
+        """Forward pass; in max mode decodes into ``labels`` (permuted order).
+
+        ``unary`` is the (n, k) BIG-capped cost in permuted order. Returns the (n,) cost
+        of every node's decoded label (its unary cost plus its factors towards earlier
+        nodes; ``None`` in sum mode) and whether a message moved by more than ``tol``.
+        ``send=False`` only decodes. A class is decoded again only if a label before it
+        or a message into it from a later class changed (its labels cannot change
+        otherwise).
+        """
+        lay = self.layout
+        moved = False
+        for c, out in enumerate(lay.out_fwd):
+            lo, hi = self.bounds[c], self.bounds[c + 1]
+            redo = mode == "max" and self.stale_label[lo:hi].any()
+            wake = send and self.dirty[0][lo:hi].any()
+            if not (redo or wake):
+                continue
+            sb = lay.in_b[c] @ msgs
+            if redo:
+                cond = self._decided_costs(c, labels, unary[lo:hi])
+                x = np.argmin(cond + sb, axis=1)
+                changed = x != labels[lo:hi]
+                if changed.any():  # later neighbours of a relabelled node must look again
+                    s0, s1, _ = out
+                    self.stale_label[lay.dst[s0:s1][changed[lay.lpos[s0:s1]]]] = True
+                labels[lo:hi] = x
+                self.node_e[lo:hi] = np.take_along_axis(cond, x[:, None], axis=1)[:, 0]
+                self.stale_label[lo:hi] = False
+            if wake:
+                sb += unary[lo:hi]
+                sb += lay.in_f[c] @ msgs
+                if self.reweighted:
+                    sb *= self.gamma_node[lo:hi]
+                moved |= self._send(lo, hi, sb, msgs, out, self.dirty[0], mode, damping, None, None)
+        return (self.node_e if mode == "max" else None), moved
+
+    def backward(self, unary, msgs, mode="max", damping=0.0, bound=False, beliefs=None):
+        """Backward pass; returns whether a message moved by more than ``tol`` and, with
+        ``bound``, the per-component TRW-S bound (valid for the components whose nodes
+        use TRW-S weights). With ``beliefs`` (an (n, k) array) the final beliefs are stored.
+        """
+        lay = self.layout
+        moved, lb = False, (np.zeros(self.n_comp) if bound else None)
+        lb_msg = np.zeros(2 * self.m) if bound else None
+        for c in range(len(lay.out_bwd) - 1, -1, -1):
+            lo, hi = self.bounds[c], self.bounds[c + 1]
+            if bound:
+                self.dirty[1][lo:hi] |= self.trw_node[lo:hi] & ~self.frozen[lo:hi]  # the bound needs them all
+            elif beliefs is None and not self.dirty[1][lo:hi].any():
+                continue
+            b = lay.in_all[c] @ msgs
+            b += unary[lo:hi]
+            if beliefs is not None:
+                beliefs[lo:hi] = b
+            mins = None
+            if bound:
+                mins = b.min(axis=1)
+                lb += np.bincount(self.comp[lo:hi], weights=mins, minlength=self.n_comp)
+            if self.reweighted:
+                b *= self.gamma_node[lo:hi]
+                if bound:
+                    mins = mins * self.gamma_node[lo:hi, 0]
+            moved |= self._send(lo, hi, b, msgs, lay.out_bwd[c], self.dirty[1], mode, damping, mins, lb_msg)
+        if bound:
+            lb += np.bincount(self.comp[lay.src[self.m:]], weights=lb_msg[self.m:], minlength=self.n_comp)
+        return moved, lb
+
+    def _decided_costs(self, c, labels, unary_c):
+        """(n_c, k): unary costs plus the true costs of the factors to decoded earlier nodes."""
+        lay, k = self.layout, self.k
+        size = unary_c.shape[0]
+        d, rowk, sw, base, dt, rowt = self.dec[c]
+        out = unary_c.copy()
+        if d.size:
+            out += np.bincount(rowk + labels[lay.src[d]], weights=sw, minlength=size * k).reshape(size, k)
+            out += base[:, None]
+        if dt.size:
+            x = labels[lay.src[dt]]
+            rows = self.tcost[self.tab_of[dt], x, :]
+            out += np.bincount(np.repeat(rowt * k, k) + np.tile(np.arange(k), dt.size),
+                               weights=rows.ravel(), minlength=size * k).reshape(size, k)
+        return out
