@@ -331,7 +331,9 @@ def test_trws_bound_is_valid_monotone_and_below_the_lp_bound(seed):
     res = BeliefPropagation(reweight="trw", rel_gap=0.0, patience=None, max_iter=60).map(
         unary, g, rng=0, callback=lambda it, y, e, b: bounds.append(b))
     bounds = [b for b in bounds if b is not None]
-    assert bounds and res.lower_bound == pytest.approx(bounds[-1]) or res.converged
+    # the result's bound is the best one, at least the last the callback saw (the last
+    # backward pass may raise it once more when max_iter stops the run)
+    assert bounds and res.lower_bound >= bounds[-1] - 1e-9
     assert res.lower_bound <= best + 1e-9 <= res.energy + 2e-9
     assert np.all(np.diff(bounds) >= -1e-9)  # TRW-S never lowers its bound
     if must_link_only:  # a dual bound of the same relaxation as Kleinberg-Tardos's LP

@@ -1,0 +1,100 @@
+"""The sequential schedule of BeliefPropagation: its colouring and the two phases of reweight="auto"."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from hmrf import PairwiseGraph
+from hmrf.inference import BeliefPropagation
+from hmrf.inference.schedule import colour_classes, greedy_colouring
+
+
+def first_fit_reference(n, edges):
+    """Node by node: higher degree first (ties: lower index), smallest colour not used by a neighbour."""
+    adj = [set() for _ in range(n)]
+    for a, b in edges:
+        adj[a].add(b)
+        adj[b].add(a)
+    colour = {}
+    for v in sorted(range(n), key=lambda v: (-len(adj[v]), v)):
+        used = {colour[u] for u in adj[v] if u in colour}
+        colour[v] = next(c for c in itertools.count() if c not in used)
+    return np.array([colour[v] for v in range(n)])
+
+
+def as_colours(n, classes):
+    colour = np.full(n, -1)
+    for c, members in enumerate(classes):
+        colour[members] = c
+    return colour
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_greedy_colouring_is_sequential_first_fit(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    edges = rng.integers(0, n, size=(int(rng.integers(0, 3 * n + 1)), 2))
+    edges = np.unique(np.sort(edges[edges[:, 0] != edges[:, 1]], axis=1), axis=0).reshape(-1, 2)
+    colour = as_colours(n, greedy_colouring(n, edges))
+    assert np.all(colour >= 0)
+    assert np.all(colour[edges[:, 0]] != colour[edges[:, 1]])  # proper: classes are independent sets
+    np.testing.assert_array_equal(colour, first_fit_reference(n, edges))
+
+
+def test_greedy_colouring_needs_few_classes_on_a_sparse_graph():
+    rng = np.random.default_rng(0)
+    n = 3000
+    edges = rng.integers(0, n, size=(6000, 2))
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    g = PairwiseGraph.potts(n, edges, np.ones(len(edges)), np.ones(len(edges), int))
+    classes = colour_classes(g)
+    degree = np.bincount(edges.ravel(), minlength=n)
+    assert len(classes) <= degree.max() + 1
+    assert len(classes) <= 8  # random graph of mean degree 4: first-fit needs about 5 colours
+
+
+def brute_force(unary, graph):
+    n, k = unary.shape
+    return min(graph.energy(np.array(y), unary) for y in itertools.product(range(k), repeat=n))
+
+
+def must_link_problem(rng, n, k, m):
+    pairs = rng.integers(0, n, size=(m, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    return rng.random((n, k)) * 3, PairwiseGraph.potts(n, pairs, rng.random(len(pairs)) * 2, np.ones(len(pairs), int))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_auto_runs_max_product_first_then_trws_and_proves_its_result(seed):
+    rng = np.random.default_rng(900 + seed)
+    unary, g = must_link_problem(rng, 8, 3, 16)
+    best = brute_force(unary, g)
+    seen = []
+    res = BeliefPropagation(rel_gap=0.0, tol=1e-9).map(
+        unary, g, rng=0, callback=lambda it, y, e, b: seen.append((it, e, b)))
+    switch = res.info["trw_from_iter"]
+    assert res.info["trw_components"] == res.info["n_components"] >= 1
+    assert switch is not None and switch > 1  # a warm-up phase of ordinary max-product ran
+    # no bound is reported while the warm-up phase runs, one is (and only rises) after it
+    assert all(b is None for it, _, b in seen if it <= switch)
+    bounds = [b for it, _, b in seen if it > switch + 1]
+    assert np.all(np.diff(bounds) >= -1e-9)
+    assert res.lower_bound <= best + 1e-9 <= res.energy + 2e-9
+    assert res.energy <= min(e for _, e, _ in seen) + 1e-12  # the best of both phases
+    trws = BeliefPropagation(reweight="trw", rel_gap=0.0, tol=1e-9).map(unary, g, rng=0)
+    assert trws.info["trw_from_iter"] == 1 and trws.lower_bound <= best + 1e-9
+
+
+def test_auto_patience_does_not_stop_ordinary_max_product():
+    # a frustrated component (cannot-links on an odd cycle) runs ordinary max-product; with
+    # patience="auto" it runs until its messages settle or max_iter, never on patience
+    rng = np.random.default_rng(3)
+    n = 9
+    cycle = np.array([(i, (i + 1) % n) for i in range(n)])
+    g = PairwiseGraph.potts(n, cycle, rng.random(n) + 0.5, -np.ones(n, int))
+    unary = rng.random((n, 2))
+    res = BeliefPropagation(max_iter=40).map(unary, g, rng=0)
+    assert res.info["trw_components"] == 0 and res.info["stopped"] in ("tol", "max_iter")
+    # an explicit patience does apply to it
+    assert BeliefPropagation(max_iter=40, patience=1).map(unary, g, rng=0).n_iter <= 3
