@@ -82,13 +82,20 @@ def test_auto_runs_max_product_first_then_trws_and_proves_its_result(seed):
     assert np.all(np.diff(bounds) >= -1e-9)
     assert res.lower_bound <= best + 1e-9 <= res.energy + 2e-9
     assert res.energy <= min(e for _, e, _ in seen) + 1e-12  # the best of both phases
-    trws = BeliefPropagation(reweight="trw", rel_gap=0.0, tol=1e-9).map(unary, g, rng=0)
+    # the TRW-S phase starts cold: its bounds are those of TRW-S run from the start
+    cold = []
+    trws = BeliefPropagation(reweight="trw", rel_gap=0.0, tol=1e-9).map(
+        unary, g, rng=0, callback=lambda it, y, e, b: cold.append(b))
     assert trws.info["trw_from_iter"] == 1 and trws.lower_bound <= best + 1e-9
+    phase2 = [b for it, _, b in seen if it > switch]  # bound after TRW-S iteration 1, 2, ...
+    n_common = min(len(phase2), len(cold) - 1)
+    assert n_common >= 1 and cold[0] is None
+    np.testing.assert_allclose(phase2[:n_common], cold[1:n_common + 1], rtol=1e-12)
 
 
-def test_auto_patience_does_not_stop_ordinary_max_product():
-    # a frustrated component (cannot-links on an odd cycle) runs ordinary max-product; with
-    # patience="auto" it runs until its messages settle or max_iter, never on patience
+def test_by_default_patience_stops_nothing():
+    # a frustrated component (cannot-links on an odd cycle) runs ordinary max-product, by
+    # default until its messages settle or max_iter
     rng = np.random.default_rng(3)
     n = 9
     cycle = np.array([(i, (i + 1) % n) for i in range(n)])
@@ -96,5 +103,5 @@ def test_auto_patience_does_not_stop_ordinary_max_product():
     unary = rng.random((n, 2))
     res = BeliefPropagation(max_iter=40).map(unary, g, rng=0)
     assert res.info["trw_components"] == 0 and res.info["stopped"] in ("tol", "max_iter")
-    # an explicit patience does apply to it
+    # an explicit patience does stop it
     assert BeliefPropagation(max_iter=40, patience=1).map(unary, g, rng=0).n_iter <= 3
