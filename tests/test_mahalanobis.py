@@ -219,10 +219,52 @@ def test_non_psd_update_is_projected_by_clipping_eigenvalues():
     p0 = fam.init_params(model.X, X[[0, 6]])
     p = model.m_step(labels, p0)
     cov = np.linalg.inv(p.metric[0])
-    floor = fam.eig_floor * p0.prior.mean()
-    ev = np.linalg.eigvalsh(cov)
-    assert ev.min() == pytest.approx(floor, rel=1e-6)  # clipped, not negative
+    s = 1.0 / np.sqrt(p0.prior)  # the floor is in units of T: T^-1/2 A⁻¹ T^-1/2 >= floor I
+    ev = np.linalg.eigvalsh(cov * np.outer(s, s))
+    assert ev.min() == pytest.approx(fam.eig_floor, rel=1e-6)  # clipped, not negative
     assert np.all(np.linalg.eigvalsh(p.metric[0]) > 0)
+
+
+@pytest.mark.parametrize("metric", ["diagonal", "full"])
+@pytest.mark.parametrize("clip", [False, True])
+def test_metric_update_is_equivariant_under_feature_rescaling(metric, clip):
+    """Rescaling feature d by s_d rescales its metric entry by 1/s_d², even for features
+    whose variance is tiny next to the others (no floor may depend on the units), and
+    also when violated must-links make the update indefinite (``clip``)."""
+    X, labels, _ = _tiny_problem()
+    scale = np.array([1e-4, 1.0, 1e4])  # variances 1e-8 .. 1e8
+    weight = 50.0 if clip else 0.02
+    c = Constraints.from_pairs(must_link=[(0, 11), (1, 10), (2, 9)], cannot_link=[(1, 3)],
+                               n=12, weight=weight)
+    S = scale**2 if metric == "diagonal" else np.outer(scale, scale)  # A_d -> A_d / s_d²
+    out = []
+    for Z in (X, X * scale):
+        fam = Mahalanobis(metric, shrinkage=0.0 if clip else 0.01, safeguard=False)
+        model = HMRF(Z, 2, emission=fam, potentials=[DistanceScaledPotts(c, alpha_max=1e6)])
+        p0 = fam.init_params(model.X, Z[[0, 6]])
+        if Z is not X:  # start from the rescaled metric, so the same pairs are in M*, C*
+            p0 = p0.replace(metric=out[0][1] / S)
+        out.append((model.m_step(labels, p0).metric[0], p0.metric))
+    out = [o[0] for o in out]
+    np.testing.assert_allclose(out[1] * S, out[0], rtol=1e-8)
+    if clip:  # the must-link terms made (★) indefinite: both were projected
+        A = out[0] if metric == "full" else np.diag(out[0])
+        assert np.linalg.eigvalsh(np.linalg.inv(A)).min() < 1e-5
+
+
+def test_constant_features_get_a_positive_prior_without_affecting_distances():
+    rng = np.random.default_rng(9)
+    X = np.c_[rng.normal(size=(20, 2)) * [1e-3, 1e3], np.full(20, 7.0), np.zeros(20)]
+    fam = Mahalanobis("diagonal")
+    p = fam.init_params(X, X[:2])
+    np.testing.assert_allclose(p.prior[:2], X[:, :2].var(0), rtol=1e-12)  # own variance kept
+    assert np.all(p.prior[2:] == p.prior[:2].mean())  # constant features: mean of the others
+    labels = np.repeat([0, 1], 10)
+    q = fam.m_step(X, labels, p)
+    assert np.all(np.isfinite(q.metric)) and np.all(q.metric > 0)
+    d = fam.unary(X, q) - fam.unary(X[:, :2], fam.m_step(X[:, :2], labels,
+                                                           fam.init_params(X[:, :2], X[:2, :2])))
+    np.testing.assert_allclose(d - d[0, 0], 0.0, atol=1e-8)  # a per-point constant only
 
 
 def test_bad_configuration_and_dimension_errors():

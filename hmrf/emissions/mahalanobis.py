@@ -25,135 +25,46 @@ groups, ``K = Σ c_ij (x_i - x_j)(x_i - x_j)ᵀ`` the violated-constraint term o
 :class:`hmrf.potentials.DistanceScaledPotts` (``c_ij = -w w_ij`` on ``M*``, ``+w w_ij``
 on ``C*``). Penalties use the mean metric ``Ā = Σ_g A_g / G``, hence ``K / G``.
 
-Regularisation: ``λ = shrinkage`` pulls the estimate toward ``T``, the global feature
-variances of ``X`` floored at ``eig_floor`` times their mean (toward the diagonal metric
-for ``metric="full"``). Because the prior term sits in every point's cost (a conjugate
-prior worth ``λ'`` pseudo-points per point, Basu 2005, eq. 4.9), (★) is the exact
-minimiser of the objective, and it is positive definite for ``λ > 0`` even with
-``d > n`` or constant features. If ``K`` makes (★) indefinite (must-link terms are
-subtracted) its eigenvalues are clipped at ``eig_floor · mean(t)``. Clipping and the
-thresholds that (★) holds fixed are why :meth:`Mahalanobis.m_step_model` checks the
-objective before it accepts a new metric.
+Regularisation: ``λ = shrinkage`` pulls the estimate toward ``T = diag(t)``, the global
+feature variances of ``X`` (toward the diagonal metric for ``metric="full"``; constant
+features get the mean variance of the others). Because the prior term sits in every
+point's cost (a conjugate prior worth ``λ'`` pseudo-points per point, Basu 2005,
+eq. 4.9), (★) is the exact minimiser of the objective, and it is positive definite for
+``λ > 0`` even with ``d > n`` or constant features. If ``K`` makes (★) indefinite
+(must-link terms are subtracted) it is projected in units of ``T``: the eigenvalues of
+``T^-1/2 A⁻¹ T^-1/2`` are clipped at ``eig_floor`` (for diagonal metrics,
+``1 / a_d >= eig_floor · t_d``). Every floor is relative to each feature's own
+variance, so rescaling a feature rescales its metric entry and no floor binds because
+of the units (a floor relative to the *mean* variance clipped the small-variance
+features of breast cancer, whose variances span 11 orders of magnitude). Clipping and
+the thresholds that (★) holds fixed are why :meth:`Mahalanobis.m_step_model` checks
+the objective before it accepts a new metric.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
-
 import numpy as np
 import scipy.sparse as sp
 
-from .base import EmissionFamily, EmissionParams, cluster_sums
+from .base import EmissionFamily, cluster_sums
 from .bregman import row_dot
+from .mahalanobis_params import MahalanobisParams, log_det_pd, pair_sq_distances
 
 __all__ = ["Mahalanobis", "MahalanobisParams", "log_det_pd", "pair_sq_distances", "METRICS"]
 
 METRICS = ("diagonal", "full", "identity")
 #: Largest dimension for which a full d x d metric is allowed (d² floats per metric).
 MAX_FULL_DIM = 4096
+#: A feature is constant when its variance is at most this times its mean square.
+CONSTANT_REL = 1e-12
 
 
-def log_det_pd(A) -> np.ndarray:
-    """``log det A`` of symmetric positive-definite matrices from their Cholesky factors.
-
-    ``log det A = 2 Σ_d log L_dd`` with ``A = L Lᵀ``; finite where ``det`` under- or
-    overflows (e.g. ``A = 1e-30 I`` in 30 dimensions). ``A`` has shape (d, d) or (g, d, d).
-
-    Raises
-    ------
-    ValueError
-        If some ``A`` is not positive definite.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> A = 1e-30 * np.eye(30)
-    >>> float(np.linalg.det(A)), round(float(log_det_pd(A)), 3)   # 30 * log(1e-30)
-    (0.0, -2072.327)
-    """
-    A = np.asarray(A, dtype=np.float64)
-    try:
-        L = np.linalg.cholesky(A)
-    except np.linalg.LinAlgError:
-        raise ValueError("the metric is not positive definite (Cholesky failed).") from None
-    return 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
-
-
-def pair_sq_distances(diff, metric) -> np.ndarray:
-    """``||v_e||²_A`` for every row ``v_e`` of ``diff`` (dense or sparse, (m, d)).
-
-    ``metric`` is a (d,) diagonal, a (d, d) matrix or ``None`` (identity).
-    """
-    if metric is None:
-        return row_dot(diff)
-    metric = np.asarray(metric)
-    if metric.ndim == 1:
-        sq = diff.multiply(diff) if sp.issparse(diff) else diff * diff
-        return np.asarray(sq @ metric, dtype=np.float64).ravel()
-    prod = np.asarray(diff @ metric)
-    if sp.issparse(diff):
-        return np.asarray(diff.multiply(prod).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", prod, diff)
-
-
-@dataclass(frozen=True)
-class MahalanobisParams(EmissionParams):
-    """Centres plus the learned metric.
-
-    Attributes
-    ----------
-    metric : ndarray of shape (g, d) or (g, d, d)
-        Diagonal (2-D) or full (3-D) metrics ``A_g``; ``g = 1`` when shared by all
-        clusters, ``g = k`` for per-cluster metrics.
-    prior : ndarray of shape (d,)
-        Diagonal ``t`` of the shrinkage target ``T``.
-    metric_step : float
-        Fraction of the paper's metric update that was accepted in the last M-step
-        (1 = all of it, 0 = the previous metric was kept; see
-        :meth:`Mahalanobis.m_step_model`).
-    """
-
-    metric: np.ndarray | None = None
-    prior: np.ndarray | None = None
-    metric_step: float = 1.0
-
-    @property
-    def diagonal(self) -> bool:
-        return self.metric.ndim == 2
-
-    @property
-    def n_groups(self) -> int:
-        return int(self.metric.shape[0])
-
-    @cached_property
-    def factor(self) -> np.ndarray:
-        """Cholesky factors ``L_g`` (g, d, d) with ``A_g = L_g L_gᵀ`` (full metrics)."""
-        return np.linalg.cholesky(self.metric)
-
-    @cached_property
-    def log_det(self) -> np.ndarray:
-        """``log det A_g`` for every group (g,), from Cholesky factors (or the diagonal)."""
-        if self.diagonal:
-            return np.log(self.metric).sum(axis=1)
-        return 2.0 * np.log(np.diagonal(self.factor, axis1=-2, axis2=-1)).sum(axis=-1)
-
-    def mean_metric(self) -> np.ndarray:
-        """``Ā = Σ_g A_g / G``, the metric of the distance-scaled penalties ((d,) or (d, d))."""
-        return self.metric.mean(axis=0)
-
-    def cluster_metric(self) -> np.ndarray:
-        """The metric of every cluster, shape (k, d) or (k, d, d)."""
-        if self.n_groups > 1:
-            return self.metric
-        return np.broadcast_to(self.metric, (self.n_clusters,) + self.metric.shape[1:])
-
-
-def _feature_variance(X) -> np.ndarray:
+def _feature_variance(X) -> tuple[np.ndarray, np.ndarray]:
+    """Variance and mean of every feature (sparse ``X`` stays sparse)."""
+    mean = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
     if sp.issparse(X):
-        mean = np.asarray(X.mean(axis=0)).ravel()
-        return np.maximum(np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2, 0.0)
-    return np.var(X, axis=0)
+        return np.maximum(np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2, 0.0), mean
+    return np.var(X, axis=0), mean
 
 
 class Mahalanobis(EmissionFamily):
@@ -169,7 +80,9 @@ class Mahalanobis(EmissionFamily):
     shrinkage : float in [0, 1), default=0.01
         ``λ`` of the update (★) in the module docstring.
     eig_floor : float, default=1e-6
-        Relative floor for the prior target and for clipped eigenvalues.
+        Floor of the eigenvalues of ``A⁻¹`` in units of the feature variances
+        (``T^-1/2 A⁻¹ T^-1/2 >= eig_floor · I``), applied when constraint terms make
+        the update indefinite.
     max_backtrack : int, default=5
         Halvings of the metric step tried before the old metric is kept.
     safeguard : bool, default=True
@@ -291,9 +204,14 @@ class Mahalanobis(EmissionFamily):
         C = np.array(centers, dtype=np.float64)
         k, d = C.shape
         g = k if self.per_cluster else 1
-        var = _feature_variance(X)
-        scale = float(var.mean()) if var.size and var.mean() > 0 else 1.0
-        prior = np.maximum(var, self.eig_floor * scale)
+        var, mean = _feature_variance(X)
+        # numerically constant features (no variance relative to their own magnitude)
+        # get the mean variance of the others: any positive value leaves every distance,
+        # hence the clustering, unchanged; every other feature keeps its own variance,
+        # so no floor ties the metric to the units of the features
+        const = var <= CONSTANT_REL * (mean**2 + var)
+        fill = float(var[~const].mean()) if np.any(~const) else 1.0
+        prior = np.where(const, fill, var)
         metric = np.ones((g, d)) if self.metric != "full" else np.tile(np.eye(d), (g, 1, 1))
         return MahalanobisParams(C, metric=metric, prior=prior)
 
@@ -328,23 +246,22 @@ class Mahalanobis(EmissionFamily):
         S = self._scatter(X, assignment, means, counts)
         n_g = counts if self.per_cluster else np.array([counts.sum()])
         G = n_g.shape[0]
-        lam, t = self.shrinkage, old.prior
-        floor = self.eig_floor * float(t.mean())
+        lam, t, floor = self.shrinkage, old.prior, self.eig_floor
+        s = 1.0 / np.sqrt(t)  # floors act in units of T: C̃ = T^-1/2 C T^-1/2 >= floor I
         metric = np.array(old.metric, dtype=np.float64)
         clipped = False
         for g in np.flatnonzero(n_g > 0):  # at most k small (d or d x d) problems
             Sg = S[g] if K is None else S[g] + K / G
             if self.metric == "full":
-                C = (1.0 - lam) * Sg / n_g[g] + lam * np.diag(t)
+                C = ((1.0 - lam) * Sg / n_g[g] + lam * np.diag(t)) * np.outer(s, s)
                 w, V = np.linalg.eigh((C + C.T) / 2.0)
                 clipped |= bool(np.any(w < floor))
-                w = np.maximum(w, floor)
-                A = (V / w) @ V.T
+                A = ((V / np.maximum(w, floor)) @ V.T) * np.outer(s, s)
                 metric[g] = (A + A.T) / 2.0
             else:
                 c = (1.0 - lam) * Sg / n_g[g] + lam * t
-                clipped |= bool(np.any(c < floor))
-                metric[g] = 1.0 / np.maximum(c, floor)
+                clipped |= bool(np.any(c < floor * t))
+                metric[g] = 1.0 / np.maximum(c, floor * t)
         return metric, clipped
 
     def m_step(self, X, assignment, params=None, normalizer="constant") -> MahalanobisParams:
