@@ -160,6 +160,7 @@ class DistanceScaledPotts(PottsConstraints):
         self.alpha_max = alpha_max
         self.mirrored = bool(mirrored)
         self._diff = None
+        self._diameters = (None, {})  # (X, {metric bytes: squared diameter})
 
     def _decreasing(self) -> np.ndarray:
         """(m,) mask of the edges whose penalty falls with distance (``max(α_min, α_max - d²)``)."""
@@ -193,7 +194,20 @@ class DistanceScaledPotts(PottsConstraints):
             return self.alpha_min, float(d2[ml].max())
         if not self._decreasing().any() and self.alpha_min == 0.0:
             return 0.0, np.inf  # the diameter cap cannot bind (see class docstring)
-        return self.alpha_min, _sq_diameter(X, self._metric(params))
+        return self.alpha_min, self._sq_diameter(X, self._metric(params))
+
+    def _sq_diameter(self, X, metric) -> float:
+        """Squared diameter of ``X`` under ``metric``, cached: the safeguard of the metric
+        step and the graph rebuild ask for it under the same few metrics."""
+        if self._diameters[0] is not X:
+            self._diameters = (X, {})
+        cache = self._diameters[1]
+        key = b"" if metric is None else np.ascontiguousarray(metric, dtype=np.float64).tobytes()
+        if key not in cache:
+            if len(cache) >= DIAMETER_CACHE:
+                cache.pop(next(iter(cache)))  # oldest first
+            cache[key] = _sq_diameter(X, metric)
+        return cache[key]
 
     def edge_scale(self, X=None, params=None) -> np.ndarray:
         """``f_ij`` per constraint: ``f_M`` for must-links, ``f_C`` for cannot-links.
@@ -241,6 +255,11 @@ class DistanceScaledPotts(PottsConstraints):
         idx = np.flatnonzero(viol & np.isfinite(weight) & inside)
         coef = np.where(dec[idx], -weight[idx], weight[idx])
         return self._differences(X)[idx], coef
+
+
+#: Metrics whose squared diameter :class:`DistanceScaledPotts` remembers (one M-step's
+#: safeguard tries at most ``max_backtrack + 2`` metrics).
+DIAMETER_CACHE = 8
 
 
 def _sq_diameter(X, metric, block: int = 2048) -> float:

@@ -108,6 +108,43 @@ def test_metric_terms_are_the_violated_pairs_strictly_inside_the_thresholds():
     assert np.all(np.isinf(g.weight))  # f = 0 on the farthest must-link, still hard
 
 
+def test_alpha_max_auto_gives_bilenko_penalties_for_mirrored():
+    """``alpha_max="auto"``: the paper's α_max for eq. 4, the data set's diameter for
+    ``penalty="mirrored"`` (f_M = d², f_C = d²(x', x'') - d², Bilenko et al. 2004)."""
+    c = Constraints.sample_from_labels(IRIS_Y, 40, rng=1)
+    mir = MPCKMeans(3, penalty="mirrored", random_state=0).fit(IRIS_X, constraints=c)
+    a = mir.metric_
+    d2 = np.array([(IRIS_X[i] - IRIS_X[j]) ** 2 @ a for i, j in mir.constraints_.pairs])
+    diam = (pdist(IRIS_X * np.sqrt(a)) ** 2).max()
+    ml = mir.constraints_.kind == 1
+    model = mir._model(IRIS_X, mir.constraints_, None)
+    f = model.potentials[0].edge_scale(model.X, mir.params_)
+    np.testing.assert_allclose(f, np.where(ml, d2, diam - d2), rtol=1e-9)
+    plain = MPCKMeans(3, random_state=0)._distance_potential(mir.constraints_)
+    assert plain.alpha_max == "must_link" and not plain.mirrored
+    fixed = MPCKMeans(3, penalty="mirrored", alpha_max=2.5)._distance_potential(c)
+    assert fixed.alpha_max == 2.5
+
+
+def test_diameter_is_computed_once_per_metric(monkeypatch):
+    import hmrf.potentials as pots
+
+    calls = []
+    real = pots._sq_diameter
+    monkeypatch.setattr(pots, "_sq_diameter", lambda X, m: calls.append(1) or real(X, m))
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 3))
+    c = Constraints.from_pairs(must_link=[(0, 1)], cannot_link=[(2, 3)], n=40)
+    pot = DistanceScaledPotts(c, alpha_max="data", mirrored=True)
+    a, b = _metric_params(X, 2, [1.0, 2.0, 3.0]), _metric_params(X, 2, [3.0, 2.0, 1.0])
+    for p in (a, b, a, b, a):
+        want = (pdist(X * np.sqrt(p.metric[0])) ** 2).max()
+        assert pot.thresholds(X, p)[1] == pytest.approx(want, rel=1e-12)
+    assert len(calls) == 2
+    pot.thresholds(X.copy(), a)  # another data matrix: recomputed
+    assert len(calls) == 3
+
+
 def test_potential_validation():
     c = Constraints.from_pairs(must_link=[(0, 1)], n=3)
     with pytest.raises(ValueError, match="alpha_min"):
@@ -157,13 +194,16 @@ def test_reported_objective_is_eq4_and_history_never_increases(metric, per_clust
         assert 0.0 <= est.params_.metric_step <= 1.0
 
 
-def test_identity_metric_and_unit_penalties_give_pckmeans():
+@pytest.mark.parametrize("engine", ["icm", "bp"])
+def test_identity_metric_and_unit_penalties_give_pckmeans(engine):
+    """A = I and f ≡ 1 is PCKMeans, label for label, with the same E-step engine."""
     for X, Y in ((IRIS_X, IRIS_Y), (WINE_X, WINE_Y)):
         for seed in range(2):
             c = Constraints.sample_from_labels(Y, 80, rng=seed)
-            a = MPCKMeans(3, metric="identity", penalty="constant", random_state=seed)
+            a = MPCKMeans(3, metric="identity", penalty="constant", inference=engine,
+                          random_state=seed)
             a.fit(X, constraints=c)
-            b = PCKMeans(3, random_state=seed).fit(X, constraints=c)
+            b = PCKMeans(3, inference=engine, random_state=seed).fit(X, constraints=c)
             np.testing.assert_array_equal(a.labels_, b.labels_)
             np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-10)
             assert a.objective_ == pytest.approx(b.objective_, rel=1e-10)
@@ -229,6 +269,19 @@ def test_mkmeans_uses_constraints_only_in_the_metric_update():
     assert not m1.emission.exact_m_step  # history may rise with constraints: no warning
 
 
+def test_default_e_step_reaches_a_lower_objective_than_icm():
+    """Why ``inference="bp"`` is the default: with distance-scaled penalties ICM's
+    single-point moves stop far above the optimum of the E-step energy."""
+    J = {"icm": [], "bp": []}
+    for seed in range(3):
+        c = Constraints.sample_from_labels(WINE_Y, 200, rng=seed)
+        for engine in J:
+            est = MPCKMeans(3, inference=engine, random_state=seed).fit(WINE_X, constraints=c)
+            J[engine].append(est.objective_)
+    assert MPCKMeans().inference == "bp"
+    assert np.mean(J["bp"]) < np.mean(J["icm"]) - 100.0, J
+
+
 # --------------------------------------------------------------- engines and inputs
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("cls", [MPCKMeans, MKMeans])
@@ -286,7 +339,7 @@ def test_sklearn_conventions():
 @pytest.mark.parametrize("bad,match", [
     (dict(penalty="linear"), "penalty"), (dict(metric="cosine"), "metric"),
     (dict(shrinkage=1.5), "shrinkage"), (dict(alpha_min=-1.0), "alpha_min"),
-    (dict(alpha_max="largest"), "alpha_max"), (dict(per_cluster="no"), "per_cluster"),
+    (dict(alpha_max="largest"), "alpha_max.*auto"), (dict(per_cluster="no"), "per_cluster"),
 ])
 def test_bad_parameters_raise_at_fit(bad, match):
     c = Constraints.from_pairs(must_link=[(0, 1)], n=150)
