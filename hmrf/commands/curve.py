@@ -56,7 +56,8 @@ def add_parser(sub):
     p.add_argument("--test-fraction", type=float, default=None,
                    help="instead of --folds: one random split per run holding out this fraction")
     p.add_argument("--w", type=float, default=1.0, help="constraint weight (default 1)")
-    p.add_argument("--engine", default="icm", help="E-step inference engine (default icm)")
+    p.add_argument("--engine", default=None,
+                   help="E-step inference engine (icm, bp, lp, exact; default: the estimator's own)")
     p.add_argument("--metrics", default="nmi,pairwise_f,objective", help="comma-separated")
     p.add_argument("--seed", type=int, default=0,
                    help="random seed (data sample, splits, supervision)")
@@ -101,20 +102,21 @@ def make_estimator(name, k, emission, w, engine):
     """The unfitted estimator behind a CLI name (random_state set by the driver)."""
     from .. import estimators as est
 
+    inf = {} if engine is None else {"inference": engine}  # None: the estimator's default
     if name == "hmrf-kmeans":
-        return est.HMRFKMeans(k, emission=emission, inference=engine, w=w)
+        return est.HMRFKMeans(k, emission=emission, w=w, **inf)
     if name == "hmrf-kmeans-i":
-        return est.HMRFKMeans(k, emission=emission, inference=engine, w=0.0)
+        return est.HMRFKMeans(k, emission=emission, w=0.0, **inf)
     if name == "pckmeans":
         if emission not in ("sqeuclidean", "euclidean"):
             raise ValueError(f"pckmeans uses squared Euclidean distance; --emission {emission} "
                              "is not possible.")
-        return est.PCKMeans(k, w=w, inference=engine)
+        return est.PCKMeans(k, w=w, **inf)
     if name == "mpckmeans":
         if emission not in ("sqeuclidean", "euclidean", "mahalanobis"):
             raise ValueError(f"mpckmeans learns a Mahalanobis metric; --emission {emission} "
                              "is not possible.")
-        return est.MPCKMeans(k, w=w, inference=engine)
+        return est.MPCKMeans(k, w=w, **inf)
     if name == "copkmeans":
         return est.COPKMeans(k, emission=emission)
     if name == "seeded-kmeans":

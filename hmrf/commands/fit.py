@@ -21,7 +21,8 @@ def add_parser(sub):
     p.add_argument("--estimator", default="hmrf-kmeans", choices=ESTIMATORS)
     p.add_argument("--emission", default="sqeuclidean", help="emission family (default sqeuclidean)")
     p.add_argument("--constraints", type=int, default=100, help="number of random labelled pairs")
-    p.add_argument("--engine", default="icm", help="E-step inference engine (default icm)")
+    p.add_argument("--engine", default=None,
+                   help="E-step inference engine (icm, bp, lp, exact; default: the estimator's own)")
     p.add_argument("--w", type=float, default=1.0, help="constraint weight")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     return p
@@ -45,7 +46,8 @@ def run(args) -> int:
     all_scores = evaluate(y, model.labels_)
     held = evaluate(y, model.labels_, unconstrained)
     print(f"dataset      {args.dataset} (n={X.shape[0]}, d={X.shape[1]}, k={k})")
-    print(f"estimator    {args.estimator}  engine={args.engine}  emission={args.emission}  w={args.w}")
+    engine = model.get_params().get("inference", "-")
+    print(f"estimator    {args.estimator}  engine={engine}  emission={args.emission}  w={args.w}")
     print(f"constraints  {len(c)} ({c.n_must_link} must-link, {c.n_cannot_link} cannot-link)")
     print(f"NMI          {all_scores['nmi']:.4f}  (unconstrained points: {held['nmi']:.4f})")
     print(f"pairwise F   {all_scores['pairwise_f']:.4f}  (unconstrained points: {held['pairwise_f']:.4f})")
