@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hmrf import PairwiseGraph
-from hmrf.inference import BeliefPropagation
+from hmrf.inference import BeliefPropagation, schedule
 from hmrf.inference.schedule import colour_classes, greedy_colouring
 
 
@@ -105,3 +105,18 @@ def test_by_default_patience_stops_nothing():
     assert res.info["trw_components"] == 0 and res.info["stopped"] in ("tol", "max_iter")
     # an explicit patience does stop it
     assert BeliefPropagation(max_iter=40, patience=1).map(unary, g, rng=0).n_iter <= 3
+
+
+def test_any_proper_class_order_works(monkeypatch):
+    # the schedule must not rely on first-fit's property that every node of a later
+    # class has an earlier neighbour: in the proper order below node 4 (class 1) has
+    # only a later neighbour; BP on this forest must stay exact
+    rng = np.random.default_rng(950)
+    g = PairwiseGraph.potts(6, [(0, 1), (0, 2), (4, 5), (3, 5)], [1.5, 0.7, 1.0, 0.4], [1, -1, 1, 1])
+    unary = rng.random((6, 3)) * 3
+    monkeypatch.setattr(schedule, "greedy_colouring",
+                        lambda n, edges: [np.array([0, 3]), np.array([1, 2, 4]), np.array([5])])
+    for reweight in (None, "trw"):
+        res = BeliefPropagation(reweight=reweight, tol=1e-10).map(unary, g, rng=0)
+        assert res.info["n_colours"] == 3  # the order above was used
+        assert res.energy == pytest.approx(brute_force(unary, g), abs=1e-9)

@@ -214,9 +214,8 @@ class SequentialMessages:
         # decoding: costs of the Potts factors towards decoded earlier nodes, per class
         # (must-link w [y != x] = w - w [y == x], cannot-link w [y == x])
         self.dec = []
-        for d, row in lay.dec:
+        for (d, row), size in zip(lay.dec, np.diff(lay.bounds)):  # size: members of the class
             ml, potts = lay.kind[d] == POTTS_ML, lay.kind[d] != TABLE
-            size = int(row.max()) + 1 if row.size else 0
             base = np.bincount(row[ml], weights=self.w[d][ml], minlength=size)
             sw = np.where(ml, -self.w[d], self.w[d])
             self.dec.append((d[potts], row[potts] * k, sw[potts], base, d[~potts], row[~potts]))
