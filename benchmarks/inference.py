@@ -14,6 +14,11 @@ k = 10; ICM, BP and LP (with the share of the LP time spent inside HiGHS).
 ``--raw-unary`` keeps the squared distances as they are (no row minimum removed), so
 the excess is relative to the whole E-step energy, as the EM objective sees it.
 
+Group "closure": every pair of 20–60 labelled points constrained by its classes, k =
+3–6 (a complete graph: must-link cliques joined by complete bipartite cannot-links),
+what a noise-free oracle's answers become after the transitive closure, as active
+selection and ``closure=True`` produce them.
+
 Optional part 1b (``--cl-stress``): cannot-links only between random pairs, k = 3,
 unary costs scaled by 0.25, 40–80 points — frustrated colouring-like problems where
 the LP relaxation is weak (the uniform fractional labelling pays nothing for any
@@ -105,6 +110,25 @@ def make_instance(rng, mixed, n=None, k=None, m=None, noise=0.1, dim=2, unary_sc
     return unary, PairwiseGraph.potts(n, pairs, weight, kind)
 
 
+def closure_instance(rng, n=None, k=None, noise=0.0):
+    """Every pair of ``n`` labelled points constrained by its classes (a complete graph).
+
+    What a noise-free oracle's answers become after the transitive closure, as active
+    selection and ``closure=True`` produce them: must-link cliques joined by complete
+    bipartite cannot-links. Unary costs as in :func:`make_instance`.
+    """
+    n = int(rng.integers(20, 61)) if n is None else n
+    k = int(rng.integers(3, 7)) if k is None else k
+    centres = rng.normal(scale=1.5, size=(k, 2))
+    truth = rng.integers(k, size=n)
+    X = centres[truth] + rng.normal(size=(n, 2))
+    unary = ((X[:, None, :] - centres[None]) ** 2).sum(-1) / 2.0
+    unary -= unary.min(axis=1, keepdims=True)
+    i, j = np.triu_indices(n, 1)
+    kind = np.where(truth[i] == truth[j], 1, -1)
+    return unary, PairwiseGraph.potts(n, np.c_[i, j], rng.uniform(0.2, 2.0, size=i.size), kind)
+
+
 def run_engine(factory, unary, graph, seed):
     t0 = time.perf_counter()
     res = factory().map(unary, graph, rng=seed)
@@ -117,12 +141,17 @@ def part1(args, rng):
     if args.cl_stress:
         groups.append(("cannot-link stress", "cl",
                        dict(n=None, k=3, unary_scale=0.25)))
+    groups.append(("closure", "closure", {}))
+    closure_rng = np.random.default_rng([args.seed, 1])
     n_inst = 4 if args.quick else args.instances
     for gname, mixed, kw in groups:
         for i in range(n_inst):
             if mixed == "cl":
                 kw = dict(kw, n=int(rng.integers(40, 81)))
-            unary, graph = make_instance(rng, mixed, raw=args.raw_unary, **kw)
+            if mixed == "closure":  # its own stream: the other groups' instances stay as they were
+                unary, graph = closure_instance(closure_rng)
+            else:
+                unary, graph = make_instance(rng, mixed, raw=args.raw_unary, **kw)
             ex, t_ex = run_engine(lambda: ExactMILP(time_limit=args.time_limit), unary, graph, 0)
             ref = ex.energy
             row = {"group": gname, "instance": i, "n": unary.shape[0], "k": unary.shape[1],

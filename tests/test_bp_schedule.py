@@ -120,3 +120,24 @@ def test_any_proper_class_order_works(monkeypatch):
         res = BeliefPropagation(reweight=reweight, tol=1e-10).map(unary, g, rng=0)
         assert res.info["n_colours"] == 3  # the order above was used
         assert res.energy == pytest.approx(brute_force(unary, g), abs=1e-9)
+
+
+def closure_problem(rng, n, k):
+    truth = rng.integers(k, size=n)
+    i, j = np.triu_indices(n, 1)
+    kind = np.where(truth[i] == truth[j], 1, -1)
+    return rng.random((n, k)) * 3, PairwiseGraph.potts(n, np.c_[i, j], rng.uniform(0.2, 2.0, i.size), kind)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_auto_schedule_is_no_worse_than_either_schedule_on_frustrated_problems(seed):
+    # dense cliques of must-links joined by cannot-links (a closure): sequential
+    # max-product can lock a clique onto a wrong label early, flooding does not; the
+    # "auto" schedule keeps the cheaper part of both, component by component
+    rng = np.random.default_rng(970 + seed)
+    unary, g = closure_problem(rng, 24, 3)
+    auto = BeliefPropagation().map(unary, g, rng=0)
+    seq = BeliefPropagation(schedule="sequential").map(unary, g, rng=0)
+    flood = BeliefPropagation(schedule="flooding").map(unary, g, rng=0)
+    assert auto.energy <= min(seq.energy, flood.energy) + 1e-9
+    assert "flooding_iter" in auto.info and "flooding_iter" not in seq.info

@@ -4,8 +4,9 @@ The factor graph has one variable per hidden label ``y_i``, one unary factor ``D
 per point and one pairwise factor per constraint (or table edge). Max-product in the
 log domain is min-sum; the message updates, their O(k) Potts forms and the treatment
 of infinite costs are in :mod:`hmrf.inference.messages`. Two schedules:
-:mod:`hmrf.inference.schedule` (sequential over colour classes, with TRW-S; the
-default) and :mod:`hmrf.inference.flooding` (all messages at once, the thesis's).
+:mod:`hmrf.inference.schedule` (sequential over colour classes, with TRW-S) and
+:mod:`hmrf.inference.flooding` (all messages at once, the thesis's); the default runs
+the first, and the second too on frustrated components.
 Only constrained nodes reach this engine (see :func:`~hmrf.inference.base.reduce_problem`).
 """
 
@@ -19,6 +20,7 @@ from .flooding import flooding
 from .lp import connected_components
 from .messages import big_cost
 from .polish import check_polish, finish, polish_labels
+from .rounding import best_per_component
 from .schedule import SequentialMessages
 
 __all__ = ["BeliefPropagation", "uniform_edge_appearance"]
@@ -88,12 +90,19 @@ class BeliefPropagation(InferenceEngine):
         mixed problems (ordinary max-product still improves after five stale
         iterations) and stopped TRW-S at 1.2 % above the optimum of a 5,000-node
         must-link E-step that it proves optimal 25 iterations later.
-    schedule : {"sequential", "flooding"}, default="sequential"
+    schedule : {"auto", "sequential", "flooding"}, default="auto"
         ``"sequential"``: forward and backward passes over colour classes
         (:mod:`hmrf.inference.schedule`). ``"flooding"``: all messages at once per round
-        (:mod:`hmrf.inference.flooding`, the thesis's schedule and this engine's
-        default before; per-node argmin anytime labelling and a final consistent
-        decoding).
+        (:mod:`hmrf.inference.flooding`, the thesis's schedule; per-node argmin anytime
+        labelling and a final consistent decoding). ``"auto"``: sequential, and in max
+        mode, when some component has a cannot-link (or a table or hard factor),
+        flooding max-product as well, keeping per connected component the cheaper of
+        the two labellings (``info["flooding_iter"]``). Neither ordinary schedule is
+        reliable alone on frustrated graphs: sequential max-product locks dense
+        must-link cliques onto a wrong label early (mean excess 21.8 % on the
+        complete "closure" graphs of ``benchmarks/inference.py``, flooding 1.4 %, both
+        0.07 %), flooding oscillates on sparse cannot-link colourings (4.0 % against
+        0.56 %). The callback sees the sequential iterations.
     rel_gap : float in [0, 1), default=1e-3
         A TRW-S component stops as soon as its decoded labelling is proven within
         ``rel_gap`` (relative) of that component's optimum by the TRW-S lower bound.
@@ -118,10 +127,9 @@ class BeliefPropagation(InferenceEngine):
     close the gap on the 5,000-node E-step. With cannot-links the
     relaxation is weak (see :class:`~hmrf.inference.LPRelaxation`) and TRW-S decodes
     worse than plain max-product (65-85 % within 1 % against 90-100 % on mixed
-    E-steps), so frustrated components run ordinary max-product only, with the same
-    sequential schedule: it propagates evidence across the whole graph in one pass
-    and needs far fewer iterations than flooding (12 against 59 on the large mixed
-    E-step). The order is the greedy colouring of
+    E-steps), so frustrated components run ordinary max-product only, with both
+    schedules (``schedule`` above): the sequential one propagates evidence across the
+    whole graph in one pass, flooding does not lock dense cliques early. The order is the greedy colouring of
     :func:`~hmrf.inference.schedule.colour_classes` (hubs first, few classes). Each
     iteration costs O(k) per Potts factor and O(k²) per table factor in vectorised
     NumPy operations per colour class.
@@ -173,7 +181,7 @@ class BeliefPropagation(InferenceEngine):
     """
 
     def __init__(self, mode="max", max_iter=100, damping="auto", tol=1e-6, reweight="auto", polish=None,
-                 patience=None, schedule="sequential", rel_gap=1e-3):
+                 patience=None, schedule="auto", rel_gap=1e-3):
         self.mode = mode
         self.max_iter = max_iter
         self.damping = damping
@@ -198,8 +206,8 @@ class BeliefPropagation(InferenceEngine):
         if not (rw is None or rw in ("auto", "trw")
                 or (isinstance(rw, (int, float)) and not isinstance(rw, bool) and 0 < rw <= 1)):
             raise ValueError(f"reweight must be 'auto', None, 'trw' or a number in (0, 1]; got {rw!r}.")
-        if self.schedule not in ("sequential", "flooding"):
-            raise ValueError(f"schedule must be 'sequential' or 'flooding'; got {self.schedule!r}.")
+        if self.schedule not in ("auto", "sequential", "flooding"):
+            raise ValueError(f"schedule must be 'auto', 'sequential' or 'flooding'; got {self.schedule!r}.")
         pat = self.patience
         if not (pat is None or (isinstance(pat, (int, np.integer)) and pat >= 1)):
             raise ValueError(f"patience must be None or an int >= 1; got {pat!r}.")
@@ -226,19 +234,26 @@ class BeliefPropagation(InferenceEngine):
         big = big_cost(unary, graph)
         u0 = unary - np.min(unary, axis=1, keepdims=True)
         u0 = np.where(np.isinf(u0), big, u0)
+        flood_args = (self.max_iter, None if isinstance(self.damping, str) else self.damping, float(self.tol),
+                      None if self.patience is None else int(self.patience), AUTO_SWITCH)
         if self._sequential():
             out = self._solve_sequential(unary, u0, graph, big, notify)
         else:
-            out = flooding(unary, u0, graph, big, self._rho(graph), self.mode, self.max_iter,
-                           None if isinstance(self.damping, str) else self.damping, float(self.tol),
-                           None if self.patience is None else int(self.patience),
-                           AUTO_SWITCH, notify, rng)
+            out = flooding(unary, u0, graph, big, self._rho(graph), self.mode, *flood_args, notify, rng)
         if self.mode == "sum":
             return out
         labels, info = out.pop("labels"), out["info"]
         decoded = labels[0]
         info["decoded_energy"] = graph.energy(decoded, unary)
         cands = list(labels)
+        if self.schedule == "auto" and self._sequential() and info["trw_components"] < info["n_components"]:
+            # frustrated components: flooding max-product too, the cheaper part per
+            # component is kept (class Notes, "Schedule")
+            fl = flooding(unary, u0, graph, big, None, "max", *flood_args, lambda *a: None, rng)
+            n_comp, comp = connected_components(graph)
+            combined, _ = best_per_component(unary, graph, np.array(cands + fl["labels"]), comp, n_comp)
+            cands.append(combined)
+            info["flooding_iter"] = fl["n_iter"]
         if polish:
             start = min(cands, key=lambda y: graph.energy(y, unary))
             polished, sweeps = polish_labels(unary, graph, start, rng)
