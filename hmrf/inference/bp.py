@@ -27,6 +27,8 @@ __all__ = ["BeliefPropagation", "uniform_edge_appearance"]
 
 #: with ``damping="auto"``, undamped rounds before switching to damping 0.5
 AUTO_SWITCH = 20
+#: ``schedule="auto"``: patience of the sequential run on frustrated components
+AUTO_PATIENCE = 10
 
 
 def uniform_edge_appearance(graph) -> np.ndarray:
@@ -102,7 +104,11 @@ class BeliefPropagation(InferenceEngine):
         must-link cliques onto a wrong label early (mean excess 3.7 %, at most 40 %, on
         the complete "closure" graphs of ``benchmarks/inference.py``; flooding 1.4 %,
         both 0.07 %), flooding oscillates on sparse cannot-link colourings (4.0 %
-        against 0.56 %). The callback sees the sequential iterations.
+        against 0.56 %). In this mode a frustrated component's sequential run stops
+        after ``AUTO_PATIENCE = 10`` iterations without a better labelling unless
+        ``patience`` is given (the flooding run covers it; measured: 0.98 % instead of
+        0.56 % mean excess on the colourings, the other groups unchanged, E-steps of
+        MPCKMeans on digits 2-3x faster). The callback sees the sequential iterations.
     rel_gap : float in [0, 1), default=1e-3
         A TRW-S component stops as soon as its decoded labelling is proven within
         ``rel_gap`` (relative) of that component's optimum by the TRW-S lower bound.
@@ -277,7 +283,11 @@ class BeliefPropagation(InferenceEngine):
         trw = np.zeros(n_comp, dtype=bool) if warm_up else trw_target
         sm.set_gamma(trw[comp])
         lam = 0.0 if isinstance(self.damping, str) else float(self.damping)
-        patience = self.patience
+        patience, auto_patience = self.patience, False
+        if patience is None and self.schedule == "auto" and max_mode and not trw_target.all():
+            # frustrated components also run flooding (``schedule``), so their sequential
+            # run stops after AUTO_PATIENCE iterations without a better labelling
+            patience, auto_patience = AUTO_PATIENCE, True
         rel_gap = float(self.rel_gap)
         base = float(np.min(unary, axis=1).sum())
         labels, best = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
@@ -308,7 +318,7 @@ class BeliefPropagation(InferenceEngine):
                                                                    rel_gap * np.abs(best_e)))
                 new_done = gap_closed.copy()
                 if patience is not None:  # a warming-up component still has its TRW-S phase
-                    new_done |= (stale >= patience) & ~(trw_target & ~trw)
+                    new_done |= (stale >= patience) & (~trw_target if auto_patience else ~(trw_target & ~trw))
                 if (new_done & ~done).any():
                     done |= new_done
                     sm.freeze(done[comp])
