@@ -18,7 +18,7 @@ from ..graph import POTTS_ML, TABLE, as_graph, segment_sum
 from .base import InferenceEngine, InferenceResult, check_unary, reduce_problem
 from .flooding import flooding
 from .lp import connected_components
-from .messages import big_cost
+from .messages import big_cost, marginals_from_beliefs
 from .polish import check_polish, finish, polish_labels
 from .rounding import best_per_component
 from .schedule import SequentialMessages
@@ -352,9 +352,7 @@ class BeliefPropagation(InferenceEngine):
                 "n_colours": len(sm.bounds) - 1, "trw_components": int(trw_target.sum()),
                 "n_components": n_comp, "trw_from_iter": None if not trw.any() else (info_switch or 0) + 1}
         if not max_mode:
-            b = beliefs[np.argsort(perm)]
-            marg = np.exp(-(b - b.min(axis=1, keepdims=True)))
-            marg /= marg.sum(axis=1, keepdims=True)
+            marg = marginals_from_beliefs(beliefs[np.argsort(perm)])
             y = np.argmax(marg, axis=1)
             notify(it, y)
             info["marginals"] = marg

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..graph import segment_sum
 from .icm import independent_sets
-from .messages import FactorMessages
+from .messages import FactorMessages, marginals_from_beliefs
 
 __all__ = ["flooding", "consistent_decode"]
 
@@ -63,9 +63,7 @@ def flooding(unary, u0, graph, big, rho, mode, max_iter, damping, tol, patience,
     info = {"damping": lam, "big": big, "reweighted": fm.reweighted, "stopped": stopped,
             "schedule": "flooding"}
     if mode == "sum":
-        b = beliefs.T
-        marg = np.exp(-(b - b.min(axis=1, keepdims=True)))
-        marg /= marg.sum(axis=1, keepdims=True)
+        marg = marginals_from_beliefs(beliefs.T)
         labels = np.argmax(marg, axis=1)
         notify(it, labels)
         info["marginals"] = marg

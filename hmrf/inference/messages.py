@@ -37,7 +37,7 @@ from scipy.special import logsumexp
 from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 
 __all__ = ["FactorMessages", "big_cost", "potts_cannot_link_min", "logsumexp_excluding",
-           "must_link_messages", "cannot_link_messages", "table_messages"]
+           "must_link_messages", "cannot_link_messages", "table_messages", "marginals_from_beliefs"]
 
 
 def _finite_spread(x: np.ndarray, axis) -> float:
@@ -93,6 +93,16 @@ def logsumexp_excluding(v: np.ndarray) -> np.ndarray:
     excl[amax, cols] = e.sum(axis=0)
     with np.errstate(divide="ignore"):
         return np.log(excl) + vmax
+
+
+def marginals_from_beliefs(b: np.ndarray) -> np.ndarray:
+    """Row-normalised ``p(y_i = h) ∝ exp(-b_ih)`` of (n, k) sum-product beliefs (log domain).
+
+    The row minimum is subtracted first, so nothing overflows.
+    """
+    marg = np.exp(-(b - b.min(axis=1, keepdims=True)))
+    marg /= marg.sum(axis=1, keepdims=True)
+    return marg
 
 
 def must_link_messages(h: np.ndarray, w: np.ndarray, mode: str, out: np.ndarray) -> np.ndarray:
