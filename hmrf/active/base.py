@@ -170,6 +170,15 @@ class _State:
         remaining = getattr(self.oracle, "remaining", None)
         return remaining is None or remaining > 0
 
+    def free_points(self) -> np.ndarray:
+        """Points in no neighbourhood yet; raise _Stop when the budget or the points run out."""
+        if not self.budget_left():
+            raise _Stop("budget spent")
+        free = np.flatnonzero(~self.done)
+        if free.size == 0:
+            raise _Stop("every point is placed")
+        return free
+
     # ------------------------------------------------------------- geometry
     def point_centers(self, idx) -> np.ndarray:
         """Data points as cluster representatives of the family (e.g. smoothed for KL)."""

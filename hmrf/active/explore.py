@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from .base import ActiveSelector, _State, _Stop
+from .base import ActiveSelector, _State
 
 __all__ = ["Explore", "ExploreConsolidate"]
 
@@ -79,11 +79,7 @@ class Explore(ActiveSelector):
         dmin = state.divergence_to_points(None, members).min(axis=1)
         k = self._k
         while k is None or len(state.hoods) < k:
-            if not state.budget_left():
-                raise _Stop("budget spent")
-            free = np.flatnonzero(~state.done)
-            if free.size == 0:
-                raise _Stop("every point is placed")
+            free = state.free_points()
             x = int(free[np.argmax(dmin[free])])
             outcome = state.resolve(x, state.order_by_centroid(x))
             if outcome != "skipped":
@@ -144,11 +140,7 @@ class ExploreConsolidate(Explore):
         self._explore(state)
         self._start_consolidate(state)
         while True:
-            if not state.budget_left():
-                raise _Stop("budget spent")
-            free = np.flatnonzero(~state.done)
-            if free.size == 0:
-                raise _Stop("every point is placed")
+            free = state.free_points()
             x = self._pick(state, free)
             infer = len(state.hoods) == self._k
             if state.resolve(x, state.order_by_centroid(x), infer_last=infer) != "skipped":

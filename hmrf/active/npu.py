@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from .base import ActiveSelector, _State, _Stop, fit_clusterer
+from .base import ActiveSelector, _State, fit_clusterer
 
 __all__ = [
     "NPU",
@@ -254,11 +254,7 @@ class NPU(ActiveSelector):
         if not state.hoods:
             state.seed()
         while True:
-            if not state.budget_left():
-                raise _Stop("budget spent")
-            free = np.flatnonzero(~state.done)
-            if free.size == 0:
-                raise _Stop("every point is placed")
+            free = state.free_points()
             if len(state.hoods) == 1:
                 x, order = int(state.rng.choice(free)), np.zeros(1, dtype=np.int64)
             else:
