@@ -25,7 +25,8 @@ def test_console_script_entry_point():
 
 
 def test_import_is_light():
-    code = "import hmrf, sys; print(sorted(m for m in ('pgmpy', 'cvxpy', 'matplotlib', 'sklearn') if m in sys.modules))"
+    code = ("import hmrf, hmrf.inference, sys; print(sorted(m for m in ('pgmpy', 'cvxpy', 'matplotlib', 'sklearn', 'numba')"
+            " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert out.strip() == "[]"
 

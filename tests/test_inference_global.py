@@ -22,6 +22,9 @@ ENGINES = {
     "bp-trw": BeliefPropagation(reweight="trw"),
     "bp-plain": BeliefPropagation(reweight=None),
     "bp-flood": BeliefPropagation(schedule="flooding"),
+    # the NumPy passes (colour order), what runs where numba is not installed
+    "bp-numpy": BeliefPropagation(kernel="numpy"),
+    "bp-flood-numpy": BeliefPropagation(schedule="flooding", kernel="numpy"),
     "lp": LPRelaxation(),
     "lp-polish": LPRelaxation(polish="icm"),
     "exact": ExactMILP(),
@@ -211,14 +214,15 @@ def test_best_per_component_is_no_worse_than_any_candidate():
 # ------------------------------------------------------------ belief propagation
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("schedule", ["sequential", "flooding"])
-def test_bp_is_exact_on_trees(seed, schedule):
+@pytest.mark.parametrize("kernel", ["auto", "numpy"])
+def test_bp_is_exact_on_trees(seed, schedule, kernel):
     rng = np.random.default_rng(200 + seed)
     n, k = int(rng.integers(3, 8)), int(rng.integers(2, 4))
     unary, g = random_tree(rng, n, k, tables=seed % 3 == 0)
     best, _ = brute_force(unary, g)
     for damping in (0.0, 0.5):
         res = BeliefPropagation(damping=damping, tol=1e-10, patience=None, reweight=None,
-                                schedule=schedule).map(unary, g, rng=seed)
+                                schedule=schedule, kernel=kernel).map(unary, g, rng=seed)
         assert res.converged and res.info["stopped"] == "tol"
         assert res.energy == pytest.approx(best, abs=1e-9)
         # the consistent decoding alone is exact (every node is constrained here)
@@ -226,12 +230,13 @@ def test_bp_is_exact_on_trees(seed, schedule):
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_trws_is_exact_on_trees_and_proves_it(seed):
+@pytest.mark.parametrize("kernel", ["auto", "numpy"])
+def test_trws_is_exact_on_trees_and_proves_it(seed, kernel):
     rng = np.random.default_rng(250 + seed)
     n, k = int(rng.integers(3, 9)), int(rng.integers(2, 4))
     unary, g = random_tree(rng, n, k, tables=seed % 3 == 0)
     best, _ = brute_force(unary, g)
-    res = BeliefPropagation(reweight="trw", rel_gap=0.0, tol=1e-9).map(unary, g, rng=seed)
+    res = BeliefPropagation(reweight="trw", rel_gap=0.0, tol=1e-9, kernel=kernel).map(unary, g, rng=seed)
     assert res.converged and res.info["stopped"] == "gap"  # the tree LP is tight
     assert res.energy == pytest.approx(best, abs=1e-7)
     assert best - 1e-6 <= res.lower_bound <= best + 1e-9
@@ -319,7 +324,8 @@ def _random_must_link_problem(rng, n, k, m):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_trws_bound_is_valid_monotone_and_below_the_lp_bound(seed):
+@pytest.mark.parametrize("kernel", ["auto", "numpy"])
+def test_trws_bound_is_valid_monotone_and_below_the_lp_bound(seed, kernel):
     rng = np.random.default_rng(600 + seed)
     must_link_only = seed % 2 == 0
     if must_link_only:
@@ -328,7 +334,7 @@ def test_trws_bound_is_valid_monotone_and_below_the_lp_bound(seed):
         unary, g = random_problem(rng, 7, 3, 12, p_hard=0.3, tables=seed % 4 == 1)
     best, _ = brute_force(unary, g)
     bounds = []
-    res = BeliefPropagation(reweight="trw", rel_gap=0.0, patience=None, max_iter=60).map(
+    res = BeliefPropagation(reweight="trw", rel_gap=0.0, patience=None, max_iter=60, kernel=kernel).map(
         unary, g, rng=0, callback=lambda it, y, e, b: bounds.append(b))
     bounds = [b for b in bounds if b is not None]
     # the result's bound is the best one, at least the last the callback saw (the last
@@ -370,7 +376,7 @@ def test_trws_certificate_matches_the_exact_optimum_on_must_link_problems():
 
 
 def test_sequential_bp_is_deterministic_and_the_colouring_is_a_proper_order():
-    from hmrf.inference.schedule import colour_classes
+    from hmrf.inference.order import colour_classes
 
     rng = np.random.default_rng(10)
     unary, g = random_problem(rng, 30, 4, 60, tables=True)
@@ -547,6 +553,9 @@ def test_lp_callback_and_info():
     (BeliefPropagation(rel_gap=1.5), "rel_gap"),
     (BeliefPropagation(patience=0), "patience"),
     (BeliefPropagation(polish="greedy"), "polish"),
+    (BeliefPropagation(kernel="cuda"), "kernel"),
+    (BeliefPropagation(order="random"), "order"),
+    (BeliefPropagation(order="bfs", kernel="numpy"), "order='bfs' needs the compiled kernel"),
     (LPRelaxation(backend="gurobi"), "backend"),
     (LPRelaxation(n_rounds=0), "n_rounds"),
     (ExactMILP(time_limit=0), "time_limit"),

@@ -12,23 +12,24 @@ Only constrained nodes reach this engine (see :func:`~hmrf.inference.base.reduce
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..graph import POTTS_ML, TABLE, as_graph, segment_sum
 from .base import InferenceEngine, InferenceResult, check_unary, reduce_problem
 from .flooding import flooding
 from .lp import connected_components
-from .messages import big_cost, marginals_from_beliefs
+from .messages import big_cost
 from .polish import check_polish, finish, polish_labels
 from .rounding import best_per_component
 from .schedule import SequentialMessages
+from .sequential import AUTO_PATIENCE, AUTO_SWITCH, run_sequential
 
 __all__ = ["BeliefPropagation", "uniform_edge_appearance"]
 
-#: with ``damping="auto"``, undamped rounds before switching to damping 0.5
-AUTO_SWITCH = 20
-#: ``schedule="auto"``: patience of the sequential run on frustrated components
-AUTO_PATIENCE = 10
+#: ``schedule="auto"``: frustrated components of at least this mean degree also run flooding
+DENSE_DEGREE = 8
 
 
 def uniform_edge_appearance(graph) -> np.ndarray:
@@ -187,7 +188,7 @@ class BeliefPropagation(InferenceEngine):
     """
 
     def __init__(self, mode="max", max_iter=100, damping="auto", tol=1e-6, reweight="auto", polish=None,
-                 patience=None, schedule="auto", rel_gap=1e-3):
+                 patience=None, schedule="auto", rel_gap=1e-2, kernel="auto", order="auto"):
         self.mode = mode
         self.max_iter = max_iter
         self.damping = damping
@@ -197,6 +198,8 @@ class BeliefPropagation(InferenceEngine):
         self.polish = polish
         self.schedule = schedule
         self.rel_gap = rel_gap
+        self.kernel = kernel
+        self.order = order
 
     def _check_params(self):
         if self.mode not in ("max", "sum"):
@@ -219,7 +222,65 @@ class BeliefPropagation(InferenceEngine):
             raise ValueError(f"patience must be None or an int >= 1; got {pat!r}.")
         if not (isinstance(self.rel_gap, (int, float)) and 0 <= self.rel_gap < 1):
             raise ValueError(f"rel_gap must be a number in [0, 1); got {self.rel_gap!r}.")
+        if self.kernel not in ("auto", "numba", "numpy"):
+            raise ValueError(f"kernel must be 'auto', 'numba' or 'numpy'; got {self.kernel!r}.")
+        if self.order not in ("auto", "bfs", "colour"):
+            raise ValueError(f"order must be 'auto', 'bfs' or 'colour'; got {self.order!r}.")
+        if self.order == "bfs" and not self._compiled():
+            raise ValueError("order='bfs' needs the compiled kernel (numba, max mode): the NumPy passes "
+                             "update one colour class at a time; use order='colour' or 'auto'.")
         return check_polish(self.polish)
+
+    @staticmethod
+    def _dense_part(graph):
+        """Nodes of the frustrated components of mean degree >= ``DENSE_DEGREE`` and their
+        subgraph (cached on the graph): where ``schedule="auto"`` also runs flooding."""
+        if "bp_dense" not in graph._cache:
+            n_comp, comp = connected_components(graph)
+            bad = (graph.kind != POTTS_ML) | np.isinf(graph.weight)
+            frustrated = np.zeros(n_comp, dtype=bool)
+            frustrated[comp[graph.edges[bad, 0]]] = True
+            size = np.bincount(comp, minlength=n_comp)
+            m_c = np.bincount(comp[graph.edges[:, 0]], minlength=n_comp)
+            nodes = np.flatnonzero((frustrated & (2 * m_c >= DENSE_DEGREE * size))[comp])
+            sub = graph if nodes.size == graph.n_nodes else graph.subgraph(nodes)
+            graph._cache["bp_dense"] = (nodes, sub)
+        return graph._cache["bp_dense"]
+
+    def _compiled(self) -> bool:
+        """Whether the max-product passes run compiled (``kernel``; numba importable)."""
+        if self.kernel == "numpy" or self.mode == "sum":
+            return False
+        try:
+            import numba  # noqa: F401
+        except ImportError as exc:
+            if self.kernel == "numba":
+                raise ImportError("BeliefPropagation(kernel='numba') needs numba: "
+                                  "pip install 'hmrf[fast]'") from exc
+            return False
+        return True
+
+    def _order(self) -> str:
+        """The node order of the sequential schedule (``order``)."""
+        if self.order != "auto":
+            return self.order
+        return "bfs" if self._compiled() else "colour"
+
+    def _passes(self):
+        """The passes of the sequential schedule: compiled or NumPy (``kernel``), in ``order``."""
+        if self._compiled():
+            from .schedule_numba import CompiledSequentialMessages
+
+            return functools.partial(CompiledSequentialMessages, order=self._order())
+        return SequentialMessages
+
+    def _flooding(self, unary, u0, graph, big, rho, mode, args, notify, rng):
+        """The flooding schedule: compiled in max mode without reweighting (``kernel``)."""
+        if self._compiled() and mode == "max" and rho is None:
+            from .flooding_numba import compiled_flooding
+
+            return compiled_flooding(graph, u0, big, *args, notify, order=self._order())
+        return flooding(unary, u0, graph, big, rho, mode, *args, notify, rng)
 
     def _sequential(self) -> bool:
         """Whether this run uses the sequential schedule (see ``reweight`` and ``schedule``)."""
@@ -243,9 +304,9 @@ class BeliefPropagation(InferenceEngine):
         flood_args = (self.max_iter, None if isinstance(self.damping, str) else self.damping, float(self.tol),
                       None if self.patience is None else int(self.patience), AUTO_SWITCH)
         if self._sequential():
-            out = self._solve_sequential(unary, u0, graph, big, notify)
+            out = run_sequential(self, unary, u0, graph, big, notify, self._passes())
         else:
-            out = flooding(unary, u0, graph, big, self._rho(graph), self.mode, *flood_args, notify, rng)
+            out = self._flooding(unary, u0, graph, big, self._rho(graph), self.mode, flood_args, notify, rng)
         if self.mode == "sum":
             return out
         labels, info = out.pop("labels"), out["info"]
@@ -253,13 +314,19 @@ class BeliefPropagation(InferenceEngine):
         info["decoded_energy"] = graph.energy(decoded, unary)
         cands = list(labels)
         if self.schedule == "auto" and self._sequential() and info["trw_components"] < info["n_components"]:
-            # frustrated components: flooding max-product too, the cheaper part per
-            # component is kept (class Notes, "Schedule")
-            fl = flooding(unary, u0, graph, big, None, "max", *flood_args, lambda *a: None, rng)
-            n_comp, comp = connected_components(graph)
-            combined, _ = best_per_component(unary, graph, np.array(cands + fl["labels"]), comp, n_comp)
-            cands.append(combined)
-            info["flooding_iter"] = fl["n_iter"]
+            # dense frustrated components: flooding max-product too, the cheaper part per
+            # component is kept (``schedule``)
+            nodes, sub = self._dense_part(graph)
+            if nodes.size:
+                patience = AUTO_PATIENCE if self.patience is None else int(self.patience)
+                fl = self._flooding(unary[nodes], u0[nodes], sub, big, None, "max",
+                                    flood_args[:3] + (patience, AUTO_SWITCH), lambda *a: None, rng)
+                for y in fl["labels"]:
+                    cands.append(cands[0].copy())
+                    cands[-1][nodes] = y
+                n_comp, comp = connected_components(graph)
+                cands.append(best_per_component(unary, graph, np.array(cands), comp, n_comp)[0])
+                info["flooding_iter"] = fl["n_iter"]
         if polish:
             start = min(cands, key=lambda y: graph.energy(y, unary))
             polished, sweeps = polish_labels(unary, graph, start, rng)
@@ -267,118 +334,6 @@ class BeliefPropagation(InferenceEngine):
             info["polish_sweeps"] = sweeps
         out["labels"], _ = finish(unary, graph, cands, "belief propagation", rng, fallback=init)
         return out
-
-    def _solve_sequential(self, unary, u0, graph, big, notify):
-        """Forward and backward passes over the colour classes (class Notes)."""
-        n, k = unary.shape
-        tol, max_mode = float(self.tol), self.mode == "max"
-        sm = SequentialMessages(graph, k, big, tol)
-        perm, comp, n_comp = sm.perm, sm.comp, sm.n_comp
-        u_p = np.ascontiguousarray(u0[perm])
-        msgs = sm.new_messages()
-        trw_target = self._trw_components(graph, perm, comp, n_comp) if max_mode else np.zeros(n_comp, bool)
-        # "auto": the attractive components first run ordinary max-product (warm-up
-        # phase, see the class Notes), then TRW-S; "trw": TRW-S from the start
-        warm_up = self.reweight == "auto" and bool(trw_target.any())
-        trw = np.zeros(n_comp, dtype=bool) if warm_up else trw_target
-        sm.set_gamma(trw[comp])
-        lam = 0.0 if isinstance(self.damping, str) else float(self.damping)
-        patience, auto_patience = self.patience, False
-        if patience is None and self.schedule == "auto" and max_mode and not trw_target.all():
-            # frustrated components also run flooding (``schedule``), so their sequential
-            # run stops after AUTO_PATIENCE iterations without a better labelling
-            patience, auto_patience = AUTO_PATIENCE, True
-        rel_gap = float(self.rel_gap)
-        base = float(np.min(unary, axis=1).sum())
-        labels, best = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        best_e, best_lb, lb_ref = np.full(n_comp, np.inf), np.full(n_comp, -np.inf), np.full(n_comp, -np.inf)
-        stale, done = np.zeros(n_comp, dtype=np.int64), np.zeros(n_comp, dtype=bool)
-        beliefs = np.zeros((n, k)) if not max_mode else None
-        converged, stopped, it, info_switch = False, "max_iter", 0, None
-
-        def unpermute(y):
-            out = np.empty(n, dtype=np.int64)
-            out[perm] = y
-            return out
-
-        def keep_best(node_e):
-            e = np.bincount(comp, weights=node_e, minlength=n_comp)
-            better = e < best_e
-            np.copyto(best, labels, where=better[comp])
-            best_e[better] = e[better]
-            stale[:] = np.where(better, 0, stale + 1)
-
-        for it in range(1, int(self.max_iter) + 1):
-            node_e, moved_f = sm.forward(u_p, msgs, labels, self.mode, lam)
-            if max_mode:  # labels: decoded from the messages of iteration it - 1
-                keep_best(node_e)
-                all_trw = bool(trw.all()) and np.isfinite(best_lb).all()
-                notify(it, unpermute(labels), best_lb.sum() + base if all_trw else None)
-                gap_closed = trw & (best_e - best_lb <= np.maximum(tol * np.maximum(1.0, np.abs(best_e)),
-                                                                   rel_gap * np.abs(best_e)))
-                new_done = gap_closed.copy()
-                if patience is not None:  # a warming-up component still has its TRW-S phase
-                    new_done |= (stale >= patience) & (~trw_target if auto_patience else ~(trw_target & ~trw))
-                if (new_done & ~done).any():
-                    done |= new_done
-                    sm.freeze(done[comp])
-                if done.all():
-                    converged = bool(gap_closed.all())
-                    stopped = "gap" if converged else "patience"
-                    break
-            moved_b, lb = sm.backward(u_p, msgs, self.mode, lam, bound=bool((trw & ~done).any()),
-                                      beliefs=beliefs)
-            if lb is not None:  # a TRW-S component also progresses while its bound rises
-                best_lb = np.where(trw & ~done, np.maximum(best_lb, lb), best_lb)
-                with np.errstate(invalid="ignore"):  # -inf - -inf before the first bound
-                    rising = trw & ~(best_lb - lb_ref <= rel_gap * np.abs(best_e))
-                stale[rising], lb_ref[rising] = 0, best_lb[rising]
-            settled = not (moved_f or moved_b)
-            if isinstance(self.damping, str) and it == AUTO_SWITCH:
-                lam = 0.5  # undamped updates did not settle: damp the plain updates from now on
-            if warm_up and (settled or it == AUTO_SWITCH or (patience is not None and np.all(
-                    stale[trw_target & ~done] >= patience))):
-                warm_up, trw = False, trw_target  # switch the attractive components to TRW-S
-                sm.set_gamma(trw[comp])
-                msgs[:-1][trw[comp[sm.layout.src]]] = 0.0  # TRW-S starts cold (class Notes)
-                sm.wake_all()
-                stale[trw] = 0
-                info_switch = it
-                continue
-            if settled:
-                converged, stopped = True, "tol"
-                break
-        info = {"damping": lam, "big": big, "stopped": stopped, "schedule": "sequential",
-                "n_colours": len(sm.bounds) - 1, "trw_components": int(trw_target.sum()),
-                "n_components": n_comp, "trw_from_iter": None if not trw.any() else (info_switch or 0) + 1}
-        if not max_mode:
-            marg = marginals_from_beliefs(beliefs[np.argsort(perm)])
-            y = np.argmax(marg, axis=1)
-            notify(it, y)
-            info["marginals"] = marg
-            return {"labels": y, "n_iter": it, "converged": converged, "info": info}
-        if stopped != "gap":  # decode the last messages
-            node_e, _ = sm.forward(u_p, msgs, labels, send=False)
-            keep_best(node_e)
-        out = {"labels": [unpermute(labels), unpermute(best)], "n_iter": it, "converged": converged,
-               "info": info}
-        if trw.all():
-            out["lower_bound"] = float(best_lb.sum()) + base
-        return out
-
-    def _trw_components(self, graph, perm, comp, n_comp):
-        """Components that run TRW-S: all with ``reweight="trw"``; with ``"auto"`` those
-        whose factors are all soft must-links (attractive Potts, see the class Notes)."""
-        if self.reweight is None:
-            return np.zeros(n_comp, dtype=bool)
-        if self.reweight == "trw":
-            return np.ones(n_comp, dtype=bool)
-        new = np.empty(graph.n_nodes, dtype=np.int64)
-        new[perm] = np.arange(graph.n_nodes)
-        bad = (graph.kind != POTTS_ML) | np.isinf(graph.weight)
-        frustrated = np.zeros(n_comp, dtype=bool)
-        frustrated[comp[new[graph.edges[bad, 0]]]] = True
-        return ~frustrated
 
     # ------------------------------------------------------------- sum-product
     def map(self, unary, graph=None, init=None, rng=None, callback=None) -> InferenceResult:

@@ -42,6 +42,9 @@ __all__ = ["FactorMessages", "big_cost", "potts_cannot_link_min", "logsumexp_exc
 
 def _finite_spread(x: np.ndarray, axis) -> float:
     """Sum over the leading axis of ``max - min`` of the finite entries (0 if none)."""
+    hi, lo = np.max(x, axis=axis), np.min(x, axis=axis)
+    if np.isfinite(hi).all() and np.isfinite(lo).all():  # the common case: no inf
+        return float(np.sum(hi - lo))
     fin = np.isfinite(x)
     hi = np.max(np.where(fin, x, -np.inf), axis=axis)
     lo = np.min(np.where(fin, x, np.inf), axis=axis)

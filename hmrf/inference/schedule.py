@@ -3,7 +3,7 @@
 Used by :class:`~hmrf.inference.BeliefPropagation` (``schedule="sequential"``).
 
 The nodes are ordered by colour class (each class an independent set, see
-:func:`colour_classes`). One *iteration* is a forward pass over the classes in order
+:func:`~hmrf.inference.order.colour_classes`). One *iteration* is a forward pass over the classes in order
 and a backward pass in reverse order. At a class, every member computes its belief
 ``B_i = U_i + sum_{f ∋ i} m_{f->i}`` from the current messages and sends the messages
 of its factors towards later classes (forward pass) or earlier classes (backward pass)::
@@ -42,58 +42,14 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
-from .icm import independent_sets
 from .messages import cannot_link_messages, must_link_messages, table_messages
+from .order import MessageOrder, colour_classes
 
-__all__ = ["colour_classes", "greedy_colouring", "SequentialMessages"]
+__all__ = ["PassState", "SequentialMessages"]
 
 _KINDS = (POTTS_ML, POTTS_CL, TABLE)
-
-
-def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
-    """Colour classes of the sequential order, cached on the graph.
-
-    A greedy (first-fit) colouring in the fixed priority order of
-    :func:`~hmrf.inference.icm.independent_sets` (higher degree first, ties by index):
-    every node takes the smallest colour none of its higher-priority neighbours has.
-    Computed round by round (Jones & Plassmann 1993): the rounds of
-    :func:`~hmrf.inference.icm.independent_sets` are exactly the nodes whose
-    higher-priority neighbours are all coloured, so each round is one vectorised step.
-    First-fit needs far fewer classes than the rounds themselves (5 against 17 on the
-    5,000-node E-step of ``benchmarks/inference.py``), and each class is one Python step
-    of a pass; the quality of the schedule measured the same.
-    """
-    if "bp_colours" not in graph._cache:
-        graph._cache["bp_colours"] = greedy_colouring(graph.n_nodes, graph.edges)
-    return graph._cache["bp_colours"]
-
-
-def greedy_colouring(n_nodes: int, edges: np.ndarray) -> list[np.ndarray]:
-    """First-fit colouring in degree-priority order, as a list of colour classes.
-
-    See :func:`colour_classes`. Each round builds the (members, colours) table of the
-    colours already taken by a member's neighbours and gives every member the first
-    free one (the table has one more column than the largest colour, so one is free).
-    """
-    colour = np.full(n_nodes, -1, dtype=np.int64)
-    if n_nodes == 0:
-        return []
-    src = np.r_[edges[:, 0], edges[:, 1]]
-    dst = np.r_[edges[:, 1], edges[:, 0]]
-    local = np.full(n_nodes, -1, dtype=np.int64)
-    n_colours = 0
-    for members in independent_sets(n_nodes, edges):
-        local[members] = np.arange(members.size)
-        sel = (local[src] >= 0) & (colour[dst] >= 0)
-        taken = np.zeros((members.size, n_colours + 1), dtype=bool)
-        taken[local[src[sel]], colour[dst[sel]]] = True
-        colour[members] = np.argmin(taken, axis=1)  # the first False
-        n_colours = max(n_colours, int(colour[members].max()) + 1)
-        local[members] = -1
-    return [np.flatnonzero(colour == c) for c in range(n_colours)]
 
 
 def _row_blocks(rows, cols, n_rows, n_cols, bounds):
@@ -114,35 +70,18 @@ def _row_blocks(rows, cols, n_rows, n_cols, bounds):
     return blocks
 
 
-class _Layout:
-    """Graph-only part of :class:`SequentialMessages`, cached on the graph."""
+class _Layout(MessageOrder):
+    """Colour-class layout of :class:`SequentialMessages`, cached on the graph."""
 
     def __init__(self, graph: PairwiseGraph):
         classes = colour_classes(graph)
         n, m = graph.n_nodes, graph.n_edges
-        self.perm = np.concatenate(classes) if classes else np.empty(0, dtype=np.int64)
-        new = np.empty(n, dtype=np.int64)
-        new[self.perm] = np.arange(n)
+        perm = np.concatenate(classes) if classes else np.empty(0, dtype=np.int64)
         self.bounds = np.r_[0, np.cumsum([c.size for c in classes])].astype(np.int64)
         n_cls = len(classes)
         colour = np.repeat(np.arange(n_cls), np.diff(self.bounds))
-        a, b = new[graph.edges[:, 0]], new[graph.edges[:, 1]]
-        low, high = np.where(colour[a] < colour[b], a, b), np.where(colour[a] < colour[b], b, a)
-        rank = np.select([graph.kind == POTTS_ML, graph.kind == POTTS_CL], [0, 1], 2)
-        fo = np.lexsort((rank, colour[low]))   # forward messages low -> high
-        bo = np.lexsort((rank, colour[high]))  # backward messages high -> low
-        pos = np.empty(2 * m, dtype=np.int64)
-        pos[fo], pos[m + bo] = np.arange(m), m + np.arange(m)
-        self.src, self.dst = np.r_[low[fo], high[bo]], np.r_[high[fo], low[bo]]
-        self.rev = np.r_[pos[m + fo], pos[bo]]
-        self.edge = np.r_[fo, bo]
-        self.kind = graph.kind[self.edge]
+        super().__init__(graph, perm, colour)
         self.lpos = self.src - self.bounds[colour[self.src]]
-        self.trw_gamma = 1.0 / np.maximum(np.maximum(np.bincount(low, minlength=n),
-                                                     np.bincount(high, minlength=n)), 1)
-        adj = sp.coo_matrix((np.ones(m), (low, high)), shape=(n, n))
-        self.n_comp, comp = csgraph.connected_components(adj, directed=False)
-        self.comp = comp.astype(np.int64)
         # incoming messages of each class, per member: from earlier classes (forward
         # messages) and from later classes (backward messages), as (n_c, 2m+1) row blocks
         self.in_f, self.in_b, self.in_all = (
@@ -152,8 +91,8 @@ class _Layout:
         # forward messages into each class (for decoding), with their receiver's row
         self.dec = [(blk.indices.astype(np.int64), np.repeat(np.arange(blk.shape[0]), np.diff(blk.indptr)))
                     for blk in self.in_f]
-        self.out_fwd = self._slices(colour[low[fo]], 0, n_cls)
-        self.out_bwd = self._slices(colour[high[bo]], m, n_cls)
+        self.out_fwd = self._slices(colour[self.src[:m]], 0, n_cls)
+        self.out_bwd = self._slices(colour[self.src[m:]], m, n_cls)
         self.ids = np.arange(2 * m)
 
     def _slices(self, col, base, n_cls):
@@ -172,62 +111,27 @@ class _Layout:
         return out
 
 
-class SequentialMessages:
-    """Messages, costs and passes of the sequential schedule (module docstring).
+class PassState:
+    """What both implementations of the passes share: messages of a :class:`MessageOrder`,
+    TRW-S weights, lazy-update flags and frozen (finished) components.
 
-    Nodes are renumbered so that every colour class is a contiguous range
-    (``perm[new] = old``). There is one message per factor and direction: the first
-    ``m`` (towards the later endpoint) grouped by the sender's class and then by factor
-    kind, so that what a class sends in a pass is one contiguous slice; then the ``m``
-    backward messages, grouped likewise. ``msgs`` is a (2m + 1, k) array, one row per
-    message (the last row is an unused zero row).
-
-    Parameters
-    ----------
-    graph : PairwiseGraph
-    k : int
-    big : float
-        Finite replacement of infinite costs (:func:`~hmrf.inference.messages.big_cost`).
-    tol : float
-        Message changes up to ``tol`` do not wake the receiving node (lazy updates).
+    ``dirty[0]`` / ``dirty[1]``: the node sends in the next forward / backward pass;
+    ``stale_label``: the node is decoded again in the next forward pass.
     """
 
-    def __init__(self, graph: PairwiseGraph, k: int, big: float, tol: float = 0.0):
-        if "bp_layout" not in graph._cache:
-            graph._cache["bp_layout"] = _Layout(graph)
-        lay = self.layout = graph._cache["bp_layout"]
-        self.n, self.m, self.k, self.tol = graph.n_nodes, graph.n_edges, k, float(tol)
-        self.perm, self.bounds, self.comp, self.n_comp = lay.perm, lay.bounds, lay.comp, lay.n_comp
-        w = np.where(np.isinf(graph.weight), big, graph.weight)
-        self.w = np.where(lay.kind == TABLE, 0.0, w[lay.edge])
-        self.tab_of = np.full(2 * self.m, -1, dtype=np.int64)
-        tab = np.flatnonzero(lay.kind == TABLE)
-        self.tcost = np.empty((0, k, k))
-        if tab.size:  # graph tables are [y_a, y_b]; a message's cost is [y_src, y_dst]
-            t_edge = np.full(graph.n_edges, -1, dtype=np.int64)
-            t_edge[graph.kind == TABLE] = np.arange(int((graph.kind == TABLE).sum()))
-            tc = graph.table_costs()[t_edge[lay.edge[tab]]]
-            tc = np.where(np.isinf(tc), big, tc)
-            a_is_src = graph.edges[lay.edge[tab], 0] == lay.perm[lay.src[tab]]
-            self.tcost = np.where(a_is_src[:, None, None], tc, tc.transpose(0, 2, 1))
-            self.tab_of[tab] = np.arange(tab.size)
-        # decoding: costs of the Potts factors towards decoded earlier nodes, per class
-        # (must-link w [y != x] = w - w [y == x], cannot-link w [y == x])
-        self.dec = []
-        for (d, row), size in zip(lay.dec, np.diff(lay.bounds)):  # size: members of the class
-            ml, potts = lay.kind[d] == POTTS_ML, lay.kind[d] != TABLE
-            base = np.bincount(row[ml], weights=self.w[d][ml], minlength=size)
-            sw = np.where(ml, -self.w[d], self.w[d])
-            self.dec.append((d[potts], row[potts] * k, sw[potts], base, d[~potts], row[~potts]))
-        self.gamma_node = np.ones((self.n, 1))
+    def __init__(self, layout: MessageOrder, n: int, m: int, k: int, tol: float):
+        self.layout = layout
+        self.n, self.m, self.k, self.tol = n, m, k, float(tol)
+        self.perm, self.comp, self.n_comp = layout.perm, layout.comp, layout.n_comp
+        self.gamma_node = np.ones((n, 1))
         self.reweighted = self.all_trw = False
-        self.undamped = np.zeros(2 * self.m, dtype=bool)
-        self.trw_node = np.zeros(self.n, dtype=bool)
-        self.dirty = [np.ones(self.n, dtype=bool), np.ones(self.n, dtype=bool)]  # forward, backward
-        self.frozen = np.zeros(self.n, dtype=bool)
+        self.undamped = np.zeros(2 * m, dtype=bool)
+        self.trw_node = np.zeros(n, dtype=bool)
+        self.dirty = [np.ones(n, dtype=bool), np.ones(n, dtype=bool)]  # forward, backward
+        self.frozen = np.zeros(n, dtype=bool)
         self.any_frozen = False
-        self.stale_label = np.ones(self.n, dtype=bool)  # decode again in the next forward pass
-        self.node_e = np.zeros(self.n)
+        self.stale_label = np.ones(n, dtype=bool)
+        self.node_e = np.zeros(n)
 
     def set_gamma(self, trws_nodes):
         """TRW-S weights for the senders in ``trws_nodes`` (bool, permuted order), 1 elsewhere."""
@@ -253,6 +157,50 @@ class SequentialMessages:
     def new_messages(self):
         """All-zero messages, shape (2m + 1, k)."""
         return np.zeros((2 * self.m + 1, self.k))
+
+    def zero_messages(self, msgs, which):
+        """Set the messages ``which`` (bool mask over the 2m messages) to zero."""
+        if which.all():
+            msgs.fill(0.0)
+        else:
+            msgs[:-1][which] = 0.0
+
+
+class SequentialMessages(PassState):
+    """Messages, costs and passes of the sequential schedule (module docstring).
+
+    Nodes are renumbered so that every colour class is a contiguous range
+    (``perm[new] = old``). There is one message per factor and direction: the first
+    ``m`` (towards the later endpoint) grouped by the sender's class and then by factor
+    kind, so that what a class sends in a pass is one contiguous slice; then the ``m``
+    backward messages, grouped likewise. ``msgs`` is a (2m + 1, k) array, one row per
+    message (the last row is an unused zero row).
+
+    Parameters
+    ----------
+    graph : PairwiseGraph
+    k : int
+    big : float
+        Finite replacement of infinite costs (:func:`~hmrf.inference.messages.big_cost`).
+    tol : float
+        Message changes up to ``tol`` do not wake the receiving node (lazy updates).
+    """
+
+    def __init__(self, graph: PairwiseGraph, k: int, big: float, tol: float = 0.0):
+        if "bp_layout" not in graph._cache:
+            graph._cache["bp_layout"] = _Layout(graph)
+        lay = graph._cache["bp_layout"]
+        super().__init__(lay, graph.n_nodes, graph.n_edges, k, tol)
+        self.bounds, self.n_colours = lay.bounds, len(lay.bounds) - 1
+        self.w, self.tab_of, self.tcost = lay.factor_costs(graph, k, big)
+        # decoding: costs of the Potts factors towards decoded earlier nodes, per class
+        # (must-link w [y != x] = w - w [y == x], cannot-link w [y == x])
+        self.dec = []
+        for (d, row), size in zip(lay.dec, np.diff(lay.bounds)):  # size: members of the class
+            ml, potts = lay.kind[d] == POTTS_ML, lay.kind[d] != TABLE
+            base = np.bincount(row[ml], weights=self.w[d][ml], minlength=size)
+            sw = np.where(ml, -self.w[d], self.w[d])
+            self.dec.append((d[potts], row[potts] * k, sw[potts], base, d[~potts], row[~potts]))
 
     # ------------------------------------------------------------------ passes
     def _send(self, lo, hi, belief, msgs, out, flags, mode, damping, mins, lb_msg):
