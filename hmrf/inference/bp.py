@@ -65,20 +65,20 @@ class BeliefPropagation(InferenceEngine):
         converged (damping settles oscillations on frustrated cannot-link cycles). TRW-S
         updates are never damped (they need not be, Kolmogorov 2006).
     tol : float, default=1e-6
-        Converged when no message changes by more than ``tol`` in an iteration; the
-        sequential schedule also skips senders none of whose inputs moved by more than
-        ``tol`` (lazy updates), and a TRW-S component whose gap is at most
+        Converged when no message changes by more than ``tol`` in an iteration; both
+        schedules also skip senders none of whose inputs moved by more than ``tol``
+        (lazy updates), and a TRW-S component whose gap is at most
         ``tol * max(1, |E|)`` is solved exactly.
     reweight : {"auto", None, "trw"} or float in (0, 1], default="auto"
         ``"auto"``: with the sequential schedule, every connected component whose
         factors are all soft must-links first runs ordinary max-product until its
-        messages settle (at most ``AUTO_SWITCH`` iterations, or ``patience`` without a
-        better labelling), then TRW-S (sequential tree-reweighted message passing,
-        Kolmogorov 2006) from zero messages; the other components run ordinary
-        max-product throughout; with flooding, ordinary BP. ``None``: ordinary BP
-        everywhere. ``"trw"``: TRW-S on every component (sequential), or the
-        tree-reweighted updates of Wainwright, Jaakkola & Willsky (2005) with the
-        uniform edge appearance probabilities of
+        messages settle (at most ``AUTO_SWITCH`` iterations, or ``WARM_UP_PATIENCE = 3``
+        (or ``patience``) without a better labelling), then TRW-S (sequential
+        tree-reweighted message passing, Kolmogorov 2006) from zero messages; the other
+        components run ordinary max-product throughout; with flooding, ordinary BP.
+        ``None``: ordinary BP everywhere. ``"trw"``: TRW-S on every component
+        (sequential), or the tree-reweighted updates of Wainwright, Jaakkola & Willsky
+        (2005) with the uniform edge appearance probabilities of
         :func:`uniform_edge_appearance` (flooding; use ``damping=0.5``). A float is one
         ``rho`` for every edge and selects the flooding schedule. Sum-product uses
         ordinary updates with ``"auto"`` and the flooding schedule when reweighted.
@@ -87,32 +87,55 @@ class BeliefPropagation(InferenceEngine):
     patience : int or None, default=None
         Max mode: stop a component after this many iterations without a better decoded
         labelling (for a TRW-S component: and without its bound rising by more than
-        ``rel_gap * |E|``); ``info["stopped"] = "patience"``. ``None``: run to ``tol``,
-        the TRW-S gap or ``max_iter``. An anytime trade: on the E-steps of
-        ``benchmarks/inference.py`` a patience of 5 lost 0.3 points of mean excess on
-        mixed problems (ordinary max-product still improves after five stale
-        iterations) and stopped TRW-S at 1.2 % above the optimum of a 5,000-node
-        must-link E-step that it proves optimal 25 iterations later.
+        ``rel_gap * |E|``); ``info["stopped"] = "patience"``. ``None``: with
+        ``schedule="auto"``, a frustrated component (one with a cannot-link, table or
+        hard factor) stops after ``max(AUTO_PATIENCE, AUTO_PATIENCE_WORK / n_c)``
+        such iterations, ``n_c`` its number of nodes, ``AUTO_PATIENCE = 5`` and
+        ``AUTO_PATIENCE_WORK = 5000`` (:mod:`hmrf.inference.sequential`): five for a
+        large component, where each
+        iteration costs most, up to ``max_iter`` for a small one, which often still
+        improves after damping starts (on the cannot-link colourings of
+        ``benchmarks/inference.py`` a patience of 10 gave 2.5 % mean excess, this rule
+        0.35 %); attractive components stop on their TRW-S gap. Otherwise ``None``
+        runs to ``tol``, the gap or ``max_iter``.
     schedule : {"auto", "sequential", "flooding"}, default="auto"
-        ``"sequential"``: forward and backward passes over colour classes
-        (:mod:`hmrf.inference.schedule`). ``"flooding"``: all messages at once per round
-        (:mod:`hmrf.inference.flooding`, the thesis's schedule; per-node argmin anytime
-        labelling and a final consistent decoding). ``"auto"``: sequential, and in max
-        mode, when some component has a cannot-link (or a table or hard factor),
-        flooding max-product as well, keeping per connected component the cheaper of
-        the two labellings (``info["flooding_iter"]``). Neither ordinary schedule is
-        reliable alone on frustrated graphs: sequential max-product locks dense
-        must-link cliques onto a wrong label early (mean excess 3.7 %, at most 40 %, on
-        the complete "closure" graphs of ``benchmarks/inference.py``; flooding 1.4 %,
-        both 0.07 %), flooding oscillates on sparse cannot-link colourings (4.0 %
-        against 0.56 %). In this mode a frustrated component's sequential run stops
-        after ``AUTO_PATIENCE = 10`` iterations without a better labelling unless
-        ``patience`` is given (the flooding run covers it; measured: 0.98 % instead of
-        0.56 % mean excess on the colourings, the other groups unchanged, E-steps of
-        MPCKMeans on digits 2-3x faster). The callback sees the sequential iterations.
-    rel_gap : float in [0, 1), default=1e-3
+        ``"sequential"``: forward and backward passes in a node order (``order``;
+        :mod:`hmrf.inference.sequential`). ``"flooding"``: all messages at once per
+        round (:mod:`hmrf.inference.flooding`, the thesis's schedule; per-node argmin
+        anytime labelling and a final consistent decoding). ``"auto"``: sequential,
+        and in max mode, on the frustrated components of mean degree at least
+        ``DENSE_DEGREE = 8``, flooding max-product as well (at most ``AUTO_PATIENCE``
+        rounds without a better labelling), keeping per connected component the
+        cheaper labelling (``info["flooding_iter"]``). Sequential max-product locks a
+        dense must-link clique onto a wrong label early, where short loops over-count
+        the first messages (mean excess 3.7 %, at most 40 %, on the complete "closure"
+        graphs of ``benchmarks/inference.py``; flooding alone 1.4 %; both 0.07 %); on
+        sparse graphs flooding added nothing (the same excess on the mixed and
+        colouring groups) and cost more than the sequential run on a 5,000-node
+        E-step. The callback sees the sequential iterations.
+    rel_gap : float in [0, 1), default=1e-2
         A TRW-S component stops as soon as its decoded labelling is proven within
-        ``rel_gap`` (relative) of that component's optimum by the TRW-S lower bound.
+        ``rel_gap`` (relative) of that component's optimum by the TRW-S lower bound
+        (1 %: the accuracy asked of an E-step by ``benchmarks/inference.py``; the
+        bound climbs slowly near the optimum, 0.1 % took twice the iterations on the
+        5,000-node E-step for the same labelling).
+    kernel : {"auto", "numba", "numpy"}, default="auto"
+        Max-product passes compiled with numba (:mod:`hmrf.inference.schedule_numba`,
+        :mod:`hmrf.inference.flooding_numba`; ``pip install hmrf[fast]``) or vectorised
+        NumPy (:mod:`hmrf.inference.schedule`, :mod:`hmrf.inference.flooding`).
+        ``"auto"``: numba when it is installed. The compiled passes are 4-8x faster
+        (``benchmarks/inference.py``, part 2). Sum-product and reweighted flooding
+        always run the NumPy passes.
+    order : {"auto", "bfs", "colour"}, default="auto"
+        Node order of the sequential schedule (:mod:`hmrf.inference.order`).
+        ``"colour"``: colour class by colour class, what the NumPy passes need.
+        ``"bfs"``: breadth first from each component's highest-degree node, compiled
+        passes only: its monotonic chains cross the whole component, so a pass carries
+        evidence further (TRW-S proved the 5,000-node must-link E-step within 1 % in 14
+        iterations against 17, and was optimal on 95 % of the small must-link E-steps
+        against 85 %). ``"auto"``: ``"bfs"`` with the compiled passes, else
+        ``"colour"``. The same settings give the same result; different kernels or
+        orders may give different (equally valid) labellings.
 
     Notes
     -----
@@ -131,18 +154,17 @@ class BeliefPropagation(InferenceEngine):
     ``rel_gap``; the best labelling of both phases is returned. TRW-S restarts from
     zero messages: started from the max-product messages (a valid but over-counted
     reparametrisation) its bound climbed more slowly, 100 against 50 iterations to
-    close the gap on the 5,000-node E-step. With cannot-links the
+    close a 0.1 % gap on the 5,000-node E-step. With cannot-links the
     relaxation is weak (see :class:`~hmrf.inference.LPRelaxation`) and TRW-S decodes
     worse than plain max-product (65-85 % within 1 % against 90-100 % on mixed
-    E-steps), so frustrated components run ordinary max-product only, with both
-    schedules (``schedule`` above): the sequential one propagates evidence across the
-    whole graph in one pass, flooding does not lock dense cliques early. The order is the greedy colouring of
-    :func:`~hmrf.inference.schedule.colour_classes` (hubs first, few classes). Each
-    iteration costs O(k) per Potts factor and O(k²) per table factor in vectorised
-    NumPy operations per colour class.
+    E-steps), so frustrated components run ordinary max-product only, dense ones with
+    flooding as well (``schedule`` above). Each iteration costs O(k) per Potts factor
+    and O(k²) per table factor: node by node in compiled code, or in vectorised NumPy
+    operations per colour class (the greedy colouring of
+    :func:`~hmrf.inference.order.colour_classes`, hubs first, few classes).
 
     **Decoding and anytime result.** In max mode every forward pass decodes the
-    current messages node by node in class order, with the true factor costs towards
+    current messages node by node in the schedule's order, with the true factor costs towards
     already-decoded nodes (Kolmogorov 2006, §5.1; libDAI's consistent decoding), and
     each connected component keeps its best decoded labelling; the best of these and
     of the last decoding is returned (``info["decoded_energy"]`` is the energy of the

@@ -1,10 +1,13 @@
 """Sequential message passing over colour classes: Gauss–Seidel max-product and TRW-S.
 
-Used by :class:`~hmrf.inference.BeliefPropagation` (``schedule="sequential"``).
+Used by :class:`~hmrf.inference.BeliefPropagation` (``schedule="sequential"`` with
+``kernel="numpy"``, or without numba; :mod:`hmrf.inference.sequential` runs the
+passes). :class:`PassState` is what these NumPy passes and the compiled ones of
+:mod:`hmrf.inference.schedule_numba` share.
 
 The nodes are ordered by colour class (each class an independent set, see
-:func:`~hmrf.inference.order.colour_classes`). One *iteration* is a forward pass over the classes in order
-and a backward pass in reverse order. At a class, every member computes its belief
+:func:`~hmrf.inference.order.colour_classes`). One *iteration* is a forward pass over
+the classes in order and a backward pass in reverse order. At a class, every member computes its belief
 ``B_i = U_i + sum_{f ∋ i} m_{f->i}`` from the current messages and sends the messages
 of its factors towards later classes (forward pass) or earlier classes (backward pass)::
 

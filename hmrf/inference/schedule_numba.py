@@ -1,11 +1,12 @@
 """The sequential schedule's passes compiled with numba (optional, ``pip install hmrf[fast]``).
 
 Used by :class:`~hmrf.inference.BeliefPropagation` with ``kernel="numba"`` (and by
-``"auto"`` when numba is installed) in max mode. :class:`CompiledSequentialMessages` is
-:class:`~hmrf.inference.schedule.SequentialMessages` with the two passes replaced by
-loops over the nodes in the schedule's order: the same messages, the same lazy-update
-flags, decoding and TRW-S bound (see :mod:`hmrf.inference.schedule` for the
-mathematics), up to the order of floating-point sums. Written by hand because this is
+``"auto"`` when numba is installed) in max mode. :class:`CompiledSequentialMessages` has
+the interface of :class:`~hmrf.inference.schedule.SequentialMessages`, with the two
+passes as loops over the nodes in a node order (:mod:`hmrf.inference.order`): the same
+messages, lazy-update flags, decoding and TRW-S bound (see
+:mod:`hmrf.inference.schedule` for the mathematics); in the colour-class order, the
+same values up to the order of floating-point sums. Written by hand because this is
 the engine's hot path: the NumPy passes spend most of an iteration on gathers and
 temporaries over the (2m, k) messages and on ~20 array calls per colour class, which
 keeps BP an order of magnitude behind ICM on a 5,000-node E-step; compiled, one
@@ -49,27 +50,25 @@ def _send(i, first, last, out_ids, bel, h, new, msgs, read, into, dst, rev, kind
     for p in range(first, last):
         e = out_ids[p]
         r = rev[e]
-        m1, a1 = np.inf, 0
+        m1 = np.inf
         for y in range(k):
             h[y] = bel[y] - read[r, y]
-            if h[y] < m1:
-                m1, a1 = h[y], y
+            m1 = min(m1, h[y])
         ke, we, term = kind[e], w[e], m1
         if ke == POTTS_ML:
             for y in range(k):
-                v = h[y] - m1
-                new[y] = v if v < we else we
+                new[y] = min(h[y] - m1, we)
         elif ke == POTTS_CL:
-            ties, m2 = 0, np.inf
+            ties, m2, a1 = 0, np.inf, 0
             for y in range(k):
                 new[y] = 0.0
                 if h[y] == m1:
                     ties += 1
+                    a1 = y
                 elif h[y] < m2:
                     m2 = h[y]
             if ties == 1:
-                v = m2 - m1
-                new[a1] = v if v < we else we
+                new[a1] = min(m2 - m1, we)
         else:
             t, term, low = tab_of[e], np.inf, np.inf
             for y in range(k):
@@ -85,10 +84,13 @@ def _send(i, first, last, out_ids, bel, h, new, msgs, read, into, dst, rev, kind
         if np.isfinite(mins):
             lb[comp[i]] += term - mins
         j = dst[e]
+        scale = 1.0 if (all_trw or damping == 0.0 or undamped[e]) else 1.0 - damping
         change = 0.0
         for y in range(k):
-            new[y] -= msgs[e, y]
-            change = max(change, abs(new[y]))
+            d = new[y] - msgs[e, y]
+            change = max(change, abs(d))
+            msgs[e, y] += scale * d
+            into[j, y] += scale * d
         if all_trw:  # TRW-S stops on its gap, not on message changes: every receiver wakes
             moved = True
             if not frozen[j]:
@@ -102,10 +104,6 @@ def _send(i, first, last, out_ids, bel, h, new, msgs, read, into, dst, rev, kind
                 dirty_b[j] = True
                 if backward:  # backward messages are what the decoding reads
                     stale[j] = True
-        scale = 1.0 if (all_trw or damping == 0.0 or undamped[e]) else 1.0 - damping
-        for y in range(k):
-            msgs[e, y] += scale * new[y]
-            into[j, y] += scale * new[y]
     return moved
 
 
@@ -210,7 +208,7 @@ def _concat(classes):
 
 
 class NodeOrder(MessageOrder):
-    """:class:`~hmrf.inference.schedule.MessageOrder` of one node order with, per node,
+    """:class:`~hmrf.inference.order.MessageOrder` of one node order with, per node,
     the messages it receives and sends (``node_in``, ``node_out``: CSR, forward first)."""
 
     def __init__(self, graph, perm):
