@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse import csgraph
 
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
 
@@ -282,6 +283,16 @@ class PairwiseGraph:
             ).tocsr()
             self._cache["adj"] = a
         return self._cache["adj"]
+
+    def components(self) -> tuple[int, np.ndarray]:
+        """Connected components ``(n_components, component of every node)``, cached
+        (``scipy.sparse.csgraph.connected_components``; the array is read-only)."""
+        if "components" not in self._cache:
+            n_comp, comp = csgraph.connected_components(self.neighbors(), directed=False)
+            comp = comp.astype(np.int64)
+            comp.flags.writeable = False
+            self._cache["components"] = (int(n_comp), comp)
+        return self._cache["components"]
 
     def subgraph(self, nodes) -> PairwiseGraph:
         """Factors among ``nodes`` only, re-indexed to ``0..len(nodes)-1``."""

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
-from scipy.sparse import csgraph
 
 from ..exceptions import InfeasibleError
 from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
@@ -303,6 +302,5 @@ class LPRelaxation(InferenceEngine):
 
 
 def connected_components(graph: PairwiseGraph) -> tuple[int, np.ndarray]:
-    """Connected components of the factor graph's nodes (scipy.sparse.csgraph)."""
-    n_comp, comp = csgraph.connected_components(graph.neighbors(), directed=False)
-    return int(n_comp), comp.astype(np.int64)
+    """Connected components of the factor graph's nodes (:meth:`PairwiseGraph.components`)."""
+    return graph.components()

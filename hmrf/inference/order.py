@@ -81,14 +81,14 @@ def bfs_order(graph: PairwiseGraph) -> np.ndarray:
     needs no Python loop over components.
     """
     if "bp_bfs" not in graph._cache:
-        n = graph.n_nodes
-        adj = graph.neighbors()
-        deg = np.diff(adj.indptr)
-        _, comp = csgraph.connected_components(adj, directed=False)
+        n, e = graph.n_nodes, graph.edges
+        n_comp, comp = graph.components()
+        deg = np.diff(graph.neighbors().indptr)  # distinct neighbours
         by_comp = np.lexsort((np.arange(n), -deg, comp))
         roots = by_comp[np.r_[True, comp[by_comp][1:] != comp[by_comp][:-1]]] if n else by_comp
-        link = sp.csr_matrix((np.ones(roots.size), (np.full(roots.size, n), roots)), shape=(n + 1, n + 1))
-        aug = sp.block_diag([adj, sp.csr_matrix((1, 1))], format="csr") + link + link.T
+        # edges of the graph and from the virtual node n to every root (directed=False)
+        rows, cols = np.r_[e[:, 0], np.full(roots.size, n)], np.r_[e[:, 1], roots]
+        aug = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n + 1, n + 1))
         order = csgraph.breadth_first_order(aug, n, directed=False, return_predecessors=False)
         graph._cache["bp_bfs"] = order[1:].astype(np.int64)
     return graph._cache["bp_bfs"]
@@ -123,9 +123,8 @@ class MessageOrder:
         self.kind = graph.kind[self.edge]
         self.trw_gamma = 1.0 / np.maximum(np.maximum(np.bincount(low, minlength=n),
                                                      np.bincount(high, minlength=n)), 1)
-        adj = sp.coo_matrix((np.ones(m), (low, high)), shape=(n, n))
-        self.n_comp, comp = csgraph.connected_components(adj, directed=False)
-        self.comp = comp.astype(np.int64)
+        self.n_comp, comp = graph.components()
+        self.comp = comp[perm]
 
     def factor_costs(self, graph: PairwiseGraph, k: int, big: float):
         """Per message: the Potts weight (0 for tables), the table index (-1 for Potts) and
