@@ -74,7 +74,7 @@ def greedy_colouring(n_nodes: int, edges: np.ndarray) -> list[np.ndarray]:
 
 def bfs_order(graph: PairwiseGraph) -> np.ndarray:
     """Breadth-first order of every connected component from its highest-degree node
-    (ties by index), as ``perm[new] = old``; cached on the graph.
+    (ties by index; neighbours in index order), as ``perm[new] = old``; cached on the graph.
 
     One traversal from a virtual node joined to each component's root: the components'
     BFS layers interleave, which changes nothing (no message crosses components) and
@@ -86,10 +86,13 @@ def bfs_order(graph: PairwiseGraph) -> np.ndarray:
         deg = np.diff(graph.neighbors().indptr)  # distinct neighbours
         by_comp = np.lexsort((np.arange(n), -deg, comp))
         roots = by_comp[np.r_[True, comp[by_comp][1:] != comp[by_comp][:-1]]] if n else by_comp
-        # edges of the graph and from the virtual node n to every root (directed=False)
-        rows, cols = np.r_[e[:, 0], np.full(roots.size, n)], np.r_[e[:, 1], roots]
+        # the symmetric adjacency plus the virtual node n joined to every root; a node's
+        # neighbours are visited in index order (canonical CSR)
+        hub = np.full(roots.size, n)
+        rows, cols = np.r_[e[:, 0], e[:, 1], hub, roots], np.r_[e[:, 1], e[:, 0], roots, hub]
         aug = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n + 1, n + 1))
-        order = csgraph.breadth_first_order(aug, n, directed=False, return_predecessors=False)
+        aug.sum_duplicates()
+        order = csgraph.breadth_first_order(aug, n, directed=True, return_predecessors=False)
         graph._cache["bp_bfs"] = order[1:].astype(np.int64)
     return graph._cache["bp_bfs"]
 
