@@ -123,8 +123,9 @@ class BeliefPropagation(InferenceEngine):
         Max-product passes compiled with numba (:mod:`hmrf.inference.schedule_numba`,
         :mod:`hmrf.inference.flooding_numba`; ``pip install hmrf[fast]``) or vectorised
         NumPy (:mod:`hmrf.inference.schedule`, :mod:`hmrf.inference.flooding`).
-        ``"auto"``: numba when it is installed. The compiled passes are 4-8x faster
-        (``benchmarks/inference.py``, part 2). Sum-product and reweighted flooding
+        ``"auto"``: numba when it is installed. The compiled passes made BP 3-5x faster
+        on the 5,000-node E-steps of ``benchmarks/inference.py`` (part 2) and 5-15x on
+        its small ones (part 1). Sum-product and reweighted flooding
         always run the NumPy passes.
     order : {"auto", "bfs", "colour"}, default="auto"
         Node order of the sequential schedule (:mod:`hmrf.inference.order`).
