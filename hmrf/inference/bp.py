@@ -336,6 +336,7 @@ class BeliefPropagation(InferenceEngine):
         decoded = labels[0]
         info["decoded_energy"] = graph.energy(decoded, unary)
         cands = list(labels)
+        known = [info["decoded_energy"]] + [None] * (len(cands) - 1)
         if self.schedule == "auto" and self._sequential() and info["trw_components"] < info["n_components"]:
             # dense frustrated components: flooding max-product too, the cheaper part per
             # component is kept (``schedule``)
@@ -355,7 +356,9 @@ class BeliefPropagation(InferenceEngine):
             polished, sweeps = polish_labels(unary, graph, start, rng)
             cands.append(polished)
             info["polish_sweeps"] = sweeps
-        out["labels"], _ = finish(unary, graph, cands, "belief propagation", rng, fallback=init)
+        known += [None] * (len(cands) - len(known))
+        out["labels"], _ = finish(unary, graph, cands, "belief propagation", rng, fallback=init,
+                                  energies=known)
         return out
 
     # ------------------------------------------------------------- sum-product

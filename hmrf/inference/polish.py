@@ -44,7 +44,7 @@ def polish_labels(unary, graph: PairwiseGraph, labels, rng, max_iter: int = 100)
 
 
 def finish(unary, graph: PairwiseGraph, candidates, engine: str, rng=None,
-           fallback=None) -> tuple[np.ndarray, float]:
+           fallback=None, energies=None) -> tuple[np.ndarray, float]:
     """The lowest-energy candidate labelling; repair or raise if it breaks a hard factor.
 
     If every candidate has infinite energy, ICM is run from the best one (ICM first
@@ -64,6 +64,9 @@ def finish(unary, graph: PairwiseGraph, candidates, engine: str, rng=None,
         For the ICM repair (its update order).
     fallback : ndarray (n,), optional
         Used only when no candidate (nor its repair) honours the hard factors.
+    energies : list, optional
+        Known energies of the candidates (``None`` where unknown); a candidate equal to
+        an earlier one is not evaluated again either.
 
     Returns
     -------
@@ -76,8 +79,16 @@ def finish(unary, graph: PairwiseGraph, candidates, engine: str, rng=None,
         ``point`` is an endpoint of a violated hard factor (or a node given a forbidden
         label).
     """
-    cands = [np.asarray(c, dtype=np.int64) for c in candidates if c is not None]
-    energies = [graph.energy(c, unary) for c in cands]
+    known = [None] * len(candidates) if energies is None else list(energies)
+    cands, energies = [], []
+    for c, e in zip(candidates, known):
+        if c is None:
+            continue
+        c = np.asarray(c, dtype=np.int64)
+        if e is None:
+            e = next((ei for ci, ei in zip(cands, energies) if np.array_equal(ci, c)), None)
+        cands.append(c)
+        energies.append(graph.energy(c, unary) if e is None else e)
     best = int(np.argmin(energies))
     if np.isfinite(energies[best]):
         return cands[best], float(energies[best])

@@ -158,29 +158,30 @@ def _forward(u, msgs, into_f, into_b, labels, node_e, in_ptr, in_mid, in_ids, ou
 @numba.njit(cache=True, nogil=True)
 def _backward(u, msgs, into_f, into_b, out_ptr, out_mid, out_ids, dst, rev, kind, w, tab_of, tcost, gamma,
               undamped, dirty_f, dirty_b, stale, frozen, trw_node, all_trw, damping, tol, bound, comp, lb):
-    """Backward pass (:meth:`SequentialMessages.backward`), adding the TRW-S bound to ``lb``."""
+    """Backward pass (:meth:`SequentialMessages.backward`), adding the TRW-S bound of the
+    components still running TRW-S to ``lb`` (other entries of ``lb`` are left at 0)."""
     n, k = u.shape
     bel, h, new = np.empty(k), np.empty(k), np.empty(k)
     moved = False
     for i in range(n - 1, -1, -1):
-        if bound:  # the bound needs every TRW-S message
-            dirty_b[i] |= trw_node[i] and not frozen[i]
+        with_bound = bound and trw_node[i] and not frozen[i]
+        if with_bound:  # the bound needs every message of the component
+            dirty_b[i] = True
         elif not dirty_b[i]:
             continue
         mins = np.inf
         for y in range(k):
             bel[y] = u[i, y] + into_f[i, y] + into_b[i, y]
             mins = min(mins, bel[y])
-        if bound:
+        if with_bound:
             lb[comp[i]] += mins
-        mins = gamma[i] * mins if bound else np.inf
+        mins = gamma[i] * mins if with_bound else np.inf
         for y in range(k):
             bel[y] *= gamma[i]
-        if dirty_b[i]:
-            moved |= _send(i, out_mid[i], out_ptr[i + 1], out_ids, bel, h, new, msgs, msgs, into_b, dst,
-                           rev, kind, w, tab_of, tcost, undamped, dirty_f, dirty_b, stale, frozen, all_trw,
-                           True, damping, tol, mins, lb, comp)
-            dirty_b[i] = False
+        moved |= _send(i, out_mid[i], out_ptr[i + 1], out_ids, bel, h, new, msgs, msgs, into_b, dst,
+                       rev, kind, w, tab_of, tcost, undamped, dirty_f, dirty_b, stale, frozen, all_trw,
+                       True, damping, tol, mins, lb, comp)
+        dirty_b[i] = False
     return moved
 
 

@@ -108,28 +108,31 @@ def run_sequential(bp, unary, u0, graph, big, notify, passes) -> dict:
         e = np.bincount(comp, weights=node_e, minlength=n_comp)
         better = e < best_e
         stale[:] += 1
-        if better.any():
+        if np.count_nonzero(better):
             np.copyto(best, labels, where=better[comp])
             best_e[better], stale[better] = e[better], 0
 
+    # (np.count_nonzero on the small per-component masks: cheaper than .any() / .all())
+    n_done, all_trw = 0, bool(trw.all())
     for it in range(1, int(bp.max_iter) + 1):
         node_e, moved_f = sm.forward(u_p, msgs, labels, bp.mode, lam)
         if max_mode:  # labels: decoded from the messages of iteration it - 1
             keep_best(node_e)
-            all_trw = bool(trw.all()) and np.isfinite(best_lb).all()
-            notify(it, unpermute(labels), best_lb.sum() + base if all_trw else None)
+            bound_now = best_lb.sum() + base if all_trw and np.isfinite(best_lb).all() else None
+            notify(it, unpermute(labels), bound_now)
             gap_closed = trw & (best_e - best_lb <= np.maximum(tol * np.maximum(1.0, np.abs(best_e)),
                                                                rel_gap * np.abs(best_e)))
             # a warming-up component still has its TRW-S phase to run
-            new_done = gap_closed | ((stale >= patience) & ~(trw_target & ~trw))
-            if (new_done & ~done).any():
-                done |= new_done
+            done |= gap_closed | ((stale >= patience) & ~(trw_target & ~trw))
+            if np.count_nonzero(done) > n_done:
+                n_done = np.count_nonzero(done)
                 sm.freeze(done[comp])
-            if done.all():
-                converged = bool(gap_closed.all())
+            if n_done == n_comp:
+                converged = np.count_nonzero(gap_closed) == n_comp
                 stopped = "gap" if converged else "patience"
                 break
-        moved_b, lb = sm.backward(u_p, msgs, bp.mode, lam, bound=bool((trw & ~done).any()), beliefs=beliefs)
+        moved_b, lb = sm.backward(u_p, msgs, bp.mode, lam, bound=np.count_nonzero(trw & ~done) > 0,
+                                  beliefs=beliefs)
         if lb is not None:  # a TRW-S component also progresses while its bound rises
             best_lb = np.where(trw & ~done, np.maximum(best_lb, lb), best_lb)
             with np.errstate(invalid="ignore"):  # -inf - -inf before the first bound
@@ -138,9 +141,9 @@ def run_sequential(bp, unary, u0, graph, big, notify, passes) -> dict:
         settled = not (moved_f or moved_b)
         if isinstance(bp.damping, str) and it == AUTO_SWITCH:
             lam = 0.5  # undamped updates did not settle: damp the plain updates from now on
-        warming = trw_target & ~done
-        if warm_up and (settled or it == AUTO_SWITCH or np.all(stale[warming] >= warm_patience)):
-            warm_up, trw = False, trw_target  # switch the attractive components to TRW-S
+        if warm_up and (settled or it == AUTO_SWITCH
+                        or np.count_nonzero(stale[trw_target & ~done] < warm_patience) == 0):
+            warm_up, trw, all_trw = False, trw_target, bool(trw_target.all())  # switch to TRW-S
             sm.set_gamma(trw[comp])
             sm.zero_messages(msgs, trw[comp[sm.layout.src]])  # TRW-S starts cold (engine Notes)
             sm.wake_all()
