@@ -144,11 +144,13 @@ class PassState:
         self.all_trw = bool(self.trw_node.all())
         self.undamped = self.trw_node[self.layout.src]  # TRW-S updates are never damped
 
-    def wake_all(self):
-        """Flag every node that is not frozen to send in both passes (after a change of weights)."""
-        self.dirty[0][:] = ~self.frozen
-        self.dirty[1][:] = ~self.frozen
-        self.stale_label[:] = True
+    def wake(self, nodes):
+        """Flag ``nodes`` (bool mask, permuted order) that are not frozen to send in both
+        passes and to be decoded again (after a change of their weights or messages)."""
+        live = nodes & ~self.frozen
+        self.dirty[0] |= live
+        self.dirty[1] |= live
+        self.stale_label |= nodes
 
     def freeze(self, nodes):
         """Stop updating the messages sent by ``nodes`` (bool mask, permuted order)."""

@@ -146,7 +146,7 @@ def run_sequential(bp, unary, u0, graph, big, notify, passes) -> dict:
             warm_up, trw, all_trw = False, trw_target, bool(trw_target.all())  # switch to TRW-S
             sm.set_gamma(trw[comp])
             sm.zero_messages(msgs, trw[comp[sm.layout.src]])  # TRW-S starts cold (engine Notes)
-            sm.wake_all()
+            sm.wake(trw[comp])  # only their messages changed
             stale[trw] = 0
             info_switch = it
             continue
