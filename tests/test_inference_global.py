@@ -204,8 +204,7 @@ def test_rounding_marginals_and_separation_probability():
 def test_best_per_component_is_no_worse_than_any_candidate():
     rng = np.random.default_rng(2)
     unary, g = random_problem(rng, 12, 3, 8)
-    from hmrf.inference.lp import connected_components
-    n_comp, comp = connected_components(g)
+    n_comp, comp = g.components()
     cands = rng.integers(3, size=(6, 12))
     labels, _ = best_per_component(unary, g, cands, comp, n_comp)
     assert g.energy(labels, unary) <= min(g.energy(c, unary) for c in cands) + 1e-12

@@ -16,15 +16,14 @@ import functools
 
 import numpy as np
 
-from ..graph import POTTS_ML, TABLE, as_graph, segment_sum
+from ..graph import TABLE, as_graph, segment_sum
 from .base import InferenceEngine, InferenceResult, check_unary, reduce_problem
 from .flooding import flooding
-from .lp import connected_components
 from .messages import big_cost
 from .polish import check_polish, finish, polish_labels
 from .rounding import best_per_component
 from .schedule import SequentialMessages
-from .sequential import AUTO_PATIENCE, AUTO_SWITCH, run_sequential
+from .sequential import AUTO_PATIENCE, AUTO_SWITCH, frustrated_components, run_sequential
 
 __all__ = ["BeliefPropagation", "uniform_edge_appearance"]
 
@@ -38,7 +37,7 @@ def uniform_edge_appearance(graph) -> np.ndarray:
     The uniform choice of tree-reweighted BP: a spanning tree of component c has
     ``n_c - 1`` of its ``m_c`` edges. On a forest every ``rho_e = 1`` (ordinary BP).
     """
-    n_comp, comp = connected_components(graph)
+    n_comp, comp = graph.components()
     ce = comp[graph.edges[:, 0]]
     sizes = np.bincount(comp, minlength=n_comp)
     m_c = np.bincount(ce, minlength=n_comp)
@@ -263,10 +262,8 @@ class BeliefPropagation(InferenceEngine):
         """Nodes of the frustrated components of mean degree >= ``DENSE_DEGREE`` and their
         subgraph (cached on the graph): where ``schedule="auto"`` also runs flooding."""
         if "bp_dense" not in graph._cache:
-            n_comp, comp = connected_components(graph)
-            bad = (graph.kind != POTTS_ML) | np.isinf(graph.weight)
-            frustrated = np.zeros(n_comp, dtype=bool)
-            frustrated[comp[graph.edges[bad, 0]]] = True
+            n_comp, comp = graph.components()
+            frustrated = frustrated_components(graph)
             size = np.bincount(comp, minlength=n_comp)
             m_c = np.bincount(comp[graph.edges[:, 0]], minlength=n_comp)
             nodes = np.flatnonzero((frustrated & (2 * m_c >= DENSE_DEGREE * size))[comp])
@@ -352,7 +349,7 @@ class BeliefPropagation(InferenceEngine):
                 for y in fl["labels"]:
                     cands.append(cands[0].copy())
                     cands[-1][nodes] = y
-                n_comp, comp = connected_components(graph)
+                n_comp, comp = graph.components()
                 cands.append(best_per_component(unary, graph, np.array(cands), comp, n_comp)[0])
                 info["flooding_iter"] = fl["n_iter"]
         if polish:

@@ -280,7 +280,7 @@ class LPRelaxation(InferenceEngine):
         t0 = time.perf_counter()
         u, value, info = self.relax(unary, graph)
         t1 = time.perf_counter()
-        n_comp, comp = connected_components(graph)
+        n_comp, comp = graph.components()
         cands, rinfo = kleinberg_tardos_rounding(u, rng, int(self.n_rounds), self.max_phases)
         labels, _ = best_per_component(unary, graph, cands, comp, n_comp)
         notify(1, labels, value)
@@ -299,8 +299,3 @@ class LPRelaxation(InferenceEngine):
                     phases=rinfo["phases"], fallback=rinfo["fallback"])
         return {"labels": labels, "lower_bound": value, "n_iter": int(self.n_rounds),
                 "converged": True, "info": info}
-
-
-def connected_components(graph: PairwiseGraph) -> tuple[int, np.ndarray]:
-    """Connected components of the factor graph's nodes (:meth:`PairwiseGraph.components`)."""
-    return graph.components()

@@ -17,7 +17,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from ..exceptions import InfeasibleError
 from .base import InferenceEngine
-from .lp import LPRelaxation, build_program, connected_components
+from .lp import LPRelaxation, build_program
 
 __all__ = ["ExactMILP"]
 
@@ -94,7 +94,7 @@ class ExactMILP(InferenceEngine):
             raise ValueError(f"mip_rel_gap must be in [0, 1); got {self.mip_rel_gap}.")
         t0 = time.perf_counter()
         n, k = unary.shape
-        n_comp, comp = connected_components(graph)
+        n_comp, comp = graph.components()
         labels = np.full(n, -1, dtype=np.int64)
         bound, converged, nodes_explored, fallback = 0.0, True, 0, 0
         batches = _batches(comp, n_comp)

@@ -32,7 +32,8 @@ import numpy as np
 from ..graph import POTTS_ML
 from .messages import marginals_from_beliefs
 
-__all__ = ["run_sequential", "trw_components", "AUTO_SWITCH", "AUTO_PATIENCE", "AUTO_PATIENCE_WORK"]
+__all__ = ["run_sequential", "trw_components", "frustrated_components", "AUTO_SWITCH", "AUTO_PATIENCE",
+           "AUTO_PATIENCE_WORK"]
 
 #: with ``damping="auto"``, undamped iterations (or flooding rounds) before damping 0.5
 AUTO_SWITCH = 20
@@ -45,19 +46,26 @@ AUTO_PATIENCE_WORK = 5000
 WARM_UP_PATIENCE = 3
 
 
-def trw_components(reweight, graph, perm, comp, n_comp) -> np.ndarray:
+def frustrated_components(graph) -> np.ndarray:
+    """Per component of :meth:`~hmrf.PairwiseGraph.components`: whether it has a factor
+    other than a soft must-link (a cannot-link, a table or a hard factor)."""
+    n_comp, comp = graph.components()
+    bad = (graph.kind != POTTS_ML) | np.isinf(graph.weight)
+    frustrated = np.zeros(n_comp, dtype=bool)
+    frustrated[comp[graph.edges[bad, 0]]] = True
+    return frustrated
+
+
+def trw_components(reweight, graph) -> np.ndarray:
     """Components that run TRW-S: all with ``reweight="trw"``; with ``"auto"`` those
-    whose factors are all soft must-links (attractive Potts); none with ``None``."""
+    whose factors are all soft must-links (attractive Potts); none with ``None``.
+    Numbered as :meth:`~hmrf.PairwiseGraph.components` (and so as ``layout.comp``)."""
+    n_comp = graph.components()[0]
     if reweight is None:
         return np.zeros(n_comp, dtype=bool)
     if reweight == "trw":
         return np.ones(n_comp, dtype=bool)
-    new = np.empty(graph.n_nodes, dtype=np.int64)
-    new[perm] = np.arange(graph.n_nodes)
-    bad = (graph.kind != POTTS_ML) | np.isinf(graph.weight)
-    frustrated = np.zeros(n_comp, dtype=bool)
-    frustrated[comp[new[graph.edges[bad, 0]]]] = True
-    return ~frustrated
+    return ~frustrated_components(graph)
 
 
 def run_sequential(bp, unary, u0, graph, big, notify, passes) -> dict:
@@ -75,8 +83,7 @@ def run_sequential(bp, unary, u0, graph, big, notify, passes) -> dict:
     perm, comp, n_comp = sm.perm, sm.comp, sm.n_comp
     u_p = np.ascontiguousarray(u0[perm])
     msgs = sm.new_messages()
-    trw_target = (trw_components(bp.reweight, graph, perm, comp, n_comp) if max_mode
-                  else np.zeros(n_comp, dtype=bool))
+    trw_target = trw_components(bp.reweight, graph) if max_mode else np.zeros(n_comp, dtype=bool)
     # "auto": the attractive components warm up with ordinary max-product, then run
     # TRW-S; "trw": TRW-S from the start
     warm_up = bp.reweight == "auto" and bool(trw_target.any())
