@@ -20,6 +20,12 @@ from .model import HMRF
 
 __version__ = "0.1.0"
 
+#: submodules loaded on first attribute access (``hmrf.inference.ICM`` works after
+#: ``import hmrf``), as SciPy does (PEP 562)
+_SUBMODULES = ("active", "constraints", "datasets", "em", "emissions", "estimators", "exceptions",
+               "experiments", "graph", "inference", "initialization", "interop", "metrics", "model",
+               "potentials")
+
 _LAZY = {
     "HMRFKMeans": "estimators", "PCKMeans": "estimators", "KMeans": "estimators",
     "SphericalKMeans": "estimators", "SeededKMeans": "estimators",
@@ -32,9 +38,13 @@ __all__ = ["Constraints", "PairwiseGraph", "HMRF", "InconsistentConstraintsError
 
 
 def __getattr__(name):
-    if name in _LAZY:
-        import importlib
+    import importlib
 
+    if name in _SUBMODULES:
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    if name in _LAZY:
         module = importlib.import_module(f".{_LAZY[name]}", __name__)
         value = getattr(module, name)
         globals()[name] = value
@@ -43,4 +53,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

@@ -31,7 +31,7 @@ from scipy.sparse import csgraph
 
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
 
-__all__ = ["PairwiseGraph", "as_graph", "segment_sum"]
+__all__ = ["PairwiseGraph", "GraphCache", "as_graph", "segment_sum"]
 
 POTTS_ML = MUST_LINK
 POTTS_CL = CANNOT_LINK
@@ -47,6 +47,43 @@ def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray
     agg = sp.csr_matrix((np.ones(e), (rows, np.arange(e))), shape=(n_rows, e))
     out = agg @ values
     return np.asarray(out)
+
+
+@dataclass(eq=False)
+class GraphCache:
+    """Structures derived from one (immutable) :class:`PairwiseGraph`, built on first use.
+
+    A graph is solved many times during EM (one E-step per iteration, the factors
+    unchanged), so what depends on the graph alone is computed once and kept here, each
+    structure in the field named after it and filled by the module that uses it.
+
+    Attributes
+    ----------
+    adjacency : csr_matrix or None
+        Symmetric (n, n) adjacency, multi-edges counted (:meth:`PairwiseGraph.neighbors`).
+    components : tuple (int, ndarray) or None
+        Connected components (:meth:`PairwiseGraph.components`).
+    reduction : object or None
+        Hard must-link contraction and the active sub-graph
+        (:func:`hmrf.inference.base.reduce_problem`).
+    icm_blocks : list or None
+        Independent sets with their incident factors (:mod:`hmrf.inference.icm`).
+    bp_layout, bp_colours, bp_bfs, bp_dense : object or None
+        Belief propagation's message layout, colour classes, breadth-first order and
+        dense frustrated part (:mod:`hmrf.inference.bp`).
+    bp_node_orders : dict
+        Belief propagation's compiled node-order layouts, by order name.
+    """
+
+    adjacency: sp.csr_matrix | None = None
+    components: tuple | None = None
+    reduction: object | None = None
+    icm_blocks: list | None = None
+    bp_layout: object | None = None
+    bp_colours: list | None = None
+    bp_bfs: np.ndarray | None = None
+    bp_dense: tuple | None = None
+    bp_node_orders: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +118,7 @@ class PairwiseGraph:
     kind: np.ndarray
     tables: np.ndarray | None = None
     table_index: np.ndarray | None = None
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    cache: GraphCache = field(default_factory=GraphCache, repr=False, compare=False)
 
     def __post_init__(self):
         n = int(self.n_nodes)
@@ -275,24 +312,24 @@ class PairwiseGraph:
 
     def neighbors(self) -> sp.csr_matrix:
         """Unweighted symmetric (n, n) adjacency (multi-edges counted)."""
-        if "adj" not in self._cache:
+        if self.cache.adjacency is None:
             e = self.edges
             a = sp.coo_matrix(
                 (np.ones(2 * self.n_edges), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
                 shape=(self.n_nodes, self.n_nodes),
             ).tocsr()
-            self._cache["adj"] = a
-        return self._cache["adj"]
+            self.cache.adjacency = a
+        return self.cache.adjacency
 
     def components(self) -> tuple[int, np.ndarray]:
         """Connected components ``(n_components, component of every node)``, cached
         (``scipy.sparse.csgraph.connected_components``; the array is read-only)."""
-        if "components" not in self._cache:
+        if self.cache.components is None:
             n_comp, comp = csgraph.connected_components(self.neighbors(), directed=False)
             comp = comp.astype(np.int64)
             comp.flags.writeable = False
-            self._cache["components"] = (int(n_comp), comp)
-        return self._cache["components"]
+            self.cache.components = (int(n_comp), comp)
+        return self.cache.components
 
     def subgraph(self, nodes) -> PairwiseGraph:
         """Factors among ``nodes`` only, re-indexed to ``0..len(nodes)-1``."""

@@ -113,3 +113,15 @@ def test_bad_input_is_named():
     g = PairwiseGraph.from_tables(2, [(0, 1)], np.zeros((3, 3)))
     with pytest.raises(ValueError, match="labels"):
         to_pgmpy(np.zeros((2, 2)), g)
+
+
+def test_submodules_load_on_attribute_access():
+    """``import hmrf`` alone gives ``hmrf.inference.ICM`` and friends (PEP 562)."""
+    import subprocess
+    import sys
+
+    code = ("import hmrf; print(hmrf.inference.ICM.__name__, hmrf.metrics.nmi.__name__, "
+            "hmrf.datasets.__name__, hmrf.experiments.__name__, hmrf.active.__name__); "
+            "print(sorted(set(dir(hmrf)) >= {'inference', 'metrics'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["ICM", "nmi", "hmrf.datasets", "hmrf.experiments", "hmrf.active", "True"]

@@ -179,8 +179,8 @@ class _Structure:
 
 
 def _structure(graph: PairwiseGraph) -> _Structure:
-    if "reduction" in graph._cache:
-        return graph._cache["reduction"]
+    if graph.cache.reduction is not None:
+        return graph.cache.reduction
     n = graph.n_nodes
     e, kind, w = graph.edges, graph.kind, graph.weight
     hard_ml = (kind == POTTS_ML) & np.isinf(w)
@@ -224,7 +224,7 @@ def _structure(graph: PairwiseGraph) -> _Structure:
     )
     st = _Structure(int(n_super), node_of, bool(hard_ml.any()), const, a[tab_in], tab_diag,
                     has_edge, active, sub)
-    graph._cache["reduction"] = st
+    graph.cache.reduction = st
     return st
 
 

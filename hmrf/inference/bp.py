@@ -261,15 +261,15 @@ class BeliefPropagation(InferenceEngine):
     def _dense_part(graph):
         """Nodes of the frustrated components of mean degree >= ``DENSE_DEGREE`` and their
         subgraph (cached on the graph): where ``schedule="auto"`` also runs flooding."""
-        if "bp_dense" not in graph._cache:
+        if graph.cache.bp_dense is None:
             n_comp, comp = graph.components()
             frustrated = frustrated_components(graph)
             size = np.bincount(comp, minlength=n_comp)
             m_c = np.bincount(comp[graph.edges[:, 0]], minlength=n_comp)
             nodes = np.flatnonzero((frustrated & (2 * m_c >= DENSE_DEGREE * size))[comp])
             sub = graph if nodes.size == graph.n_nodes else graph.subgraph(nodes)
-            graph._cache["bp_dense"] = (nodes, sub)
-        return graph._cache["bp_dense"]
+            graph.cache.bp_dense = (nodes, sub)
+        return graph.cache.bp_dense
 
     def _compiled(self) -> bool:
         """Whether the max-product passes run compiled (``kernel``; numba importable)."""

@@ -109,8 +109,8 @@ def build_blocks(graph: PairwiseGraph) -> list[_Block]:
 
     Cached on the (immutable) graph, so EM pays for it once per fit.
     """
-    if "icm_blocks" in graph._cache:
-        return graph._cache["icm_blocks"]
+    if graph.cache.icm_blocks is not None:
+        return graph.cache.icm_blocks
     n, m = graph.n_nodes, graph.n_edges
     sets = independent_sets(n, graph.edges)
     colour = np.empty(n, dtype=np.int64)
@@ -138,7 +138,7 @@ def build_blocks(graph: PairwiseGraph) -> list[_Block]:
             members, pos[src[d]], dst[d], w[d], kind[d],
             tables[tpos[tab]] if tables is not None else None, first[tab],
         ))
-    graph._cache["icm_blocks"] = blocks
+    graph.cache.icm_blocks = blocks
     return blocks
 
 

@@ -42,9 +42,9 @@ def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
     5,000-node E-step of ``benchmarks/inference.py``), and each class is one Python step
     of a pass; the quality of the schedule measured the same.
     """
-    if "bp_colours" not in graph._cache:
-        graph._cache["bp_colours"] = greedy_colouring(graph.n_nodes, graph.edges)
-    return graph._cache["bp_colours"]
+    if graph.cache.bp_colours is None:
+        graph.cache.bp_colours = greedy_colouring(graph.n_nodes, graph.edges)
+    return graph.cache.bp_colours
 
 
 def greedy_colouring(n_nodes: int, edges: np.ndarray) -> list[np.ndarray]:
@@ -80,7 +80,7 @@ def bfs_order(graph: PairwiseGraph) -> np.ndarray:
     BFS layers interleave, which changes nothing (no message crosses components) and
     needs no Python loop over components.
     """
-    if "bp_bfs" not in graph._cache:
+    if graph.cache.bp_bfs is None:
         n, e = graph.n_nodes, graph.edges
         n_comp, comp = graph.components()
         deg = np.diff(graph.neighbors().indptr)  # distinct neighbours
@@ -93,8 +93,8 @@ def bfs_order(graph: PairwiseGraph) -> np.ndarray:
         aug = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n + 1, n + 1))
         aug.sum_duplicates()
         order = csgraph.breadth_first_order(aug, n, directed=True, return_predecessors=False)
-        graph._cache["bp_bfs"] = order[1:].astype(np.int64)
-    return graph._cache["bp_bfs"]
+        graph.cache.bp_bfs = order[1:].astype(np.int64)
+    return graph.cache.bp_bfs
 
 
 class MessageOrder:

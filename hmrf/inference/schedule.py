@@ -192,9 +192,9 @@ class SequentialMessages(PassState):
     """
 
     def __init__(self, graph: PairwiseGraph, k: int, big: float, tol: float = 0.0):
-        if "bp_layout" not in graph._cache:
-            graph._cache["bp_layout"] = _Layout(graph)
-        lay = graph._cache["bp_layout"]
+        if graph.cache.bp_layout is None:
+            graph.cache.bp_layout = _Layout(graph)
+        lay = graph.cache.bp_layout
         super().__init__(lay, graph.n_nodes, graph.n_edges, k, tol)
         self.bounds, self.n_colours = lay.bounds, len(lay.bounds) - 1
         self.w, self.tab_of, self.tcost = lay.factor_costs(graph, k, big)

@@ -234,11 +234,11 @@ class CompiledSequentialMessages(PassState):
     """
 
     def __init__(self, graph, k, big, tol=0.0, order="bfs"):
-        key = f"bp_node_order_{order}"
-        if key not in graph._cache:
+        orders = graph.cache.bp_node_orders
+        if order not in orders:
             perm = bfs_order(graph) if order == "bfs" else _concat(colour_classes(graph))
-            graph._cache[key] = NodeOrder(graph, perm)
-        lay = graph._cache[key]
+            orders[order] = NodeOrder(graph, perm)
+        lay = orders[order]
         super().__init__(lay, graph.n_nodes, graph.n_edges, k, tol)
         self.n_colours = None
         self.w, self.tab_of, tcost = lay.factor_costs(graph, k, big)
