@@ -12,7 +12,30 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_data", "check_n_clusters", "check_partial_labels", "as_float_array_1d"]
+__all__ = ["check_data", "check_n_clusters", "check_partial_labels", "as_float_array_1d",
+           "check_random_state"]
+
+
+def check_random_state(seed) -> np.random.Generator:
+    """A NumPy ``Generator`` from any of the seeds the library accepts.
+
+    ``None`` gives a fresh, unpredictable generator (NumPy's global state is neither
+    read nor changed); an int or a ``RandomState`` seeds a generator from one draw of
+    ``RandomState(seed)`` (scikit-learn's convention for ``random_state``, so the same
+    int gives the same result everywhere); a ``Generator`` is returned as is (and
+    advanced by its user).
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None:
+        return np.random.default_rng()
+    if isinstance(seed, np.random.RandomState):
+        return np.random.default_rng(seed.randint(np.iinfo(np.int32).max))
+    if isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(seed, bool):
+        if not 0 <= int(seed) < 2**32:
+            raise ValueError(f"random_state must be an int in [0, 2**32 - 1]; got {seed}.")
+        return np.random.default_rng(np.random.RandomState(int(seed)).randint(np.iinfo(np.int32).max))
+    raise ValueError(f"random_state must be None, an int, a numpy Generator or RandomState; got {seed!r}.")
 
 
 def _first_bad_position(values: np.ndarray) -> tuple[int, ...]:

@@ -24,7 +24,14 @@ from ..inference import get_engine
 from ..initialization import initial_centers
 from ..model import HMRF
 
-__all__ = ["HMRFClusterMixin"]
+__all__ = ["HMRFClusterMixin", "emission_of"]
+
+
+def emission_of(estimator):
+    """The emission family an HMRF estimator fits with (its ``emission`` parameter, or
+    the family it fixes: squared Euclidean for PCKMeans, cosine for SphericalKMeans,
+    the learned metric for MPCKMeans), as an :class:`~hmrf.emissions.EmissionFamily`."""
+    return get_emission(estimator._spec_emission())
 
 
 def _check_positive_int(value, name, minimum=1):
