@@ -47,8 +47,9 @@ class Interval:
         v = float(value)
         if np.isnan(v):
             return False
-        lo_ok = self.left is None or (v >= self.left if self.closed in ("both", "left") else v > self.left)
-        hi_ok = self.right is None or (v <= self.right if self.closed in ("both", "right") else v < self.right)
+        left_in, right_in = self.closed in ("both", "left"), self.closed in ("both", "right")
+        lo_ok = self.left is None or (v >= self.left if left_in else v > self.left)
+        hi_ok = self.right is None or (v <= self.right if right_in else v < self.right)
         if np.isinf(v) and not ((v > 0 and self.right is None) or (v < 0 and self.left is None)
                                 or (self.right == v and self.closed in ("both", "right"))):
             return False
