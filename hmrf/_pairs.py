@@ -6,6 +6,7 @@ Private: errors name the list and pair number so the public constructors can rep
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -19,12 +20,32 @@ CANNOT_LINK = -1
 
 
 def as_pair_array(pairs, name: str) -> np.ndarray:
-    """Convert ``pairs`` (list of 2-tuples or (m, 2) array) to an int64 (m, 2) array."""
+    """Convert ``pairs`` to an int64 (m, 2) array.
+
+    Accepted: ``None``, a list/tuple of 2-sequences, an (m, 2) array, any iterator or
+    generator of pairs, and a set of pairs (taken in sorted order; see
+    :func:`is_unordered`). Ragged entries, dicts and non-integer indices raise an error
+    naming the list and the pair number.
+    """
     if pairs is None:
         return np.empty((0, 2), dtype=np.int64)
-    arr = np.asarray(pairs)
+    if isinstance(pairs, dict):
+        raise TypeError(f"{name} is a dict; pass a sequence of (i, j) pairs, e.g. list({name}.items()).")
+    if isinstance(pairs, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of (i, j) pairs; got the string {pairs!r}.")
+    if is_unordered(pairs):
+        pairs = _sorted_pairs(pairs, name)
+    elif not isinstance(pairs, (np.ndarray, list, tuple)) and hasattr(pairs, "__iter__"):
+        pairs = list(pairs)  # generators, iterators, pandas objects, ...
+    try:
+        arr = np.asarray(pairs)
+    except ValueError:  # ragged: name the first entry that is not a pair
+        _raise_bad_entry(pairs, name)
+        raise
     if arr.size == 0:
         return np.empty((0, 2), dtype=np.int64)
+    if arr.dtype == object and arr.ndim == 1:
+        _raise_bad_entry(pairs, name)
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(f"{name} must be a sequence of (i, j) pairs; got an array of shape {arr.shape}.")
     if arr.dtype.kind == "f":
@@ -34,6 +55,49 @@ def as_pair_array(pairs, name: str) -> np.ndarray:
     elif arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer point indices; got dtype {arr.dtype}.")
     return arr.astype(np.int64)
+
+
+def as_index_array(indices, name: str) -> np.ndarray:
+    """A 1-D int64 array of point indices (integral floats accepted), or a named error."""
+    if hasattr(indices, "__iter__") and not isinstance(indices, (np.ndarray, list, tuple, str, bytes)):
+        indices = list(indices)
+    arr = np.asarray(indices)
+    if arr.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of point indices; got shape {arr.shape}.")
+    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer point indices; got dtype {arr.dtype}.")
+    return arr.astype(np.int64)
+
+
+def is_unordered(pairs) -> bool:
+    """Whether ``pairs`` is a set (no order, so per-pair weights cannot follow it)."""
+    return isinstance(pairs, (set, frozenset))
+
+
+def _sorted_pairs(pairs, name: str) -> list:
+    items = list(pairs)
+    try:
+        return sorted(items)
+    except TypeError:  # mixed entry types: report the first entry that is not a pair
+        _raise_bad_entry(items, name)
+        raise
+
+
+def _raise_bad_entry(pairs, name: str) -> None:
+    """Raise ``ValueError`` naming the first entry of ``pairs`` that is not a 2-sequence."""
+    for b, p in enumerate(pairs):
+        if isinstance(p, (str, bytes)) or not hasattr(p, "__len__"):
+            raise ValueError(f"{name} pair #{b} is {p!r}: each pair needs two point indices (i, j).")
+        if len(p) != 2:
+            what = "entry" if len(p) == 1 else "entries"
+            raise ValueError(
+                f"{name} pair #{b} has {len(p)} {what} {tuple(p)!r}: each pair needs exactly two "
+                "point indices (i, j)."
+            )
 
 
 def check_pairs_in_range(pairs: np.ndarray, n: int, name: str) -> None:
@@ -56,13 +120,22 @@ def check_pairs_in_range(pairs: np.ndarray, n: int, name: str) -> None:
 
 
 def check_weights(weight, m: int, name: str) -> np.ndarray:
-    w = np.asarray(weight, dtype=np.float64)
+    """Weights as a new float64 (m,) array: a scalar is broadcast; NaN, negative and
+    non-numeric entries raise an error naming the position."""
+    arr = np.asarray(weight)
+    if arr.dtype.kind not in "biuf":
+        if arr.ndim == 0:
+            raise TypeError(f"{name} must be a number >= 0 (np.inf = hard) or one per pair; got {weight!r}.")
+        for b, v in enumerate(np.asarray(weight, dtype=object).ravel()):  # the caller's objects
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.number)) \
+                    or isinstance(v, (np.complexfloating, complex)):
+                raise TypeError(f"{name}[{b}] is {v!r}; constraint weights must be numbers >= 0 "
+                                "(np.inf = hard).")
+    w = arr.astype(np.float64)  # a new array: the caller's is never shared
     if w.ndim == 0:
         w = np.full(m, float(w))
     elif w.shape != (m,):
         raise ValueError(f"{name} must be a scalar or have one entry per pair ({m}); got shape {w.shape}.")
-    else:
-        w = w.copy()
     if np.any(np.isnan(w)):
         b = int(np.flatnonzero(np.isnan(w))[0])
         raise ValueError(f"{name}[{b}] is NaN; constraint weights must be >= 0 (np.inf = hard).")

@@ -19,13 +19,16 @@ import scipy.sparse as sp
 from ._pairs import (
     CANNOT_LINK,
     MUST_LINK,
+    as_index_array,
     as_pair_array,
     check_pairs_in_range,
     check_weights,
     components,
+    is_unordered,
     merge_duplicates,
     resolve_conflicts,
 )
+from ._validation import check_random_state
 
 __all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK"]
 
@@ -138,6 +141,8 @@ class Constraints:
         Parameters
         ----------
         must_link, cannot_link : sequence of (i, j) or array of shape (m, 2), optional
+            Any iterable of pairs (a generator too); a set is taken in sorted order and
+            then needs a single ``weight``.
         n : int, optional
             Number of points. Defaults to ``1 + max index``; pass it explicitly so that
             out-of-range indices are caught.
@@ -151,6 +156,13 @@ class Constraints:
         -------
         Constraints
         """
+        if np.ndim(weight) != 0:
+            for name, given in (("must_link", must_link), ("cannot_link", cannot_link)):
+                if is_unordered(given):
+                    raise TypeError(
+                        f"{name} is a set, which has no order, so per-pair weights cannot follow "
+                        f"it; pass a list of pairs (e.g. sorted({name})) or one weight for all."
+                    )
         ml = as_pair_array(must_link, "must_link")
         cl = as_pair_array(cannot_link, "cannot_link")
         if n is None:
@@ -267,8 +279,8 @@ class Constraints:
         if n is None:
             nodes = list(graph.nodes)
             n = int(max(nodes) + 1) if nodes else 0
-        return cls(n, pr, np.asarray(kinds, dtype=np.int8), np.asarray(weights, dtype=np.float64),
-                   conflicts=conflicts)
+        w = check_weights(weights, len(weights), "edge weight")
+        return cls(n, pr, np.asarray(kinds, dtype=np.int8), w, conflicts=conflicts)
 
     @classmethod
     def sample_from_labels(cls, y, n_pairs, rng=None, *, among=None, weight=1.0):
@@ -282,16 +294,34 @@ class Constraints:
         y : array-like (n,)
             True class labels.
         n_pairs : int
-            Number of pairs (capped at the number of distinct pairs available).
-        rng : int or numpy Generator, optional
+            Number of pairs, ``>= 0`` (capped at the number of distinct pairs available).
+        rng : int, numpy Generator or RandomState, optional
+            Seed or Generator (an int seeds a Generator as the estimators'
+            ``random_state`` does).
         among : array-like of int, optional
-            Candidate points (e.g. the training fold).
+            Candidate points (e.g. the training fold), indices in ``[0, n)``.
         weight : float, default=1.0
+
+        Raises
+        ------
+        ValueError
+            ``y`` not 1-D, ``n_pairs`` not a non-negative integer, ``among`` out of range.
         """
         y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D with one label per point; got shape {y.shape}.")
+        if isinstance(n_pairs, (bool, np.bool_)) or not isinstance(n_pairs, numbers.Integral) \
+                or n_pairs < 0:
+            raise ValueError(f"n_pairs must be an integer >= 0; got {n_pairs!r}.")
         n = y.shape[0]
-        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        idx = np.arange(n) if among is None else np.unique(np.asarray(among, dtype=np.int64))
+        rng = check_random_state(rng)
+        if among is None:
+            idx = np.arange(n)
+        else:
+            idx = np.unique(as_index_array(among, "among"))
+            if idx.size and (idx[0] < 0 or idx[-1] >= n):
+                bad = int(idx[0] if idx[0] < 0 else idx[-1])
+                raise ValueError(f"among holds point index {bad} outside [0, {n - 1}] for n={n} points.")
         m = idx.shape[0]
         target = int(min(int(n_pairs), m * (m - 1) // 2))
         keys = np.empty(0, dtype=np.int64)
@@ -543,7 +573,13 @@ class Constraints:
 
     def subset(self, indices) -> Constraints:
         """Constraints among ``indices`` only, re-indexed to ``0..len(indices)-1``."""
-        idx = np.asarray(indices, dtype=np.int64)
+        idx = as_index_array(indices, "indices")
+        if idx.size and (idx.min() < 0 or idx.max() >= self._n):
+            bad = int(idx[(idx < 0) | (idx >= self._n)][0])
+            raise ValueError(f"indices holds point index {bad} outside [0, {self._n - 1}] for "
+                             f"n={self._n} points.")
+        if np.unique(idx).shape[0] != idx.shape[0]:
+            raise ValueError("indices must be distinct point indices.")
         pos = np.full(self._n, -1, dtype=np.int64)
         pos[idx] = np.arange(idx.shape[0])
         a, b = pos[self._pairs[:, 0]], pos[self._pairs[:, 1]]

@@ -215,3 +215,57 @@ def test_sample_from_labels_is_deterministic_and_respects_among():
         assert (k == 1) == (y[i] == y[j])
     capped = Constraints.sample_from_labels(y, 10_000, rng=0, among=[0, 1, 2, 3])
     assert len(capped) == 6
+
+
+# ------------------------------------------------- awkward inputs get named errors
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(must_link=[(0, 1), (2, 3, 4)], n=5), ValueError, r"must_link pair #1 has 3 entries"),
+    (dict(cannot_link=[(0, 1), (2,)], n=5), ValueError, r"cannot_link pair #1 has 1 entry"),
+    (dict(must_link=[(0, 1), 3], n=5), ValueError, r"must_link pair #1 is 3"),
+    (dict(must_link=[(0, 1)], n=5, weight="heavy"), TypeError, r"weight must be a number .* got 'heavy'"),
+    (dict(must_link=[(0, 1), (1, 2)], n=5, weight=[1.0, "a"]), TypeError, r"weight\[1\] is 'a'"),
+    (dict(must_link=[(0, 1)], n=5, weight=1j), TypeError, r"weight must be a number"),
+    (dict(must_link={0: 1}, n=5), TypeError, r"must_link is a dict"),
+    (dict(must_link={(0, 1), (2, 3)}, n=5, weight=[1.0, 2.0]), TypeError, r"must_link is a set"),
+])
+def test_awkward_pair_lists_and_weights_are_named(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        Constraints.from_pairs(**kwargs)
+
+
+def test_sets_and_generators_of_pairs_are_accepted():
+    a = Constraints.from_pairs(must_link={(3, 4), (0, 1)}, cannot_link=((i, i + 2) for i in range(2)), n=5)
+    b = Constraints.from_pairs(must_link=[(0, 1), (3, 4)], cannot_link=[(0, 2), (1, 3)], n=5)
+    assert a.pairs.tolist() == b.pairs.tolist() and a.kind.tolist() == b.kind.tolist()
+    # an iterator of numpy rows, and a set with one weight for all pairs
+    c = Constraints.from_pairs(must_link=iter(np.array([[0, 1], [3, 4]])), n=5, weight=2.0)
+    assert c.pairs.tolist() == [[0, 1], [3, 4]] and c.weight.tolist() == [2.0, 2.0]
+    m = Constraints.from_metric_learn(((i, i + 1) for i in range(3)), [1, -1, 1])
+    assert m.pairs.tolist() == [[0, 1], [1, 2], [2, 3]] and m.kind.tolist() == [1, -1, 1]
+
+
+@pytest.mark.parametrize("args, kwargs, exc, match", [
+    ((-5,), {}, ValueError, r"n_pairs must be an integer >= 0; got -5"),
+    ((2.5,), {}, ValueError, r"n_pairs must be an integer >= 0; got 2.5"),
+    (("3",), {}, ValueError, r"n_pairs must be an integer"),
+    ((2,), dict(among=[0, 9]), ValueError, r"among.* 9 .*\[0, 3\]"),
+    ((2,), dict(rng="x"), ValueError, r"must be None, an int"),
+])
+def test_sample_from_labels_bad_arguments_are_named(args, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        Constraints.sample_from_labels(np.array([0, 1, 0, 1]), *args, **kwargs)
+
+
+def test_sample_from_labels_needs_1d_labels_and_zero_pairs_is_empty():
+    with pytest.raises(ValueError, match=r"y must be 1-D"):
+        Constraints.sample_from_labels(np.zeros((2, 2)), 2)
+    assert len(Constraints.sample_from_labels(np.array([0, 1, 0]), 0)) == 0
+    assert len(Constraints.sample_from_labels(np.array([0, 1, 0]), np.int64(3), rng=0)) == 3
+
+
+def test_subset_and_with_weight_bad_arguments_are_named():
+    c = Constraints.from_pairs(must_link=[(0, 1)], n=5)
+    with pytest.raises(ValueError, match=r"indices.* 7 .*\[0, 4\]"):
+        c.subset([0, 7])
+    with pytest.raises(TypeError, match=r"weight must be a number"):
+        c.with_weight("x")
