@@ -43,7 +43,8 @@ def _first_bad_position(values: np.ndarray) -> tuple[int, ...]:
     return tuple(int(v) for v in bad[0])
 
 
-def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: int = 1):
+def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: int = 1,
+               keep_float32: bool = False):
     """Validate a data matrix and return it as float64 (dense ndarray or CSR).
 
     Parameters
@@ -57,10 +58,13 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
         If False, sparse input raises a ``TypeError`` naming the argument.
     min_samples : int
         Minimum number of rows.
+    keep_float32 : bool
+        Return float32 input as float32 (as scikit-learn's estimators do) instead of
+        converting it to float64.
 
     Returns
     -------
-    X : ndarray or scipy.sparse.csr_matrix of dtype float64
+    X : ndarray or scipy.sparse.csr_matrix of dtype float64 (or float32)
         Shares memory with the input when no conversion was needed; callers must not
         write to it.
 
@@ -82,7 +86,8 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
             raise ValueError(f"{name} must be 2-D; got a sparse array of shape {X.shape}.")
         if np.issubdtype(X.dtype, np.complexfloating):
             raise ValueError(f"Complex data not supported: {name} has complex entries; hmrf needs real data.")
-        X = sp.csr_matrix(X, dtype=np.float64)  # copies only if format/dtype differ
+        dtype = np.float32 if keep_float32 and X.dtype == np.float32 else np.float64
+        X = sp.csr_matrix(X, dtype=dtype)  # copies only if format/dtype differ
         if not np.all(np.isfinite(X.data)):
             k = _first_bad_position(X.data)[0]
             row = int(np.searchsorted(X.indptr, k, side="right") - 1)
@@ -111,7 +116,7 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
             )
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}.")
-        X = np.asarray(arr, dtype=np.float64)
+        X = np.asarray(arr, dtype=np.float32 if keep_float32 and arr.dtype == np.float32 else np.float64)
         if not np.all(np.isfinite(X)):
             r, c = _first_bad_position(X)
             kind = "NaN" if np.isnan(X[r, c]) else "an infinite value"
