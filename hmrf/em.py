@@ -30,9 +30,11 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
+from .estep import assignment_pass
 from .graph import POTTS_CL, POTTS_ML, TABLE
 from .inference.base import InferenceEngine
 
@@ -106,37 +108,86 @@ def reseed_empty_clusters(labels, unary, graph, n_clusters) -> tuple[np.ndarray,
     """Give empty clusters a point without increasing the objective (module docstring).
 
     Candidates are points whose move alone does not raise the pairwise energy (every
-    unconstrained point qualifies) and whose cluster keeps at least one member; the one
-    with the largest current cost moves. With an exact M-step its new cost cannot exceed
-    its old one, so the objective after the M-step cannot rise. A cluster stays empty
-    only when no point qualifies (every point constrained so that any move costs).
+    unconstrained point qualifies), whose cluster keeps at least one member and whose
+    unary cost in the empty cluster is finite; the one with the largest current cost
+    moves. With an exact M-step its new cost cannot exceed its old one, so the
+    objective after the M-step cannot rise. A cluster stays empty only when no point
+    qualifies (every point constrained so that any move costs).
 
-    Returns the new labels and the number of clusters re-seeded.
+    Parameters
+    ----------
+    labels : ndarray (n,)
+    unary : ndarray (n, k)
+    graph : PairwiseGraph
+    n_clusters : int
+
+    Returns
+    -------
+    labels : ndarray (n,)
+        New labels (a copy when something moved).
+    n_reseeded : int
     """
+    n = labels.shape[0]
+    unary = np.asarray(unary)
+    cost = np.asarray(unary[np.arange(n), labels], dtype=np.float64)
+    return _reseed(labels, cost, graph, n_clusters, lambda rows, h: np.isfinite(unary[rows, h]))
+
+
+def _reseed(labels, cost, graph, n_clusters, allowed, movable=None) -> tuple[np.ndarray, int]:
+    """:func:`reseed_empty_clusters` given each point's current cost (n,) and
+    ``allowed(rows, h) -> bool array``, which says whether cluster ``h`` may take those
+    points (finite cost); ``movable`` (n,) bool excludes points that may never move."""
     counts = np.bincount(labels, minlength=n_clusters)
     empty = np.flatnonzero(counts == 0)
     if empty.size == 0:
         return labels, 0
     labels = labels.copy()
-    n = labels.shape[0]
-    cost = unary[np.arange(n), labels]
     cost = np.where(np.isfinite(cost), cost, np.finfo(float).max)
     done = 0
     for h in empty:  # at most k iterations, each vectorised over points
         counts = np.bincount(labels, minlength=n_clusters)
-        ok = (counts[labels] > 1) & (_move_cost(labels, graph, h) <= 0) & np.isfinite(unary[:, h])
-        if not ok.any():
-            continue
-        i = int(np.argmax(np.where(ok, cost, -np.inf)))
-        labels[i] = h
-        cost[i] = -np.inf
-        done += 1
+        ok = (counts[labels] > 1) & (_move_cost(labels, graph, h) <= 0)
+        if movable is not None:
+            ok &= movable
+        score = np.where(ok, cost, -np.inf)
+        while True:  # largest cost first; a candidate the cluster forbids is skipped
+            i = int(np.argmax(score))
+            if not np.isfinite(score[i]) and score[i] < 0:
+                break
+            if allowed(np.array([i]), h)[0]:
+                labels[i] = h
+                cost[i] = -np.inf
+                done += 1
+                break
+            score[i] = -np.inf
     return labels, done
+
+
+#: Accumulate the M-step statistics from scratch (in the E-step pass) at least every
+#: this many iterations, so the update by moved points cannot drift ...
+REFRESH_EVERY = 20
+#: ... and whenever more than this fraction of the points moved in the last iteration
+#: (updating from the moved points then costs more than a full accumulation).
+MOVED_FRACTION = 0.2
+
+
+def _move_statistics(model, stats, rows, new, old):
+    """``stats`` after the points ``rows`` moved from labels ``old`` to ``new``."""
+    if rows.size == 0:
+        return stats
+    return stats + model.statistics(new, rows) - model.statistics(old, rows)
 
 
 def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: float = 1e-4,
            rng=None, callback=None) -> EMResult:
     """Alternate E- and M-steps on ``model`` from ``params``.
+
+    Each iteration is one pass over the data (:func:`hmrf.estep.assignment_pass`) under
+    the current parameters. It scores the previous labelling (the objective after the
+    previous M-step), gives every unconstrained point its argmin label, and hands the
+    cost rows of the constrained points, with the factors among them, to ``engine``.
+    The M-step statistics are accumulated in the same pass, or updated from the points
+    that moved when few did; then the family's update gives the new parameters.
 
     Parameters
     ----------
@@ -148,8 +199,10 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         Maximum EM iterations.
     tol : float
         Stop when the relative decrease of the objective is at most ``tol`` or when the
-        labels stop changing. After a stop on the tolerance or on ``max_iter``, one
-        more E-step makes the labels consistent with the final parameters.
+        labels stop changing. After a stop on the tolerance or on ``max_iter``, the
+        E-step of the last pass makes the labels consistent with the final parameters
+        (as scikit-learn's KMeans does), kept only if it does not worsen the objective
+        or empty a cluster.
     rng : numpy Generator
     callback : callable, optional
         ``callback(iteration, labels, params, objective)`` after each M-step.
@@ -164,22 +217,25 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
     k = model.n_clusters
     family = model.emission
-    labels = None
+    movable = None if model.clamped is None else model.clamped < 0
+    labels, stats, stats_labels = None, None, None
+    age, moved_fraction = 0, 1.0
     prev_obj = np.inf
     history, trace = [], []
     converged = False
     it = 0
     while True:
-        # One unary evaluation per iteration: it scores the previous M-step's
-        # (labels, params) pair *and* feeds this iteration's E-step.
         t0 = time.perf_counter()
-        unary = model.unary(params)
         graph = model.graph(params)
+        nodes, sub = graph.constrained_part()
+        accumulate = stats is None or age >= REFRESH_EVERY or moved_fraction > MOVED_FRACTION
+        step = assignment_pass(model, params, previous=labels, constrained=nodes,
+                               accumulate=accumulate, shift=model.statistics_shift)
         if labels is not None:
-            obj = graph.energy(labels, unary)
+            obj = step.previous_cost + graph.pairwise_energy(labels)
             history.append(obj)
             trace[-1]["objective"] = obj
-            if obj > prev_obj + 1e-9 * max(1.0, abs(prev_obj)) and getattr(family, "exact_m_step", True):
+            if obj > prev_obj + 1e-9 * max(1.0, abs(prev_obj)) and family.exact_m_step:
                 warnings.warn(
                     f"EM objective increased from {prev_obj:.10g} to {obj:.10g} at iteration {it}; "
                     f"the M-step of {family!r} is not an exact minimiser.",
@@ -190,31 +246,71 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
                 callback(it, labels, params, obj)
             converged = bool(np.isfinite(prev_obj) and prev_obj - obj <= tol * abs(prev_obj))
             if converged or it == int(max_iter):
-                # Stopped on the tolerance or the iteration cap: one more E-step so that
-                # the labels match the final parameters (as scikit-learn's KMeans does),
-                # kept only if it does not worsen J or empty a cluster (no M-step follows).
-                final = engine.map(unary, graph, init=labels, rng=rng)
-                if final.energy <= obj and np.unique(final.labels).shape[0] >= np.unique(labels).shape[0]:
-                    labels, obj = final.labels, final.energy
+                # this pass's E-step under the final parameters, kept only if it does not
+                # worsen J or empty a cluster (no M-step follows)
+                final, energy, _, _ = _e_step(step, nodes, sub, labels, engine, rng)
+                if energy <= obj and np.unique(final).shape[0] >= np.unique(labels).shape[0]:
+                    labels, obj = final, energy
                 prev_obj = obj
                 break
             prev_obj = obj
         it += 1
-        res = engine.map(unary, graph, init=labels, rng=rng)
-        new, rejected = res.labels, False
-        if labels is not None and res.energy > prev_obj:
-            new, rejected = labels, True  # keep the better labelling (module docstring)
-        new, reseeded = reseed_empty_clusters(new, unary, graph, k)
+        new, energy, res, rejected = _e_step(step, nodes, sub, labels, engine, rng)
+        cost = step.cost.copy()
+        if nodes.size:
+            cost[nodes] = step.constrained_unary[np.arange(nodes.size), new[nodes]]
+
+        new, reseeded = _reseed(new, cost, graph, k, partial(_finite_cost, model, params), movable)
         t1 = time.perf_counter()
         n_changed = int(new.shape[0] if labels is None else np.count_nonzero(new != labels))
-        trace.append(dict(objective=prev_obj, e_energy=res.energy, lower_bound=res.lower_bound,
+        trace.append(dict(objective=prev_obj, e_energy=energy,
+                          lower_bound=None if res is None or res.lower_bound is None
+                          else res.lower_bound + _free_energy(step, nodes),
                           n_changed=n_changed, rejected=rejected, reseeded=reseeded,
                           e_time=t1 - t0, m_time=0.0))
         if labels is not None and n_changed == 0:
             converged = True
             break
-        labels = new
-        params = model.m_step(labels, params)
+        if accumulate:
+            stats, stats_labels, age = step.stats, step.labels, 0
+        moved = np.flatnonzero(new != stats_labels)
+        stats = _move_statistics(model, stats, moved, new[moved], stats_labels[moved])
+        age += 1
+        moved_fraction = n_changed / new.shape[0]
+        labels, stats_labels = new, new
+        params = model.update(stats, labels, params)
         trace[-1]["m_time"] = time.perf_counter() - t1
     return EMResult(labels=labels, params=params, objective=float(prev_obj), history=history,
                     n_iter=it, converged=converged, trace=trace)
+
+
+def _finite_cost(model, params, rows, h) -> np.ndarray:
+    """Whether cluster ``h`` gives the points ``rows`` a finite unary cost."""
+    return np.array([np.isfinite(model.unary(params, rows=slice(r, r + 1))[0, h]) for r in rows])
+
+
+def _free_energy(step, nodes) -> float:
+    """Summed minimum cost of the unconstrained points of a pass."""
+    total = float(step.cost.sum())
+    return total - float(step.cost[nodes].sum()) if nodes.size else total
+
+
+def _e_step(step, nodes, sub, previous, engine, rng):
+    """Labels of every point: the pass's argmin, and the engine's labelling of the
+    constrained points (or their previous labels, if the engine's is worse: the energy is
+    separable between the two sets, so the argmin part is always kept). Returns the
+    labels, their energy, the engine's result (``None`` without constrained points) and
+    whether its labelling was rejected."""
+    labels = step.labels.copy()
+    free = _free_energy(step, nodes)
+    if nodes.size == 0:
+        return labels, free, None, False
+    init = None if previous is None else previous[nodes]
+    res = engine.map(step.constrained_unary, sub, init=init, rng=rng)
+    if init is not None:
+        old = sub.energy(init, step.constrained_unary)
+        if res.energy > old:
+            labels[nodes] = init
+            return labels, free + old, res, True
+    labels[nodes] = res.labels
+    return labels, free + res.energy, res, False

@@ -63,6 +63,9 @@ class GraphCache:
         Symmetric (n, n) adjacency, multi-edges counted (:meth:`PairwiseGraph.neighbors`).
     components : tuple (int, ndarray) or None
         Connected components (:meth:`PairwiseGraph.components`).
+    constrained : tuple (ndarray, PairwiseGraph) or None
+        The nodes with a factor and the graph among them
+        (:meth:`PairwiseGraph.constrained_part`).
     reduction : object or None
         Hard must-link contraction and the active sub-graph
         (:func:`hmrf.inference.base.reduce_problem`).
@@ -77,6 +80,7 @@ class GraphCache:
 
     adjacency: sp.csr_matrix | None = None
     components: tuple | None = None
+    constrained: tuple | None = None
     reduction: object | None = None
     icm_blocks: list | None = None
     bp_layout: object | None = None
@@ -330,6 +334,18 @@ class PairwiseGraph:
             comp.flags.writeable = False
             self.cache.components = (int(n_comp), comp)
         return self.cache.components
+
+    def constrained_part(self) -> tuple[np.ndarray, PairwiseGraph]:
+        """The nodes that have at least one factor (sorted) and the graph among them,
+        re-indexed; cached. Every other node's label is the argmin of its own costs, so
+        this is all an engine needs to see (the EM loop never hands it the rest)."""
+        if self.cache.constrained is None:
+            has = np.zeros(self.n_nodes, dtype=bool)
+            has[self.edges.ravel()] = True
+            nodes = np.flatnonzero(has)
+            nodes.flags.writeable = False
+            self.cache.constrained = (nodes, self.subgraph(nodes))
+        return self.cache.constrained
 
     def subgraph(self, nodes) -> PairwiseGraph:
         """Factors among ``nodes`` only, re-indexed to ``0..len(nodes)-1``."""

@@ -13,14 +13,12 @@ thesis Fig. A.1 (:meth:`HMRF.to_networkx`).
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from ._validation import check_data, check_n_clusters
 from .constraints import Constraints
 from .emissions import EmissionFamily, get_emission
-from .emissions.base import NORMALIZERS
+from .emissions.base import NORMALIZERS, MStepContext
 from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .potentials import PairwisePotential, PottsConstraints
 
@@ -65,7 +63,7 @@ class HMRF:
     def __init__(self, X, n_clusters, emission="sqeuclidean", constraints=None, w=1.0,
                  potentials=None, normalizer="constant", clamped=None):
         self.emission: EmissionFamily = get_emission(emission)
-        X = check_data(X, accept_sparse=self.emission.accepts_sparse)
+        X = check_data(X, accept_sparse=self.emission.accepts_sparse, keep_float32=True)
         self.X = self.emission.prepare(X)
         self.n_samples = int(self.X.shape[0])
         self.n_clusters = check_n_clusters(n_clusters, self.n_samples)
@@ -101,10 +99,8 @@ class HMRF:
                 raise ValueError(f"clamped labels must be -1 (free) or in [0, {self.n_clusters - 1}].")
             self.clamped = c
         self._static_graph = None
-        # data-only quantities a family may cache (e.g. φ(x_i)); X never changes here
-        self._data_cache = {}
-        self._pass_cache = "cache" in inspect.signature(self.emission.unary).parameters
-        self._pass_cache_m = "cache" in inspect.signature(self.emission.m_step).parameters
+        self._data_terms = None
+        self._shift = None
 
     # --------------------------------------------------------------- E-step view
     @property
@@ -112,17 +108,39 @@ class HMRF:
         """Whether some potential must be rebuilt after each M-step."""
         return any(p.depends_on_params for p in self.potentials)
 
-    def unary(self, params) -> np.ndarray:
-        """Unary costs (n, k): ``-log p(x_i | y_i = h, Θ)`` under the normaliser choice."""
-        if self._pass_cache:
-            cost = self.emission.unary(self.X, params, self.normalizer, cache=self._data_cache)
-        else:
-            cost = self.emission.unary(self.X, params, self.normalizer)
+    @property
+    def data_terms(self):
+        """The family's per-row data terms (e.g. ``φ(x_i)``), computed once, or ``None``."""
+        if self._data_terms is None:
+            terms = self.emission.data_terms(self.X)
+            self._data_terms = False if terms is None else terms
+        return None if self._data_terms is False else self._data_terms
+
+    @property
+    def statistics_shift(self):
+        """Centre of the M-step statistics' second moments (the data's mean for dense
+        data; ``None``, i.e. 0, for sparse data or families without second moments)."""
+        if self.emission.second_moment(self.normalizer) is None:
+            return None
+        if self._shift is None:
+            shift = self.emission.default_shift(self.X)
+            self._shift = False if shift is None else shift
+        return None if self._shift is False else self._shift
+
+    def unary(self, params, rows: slice | None = None) -> np.ndarray:
+        """Unary costs ``-log p(x_i | y_i = h, Θ)`` under the normaliser choice, (n, k),
+        or for the rows of the slice ``rows`` only (the EM loop's blocks)."""
+        rows = slice(None) if rows is None else rows
+        data = self.data_terms
+        cost = self.emission.unary(self.X[rows], params, self.normalizer,
+                                   data=None if data is None else data[rows])
         if self.clamped is not None:
-            fixed = np.flatnonzero(self.clamped >= 0)
-            row = cost[fixed, self.clamped[fixed]].copy()
-            cost[fixed] = np.inf
-            cost[fixed, self.clamped[fixed]] = row
+            clamp = self.clamped[rows]
+            fixed = np.flatnonzero(clamp >= 0)
+            if fixed.size:
+                row = cost[fixed, clamp[fixed]].copy()
+                cost[fixed] = np.inf
+                cost[fixed, clamp[fixed]] = row
         return cost
 
     def graph(self, params=None) -> PairwiseGraph:
@@ -140,19 +158,43 @@ class HMRF:
             self._static_graph = g
         return g
 
-    def m_step(self, labels, params):
-        """Re-estimate Θ for ``labels`` (the M-step of Basu 2005, §4.4.5).
+    def statistics(self, assignment, rows=None):
+        """The emission family's M-step statistics (:mod:`hmrf.emissions.stats`) of
+        ``assignment`` (labels or responsibilities) for all points, or for the points
+        ``rows`` (then ``assignment`` has one entry per row), in blocks of rows."""
+        from .estep import block_rows
 
-        Delegates to ``emission.m_step``. A family whose update also needs the pairwise
-        factors (MPCKMeans' metric update uses the violated constraints) defines
-        ``m_step_model(model, labels, params)`` and receives this model instead.
-        """
-        hook = getattr(self.emission, "m_step_model", None)
-        if hook is not None:
-            return hook(self, labels, params)
-        if self._pass_cache_m:
-            return self.emission.m_step(self.X, labels, params, self.normalizer, cache=self._data_cache)
-        return self.emission.m_step(self.X, labels, params, self.normalizer)
+        assignment = np.asarray(assignment)
+        size = self.n_samples if rows is None else len(rows)
+        fam, k, shift = self.emission, self.n_clusters, self.statistics_shift
+        step = block_rows(size, self.X.shape[1])
+        total = None
+        for s0 in range(0, max(size, 1), step):  # a loop over blocks of rows
+            part = slice(s0, s0 + step) if rows is None else np.asarray(rows[s0:s0 + step], dtype=np.int64)
+            st = fam.statistics(self.X[part], assignment[s0:s0 + step], k, self.normalizer, shift)
+            total = st if total is None else total + st
+        return total
+
+    def context(self, labels) -> MStepContext:
+        """What the family's M-step may read besides the statistics (its ``m_step_needs``)."""
+        pairwise = None
+        if "pairwise" in self.emission.m_step_needs and self.potentials:
+            def pairwise(params):
+                return self.graph(params).pairwise_energy(labels)
+        return MStepContext(X=self.X, labels=labels, potentials=tuple(self.potentials),
+                            pairwise_energy=pairwise, n_clusters=self.n_clusters)
+
+    def update(self, stats, labels, params):
+        """The M-step from accumulated statistics of ``labels`` (Basu 2005, §4.4.5)."""
+        return self.emission.update(stats, params, self.normalizer, self.context(labels))
+
+    def m_step(self, labels, params):
+        """Re-estimate Θ for ``labels`` (the M-step of Basu 2005, §4.4.5): the family's
+        :meth:`~hmrf.emissions.EmissionFamily.update` on the statistics of all points,
+        with the labels and potentials in an :class:`~hmrf.emissions.MStepContext`
+        (MPCKMeans' metric update reads the violated constraints)."""
+        labels = np.asarray(labels)
+        return self.update(self.statistics(labels), labels, params)
 
     # ---------------------------------------------------------------- objective
     def _check_labels(self, labels) -> np.ndarray:
@@ -181,7 +223,7 @@ class HMRF:
         y = self._check_labels(labels)
         rows = np.arange(self.n_samples)
         unary = self.unary(params)[rows, y]
-        distortion = self.emission.distortion(self.X, params)[rows, y]
+        distortion = self.emission.distortion(self.X, params, data=self.data_terms)[rows, y]
         g = self.graph(params)
         costs = g.edge_costs(y)
         terms = {

@@ -29,6 +29,11 @@ class PairwisePotential:
     """
 
     depends_on_params = False
+    #: In potentials whose costs depend on a learned metric (:class:`DistanceScaledPotts`),
+    #: a method ``metric_terms(X, params, labels) -> (diff, coef)`` giving the violated
+    #: pairs' terms of the metric update (see :class:`~hmrf.emissions.Mahalanobis`);
+    #: ``None`` in every other potential.
+    metric_terms = None
 
     def graph(self, X=None, params=None, n_clusters=None) -> PairwiseGraph:  # pragma: no cover
         """The factors as a :class:`~hmrf.graph.PairwiseGraph`."""

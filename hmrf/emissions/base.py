@@ -9,8 +9,13 @@ In the HMRF (Basu 2005, §4.3.4, eq. 4.8) point ``x_i`` in cluster ``h`` has den
 * ``unary(X, params, normalizer)``: the per-point cost ``-log p(x_i | h)`` the E-step
   minimises, i.e. the divergence plus, when kept, the normaliser ``log Z_Θ`` and any
   prior term,
-* ``m_step(X, assignment, params, normalizer)``: the parameters minimising the summed
-  cost for a hard labelling or soft responsibilities,
+* ``statistics(X, assignment, k)``: additive per-cluster sums (counts, sums, a second
+  moment where needed) of a hard labelling or soft responsibilities, accumulated block
+  by block (:mod:`hmrf.emissions.stats`),
+* ``update(stats, params, normalizer, context)``: the M-step, the parameters minimising
+  the summed cost, from those statistics (and, where the family declares it in
+  ``m_step_needs``, the labels, data or potentials of an :class:`MStepContext`);
+  ``m_step(X, assignment, ...)`` is ``update`` on the statistics of all of ``X``,
 * ``init_params(X, centers)``: parameters from initial centre vectors.
 
 ``normalizer="constant"`` drops ``log Z_Θ`` (the thesis's HMRF-KMeans, §4.4.1);
@@ -26,9 +31,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["EmissionFamily", "EmissionParams", "cluster_sums", "scale_rows", "NORMALIZERS"]
+from .stats import ClusterStats
+
+__all__ = ["EmissionFamily", "EmissionParams", "MStepContext", "cluster_sums", "scale_rows",
+           "NORMALIZERS", "M_STEP_NEEDS", "work_dtype", "check_squared_scale"]
 
 NORMALIZERS = ("constant", "closed_form")
+#: what an M-step may ask the EM loop for (:attr:`EmissionFamily.m_step_needs`)
+M_STEP_NEEDS = ("statistics", "data", "pairwise")
 
 
 @dataclass(frozen=True)
@@ -57,11 +67,44 @@ class EmissionParams:
         return replace(self, **changes)
 
 
+def work_dtype(X) -> np.dtype:
+    """The precision costs are computed in: float32 for float32 data, else float64."""
+    return np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
+
+
+def check_squared_scale(X, family: str) -> None:
+    """Refuse data whose squared distances overflow or underflow the working precision.
+
+    Squared Euclidean and Mahalanobis costs are sums of squares of the entries: entries
+    beyond ``sqrt(max / d)`` overflow to ``inf`` and non-zero entries below
+    ``sqrt(tiny)`` vanish, so when even the largest entry is that small every distance
+    is zero and clusters would be decided by round-off. The message names
+    the scale found and the fix (rescaling does not change the clustering).
+    """
+    data = X.data if sp.issparse(X) else X
+    if data.size == 0:
+        return
+    info = np.finfo(work_dtype(X))
+    big = float(max(np.max(data), -np.min(data)))  # no |X| temporary
+    limit = np.sqrt(info.max / (16.0 * X.shape[1]))
+    if big > limit or 0.0 < big < np.sqrt(info.tiny) * 1e3:
+        raise ValueError(
+            f"X's entries reach {big:.3g} in absolute value: the {family} emission's squared "
+            f"distances would {'overflow' if big > limit else 'underflow'} {info.dtype} "
+            "(usable magnitudes are about "
+            f"{np.sqrt(info.tiny) * 1e3:.0e} to {limit:.0e}). Rescale X first, e.g. with "
+            "sklearn.preprocessing.StandardScaler or by dividing it by a constant; the "
+            "clustering does not change."
+        )
+
+
 def scale_rows(X, scale: np.ndarray):
-    """``X`` with row ``i`` divided by ``scale[i]`` (a new array; sparse stays CSR)."""
+    """``X`` with row ``i`` divided by ``scale[i]`` (a new array of ``X``'s precision;
+    sparse stays CSR)."""
+    inv = (1.0 / scale).astype(work_dtype(X))
     if sp.issparse(X):
-        return sp.csr_matrix(sp.diags(1.0 / scale) @ X)
-    return X / scale[:, None]
+        return sp.csr_matrix(sp.diags(inv) @ X)
+    return X * inv[:, None]
 
 
 def _check_normalizer(normalizer: str) -> str:
@@ -70,28 +113,7 @@ def _check_normalizer(normalizer: str) -> str:
     return normalizer
 
 
-#: Incremental cluster sums are refreshed from scratch after this many updates.
-_REFRESH_EVERY = 20
-#: ... or when more than this fraction of the points changed cluster.
-_INCREMENTAL_MAX_CHANGED = 0.2
-
-
-def _indicator_product(X, labels, n_clusters):
-    """``R @ X`` for the (k, n) cluster indicator ``R`` of ``labels``."""
-    n = labels.shape[0]
-    if sp.issparse(X):
-        R = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(n_clusters, n))
-    else:
-        # a dense (k, n) indicator makes R @ X one multi-threaded GEMM, about 2.5x faster
-        # than the sparse product for dense X (its size equals the unary matrix the
-        # E-step already holds)
-        R = np.zeros((n_clusters, n))
-        R[labels, np.arange(n)] = 1.0
-    out = R @ X
-    return np.asarray(out.toarray() if sp.issparse(out) else out, dtype=np.float64)
-
-
-def cluster_sums(X, assignment, n_clusters: int, cache=None):
+def cluster_sums(X, assignment, n_clusters: int):
     """Per-cluster sums of rows of ``X`` and cluster sizes.
 
     Parameters
@@ -99,13 +121,6 @@ def cluster_sums(X, assignment, n_clusters: int, cache=None):
     X : ndarray or sparse matrix (n, d)
     assignment : ndarray (n,) of int labels, or (n, k) responsibilities
     n_clusters : int
-    cache : dict, optional
-        Per-model store (see :meth:`EmissionFamily.divergence`). With hard labels the
-        previous call's labels and sums are kept there, and when few points changed
-        cluster the sums are updated from those points only (O(changed · d) instead
-        of O(n · d)), as late EM iterations move few points. They are recomputed from
-        scratch every ``_REFRESH_EVERY`` updates or when more than
-        ``_INCREMENTAL_MAX_CHANGED`` of the points moved, so round-off cannot drift.
 
     Returns
     -------
@@ -116,41 +131,49 @@ def cluster_sums(X, assignment, n_clusters: int, cache=None):
 
     Notes
     -----
-    One indicator product ``R X`` (sparse indicator for sparse ``X``: O(nnz(X))), no
-    loop over clusters.
+    One pass over the rows (:func:`~hmrf.emissions.stats.group_sums`), no loop over
+    clusters and no dense (k, n) indicator.
     """
-    assignment = np.asarray(assignment)
-    n = X.shape[0]
-    if assignment.ndim == 2:
-        if assignment.shape != (n, n_clusters):
-            raise ValueError(f"responsibilities must have shape ({n}, {n_clusters}); got {assignment.shape}.")
-        sums = assignment.T @ X
-        sums = sums.toarray() if sp.issparse(sums) else sums
-        return np.asarray(sums, dtype=np.float64), assignment.sum(axis=0)
-    counts = np.bincount(assignment, minlength=n_clusters).astype(np.float64)
-    prev = None if cache is None else cache.get("cluster_sums")
-    if prev is not None and prev["labels"].shape == assignment.shape and prev["sums"].shape[0] == n_clusters \
-            and prev["age"] < _REFRESH_EVERY:
-        changed = np.flatnonzero(assignment != prev["labels"])
-        if changed.size <= _INCREMENTAL_MAX_CHANGED * n:
-            sums = prev["sums"].copy()
-            if changed.size:
-                rows = X[changed]
-                sums += _indicator_product(rows, assignment[changed], n_clusters)
-                sums -= _indicator_product(rows, prev["labels"][changed], n_clusters)
-            cache["cluster_sums"] = dict(labels=assignment.copy(), sums=sums.copy(), age=prev["age"] + 1)
-            return sums, counts
-    sums = _indicator_product(X, assignment, n_clusters)
-    if cache is not None:
-        cache["cluster_sums"] = dict(labels=assignment.copy(), sums=sums.copy(), age=0)
-    return sums, counts
+    st = ClusterStats.from_data(X, assignment, n_clusters)
+    return st.sums, st.counts
+
+
+@dataclass(frozen=True)
+class MStepContext:
+    """What the EM loop hands an M-step besides the cluster statistics.
+
+    A family says which of these it reads in :attr:`EmissionFamily.m_step_needs`
+    (``"data"``: ``X`` and ``labels``; ``"pairwise"``: ``potentials`` and
+    ``pairwise_energy``), so that the loop (and the out-of-core path, which cannot hand
+    over ``X``) knows what to provide.
+
+    Attributes
+    ----------
+    X : ndarray or sparse matrix, optional
+        The prepared data (rows of constrained pairs are what potentials read).
+    labels : ndarray (n,), optional
+        The labelling the statistics were computed for.
+    potentials : tuple of PairwisePotential
+        The model's pairwise potentials.
+    pairwise_energy : callable, optional
+        ``pairwise_energy(params) -> float``: the potentials' energy at ``labels`` under
+        trial parameters (for families whose potentials depend on Θ).
+    n_clusters : int
+    """
+
+    X: object = None
+    labels: np.ndarray | None = None
+    potentials: tuple = ()
+    pairwise_energy: object = None
+    n_clusters: int = 0
 
 
 class EmissionFamily(ABC):
     """Base class of emission families (see module docstring for the protocol).
 
-    Subclasses must implement :meth:`divergence` and :meth:`m_step`; they may override
-    :meth:`prepare`, :meth:`init_params`, :meth:`cluster_cost` and :meth:`unary`.
+    Subclasses implement :meth:`divergence` and :meth:`update`; they may override
+    :meth:`prepare`, :meth:`data_terms`, :meth:`init_params`, :meth:`cluster_cost`,
+    :meth:`unary` and :meth:`second_moment`.
 
     Attributes
     ----------
@@ -161,11 +184,20 @@ class EmissionFamily(ABC):
         asking for it raises a ``ValueError`` rather than silently dropping it.
     accepts_sparse : bool
         Whether sparse ``X`` is supported (it is never densified).
+    exact_m_step : bool
+        Whether :meth:`update` returns the exact minimiser of the objective for the
+        labels (EM then warns if the objective rises, which would be a bug).
+    m_step_needs : frozenset
+        What :meth:`update` reads besides the cluster statistics: ``"data"`` (the data
+        and labels of :class:`MStepContext`) and/or ``"pairwise"`` (the potentials and
+        their energy under trial parameters).
     """
 
     name = "emission"
     has_closed_form_normalizer = False
     accepts_sparse = True
+    exact_m_step = True
+    m_step_needs = frozenset({"statistics"})
 
     # -------------------------------------------------------------- data domain
     def prepare(self, X):
@@ -175,24 +207,31 @@ class EmissionFamily(ABC):
         """
         return X
 
+    def data_terms(self, X) -> np.ndarray | None:
+        """Per-row quantities that depend on the data only (e.g. ``φ(x_i)``), or ``None``.
+
+        The model computes them once (n floats) and passes the rows of each block to
+        :meth:`unary` and :meth:`divergence` as ``data``.
+        """
+        return None
+
     # ------------------------------------------------------------------- costs
     @abstractmethod
-    def divergence(self, X, centers, cache=None) -> np.ndarray:
+    def divergence(self, X, centers, data=None) -> np.ndarray:
         """Distortion ``D(x_i, c_h)`` for every row of ``X`` and of ``centers``, (n, k).
 
-        ``cache`` is an optional dict owned by the caller (the :class:`~hmrf.HMRF`
-        model) in which a family may keep quantities that depend on ``X`` only, such as
-        ``φ(x_i)``; it is valid for as long as ``X`` is unchanged.
+        ``data`` holds the rows of :meth:`data_terms` for ``X`` when the caller has them.
+        The result has the precision of ``X`` (float32 stays float32).
         """
 
-    def distortion(self, X, params: EmissionParams, cache=None) -> np.ndarray:
+    def distortion(self, X, params: EmissionParams, data=None) -> np.ndarray:
         """The distortion part of the unary cost, (n, k): ``D(x_i, μ_h)`` by default.
 
         :meth:`HMRF.energy_terms <hmrf.HMRF.energy_terms>` reports the rest of the unary
         cost (normaliser and prior terms) separately. Families whose distortion depends
         on more than the centres (a learned metric) override this.
         """
-        return self.divergence(X, params.centers, cache=cache)
+        return self.divergence(X, params.centers, data=data)
 
     def cluster_cost(self, params: EmissionParams, normalizer: str = "constant") -> np.ndarray:
         """Per-cluster term of the unary cost (k,): log-normaliser and prior terms.
@@ -201,27 +240,63 @@ class EmissionFamily(ABC):
         """
         return np.zeros(params.n_clusters)
 
-    def unary(self, X, params: EmissionParams, normalizer: str = "constant", cache=None) -> np.ndarray:
+    def unary(self, X, params: EmissionParams, normalizer: str = "constant", data=None) -> np.ndarray:
         """Per-point cost ``-log p(x_i | y_i = h, Θ)`` up to a constant, shape (n, k).
 
         With ``normalizer="constant"`` this is ``D(x_i, μ_h)`` (plus the family's prior
         term, if any); with ``"closed_form"`` the scaled divergence plus ``log Z_Θ``.
         """
         self.check_normalizer(normalizer)
-        cost = self.divergence(X, params.centers, cache=cache)
-        cost += self.cluster_cost(params, normalizer)[None, :]
+        cost = self.divergence(X, params.centers, data=data)
+        cost += self.cluster_cost(params, normalizer)[None, :].astype(cost.dtype)
         return cost
 
     # --------------------------------------------------------------- parameters
-    @abstractmethod
-    def m_step(self, X, assignment, params: EmissionParams | None = None,
-               normalizer: str = "constant", cache=None) -> EmissionParams:
-        """Parameters minimising the summed unary cost for ``assignment``.
+    def second_moment(self, normalizer: str = "constant") -> str | None:
+        """Which second moment :meth:`update` needs in its statistics (see
+        :class:`~hmrf.emissions.stats.ClusterStats`): ``None`` (counts and sums only),
+        ``"norm"``, ``"diagonal"`` or ``"full"``."""
+        return None
 
-        ``assignment`` is an (n,) label vector or (n, k) responsibilities. Clusters
-        with no points keep their previous parameters (the EM loop re-seeds empty
-        clusters before calling this).
+    def statistics(self, X, assignment, n_clusters: int, normalizer: str = "constant",
+                   shift=None) -> ClusterStats:
+        """Additive statistics of the rows of ``X`` under ``assignment`` (labels (n,) or
+        responsibilities (n, k)): what :meth:`update` needs, summed per cluster."""
+        return ClusterStats.from_data(X, assignment, n_clusters, self.second_moment(normalizer), shift)
+
+    @abstractmethod
+    def update(self, stats: ClusterStats, params: EmissionParams | None = None,
+               normalizer: str = "constant", context: MStepContext | None = None) -> EmissionParams:
+        """The M-step: parameters minimising the summed unary cost, from cluster statistics.
+
+        Clusters with no points keep their previous parameters (the EM loop re-seeds
+        empty clusters before calling this). ``context`` carries what
+        :attr:`m_step_needs` asks for.
         """
+
+    def m_step(self, X, assignment, params: EmissionParams | None = None,
+               normalizer: str = "constant") -> EmissionParams:
+        """Parameters minimising the summed unary cost for ``assignment`` on ``X``.
+
+        ``assignment`` is an (n,) label vector or (n, k) responsibilities. The same as
+        :meth:`update` on the statistics of all of ``X`` (the EM loop accumulates them
+        block by block instead).
+        """
+        self.check_normalizer(normalizer)
+        k = self._n_clusters(assignment, params)
+        shift = self.default_shift(X) if self.second_moment(normalizer) is not None else None
+        stats = self.statistics(X, assignment, k, normalizer, shift)
+        a = np.asarray(assignment)
+        context = MStepContext(X=X, labels=a if a.ndim == 1 else None, n_clusters=k)
+        return self.update(stats, params, normalizer, context)
+
+    @staticmethod
+    def default_shift(X):
+        """The ``c`` of second moments: the global mean of dense data, ``None`` (0) for
+        sparse data."""
+        if sp.issparse(X):
+            return None
+        return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
 
     def init_params(self, X, centers) -> EmissionParams:
         """Parameters from initial centre vectors (projected into the domain)."""
@@ -245,16 +320,13 @@ class EmissionFamily(ABC):
         a = np.asarray(assignment)
         return int(a.shape[1]) if a.ndim == 2 else int(a.max()) + 1
 
-    def _means(self, X, assignment, n_clusters, params, cache=None):
-        """Cluster means, keeping previous centres for empty clusters."""
-        sums, counts = cluster_sums(X, assignment, n_clusters, cache)
-        empty = counts <= 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = sums / counts[:, None]
-        if empty.any():
-            fallback = params.centers if params is not None else np.asarray(X.mean(axis=0)).reshape(1, -1)
-            means[empty] = np.broadcast_to(fallback, means.shape)[empty]
-        return means, counts
+    @staticmethod
+    def _means(stats: ClusterStats, params):
+        """Cluster means from ``stats``, keeping previous centres for empty clusters."""
+        fallback = params.centers if params is not None else None
+        if fallback is None and np.any(stats.counts <= 0):
+            fallback = stats.sums.sum(axis=0) / max(stats.counts.sum(), 1e-300)
+        return stats.means(fallback), stats.counts
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
-from .base import EmissionParams
+from .base import EmissionParams, check_squared_scale
 from .bregman import BregmanFamily, row_dot
 
 __all__ = ["SquaredEuclidean"]
@@ -15,22 +14,14 @@ def _twice(M):
     return 2.0 * M
 
 
-def _weighted_within(D, assignment, k):
-    """Σ_i r_ih D[i, h] and Σ_i r_ih for labels or responsibilities."""
-    a = np.asarray(assignment)
-    if a.ndim == 1:
-        own = D[np.arange(D.shape[0]), a]
-        return np.bincount(a, weights=own, minlength=k), np.bincount(a, minlength=k).astype(float)
-    return (a * D).sum(axis=0), a.sum(axis=0)
-
-
-def feature_variance(X) -> float:
-    """Mean per-feature variance of dense or sparse ``X`` (sklearn's tolerance scale)."""
-    if sp.issparse(X):
-        mean = np.asarray(X.mean(axis=0)).ravel()
-        sq = np.asarray(X.multiply(X).mean(axis=0)).ravel()
-        return float(np.mean(sq - mean**2))
-    return float(np.mean(np.var(X, axis=0)))
+def _mean_feature_variance(stats, d) -> float:
+    """Mean per-feature variance of all the points in ``stats`` (second kind "norm")."""
+    n = stats.counts.sum()
+    if n <= 0:
+        return 0.0
+    mean = stats.sums.sum(axis=0) / n
+    dm = mean - (0.0 if stats.shift is None else stats.shift)
+    return float(max(stats.second.sum() / n - dm @ dm, 0.0) / d)
 
 
 class SquaredEuclidean(BregmanFamily):
@@ -67,30 +58,36 @@ class SquaredEuclidean(BregmanFamily):
     def __repr__(self) -> str:
         return f"SquaredEuclidean(var_floor={self.var_floor!r})"
 
+    def prepare(self, X):
+        check_squared_scale(X, self.name)
+        return X
+
     def _variance(self, params):
         if params.scale is None:
             return np.full(params.n_clusters, 0.5)
         return params.scale
 
-    def unary(self, X, params, normalizer="constant", cache=None):
+    def unary(self, X, params, normalizer="constant", data=None):
         self.check_normalizer(normalizer)
-        cost = self.divergence(X, params.centers, cache=cache)
+        cost = self.divergence(X, params.centers, data=data)
         if normalizer == "closed_form":
             var = self._variance(params)
             d = params.centers.shape[1]
-            cost /= 2.0 * var[None, :]
-            cost += 0.5 * d * np.log(2.0 * np.pi * var)[None, :]
+            cost /= (2.0 * var[None, :]).astype(cost.dtype)
+            cost += (0.5 * d * np.log(2.0 * np.pi * var)[None, :]).astype(cost.dtype)
         return cost
 
-    def m_step(self, X, assignment, params=None, normalizer="constant", cache=None) -> EmissionParams:
+    def second_moment(self, normalizer="constant"):
+        return "norm" if normalizer == "closed_form" else None
+
+    def update(self, stats, params=None, normalizer="constant", context=None) -> EmissionParams:
         self.check_normalizer(normalizer)
-        k = self._n_clusters(assignment, params)
-        means, _ = self._means(X, assignment, k, params, cache)
+        means, counts = self._means(stats, params)
         if normalizer == "constant":
             return EmissionParams(means)
-        within, counts = _weighted_within(self.divergence(X, means), assignment, k)
-        d = means.shape[1]
-        floor = self.var_floor * max(feature_variance(X), np.finfo(float).tiny)
+        k, d = means.shape
+        within = stats.scatter(means)
+        floor = self.var_floor * max(_mean_feature_variance(stats, d), np.finfo(float).tiny)
         prev = self._variance(params) if params is not None else np.full(k, 0.5)
         with np.errstate(invalid="ignore", divide="ignore"):
             var = np.where(counts > 0, within / (d * counts), prev)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .base import EmissionParams, scale_rows
+from .base import EmissionParams, scale_rows, work_dtype
 from .bregman import BregmanFamily, _cross
 
 __all__ = ["KL", "IDivergence", "SmoothedParams"]
@@ -27,12 +27,15 @@ class SmoothedParams(EmissionParams):
 
 
 def _xlogx_minus_x(A) -> np.ndarray:
+    """``Σ_f x_f log x_f - x_f`` per row (0 log 0 = 0), float64; sparse rows touch only
+    their stored entries."""
     if sp.issparse(A):
         A = sp.csr_matrix(A)
-        d = A.data
+        d = A.data.astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             v = np.where(d > 0, d * np.log(np.where(d > 0, d, 1.0)), 0.0) - d
         return np.asarray(sp.csr_matrix((v, A.indices, A.indptr), shape=A.shape).sum(axis=1)).ravel()
+    A = np.asarray(A, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         v = np.where(A > 0, A * np.log(np.where(A > 0, A, 1.0)), 0.0) - A
     return v.sum(axis=1)
@@ -96,23 +99,27 @@ class IDivergence(BregmanFamily):
     def _prior(self, X) -> np.ndarray:
         return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
 
-    def divergence(self, X, centers, cache=None) -> np.ndarray:
+    def _prior_from_stats(self, stats) -> np.ndarray:
+        """The prior mean ``u`` from the statistics of all points (the global mean)."""
+        return stats.sums.sum(axis=0) / max(stats.counts.sum(), np.finfo(float).tiny)
+
+    def divergence(self, X, centers, data=None) -> np.ndarray:
         M = np.asarray(centers, dtype=np.float64)
         zero = M <= 0
         logM = np.log(np.where(zero, 1.0, M))
-        cost = _cross(X, logM)
-        cost *= -1.0
-        cost += self._phi_rows(X, cache)[:, None]
-        cost += M.sum(axis=1)[None, :]
+        cost = _cross(X, -logM)
+        phi_x = self.data_terms(X) if data is None else data
+        cost += phi_x[:, None].astype(cost.dtype, copy=False)
+        cost += M.sum(axis=1)[None, :].astype(cost.dtype)
         np.maximum(cost, 0.0, out=cost)
         if zero.any():
             # mass on a feature where the centre has none: infinite divergence
-            cost[np.asarray(X @ zero.T.astype(np.float64)) > 0] = np.inf
+            cost[np.asarray(X @ zero.T.astype(work_dtype(X))) > 0] = np.inf
         return cost
 
     def cluster_cost(self, params, normalizer="constant"):
         a = self._check_smoothing()
-        prior = getattr(params, "prior", None)
+        prior = params.prior if isinstance(params, SmoothedParams) else None
         if a == 0 or prior is None:
             return np.zeros(params.n_clusters)
         return a * self.divergence(prior[None, :], params.centers)[0]
@@ -127,14 +134,12 @@ class IDivergence(BregmanFamily):
     def _project(self, C):
         return np.maximum(C, 0.0)
 
-    def m_step(self, X, assignment, params=None, normalizer="constant", cache=None) -> SmoothedParams:
+    def update(self, stats, params=None, normalizer="constant", context=None) -> SmoothedParams:
         self.check_normalizer(normalizer)
         a = self._check_smoothing()
-        k = self._n_clusters(assignment, params)
-        prior = getattr(params, "prior", None)
-        if prior is None:
-            prior = self._prior(X)
-        means, _ = self._means(X, assignment, k, params, cache)
+        prior = params.prior if isinstance(params, SmoothedParams) and params.prior is not None \
+            else self._prior_from_stats(stats)
+        means, _ = self._means(stats, params)
         return SmoothedParams((means + a * prior) / (1.0 + a), prior=prior)
 
 
@@ -174,6 +179,10 @@ class KL(IDivergence):
 
     def _prior(self, X) -> np.ndarray:
         d = X.shape[1]
+        return np.full(d, 1.0 / d)
+
+    def _prior_from_stats(self, stats) -> np.ndarray:
+        d = stats.sums.shape[1]
         return np.full(d, 1.0 / d)
 
     def _project(self, C):

@@ -37,7 +37,7 @@ eq. 4.9), (★) is the exact minimiser of the objective, and it is positive defi
 variance, so rescaling a feature rescales its metric entry and no floor binds because
 of the units (a floor relative to the *mean* variance clipped the small-variance
 features of breast cancer, whose variances span 11 orders of magnitude). Clipping and
-the thresholds that (★) holds fixed are why :meth:`Mahalanobis.m_step_model` checks
+the thresholds that (★) holds fixed are why :meth:`Mahalanobis.update` checks
 the objective before it accepts a new metric.
 """
 
@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .base import EmissionFamily, cluster_sums
+from .base import EmissionFamily, check_squared_scale, work_dtype
 from .bregman import row_dot
 from .mahalanobis_params import MahalanobisParams, log_det_pd, pair_sq_distances
 
@@ -61,10 +61,32 @@ CONSTANT_REL = 1e-12
 
 def _feature_variance(X) -> tuple[np.ndarray, np.ndarray]:
     """Variance and mean of every feature (sparse ``X`` stays sparse)."""
-    mean = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+    mean = np.asarray(X.mean(axis=0, dtype=np.float64)).ravel()
     if sp.issparse(X):
         return np.maximum(np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2, 0.0), mean
-    return np.var(X, axis=0), mean
+    return np.var(X, axis=0, dtype=np.float64), mean
+
+
+def _stats_feature_variance(stats) -> tuple[np.ndarray, np.ndarray]:
+    """Variance and mean of every feature of all the points in ``stats``."""
+    n = max(stats.counts.sum(), np.finfo(float).tiny)
+    mean = stats.sums.sum(axis=0) / n
+    second = stats.second.sum(axis=0)
+    if second.ndim == 2:
+        second = np.diagonal(second)
+    dm = mean - (0.0 if stats.shift is None else stats.shift)
+    return np.maximum(second / n - dm * dm, 0.0), mean
+
+
+def _shrinkage_target(var, mean) -> np.ndarray:
+    """The diagonal ``t`` of ``T``: each feature's variance; numerically constant
+    features (no variance relative to their own magnitude) get the mean variance of the
+    others. Any positive value leaves every distance, hence the clustering, unchanged
+    for a constant feature; every other feature keeps its own variance, so no floor
+    ties the metric to the units of the features."""
+    const = var <= CONSTANT_REL * (mean**2 + var)
+    fill = float(var[~const].mean()) if np.any(~const) else 1.0
+    return np.where(const, fill, var)
 
 
 class Mahalanobis(EmissionFamily):
@@ -110,6 +132,7 @@ class Mahalanobis(EmissionFamily):
     name = "mahalanobis"
     has_closed_form_normalizer = True
     accepts_sparse = True
+    m_step_needs = frozenset({"statistics", "pairwise"})
 
     def __init__(self, metric="diagonal", per_cluster=False, shrinkage=0.01, eig_floor=1e-6,
                  max_backtrack=5, safeguard=True, metric_potential=None):
@@ -124,7 +147,7 @@ class Mahalanobis(EmissionFamily):
             raise ValueError(f"eig_floor must be a positive number; got {eig_floor!r}.")
         if int(max_backtrack) < 0:
             raise ValueError(f"max_backtrack must be >= 0; got {max_backtrack!r}.")
-        if metric_potential is not None and not hasattr(metric_potential, "metric_terms"):
+        if metric_potential is not None and getattr(metric_potential, "metric_terms", None) is None:
             raise TypeError("metric_potential must define metric_terms(X, params, labels).")
         self.metric = metric
         self.per_cluster = bool(per_cluster)
@@ -141,6 +164,7 @@ class Mahalanobis(EmissionFamily):
 
     # -------------------------------------------------------------- data domain
     def prepare(self, X):
+        check_squared_scale(X, self.name)
         if self.metric == "full" and X.shape[1] > MAX_FULL_DIM:
             raise ValueError(
                 f"metric='full' needs a {X.shape[1]}x{X.shape[1]} matrix per metric; more than "
@@ -150,32 +174,33 @@ class Mahalanobis(EmissionFamily):
         return X
 
     # -------------------------------------------------------------------- costs
-    def divergence(self, X, centers, cache=None, params: MahalanobisParams | None = None) -> np.ndarray:
+    def divergence(self, X, centers, data=None, params: MahalanobisParams | None = None) -> np.ndarray:
         """``||x_i - μ_h||²_{A_h}`` (n, k); ``A = I`` when ``params`` is ``None``."""
+        dt = work_dtype(X)
         M = np.asarray(centers, dtype=np.float64)
         if params is None or params.metric is None:
-            cost = np.asarray(X @ M.T, dtype=np.float64) * -2.0
-            cost += row_dot(X)[:, None]
-            cost += row_dot(M)[None, :]
+            cost = np.asarray(X @ (-2.0 * M.T).astype(dt))
+            cost += row_dot(X)[:, None].astype(dt)
+            cost += row_dot(M)[None, :].astype(dt)
         elif params.diagonal:
             a = params.cluster_metric()  # (k, d)
             sq = X.multiply(X) if sp.issparse(X) else X * X
-            cost = np.asarray(sq @ a.T, dtype=np.float64)
-            cost -= 2.0 * np.asarray(X @ (M * a).T)
-            cost += np.einsum("kd,kd->k", M * M, a)[None, :]
+            cost = np.asarray(sq @ a.T.astype(dt))
+            cost -= np.asarray(X @ (2.0 * M * a).T.astype(dt))
+            cost += np.einsum("kd,kd->k", M * M, a)[None, :].astype(dt)
         elif params.n_groups == 1:  # shared full metric: one (n, d) x (d, d) product
             L = params.factor[0]
-            Z, Zc = np.asarray(X @ L), M @ L
-            cost = row_dot(Z)[:, None] - 2.0 * (Z @ Zc.T) + row_dot(Zc)[None, :]
+            Z, Zc = np.asarray(X @ L.astype(dt)), (M @ L).astype(dt)
+            cost = row_dot(Z)[:, None].astype(dt) - 2.0 * (Z @ Zc.T) + row_dot(Zc)[None, :].astype(dt)
         else:  # one (n, d) x (d, d) product per cluster metric
             L = params.factor
-            cost = np.empty((X.shape[0], M.shape[0]))
+            cost = np.empty((X.shape[0], M.shape[0]), dtype=dt)
             for h in range(M.shape[0]):
-                cost[:, h] = row_dot(np.asarray(X @ L[h]) - M[h] @ L[h])
+                cost[:, h] = row_dot(np.asarray(X @ L[h].astype(dt)) - (M[h] @ L[h]).astype(dt))
         np.maximum(cost, 0.0, out=cost)
         return cost
 
-    def distortion(self, X, params, cache=None) -> np.ndarray:
+    def distortion(self, X, params, data=None) -> np.ndarray:
         """``||x_i - μ_h||²_{A_h}`` under the learned metric (the rest of the unary cost
         is ``-log det A`` and the shrinkage prior)."""
         return self.divergence(X, params.centers, params=params)
@@ -192,58 +217,36 @@ class Mahalanobis(EmissionFamily):
         per_group = lam * (diag @ params.prior) - (1.0 + lam) * params.log_det
         return np.broadcast_to(per_group, (params.n_clusters,)).copy()
 
-    def unary(self, X, params, normalizer="constant") -> np.ndarray:
+    def unary(self, X, params, normalizer="constant", data=None) -> np.ndarray:
         self.check_normalizer(normalizer)
         cost = self.divergence(X, params.centers, params=params)
-        cost += self.cluster_cost(params)[None, :]
+        cost += self.cluster_cost(params)[None, :].astype(cost.dtype)
         return cost
 
     # --------------------------------------------------------------- parameters
     def init_params(self, X, centers) -> MahalanobisParams:
         """Centres with ``A = I`` (the paper's start) and the shrinkage target from ``X``."""
         C = np.array(centers, dtype=np.float64)
-        k, d = C.shape
-        g = k if self.per_cluster else 1
-        var, mean = _feature_variance(X)
-        # numerically constant features (no variance relative to their own magnitude)
-        # get the mean variance of the others: any positive value leaves every distance,
-        # hence the clustering, unchanged; every other feature keeps its own variance,
-        # so no floor ties the metric to the units of the features
-        const = var <= CONSTANT_REL * (mean**2 + var)
-        fill = float(var[~const].mean()) if np.any(~const) else 1.0
-        prior = np.where(const, fill, var)
-        metric = np.ones((g, d)) if self.metric != "full" else np.tile(np.eye(d), (g, 1, 1))
-        return MahalanobisParams(C, metric=metric, prior=prior)
+        prior = _shrinkage_target(*_feature_variance(X))
+        return self._identity_params(C, prior)
 
-    def _scatter(self, X, assignment, means, counts):
+    def _identity_params(self, centers, prior) -> MahalanobisParams:
+        k, d = centers.shape
+        g = k if self.per_cluster else 1
+        metric = np.ones((g, d)) if self.metric != "full" else np.tile(np.eye(d), (g, 1, 1))
+        return MahalanobisParams(centers, metric=metric, prior=prior)
+
+    def second_moment(self, normalizer="constant"):
+        return {"diagonal": "diagonal", "full": "full", "identity": None}[self.metric]
+
+    def _scatter(self, stats, means):
         """Scatter around the cluster means, per group: (G, d) diagonals or (G, d, d)."""
-        a = np.asarray(assignment)
-        k = means.shape[0]
-        full = self.metric == "full"
-        if a.ndim == 1 and not sp.issparse(X):
-            R = X - means[a]
-            if not full:
-                S, _ = cluster_sums(R * R, a, k)
-            elif not self.per_cluster:
-                return (R.T @ R)[None]
-            else:
-                S = np.stack([R[a == h].T @ R[a == h] for h in range(k)])
-        elif not full:  # soft or sparse: Σ r x∘x - n μ∘μ, no dense (n, d) residual
-            sq, _ = cluster_sums(X.multiply(X) if sp.issparse(X) else X * X, a, k)
-            S = np.maximum(sq - counts[:, None] * means**2, 0.0)
-        else:  # Σ r x xᵀ - n μ μᵀ, one (d, n) x (n, d) product per cluster
-            S = np.empty((k, X.shape[1], X.shape[1]))
-            for h in range(k):
-                r = (a == h).astype(np.float64) if a.ndim == 1 else a[:, h]
-                Xr = X.multiply(r[:, None]) if sp.issparse(X) else X * r[:, None]
-                xx = Xr.T @ X
-                xx = xx.toarray() if sp.issparse(xx) else np.asarray(xx)
-                S[h] = (xx + xx.T) / 2.0 - counts[h] * np.outer(means[h], means[h])
+        S = stats.scatter(means)
         return S if self.per_cluster else S.sum(axis=0, keepdims=True)
 
-    def _metric_update(self, X, assignment, means, counts, old, K):
+    def _metric_update(self, stats, means, counts, old, K):
         """The update (★); returns new metric (G, ...) and whether eigenvalues were clipped."""
-        S = self._scatter(X, assignment, means, counts)
+        S = self._scatter(stats, means)
         n_g = counts if self.per_cluster else np.array([counts.sum()])
         G = n_g.shape[0]
         lam, t, floor = self.shrinkage, old.prior, self.eig_floor
@@ -264,56 +267,56 @@ class Mahalanobis(EmissionFamily):
                 metric[g] = 1.0 / np.maximum(c, floor * t)
         return metric, clipped
 
-    def m_step(self, X, assignment, params=None, normalizer="constant") -> MahalanobisParams:
-        """Centres and metric for ``assignment`` without constraint terms (exact)."""
-        self.check_normalizer(normalizer)
-        k = self._n_clusters(assignment, params)
-        means, counts = self._means(X, assignment, k, params)
-        if params is None or params.metric is None:
-            params = self.init_params(X, means)
-        if self.metric == "identity":
-            return params.replace(centers=means, metric_step=1.0)
-        metric, _ = self._metric_update(X, assignment, means, counts, params, None)
-        return params.replace(centers=means, metric=metric, metric_step=1.0)
-
-    def m_step_model(self, model, labels, params) -> MahalanobisParams:
+    def update(self, stats, params=None, normalizer="constant", context=None) -> MahalanobisParams:
         """M-step of MPCKMeans (Fig. 1, steps 2b-2c): means, then the metric, safeguarded.
 
         1. Centres: cluster means, the exact minimiser for fixed labels and metric.
         2. Metric: the paper's update (★) with the violated-constraint terms of every
-           potential that defines ``metric_terms`` (plus ``metric_potential``).
+           potential of ``context`` that has ``metric_terms`` (plus ``metric_potential``).
         3. Safeguard: (★) is stationary only with the penalty thresholds held fixed,
            but ``α_max`` moves with ``A`` and pairs cross the thresholds, so the
-           objective ``model.energy`` (with the potentials rebuilt under the new metric
-           and ``α_max``) is evaluated at ``A_old + t (A_new - A_old)`` for
-           ``t = 1, 1/2, ...`` (``max_backtrack`` halvings); the first ``t`` that does not
-           increase it is kept, else ``t = 0`` (old metric). ``params.metric_step``
-           records ``t``. Skipped only when (★) is exact: no metric-dependent
-           penalty and no eigenvalue clipping.
+           objective (distortion from the cluster statistics, plus the potentials'
+           energy at the labels rebuilt under the trial metric) is evaluated at
+           ``A_old + t (A_new - A_old)`` for ``t = 1, 1/2, ...`` (``max_backtrack``
+           halvings); the first ``t`` that does not increase it is kept, else ``t = 0``
+           (old metric). ``params.metric_step`` records ``t``. Skipped only when (★) is
+           exact: no metric-dependent penalty and no eigenvalue clipping.
         """
-        X = model.X
-        means, counts = self._means(X, labels, model.n_clusters, params)
+        self.check_normalizer(normalizer)
+        means, counts = self._means(stats, params)
+        if params is None or params.metric is None:
+            prior = np.ones(means.shape[1]) if stats.second is None else \
+                _shrinkage_target(*_stats_feature_variance(stats))
+            params = self._identity_params(means, prior)
         mid = params.replace(centers=means, metric_step=0.0)
         if self.metric == "identity":
             return mid.replace(metric_step=1.0)
-        pots = [p for p in model.potentials if hasattr(p, "metric_terms")]
+        pots = [] if context is None else [p for p in context.potentials if p.metric_terms is not None]
         extra = [self.metric_potential] if self.metric_potential is not None else []
         K = None
-        for p in pots + extra:
-            diff, coef = p.metric_terms(X, mid, labels)
-            if coef.size:
-                K = (0.0 if K is None else K) + self._outer_sum(diff, coef)
-        metric, clipped = self._metric_update(X, labels, means, counts, mid, K)
+        if pots or extra:
+            if context is None or context.labels is None:
+                raise ValueError("the metric update with constraint terms needs the labels (MStepContext).")
+            for p in pots + extra:
+                terms = p.metric_terms(context.X, mid, context.labels)
+                if terms is not None and terms[1].size:
+                    K = (0.0 if K is None else K) + self._outer_sum(*terms)
+        metric, clipped = self._metric_update(stats, means, counts, mid, K)
         new = mid.replace(metric=metric, metric_step=1.0)
         # (★) is the exact minimiser only when no penalty depends on the metric: even
         # with no pair in M*/C* (K is None), a violated pair sitting at a threshold moves
         # off it, and α_max moves, when A changes
         if not self.safeguard or (not pots and not extra and not clipped):
             return new
+        scatter = stats.scatter(means)
 
         def objective(p):
-            e = model.energy(labels, p)
-            return e + sum(q.graph(X, p, model.n_clusters).pairwise_energy(labels) for q in extra)
+            value = self._summed_cost(p, scatter, counts)
+            if pots:
+                value += context.pairwise_energy(p)
+            for q in extra:
+                value += q.graph(context.X, p, p.n_clusters).pairwise_energy(context.labels)
+            return value
 
         j_old = objective(mid)
         t = 1.0
@@ -324,6 +327,16 @@ class Mahalanobis(EmissionFamily):
                 return trial
             t /= 2.0
         return mid
+
+    def _summed_cost(self, params, scatter, counts) -> float:
+        """``Σ_i u_{i, y_i}`` from the per-cluster scatter around ``params.centers``:
+        ``Σ_h <A_h, S_h> + n_h · cluster_cost_h`` (no pass over the data)."""
+        A = params.cluster_metric()
+        if params.diagonal:
+            distortion = float(np.einsum("kd,kd->", A, scatter))
+        else:
+            distortion = float(np.einsum("kij,kij->", A, scatter))
+        return distortion + float(counts @ self.cluster_cost(params))
 
     def _outer_sum(self, diff, coef):
         """``Σ_e c_e v_e v_eᵀ`` (d, d), or its diagonal (d,) for diagonal metrics."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._special import log_bessel_iv
-from .base import EmissionFamily, EmissionParams, cluster_sums, scale_rows
+from .base import EmissionFamily, EmissionParams, scale_rows
 from .bregman import _cross, row_dot
 
 __all__ = ["VonMisesFisher", "log_vmf_normalizer"]
@@ -22,21 +23,42 @@ def log_vmf_normalizer(kappa, d: int) -> np.ndarray:
     return nu * np.log(kappa) - (d / 2.0) * np.log(2.0 * np.pi) - log_bessel_iv(abs(nu), kappa)
 
 
+def _fallback_direction(X) -> np.ndarray:
+    """A deterministic unit direction for a centre that has none (see ``init_params``)."""
+    total = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+    if not np.linalg.norm(total) > 0:
+        first = X[0]
+        total = np.asarray(first.toarray() if sp.issparse(first) else first, dtype=np.float64).ravel()
+    return total / np.max(np.abs(total))
+
+
 def _mean_resultant_ratio(kappa, d: int) -> np.ndarray:
     """``A_d(κ) = I_{d/2}(κ) / I_{d/2-1}(κ)``, the expected cosine under vMF(κ)."""
     nu = d / 2.0 - 1.0
     return np.exp(log_bessel_iv(nu + 1.0, kappa) - log_bessel_iv(abs(nu), kappa))
 
 
+def _row_max_abs(A) -> np.ndarray:
+    """Largest absolute entry of every row (float64), without an |A| copy of dense A."""
+    if sp.issparse(A):
+        return np.asarray(abs(A).max(axis=1).toarray(), dtype=np.float64).ravel()
+    return np.maximum(A.max(axis=1), -A.min(axis=1)).astype(np.float64)
+
+
 def _unit_rows(A, what: str):
-    norms = np.sqrt(row_dot(A))
-    if np.any(norms <= 0):
-        r = int(np.flatnonzero(norms <= 0)[0])
+    """Rows of ``A`` scaled to unit L2 norm, computed without overflow or underflow:
+    each row is first divided by its largest absolute entry (an exact rescaling of its
+    direction), so rows of any magnitude representable in floating point keep their
+    direction."""
+    top = _row_max_abs(A)
+    if np.any(top <= 0):
+        r = int(np.flatnonzero(top <= 0)[0])
         raise ValueError(
             f"row {r} of {what} is all zeros; cosine distance is undefined for a zero vector "
             "(drop empty rows first)."
         )
-    return scale_rows(A, norms)
+    scaled = scale_rows(A, top)
+    return scale_rows(scaled, np.sqrt(row_dot(scaled)))
 
 
 class VonMisesFisher(EmissionFamily):
@@ -81,10 +103,9 @@ class VonMisesFisher(EmissionFamily):
     def prepare(self, X):
         return _unit_rows(X, "X")
 
-    def divergence(self, X, centers, cache=None) -> np.ndarray:
+    def divergence(self, X, centers, data=None) -> np.ndarray:
         C = np.asarray(centers, dtype=np.float64)
-        cost = _cross(X, C)
-        cost *= -1.0
+        cost = _cross(X, -C)
         cost += 1.0
         np.clip(cost, 0.0, 2.0, out=cost)
         return cost
@@ -94,24 +115,35 @@ class VonMisesFisher(EmissionFamily):
             return np.full(params.n_clusters, float(self.kappa))
         return params.scale
 
-    def unary(self, X, params, normalizer="constant", cache=None) -> np.ndarray:
+    def unary(self, X, params, normalizer="constant", data=None) -> np.ndarray:
         self.check_normalizer(normalizer)
         cost = self.divergence(X, params.centers)
         if normalizer == "constant":
             if self.kappa != 1.0:
-                cost *= float(self.kappa)
+                cost *= cost.dtype.type(self.kappa)
             return cost
         kappa = self._kappa(params)
         d = params.centers.shape[1]
         # -log p = -κ x^T μ - log C_d(κ) = κ (1 - x^T μ) - κ - log C_d(κ)
-        return cost * kappa[None, :] - (kappa + log_vmf_normalizer(kappa, d))[None, :]
+        cost *= kappa[None, :].astype(cost.dtype)
+        cost -= (kappa + log_vmf_normalizer(kappa, d))[None, :].astype(cost.dtype)
+        return cost
 
     def init_params(self, X, centers) -> EmissionParams:
+        """Centres projected onto the unit sphere.
+
+        A centre with no direction (the zero vector, e.g. the mean of a must-link
+        neighbourhood of two opposite points) takes the direction of the data's mean
+        resultant, or of the first row of ``X`` if that is zero too: any unit vector is
+        as good a start, and these are deterministic.
+        """
         C = np.array(centers, dtype=np.float64)
-        norms = np.linalg.norm(C, axis=1)
-        if np.any(norms <= 0):
-            raise ValueError("an initial centre is the zero vector; it has no direction on the sphere.")
-        return EmissionParams(C / norms[:, None])
+        top = np.max(np.abs(C), axis=1)
+        zero = ~(top > 0)
+        C[~zero] /= top[~zero, None]
+        if zero.any():
+            C[zero] = _fallback_direction(X)
+        return EmissionParams(C / np.linalg.norm(C, axis=1)[:, None])
 
     def estimate_kappa(self, rbar, d: int) -> np.ndarray:
         """Maximum-likelihood κ for mean resultant lengths ``rbar`` (Banerjee + Newton)."""
@@ -124,18 +156,29 @@ class VonMisesFisher(EmissionFamily):
             kappa = np.clip(kappa - step, 1e-8, self.max_kappa)
         return kappa
 
-    def m_step(self, X, assignment, params=None, normalizer="constant", cache=None) -> EmissionParams:
+    def update(self, stats, params=None, normalizer="constant", context=None) -> EmissionParams:
+        """Centres ``Σ x / ||Σ x||`` (Basu 2005, eq. 4.13) and, with the closed-form
+        normaliser, κ from the mean resultant length ``||Σ x|| / n``.
+
+        A cluster whose resultant is zero keeps its previous centre, or, on a first
+        M-step, takes the direction of the data's mean resultant.
+        """
         self.check_normalizer(normalizer)
-        k = self._n_clusters(assignment, params)
-        sums, counts = cluster_sums(X, assignment, k, cache)
+        k = stats.n_clusters
+        sums, counts = stats.sums, stats.counts
         norms = np.linalg.norm(sums, axis=1)
         ok = norms > 0
         centers = np.empty_like(sums)
         centers[ok] = sums[ok] / norms[ok, None]
         if not ok.all():
-            if params is None:
-                raise ValueError("a cluster has a zero resultant and no previous centre to keep.")
-            centers[~ok] = params.centers[~ok]
+            if params is not None:
+                centers[~ok] = params.centers[~ok]
+            else:
+                total = sums.sum(axis=0)
+                nrm = np.linalg.norm(total)
+                if not nrm > 0:
+                    raise ValueError("every cluster has a zero resultant; the data have no mean direction.")
+                centers[~ok] = total / nrm
         if normalizer == "constant":
             return EmissionParams(centers)
         d = centers.shape[1]

@@ -1,0 +1,211 @@
+"""Additive per-cluster statistics: what an M-step needs from the data, in one pass.
+
+Every M-step of the built-in families is a function of a few sums over the points of
+each cluster (Basu 2005, §4.4.5; Banerjee et al. 2005, Prop. 1): the number of points,
+their sum, and for families with a learned scale or metric a second moment. Such sums
+are *additive*: the statistics of a data set are the sums of those of its row blocks,
+and moving a point from cluster ``a`` to ``b`` subtracts its contribution from ``a`` and
+adds it to ``b``. So the EM loop accumulates them block by block in the same pass that
+computes the E-step (as scikit-learn's Lloyd loop does), a Dask cluster tree-reduces
+them, and late EM iterations update them from the few points that moved.
+
+Second moments are taken around a fixed ``shift`` ``c`` (the data's global mean for
+dense data, 0 for sparse data, so that sparse rows stay sparse), which keeps the
+scatter ``Σ (x - μ)² = Σ (x - c)² - n (μ - c)²`` free of the cancellation of raw
+moments and the same for every iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["ClusterStats", "group_sums", "SECOND_MOMENTS"]
+
+#: kinds of second moment a family may ask for: none, Σ||x-c||² (k,), Σ(x-c)∘(x-c)
+#: (k, d), Σ(x-c)(x-c)ᵀ (k, d, d)
+SECOND_MOMENTS = (None, "norm", "diagonal", "full")
+
+_NUMBA = {}
+
+
+def _compiled_add_rows():
+    """The compiled row accumulator, or ``None`` without numba (loaded on first use)."""
+    if "add_rows" not in _NUMBA:
+        try:
+            from .stats_numba import add_rows
+        except ImportError:
+            add_rows = None
+        _NUMBA["add_rows"] = add_rows
+    return _NUMBA["add_rows"]
+
+
+def group_sums(X, groups, n_groups: int, weights=None) -> np.ndarray:
+    """``out[g] = Σ_{i: groups[i] = g} weights[i] · X[i]`` as a dense float64 (n_groups, d).
+
+    One pass over the rows whatever the number of groups: a compiled loop (numba, when
+    installed) for dense ``X``, otherwise the product of a sparse (n_groups, n)
+    indicator with ``X`` (also the path for sparse ``X``, which stays sparse). Never
+    forms a dense (n_groups, n) indicator.
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    n, d = X.shape
+    if not sp.issparse(X) and weights is None and X.dtype in (np.float32, np.float64) \
+            and X.flags.c_contiguous:
+        kernel = _compiled_add_rows()
+        if kernel is not None:
+            out = np.zeros((n_groups, d))
+            kernel(X, groups, out)
+            return out
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    R = sp.csr_matrix((w, (groups, np.arange(n))), shape=(n_groups, n))
+    out = R @ X
+    return np.asarray(out.toarray() if sp.issparse(out) else out, dtype=np.float64)
+
+
+def _centred(X, shift):
+    """Dense ``X - shift`` in float64 (a block-sized temporary)."""
+    Z = np.asarray(X, dtype=np.float64)
+    return Z - shift[None, :] if shift is not None else Z
+
+
+@dataclass
+class ClusterStats:
+    """Sufficient statistics of k clusters, additive over rows.
+
+    Attributes
+    ----------
+    counts : ndarray (k,)
+        Number of points (or summed responsibilities) per cluster.
+    sums : ndarray (k, d)
+        ``Σ_i r_ih x_i``.
+    second : ndarray or None
+        ``Σ r_ih ||x_i - c||²`` (k,), ``Σ r_ih (x_i - c)∘(x_i - c)`` (k, d) or
+        ``Σ r_ih (x_i - c)(x_i - c)ᵀ`` (k, d, d), as ``second_kind`` says.
+    second_kind : {None, "norm", "diagonal", "full"}
+    shift : ndarray (d,) or None
+        The ``c`` of the second moments (``None`` means 0).
+    """
+
+    counts: np.ndarray
+    sums: np.ndarray
+    second: np.ndarray | None = None
+    second_kind: str | None = None
+    shift: np.ndarray | None = None
+
+    @property
+    def n_clusters(self) -> int:
+        return int(self.counts.shape[0])
+
+    @classmethod
+    def zeros(cls, n_clusters: int, n_features: int, second_kind=None, shift=None) -> ClusterStats:
+        """Statistics of no points."""
+        k, d = n_clusters, n_features
+        shapes = {None: None, "norm": (k,), "diagonal": (k, d), "full": (k, d, d)}
+        shape = shapes[second_kind]
+        return cls(np.zeros(k), np.zeros((k, d)), None if shape is None else np.zeros(shape),
+                   second_kind, shift)
+
+    @classmethod
+    def from_data(cls, X, assignment, n_clusters: int, second_kind=None, shift=None) -> ClusterStats:
+        """Statistics of the rows of ``X`` under hard labels (n,) or responsibilities (n, k).
+
+        Rows are processed as given; callers pass row blocks to bound the temporaries.
+        """
+        if second_kind not in SECOND_MOMENTS:
+            raise ValueError(f"second_kind must be one of {SECOND_MOMENTS}; got {second_kind!r}.")
+        a = np.asarray(assignment)
+        k = n_clusters
+        if a.ndim == 2:
+            if a.shape != (X.shape[0], k):
+                raise ValueError(f"responsibilities must have shape ({X.shape[0]}, {k}); got {a.shape}.")
+            R = np.asarray(a, dtype=np.float64)
+            sums = R.T @ X
+            sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
+            counts = R.sum(axis=0)
+        else:
+            a = a.astype(np.int64, copy=False)
+            counts = np.bincount(a, minlength=k).astype(np.float64)
+            sums = group_sums(X, a, k)
+        second = None
+        if second_kind is not None:
+            second = _second_moment(X, a, k, second_kind, shift)
+        return cls(counts, sums, second, second_kind, shift)
+
+    def _check_compatible(self, other: ClusterStats) -> None:
+        if self.second_kind != other.second_kind or self.counts.shape != other.counts.shape:
+            raise ValueError("cannot combine statistics of different shapes or kinds.")
+
+    def __add__(self, other: ClusterStats) -> ClusterStats:
+        self._check_compatible(other)
+        second = None if self.second is None else self.second + other.second
+        return ClusterStats(self.counts + other.counts, self.sums + other.sums, second,
+                            self.second_kind, self.shift)
+
+    def __sub__(self, other: ClusterStats) -> ClusterStats:
+        self._check_compatible(other)
+        second = None if self.second is None else self.second - other.second
+        return ClusterStats(self.counts - other.counts, self.sums - other.sums, second,
+                            self.second_kind, self.shift)
+
+    def means(self, fallback=None) -> np.ndarray:
+        """Cluster means ``sums / counts``; empty clusters take ``fallback`` rows (k, d)."""
+        empty = self.counts <= 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = self.sums / self.counts[:, None]
+        if empty.any():
+            if fallback is None:
+                raise ValueError("a cluster is empty and no previous centre was given.")
+            means[empty] = np.broadcast_to(np.asarray(fallback, dtype=np.float64), means.shape)[empty]
+        return means
+
+    def scatter(self, means) -> np.ndarray:
+        """Second moment around ``means`` instead of the shift: ``Σ r (x - μ)²`` per cluster
+        (``Σ (x-c)² - n (μ-c)²``, and the analogues for the other kinds)."""
+        if self.second is None:
+            raise ValueError("these statistics carry no second moment.")
+        dm = np.asarray(means, dtype=np.float64) - (0.0 if self.shift is None else self.shift[None, :])
+        n = self.counts
+        if self.second_kind == "norm":
+            return np.maximum(self.second - n * np.einsum("kd,kd->k", dm, dm), 0.0)
+        if self.second_kind == "diagonal":
+            return np.maximum(self.second - n[:, None] * dm * dm, 0.0)
+        out = self.second - n[:, None, None] * np.einsum("ki,kj->kij", dm, dm)
+        return (out + np.swapaxes(out, 1, 2)) / 2.0
+
+
+def _second_moment(X, a, k, kind, shift):
+    """The second moment of ``kind`` for labels (n,) or responsibilities (n, k)."""
+    soft = a.ndim == 2
+    if sp.issparse(X):
+        if shift is not None:
+            raise ValueError("sparse data takes second moments around 0 (shift=None).")
+        if kind == "norm":
+            sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+            return a.T @ sq if soft else np.bincount(a, weights=sq, minlength=k)
+        if kind == "diagonal":
+            X2 = X.multiply(X).tocsr()
+            return group_sums(X2, a, k) if not soft else np.asarray((a.T @ X2), dtype=np.float64)
+        out = np.empty((k, X.shape[1], X.shape[1]))
+        for h in range(k):  # one sparse (d, n) x (n, d) product per cluster
+            r = a[:, h] if soft else (a == h).astype(np.float64)
+            xx = X.multiply(r[:, None]).T @ X
+            out[h] = np.asarray(xx.toarray() if sp.issparse(xx) else xx)
+        return out
+    Z = _centred(X, shift)
+    if kind == "norm":
+        sq = np.einsum("ij,ij->i", Z, Z)
+        return a.T @ sq if soft else np.bincount(a, weights=sq, minlength=k)
+    if kind == "diagonal":
+        Z2 = np.ascontiguousarray(Z * Z)
+        return a.T @ Z2 if soft else group_sums(Z2, a, k)
+    out = np.empty((k, X.shape[1], X.shape[1]))
+    for h in range(k):  # one (d, n_h) x (n_h, d) product per cluster
+        if soft:
+            out[h] = (Z * a[:, h][:, None]).T @ Z
+        else:
+            Zh = Z[a == h]
+            out[h] = Zh.T @ Zh
+    return out

@@ -1,0 +1,168 @@
+"""One pass over the data in row blocks: the E-step of every unconstrained point, the cost
+rows of the constrained ones, and the M-step statistics, in memory linear in n.
+
+In an HMRF E-step (Basu 2005, §4.4.4) a point with no pairwise factor takes the argmin
+of its own unary costs; only the points with factors need their whole (k,) cost row, for
+the inference engine. So the pass computes the unary costs block by block
+(:meth:`hmrf.HMRF.unary` on a slice of rows: one GEMM per block for the Bregman
+families), reduces each block to its row argmin and minimum, keeps the rows of the
+constrained points, adds up the cost of the previous labelling (the objective of the
+previous M-step), and, when asked, accumulates the additive M-step statistics of every
+row under its argmin label (:mod:`hmrf.emissions.stats`), as scikit-learn's Lloyd loop
+does. At most one block of (rows x k) temporaries exists at a time.
+
+Each block's work is :func:`assign_block`, a function of the block alone, so the same
+code runs over the blocks of an in-memory array here and over the chunks of a Dask
+array elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .inference.base import argmin_rows
+
+__all__ = ["AssignmentPass", "BlockResult", "assign_block", "assignment_pass", "block_rows",
+           "BLOCK_ELEMENTS"]
+
+#: Size of one block's (rows x max(k, d)) temporaries, in elements: large enough that
+#: NumPy's per-call overhead is negligible, small enough to stay in cache-sized memory.
+BLOCK_ELEMENTS = 2**18
+
+
+def block_rows(n_samples: int, width: int) -> int:
+    """Rows per block for temporaries of ``width`` columns."""
+    return int(min(max(n_samples, 1), max(256, BLOCK_ELEMENTS // max(int(width), 1))))
+
+
+@dataclass
+class BlockResult:
+    """What one block of rows contributes to a pass.
+
+    Attributes
+    ----------
+    labels : ndarray (b,)
+        Row argmin (first minimiser) of the unary costs.
+    cost : ndarray (b,)
+        The row minimum, float64.
+    previous_cost : float
+        ``Σ U[i, previous_i]`` over the block (0 when there are no previous labels).
+    constrained_unary : ndarray (b_c, k)
+        Cost rows of the block's constrained points, float64, in row order.
+    stats : ClusterStats or None
+        Statistics of the block's rows under ``labels``.
+    """
+
+    labels: np.ndarray
+    cost: np.ndarray
+    previous_cost: float
+    constrained_unary: np.ndarray
+    stats: object = None
+
+
+def assign_block(model, params, start: int, stop: int, previous=None, constrained_mask=None,
+                 accumulate: bool = False, shift=None) -> BlockResult:
+    """The pass's work on rows ``start:stop`` of ``model.X`` (see the module docstring).
+
+    Parameters
+    ----------
+    model : HMRF
+    params : EmissionParams
+    start, stop : int
+    previous : ndarray (stop - start,), optional
+        Previous labels of these rows.
+    constrained_mask : ndarray of bool (stop - start,), optional
+        Which rows have pairwise factors.
+    accumulate : bool
+        Also compute the M-step statistics of the rows under their argmin labels.
+    shift : ndarray (d,), optional
+        Centre of the statistics' second moments.
+    """
+    U = model.unary(params, rows=slice(start, stop))
+    labels, mins = argmin_rows(U)
+    prev = 0.0
+    if previous is not None:
+        prev = float(U[np.arange(U.shape[0]), previous].sum(dtype=np.float64))
+    if constrained_mask is not None and constrained_mask.any():
+        rows = np.asarray(U[constrained_mask], dtype=np.float64)
+    else:
+        rows = np.empty((0, U.shape[1]))
+    stats = None
+    if accumulate:
+        stats = model.emission.statistics(model.X[start:stop], labels, model.n_clusters,
+                                          model.normalizer, shift)
+    return BlockResult(labels.astype(np.int64, copy=False), mins.astype(np.float64, copy=False),
+                       prev, rows, stats)
+
+
+@dataclass
+class AssignmentPass:
+    """A whole pass (see the module docstring).
+
+    Attributes
+    ----------
+    labels : ndarray (n,)
+        Argmin label of every point (the E-step of the unconstrained ones).
+    cost : ndarray (n,)
+        Each point's minimum unary cost, float64.
+    previous_cost : float
+        ``Σ_i U[i, previous_i]``: the unary part of the objective of the previous
+        labelling under these parameters (``nan`` without previous labels).
+    constrained_unary : ndarray (n_c, k)
+        Cost rows of the constrained points, in the order of ``constrained``.
+    stats : ClusterStats or None
+        Statistics of all points under ``labels`` (when accumulated).
+    """
+
+    labels: np.ndarray
+    cost: np.ndarray
+    previous_cost: float
+    constrained_unary: np.ndarray
+    stats: object = None
+
+
+def assignment_pass(model, params, previous=None, constrained=None, accumulate: bool = False,
+                    shift=None, block: int | None = None) -> AssignmentPass:
+    """Run :func:`assign_block` over ``model.X`` in row blocks and combine the results.
+
+    Parameters
+    ----------
+    model : HMRF
+    params : EmissionParams
+    previous : ndarray (n,), optional
+        The previous labelling, whose unary cost is summed.
+    constrained : ndarray, optional
+        Sorted indices of the points with pairwise factors.
+    accumulate : bool
+        Accumulate the M-step statistics of all points under their argmin labels.
+    shift : ndarray (d,), optional
+        Centre of the statistics' second moments.
+    block : int, optional
+        Rows per block (default: :func:`block_rows` for the wider of k and d).
+    """
+    n = model.n_samples
+    k = model.n_clusters
+    step = block or block_rows(n, max(k, model.X.shape[1]))
+    labels = np.empty(n, dtype=np.int64)
+    cost = np.empty(n)
+    mask = None
+    if constrained is not None and len(constrained):
+        mask = np.zeros(n, dtype=bool)
+        mask[constrained] = True
+    rows, total, stats = [], 0.0, None
+    for start in range(0, n, step):  # a loop over blocks; each block is vectorised
+        stop = min(start + step, n)
+        res = assign_block(model, params, start, stop,
+                           None if previous is None else previous[start:stop],
+                           None if mask is None else mask[start:stop], accumulate, shift)
+        labels[start:stop] = res.labels
+        cost[start:stop] = res.cost
+        total += res.previous_cost
+        if res.constrained_unary.shape[0]:
+            rows.append(res.constrained_unary)
+        if accumulate:
+            stats = res.stats if stats is None else stats + res.stats
+    unary_c = np.vstack(rows) if rows else np.empty((0, k))
+    return AssignmentPass(labels, cost, float("nan") if previous is None else total, unary_c, stats)
