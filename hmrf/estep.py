@@ -25,7 +25,7 @@ import numpy as np
 from .inference.base import argmin_rows
 
 __all__ = ["AssignmentPass", "BlockResult", "assign_block", "assignment_pass", "block_rows",
-           "BLOCK_ELEMENTS"]
+           "nearest_clusters", "BLOCK_ELEMENTS"]
 
 #: Size of one block's (rows x max(k, d)) temporaries, in elements: large enough that
 #: NumPy's per-call overhead is negligible, small enough to stay in cache-sized memory.
@@ -166,3 +166,17 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
             stats = res.stats if stats is None else stats + res.stats
     unary_c = np.vstack(rows) if rows else np.empty((0, k))
     return AssignmentPass(labels, cost, float("nan") if previous is None else total, unary_c, stats)
+
+
+def nearest_clusters(family, X, params, normalizer: str = "constant") -> np.ndarray:
+    """Argmin of the unary costs of every row of ``X`` (prepared data), in row blocks:
+    the cluster of new points under fitted parameters, with no constraints."""
+    n = X.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    data = family.data_terms(X)
+    step = block_rows(n, max(params.n_clusters, X.shape[1]))
+    for start in range(0, n, step):  # a loop over blocks of rows
+        rows = slice(start, start + step)
+        U = family.unary(X[rows], params, normalizer, data=None if data is None else data[rows])
+        out[rows] = argmin_rows(U)[0]
+    return out

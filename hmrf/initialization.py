@@ -15,7 +15,10 @@
 * ``"random"`` — k distinct data points.
 
 Distances respect the emission family (``family.divergence``), so cosine data gets
-cosine farthest-first. Everything is vectorised over points.
+cosine farthest-first. Everything is vectorised over points, and memory is linear in
+the number of points and constraints whatever the number of neighbourhoods: their
+centroids come from one sparse (neighbourhoods x n) indicator product, never a dense
+one, and k-means++ keeps one (n,) distance vector plus a block of candidates.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import check_random_state
 from .constraints import Constraints
-from .emissions.base import EmissionFamily, cluster_sums
+from .emissions.base import EmissionFamily
 
 __all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS"]
 
@@ -45,14 +49,41 @@ def _global_mean(X) -> np.ndarray:
 
 
 def neighborhood_centroids(X, hoods: list[np.ndarray]):
-    """Centroid and size of each neighbourhood (one sparse product for all)."""
+    """Centroid and size of each neighbourhood (one sparse indicator product for all)."""
     if not hoods:
         return np.empty((0, X.shape[1])), np.empty(0)
     members = np.concatenate(hoods)
     which = np.repeat(np.arange(len(hoods)), [h.shape[0] for h in hoods])
-    sub = X[members]
-    sums, counts = cluster_sums(sub, which, len(hoods))
-    return sums / counts[:, None], counts
+    return _group_centroids(X, members, which, len(hoods))
+
+
+def _group_centroids(X, members, which, n_groups):
+    """Means of the rows ``members`` grouped by ``which`` (n_groups, d) and group sizes:
+    a sparse (n_groups, n) indicator times ``X``, O(len(members) · d) work and no copy
+    of the member rows."""
+    R = sp.csr_matrix((np.ones(members.size), (which, members)), shape=(n_groups, X.shape[0]))
+    sums = R @ X
+    sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
+    sizes = np.bincount(which, minlength=n_groups).astype(np.float64)
+    return sums / np.maximum(sizes, 1.0)[:, None], sizes
+
+
+def _neighbourhood_groups(constraints: Constraints, include_singletons: bool):
+    """Neighbourhoods as flat arrays, in the order of
+    :meth:`~hmrf.Constraints.neighborhoods` (largest first, ties by first member):
+    ``(members, group of each member, number of groups)``, without a list of arrays."""
+    comp = constraints.component_labels()
+    members = constraints.constrained_points if include_singletons else np.unique(constraints.must_link)
+    if members.size == 0:
+        return members.astype(np.int64), np.empty(0, dtype=np.int64), 0
+    _, group = np.unique(comp[members], return_inverse=True)
+    n_groups = int(group.max()) + 1
+    sizes = np.bincount(group, minlength=n_groups)
+    first = np.full(n_groups, np.iinfo(np.int64).max)
+    np.minimum.at(first, group, members)
+    rank = np.empty(n_groups, dtype=np.int64)
+    rank[np.lexsort((first, -sizes))] = np.arange(n_groups)
+    return members.astype(np.int64), rank[group], n_groups
 
 
 def weighted_farthest_first(centroids, sizes, k, family: EmissionFamily, rng=None) -> np.ndarray:
@@ -87,13 +118,29 @@ def _in_domain(X, centers, family) -> np.ndarray:
     return family.init_params(X, centers).centers
 
 
-def _kmeanspp(X, m, centers, family, rng) -> np.ndarray:
-    """``m`` more centres by greedy k-means++ seeding given existing ``centers``."""
+def _min_divergence(X, centers, family, data) -> np.ndarray:
+    """``min_h D(x_i, c_h)`` for every row (n,), float64, in blocks of rows."""
+    from .estep import block_rows
+
     n = X.shape[0]
+    out = np.empty(n)
+    step = block_rows(n, max(centers.shape[0], X.shape[1]))
+    for s0 in range(0, n, step):  # a loop over blocks of rows
+        rows = slice(s0, s0 + step)
+        out[rows] = family.divergence(X[rows], centers, data=None if data is None else data[rows]).min(axis=1)
+    return out
+
+
+def _kmeanspp(X, m, centers, family, rng) -> np.ndarray:
+    """``m`` more centres by greedy k-means++ seeding given existing ``centers``
+    (Arthur & Vassilvitskii 2007, with ``2 + log k`` candidates per step as
+    scikit-learn does); memory: one (n,) vector per candidate."""
+    n = X.shape[0]
+    data = family.data_terms(X)
     if centers.shape[0] == 0:
         centers = _rows(X, [int(rng.integers(n))])
         m -= 1
-    closest = family.divergence(X, _in_domain(X, centers, family)).min(axis=1)
+    closest = _min_divergence(X, _in_domain(X, centers, family), family, data)
     trials = 2 + int(np.log(m + centers.shape[0]))
     picked = []
     for _ in range(m):
@@ -102,20 +149,24 @@ def _kmeanspp(X, m, centers, family, rng) -> np.ndarray:
             cand = rng.choice(n, size=trials)
         else:
             cand = np.minimum(np.searchsorted(np.cumsum(closest), rng.random(trials) * total), n - 1)
-        d = np.minimum(closest[:, None], family.divergence(X, _in_domain(X, _rows(X, cand), family)))
-        best = int(np.argmin(d.sum(axis=0)))
-        closest = d[:, best]
+        cand_centers = _in_domain(X, _rows(X, cand), family)
+        best, best_pot, best_d = 0, np.inf, None
+        for t in range(trials):  # a few candidates, each a pass over the points
+            d = np.minimum(closest, _min_divergence(X, cand_centers[t:t + 1], family, data))
+            pot = d.sum()
+            if pot < best_pot:
+                best, best_pot, best_d = t, pot, d
+        closest = best_d if best_d is not None else closest
         picked.append(_rows(X, [cand[best]]))
     return np.vstack([centers, *picked])
 
 
-def _cannot_linked_to_all(constraints: Constraints, hoods) -> int | None:
+def _cannot_linked_to_all(constraints: Constraints, members, group, n_groups) -> int | None:
     """A point (outside the neighbourhoods) with a cannot-link into every neighbourhood."""
-    if not hoods:
+    if n_groups == 0:
         return None
     which = np.full(constraints.n, -1, dtype=np.int64)
-    for p, h in enumerate(hoods):
-        which[h] = p
+    which[members] = group
     cl = constraints.cannot_link
     if cl.shape[0] == 0:
         return None
@@ -126,7 +177,7 @@ def _cannot_linked_to_all(constraints: Constraints, hoods) -> int | None:
         return None
     pairs = np.unique(np.column_stack([pts[ok], other[ok]]), axis=0)
     cand, counts = np.unique(pairs[:, 0], return_counts=True)
-    full = cand[counts == len(hoods)]
+    full = cand[counts == n_groups]
     return int(full[0]) if full.size else None
 
 
@@ -149,7 +200,7 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
     -------
     ndarray of shape (k, d)
     """
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    rng = check_random_state(rng)
     k, n = n_clusters, X.shape[0]
     if not isinstance(method, str):
         C = np.array(method, dtype=np.float64)
@@ -163,14 +214,13 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
     if method == "random":
         return _rows(X, rng.choice(n, size=k, replace=False))
     c = constraints if constraints is not None else Constraints.empty(n)
-    hoods = c.neighborhoods(include_singletons=method != "pckmeans")
-    cents, sizes = neighborhood_centroids(X, hoods)
-    lam = len(hoods)
+    members, group, lam = _neighbourhood_groups(c, include_singletons=method != "pckmeans")
+    cents, sizes = _group_centroids(X, members, group, lam)
     if method == "pckmeans":
         if lam >= k:
             return cents[:k]  # neighbourhoods are sorted largest first
         parts = [cents]
-        x = _cannot_linked_to_all(c, hoods)
+        x = _cannot_linked_to_all(c, members, group, lam)
         if x is not None:
             parts.append(_rows(X, [x]))
         filled = sum(p.shape[0] for p in parts)
@@ -203,11 +253,11 @@ def seeded_centers(X, seeds, n_clusters: int, rng=None) -> np.ndarray:
         Seed-class means; clusters without seeds (incomplete seeding, §3.5.4) get random
         perturbations of the global centroid, following Dhillon et al. (2001).
     """
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    rng = check_random_state(rng)
     lab = np.flatnonzero(seeds >= 0)
     centers = _perturbed_global(X, n_clusters, rng)
     if lab.size:
-        sums, counts = cluster_sums(X[lab], seeds[lab], n_clusters)
+        means, counts = _group_centroids(X, lab, seeds[lab], n_clusters)
         has = counts > 0
-        centers[has] = sums[has] / counts[has, None]
+        centers[has] = means[has]
     return centers

@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._validation import check_data, check_partial_labels
 from ..constraints import Constraints
 from ..em import run_em
+from ..estep import nearest_clusters
 from ..emissions import get_emission
 from ..inference import get_engine
 from ..initialization import initial_centers
@@ -157,7 +158,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         -------
         self
         """
-        Xc = check_data(X)
+        Xc = check_data(X, keep_float32=True)
         validate_data(self, X, skip_check_array=True, reset=True)
         n = Xc.shape[0]
         _check_positive_int(self.max_iter, "max_iter")
@@ -177,7 +178,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                 best = res
         self.labels_ = best.labels.astype(np.int64)
         self.params_ = best.params
-        self.cluster_centers_ = best.params.centers
+        self.cluster_centers_ = best.params.centers.astype(model.X.dtype)
         self.objective_ = float(best.objective)
         self.history_ = np.asarray(best.history, dtype=np.float64)
         self.n_iter_ = int(best.n_iter)
@@ -203,11 +204,9 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self, "params_")
         family = get_emission(self._spec_emission())
-        Xc = check_data(X, accept_sparse=family.accepts_sparse)
+        Xc = check_data(X, accept_sparse=family.accepts_sparse, keep_float32=True)
         validate_data(self, X, skip_check_array=True, reset=False)
-        Xc = family.prepare(Xc)
-        cost = family.unary(Xc, self.params_, self._spec_normalizer())
-        return np.argmin(cost, axis=1).astype(np.int64)
+        return nearest_clusters(family, family.prepare(Xc), self.params_, self._spec_normalizer())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
