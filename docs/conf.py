@@ -118,8 +118,8 @@ PUBLIC_NAMESPACES = [
     "hmrf.inference.messages", "hmrf.inference.base", "hmrf.inference.icm",
     "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
     "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.initialization", "hmrf.estimators",
-    "hmrf.metrics", "hmrf.datasets", "hmrf.text", "hmrf.experiments", "hmrf.curve_table",
-    "hmrf.active_curve", "hmrf.active",
+    "hmrf.metrics", "hmrf.datasets", "hmrf.datasets.text", "hmrf.datasets.files",
+    "hmrf.experiments", "hmrf.active",
     "hmrf.interop", "hmrf.exceptions",
 ]
 

@@ -71,7 +71,7 @@ def test_dataset_by_name_csv_and_plot(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "c.csv")))
     assert len(rows) == 4 and rows[0]["selector"] == "RandomPairs"
     pytest.importorskip("matplotlib")
-    cur.plot(tmp_path / "c.png")
+    cur.plot(path=tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 0
 
 

@@ -13,8 +13,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-import hmrf.datasets as ds
-from hmrf.text import read_orange_tab, sample_documents, thesis_tfidf
+import hmrf.datasets.loaders as ds
+from hmrf.datasets.text import read_orange_tab, sample_documents, thesis_tfidf
 
 
 # ------------------------------------------------------------ synthetic corpus

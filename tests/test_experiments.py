@@ -15,7 +15,12 @@ from hmrf.metrics import nmi
 
 
 class Spy(BaseEstimator):
-    """Records the supervision it is given; predicts the truth except on ``scramble``."""
+    """Records the supervision it is given; predicts the truth except on ``scramble``.
+
+    A foreign estimator: it declares the supervision it takes (hmrf.estimators.fit_supervised).
+    """
+
+    hmrf_supervision = "constraints"
 
     def __init__(self, log=None, truth=None, scramble=None, fail=False, random_state=None):
         self.log = log

@@ -18,22 +18,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 
-from .._validation import check_data
+from .._validation import check_data, check_random_state
 from ..constraints import CANNOT_LINK, MUST_LINK, Constraints
-from ..emissions import get_emission
+from ..emissions import Mahalanobis, get_emission
+from ..estimators.base import HMRFClusterMixin, emission_of
+from ..estimators.supervision import fit_supervised, neighborhoods_from_constraints
 from .oracles import BudgetExhausted, Query
 
 __all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", "resolve_emission"]
-
-
-def as_generator(random_state) -> np.random.Generator:
-    """A NumPy Generator from an int, RandomState, Generator or None (estimator idiom)."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    rs = check_random_state(random_state)
-    return np.random.default_rng(rs.randint(np.iinfo(np.int32).max))
 
 
 def resolve_emission(emission=None, clusterer=None):
@@ -50,58 +43,27 @@ def resolve_emission(emission=None, clusterer=None):
 def clusterer_emission(clusterer):
     """The emission an hmrf estimator clusters with, if it is a fixed family, else None.
 
-    Its ``emission`` parameter, or the family it fixes (``"cosine"`` for
-    SphericalKMeans). A learned metric (MPCKMeans) is not a fixed family: None.
+    Its ``emission`` parameter, or the family it fixes (cosine for SphericalKMeans,
+    :func:`hmrf.estimators.base.emission_of`). A learned metric (MPCKMeans) is not a
+    fixed family before the clusterer has run, and a foreign estimator has none: None.
     """
     emission = getattr(clusterer, "emission", None)
-    if emission is None and callable(getattr(clusterer, "_spec_emission", None)):
-        spec = clusterer._spec_emission()
-        emission = spec if isinstance(spec, str) else None
-    return emission
-
-
-def neighborhoods_from_constraints(constraints: Constraints) -> list[np.ndarray]:
-    """Neighbourhoods implied by a constraint set (Xiong et al. 2014, Definition 1).
-
-    Components of the must-link closure that are pairwise cannot-linked. Chosen
-    greedily, largest component first, each kept if it is cannot-linked to every one
-    kept before; with no cannot-link at all this is the largest component alone
-    ("we will treat the largest connected component as the known neighborhood").
-
-    Returns
-    -------
-    list of ndarray
-        Sorted member indices of each neighbourhood, in the order chosen.
-    """
-    hoods = constraints.neighborhoods(include_singletons=True)
-    if not hoods:
-        return []
-    joined = {tuple(p) for p in constraints.inferred_cannot_links(include_singletons=True).tolist()}
-    chosen: list[int] = []
-    for p in range(len(hoods)):
-        if all((min(p, c), max(p, c)) in joined for c in chosen):
-            chosen.append(p)
-    return [hoods[p] for p in chosen]
+    if emission is not None or not isinstance(clusterer, HMRFClusterMixin):
+        return emission
+    family = emission_of(clusterer)
+    return None if isinstance(family, Mahalanobis) else family
 
 
 def fit_clusterer(estimator, X, constraints: Constraints):
-    """Fit an hmrf estimator with ``constraints`` in the form it accepts; return labels.
+    """Fit an estimator with ``constraints`` in the form it accepts; return its labels.
 
-    Pairwise estimators get ``fit(X, constraints=...)``. :class:`~hmrf.SeededKMeans` and
-    :class:`~hmrf.ConstrainedKMeans` get the neighbourhoods as labelled seeds
-    (neighbourhood ``p`` -> label ``p``); :class:`~hmrf.KMeans` ignores supervision.
+    :func:`hmrf.estimators.fit_supervised`: pairwise estimators get
+    ``fit(X, constraints=...)``, :class:`~hmrf.SeededKMeans` and
+    :class:`~hmrf.ConstrainedKMeans` the neighbourhoods as labelled seeds
+    (neighbourhood ``p`` -> label ``p``), :class:`~hmrf.KMeans` and foreign estimators
+    nothing.
     """
-    from ..estimators import KMeans, SeededKMeans
-
-    if isinstance(estimator, SeededKMeans):
-        y = np.full(constraints.n, -1, dtype=np.int64)
-        for p, members in enumerate(neighborhoods_from_constraints(constraints)):
-            y[members] = p
-        estimator.fit(X, y) if np.any(y >= 0) else estimator.fit(X)
-    elif isinstance(estimator, KMeans):
-        estimator.fit(X)
-    else:
-        estimator.fit(X, constraints=constraints)
+    fit_supervised(estimator, X, constraints)
     return np.asarray(estimator.labels_)
 
 
@@ -357,7 +319,7 @@ class ActiveSelector(BaseEstimator):
         asked = {tuple(p) for p in warm.pairs.tolist()}
         for q in getattr(oracle, "log", ()) or ():
             asked.add((min(q[0], q[1]), max(q[0], q[1])))
-        state = _State(Xc, Xp, family, oracle, as_generator(self.random_state), warm, hoods, asked)
+        state = _State(Xc, Xp, family, oracle, check_random_state(self.random_state), warm, hoods, asked)
         try:
             self._select(state)
             reason = getattr(state, "stop_reason", None) or "nothing left to ask"

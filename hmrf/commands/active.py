@@ -180,7 +180,7 @@ def run(args) -> int:
     curve.to_csv(stem + ".csv")
     print(f"wrote {stem}.csv")
     try:
-        curve.plot(stem + ".png")
+        curve.plot(path=stem + ".png")
         print(f"wrote {stem}.png")
     except ImportError:  # pragma: no cover - matplotlib is optional
         print("matplotlib is not installed: no plot")

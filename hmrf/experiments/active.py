@@ -1,152 +1,140 @@
 """Active learning curves: clustering quality against the number of queries.
 
-Lives above :mod:`hmrf.active` (it scores clusterings with :mod:`hmrf.metrics` and
-loads data sets by name) and is re-exported as :func:`hmrf.experiments.active_curve`.
+:func:`active_curve` runs an active selector (:mod:`hmrf.active`) with a clusterer
+over budgets and repetitions and returns an :class:`ActiveCurve`, the
+:class:`~hmrf.experiments.CurveTable` of those fits with per-run views.
 """
 
 from __future__ import annotations
 
-import csv
 import numbers
 import time
-from dataclasses import dataclass, field
+import warnings
 
 import numpy as np
 from sklearn.base import clone
 
-from .active.base import clusterer_emission, fit_clusterer
-from .active.oracles import LabelOracle
-from .exceptions import InconsistentConstraintsError, InfeasibleError
-from .metrics import evaluate
+from ..active.base import clusterer_emission, fit_clusterer
+from ..active.oracles import LabelOracle
+from ..exceptions import InconsistentConstraintsError, InfeasibleError
+from ..metrics import evaluate
+from ._progress import progress_bar
+from .table import LABELS, CurveTable
 
-__all__ = ["ActiveCurve", "active_curve", "METRICS"]
+__all__ = ["ActiveCurve", "active_curve", "ACTIVE_SCORES"]
 
-#: Scores recorded per run and budget ("_unqueried": on the points no query involved).
-METRICS = (
-    "nmi",
-    "ari",
-    "pairwise_f",
-    "nmi_unqueried",
-    "ari_unqueried",
-    "pairwise_f_unqueried",
-    "n_constraints",
-)
-
-_LABELS = {
-    "nmi": "NMI",
-    "ari": "ARI",
-    "pairwise_f": "F",
-    "nmi_unqueried": "NMI unq.",
-    "ari_unqueried": "ARI unq.",
-    "pairwise_f_unqueried": "F unq.",
-    "n_constraints": "#constr.",
-}
+#: The names of :data:`~hmrf.experiments.METRICS` an active curve records per budget.
+ACTIVE_SCORES = ("nmi", "ari", "pairwise_f", "nmi_unqueried", "ari_unqueried",
+                 "pairwise_f_unqueried", "n_constraints")
 
 
-@dataclass
-class ActiveCurve:
-    """Scores of one selector and clusterer over budgets and repetitions.
+class ActiveCurve(CurveTable):
+    """The records of :func:`active_curve`, one per run and budget, with per-run views.
 
-    Attributes
-    ----------
-    budgets : ndarray of shape (B,)
-    scores : dict of str -> ndarray of shape (R, B)
-        One array per name in :data:`METRICS` (NaN where the clusterer failed).
-    selector, clusterer, dataset : str
-    n_queries : ndarray of shape (R,)
-        Queries actually asked per run (fewer than the largest budget if the selector
-        ran out of points or pairs).
-    select_seconds : ndarray of shape (R,)
-        Time of each run's selection (for NPU this includes its re-clusterings).
-    failures : list of str
-        Messages of clusterings that failed (hard constraints infeasible).
+    A :class:`~hmrf.experiments.CurveTable` (CSV, summary, plot) whose ``point`` is the
+    budget and whose ``supervision`` is ``"active"``; its records also hold
+    ``selector``, ``dataset``, ``n_queries`` (queries asked up to that budget) and
+    ``select_time`` (the run's selection time; for NPU this includes its
+    re-clusterings). The properties below arrange the records as (run, budget) arrays.
     """
 
-    budgets: np.ndarray
-    scores: dict
-    selector: str = ""
-    clusterer: str = ""
-    dataset: str = ""
-    n_queries: np.ndarray = field(default_factory=lambda: np.empty(0))
-    select_seconds: np.ndarray = field(default_factory=lambda: np.empty(0))
-    failures: list = field(default_factory=list)
+    def _runs(self) -> np.ndarray:
+        return np.unique(np.asarray([r["run"] for r in self.records], dtype=np.int64))
+
+    def _first(self, key) -> str:
+        return str(self.records[0].get(key, "")) if self.records else ""
+
+    @property
+    def budgets(self) -> np.ndarray:
+        """The budgets, increasing."""
+        return np.unique(np.asarray([r["point"] for r in self.records], dtype=np.int64))
 
     @property
     def n_runs(self) -> int:
-        return int(next(iter(self.scores.values())).shape[0])
+        return int(self._runs().size)
+
+    @property
+    def selector(self) -> str:
+        return self._first("selector")
+
+    @property
+    def clusterer(self) -> str:
+        return self._first("estimator")
+
+    @property
+    def dataset(self) -> str:
+        return self._first("dataset")
+
+    def _array(self, key) -> np.ndarray:
+        runs, budgets = self._runs(), self.budgets
+        out = np.full((runs.size, budgets.size), np.nan)
+        for r in self.records:
+            v = r.get(key, np.nan)
+            out[np.searchsorted(runs, r["run"]), np.searchsorted(budgets, r["point"])] = (
+                np.nan if v == "" else float(v))
+        return out
+
+    @property
+    def scores(self) -> dict:
+        """Metric -> array of shape (runs, budgets); NaN where the clusterer failed."""
+        return {m: self._array(m) for m in ACTIVE_SCORES if m in self.columns}
+
+    @property
+    def n_queries(self) -> np.ndarray:
+        """Queries actually asked per run (fewer than the largest budget if the selector
+        ran out of points or pairs)."""
+        return np.nanmax(self._array("n_queries"), axis=1).astype(np.int64)
+
+    @property
+    def select_seconds(self) -> np.ndarray:
+        """Selection time of each run."""
+        return np.nanmax(self._array("select_time"), axis=1)
+
+    @property
+    def failures(self) -> list:
+        """Messages of the clusterings that failed (hard constraints infeasible)."""
+        return [f"run {r['run']}, budget {r['point']}: {r['error']}" for r in self.records
+                if r.get("error")]
 
     def mean(self, metric: str = "pairwise_f") -> np.ndarray:
         """Mean over runs (ignoring failed runs) per budget."""
-        with np.errstate(invalid="ignore"):
-            return (
-                np.nanmean(self._get(metric), axis=0) if self.n_runs else np.full(self.budgets.size, np.nan)
-            )
+        a = self._get(metric)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a budget where every run failed
+            return np.nanmean(a, axis=0)
 
     def std(self, metric: str = "pairwise_f") -> np.ndarray:
-        """Standard deviation over runs per budget."""
-        with np.errstate(invalid="ignore"):
-            return np.nanstd(self._get(metric), axis=0) if self.n_runs else np.full(self.budgets.size, np.nan)
+        """Standard deviation over runs (population, ddof=0; ignoring failed runs) per budget."""
+        a = self._get(metric)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanstd(a, axis=0)
 
     def _get(self, metric):
-        if metric not in self.scores:
+        if metric not in ACTIVE_SCORES or metric not in self.columns:
             raise ValueError(f"unknown metric {metric!r}; choose from {sorted(self.scores)}.")
-        return self.scores[metric]
+        return self._array(metric)
 
     def table(self, metrics=("pairwise_f", "pairwise_f_unqueried", "nmi", "ari", "n_constraints")) -> str:
         """The curve as a plain-text table of ``mean ± std`` per budget."""
-        head = f"{'budget':>6}  " + "  ".join(f"{_LABELS.get(m, m):>15}" for m in metrics)
+        width = max(15, *(len(LABELS.get(m, m)) for m in metrics))
+        head = f"{'budget':>6}  " + "  ".join(f"{LABELS.get(m, m):>{width}}" for m in metrics)
         lines = [head]
+        stats = {m: (self.mean(m), self.std(m)) for m in metrics}
         for b, budget in enumerate(self.budgets):
             cells = []
             for m in metrics:
-                mu, sd = self.mean(m)[b], self.std(m)[b]
+                mu, sd = stats[m][0][b], stats[m][1][b]
                 cells.append(f"{mu:.1f} ± {sd:.1f}" if m == "n_constraints" else f"{mu:.3f} ± {sd:.3f}")
-            lines.append(f"{int(budget):>6}  " + "  ".join(f"{c:>15}" for c in cells))
+            lines.append(f"{int(budget):>6}  " + "  ".join(f"{c:>{width}}" for c in cells))
         return "\n".join(lines)
 
-    def to_csv(self, path) -> None:
-        """One row per run and budget, one column per metric."""
-        with open(path, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["dataset", "selector", "clusterer", "run", "budget", *self.scores])
-            for r in range(self.n_runs):
-                for b, budget in enumerate(self.budgets):
-                    w.writerow(
-                        [
-                            self.dataset,
-                            self.selector,
-                            self.clusterer,
-                            r,
-                            int(budget),
-                            *(f"{self.scores[m][r, b]:.6g}" for m in self.scores),
-                        ]
-                    )
-
-    def plot(self, path=None, *, metrics=("pairwise_f", "nmi"), ax=None):
-        """Mean ± std of ``metrics`` against the budget (matplotlib); save to ``path``."""
-        import matplotlib
-
-        if ax is None and path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
-        fig = None
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(6, 4))
-        for m in metrics:
-            mu, sd = self.mean(m), self.std(m)
-            ax.plot(self.budgets, mu, marker="o", label=_LABELS.get(m, m))
-            ax.fill_between(self.budgets, mu - sd, mu + sd, alpha=0.2)
-        ax.set_xlabel("number of queries")
-        ax.set_ylabel("score")
-        ax.set_title(f"{self.dataset}: {self.selector} + {self.clusterer} ({self.n_runs} runs)")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        if path is not None:
-            (fig or ax.figure).savefig(path, dpi=120, bbox_inches="tight")
-            if fig is not None:
-                plt.close(fig)
-        return ax
+    def plot(self, metric=("pairwise_f", "nmi"), **kwargs):
+        """:meth:`CurveTable.plot <hmrf.experiments.CurveTable.plot>` of ``metric``
+        against the number of queries, titled with the data set, selector and clusterer."""
+        kwargs.setdefault("title", f"{self.dataset}: {self.selector} + {self.clusterer} "
+                                   f"({self.n_runs} runs)")
+        return super().plot(metric, **kwargs)
 
 
 def _check_budgets(budgets) -> np.ndarray:
@@ -157,19 +145,61 @@ def _check_budgets(budgets) -> np.ndarray:
 
 
 def _scores(y, labels, mask) -> dict:
-    out = {}
     full = evaluate(y, labels)
-    out.update(nmi=full["nmi"], ari=full["ari"], pairwise_f=full["pairwise_f"])
+    out = dict(nmi=full["nmi"], ari=full["ari"], pairwise_f=full["pairwise_f"])
     if mask.sum() >= 2:
         part = evaluate(y, labels, mask)
-        out.update(
-            nmi_unqueried=part["nmi"],
-            ari_unqueried=part["ari"],
-            pairwise_f_unqueried=part["pairwise_f"],
-        )
+        out.update(nmi_unqueried=part["nmi"], ari_unqueried=part["ari"],
+                   pairwise_f_unqueried=part["pairwise_f"])
     else:
         out.update(nmi_unqueried=np.nan, ari_unqueried=np.nan, pairwise_f_unqueried=np.nan)
     return out
+
+
+def _one_run(r, seeds, template, clusterer, X, y, budgets, closure, noise, dont_know,
+             oracle_factory, names):
+    """The records of run ``r``: select once with the largest budget, cluster at each."""
+    s_sel, s_orc, s_clu = (int(v) for v in seeds)
+    max_b = int(budgets[-1])
+    sel = clone(template).set_params(random_state=s_sel)
+    if oracle_factory is not None:
+        oracle = oracle_factory(r, max_b)
+    else:
+        oracle = LabelOracle(y, budget=max_b, noise=noise, dont_know=dont_know, random_state=s_orc)
+    t0 = time.perf_counter()
+    sel.fit(X, oracle)
+    select_time = time.perf_counter() - t0
+    has_rs = "random_state" in clusterer.get_params(deep=False)
+    n = X.shape[0]
+    records = []
+    for budget in (int(b) for b in budgets):
+        c = sel.constraints_at(budget)
+        rec = dict(estimator=names[1], selector=names[0], dataset=names[2], supervision="active",
+                   point=budget, noise=float(noise), run=r, fold=0,
+                   n_queries=min(budget, int(sel.n_queries_)), select_time=select_time,
+                   n_must_link=c.n_must_link, n_cannot_link=c.n_cannot_link,
+                   n_constraints=float(len(c)))
+        if closure and len(c):
+            c = c.closure()
+        est = clone(clusterer)
+        if has_rs:
+            est.set_params(random_state=s_clu)
+        t1 = time.perf_counter()
+        try:
+            labels = fit_clusterer(est, X, c)
+            error = ""
+        except (InfeasibleError, InconsistentConstraintsError) as exc:
+            labels, error = None, str(exc)
+        rec["fit_time"] = time.perf_counter() - t1
+        if labels is None:
+            rec.update({m: np.nan for m in ACTIVE_SCORES if m != "n_constraints"})
+        else:
+            mask = np.ones(n, dtype=bool)
+            mask[sel.queried_points(budget)] = False
+            rec.update(_scores(y, labels, mask))
+        rec["error"] = error
+        records.append(rec)
+    return records
 
 
 def active_curve(
@@ -187,6 +217,7 @@ def active_curve(
     random_state=0,
     dataset=None,
     progress=None,
+    n_jobs=None,
 ) -> ActiveCurve:
     """Learning curve of an active selector with a clusterer (Basu 2005, §5.5.2).
 
@@ -224,16 +255,21 @@ def active_curve(
         Seeds every run (selector, oracle and clusterer seeds are drawn from it).
     dataset : str, optional
         Name used in tables and files.
-    progress : callable, optional
+    progress : bool, str or callable, optional
+        A tqdm progress bar over the runs (a string names it), or a callable
         ``progress(run, n_runs)`` called after each run.
+    n_jobs : int, optional
+        Runs in parallel with joblib (``-1``: all cores); the result does not depend
+        on it. Not with ``oracle_factory`` (a person answers one run at a time).
 
     Returns
     -------
     ActiveCurve
+        One record per (run, budget).
     """
     name = dataset
     if isinstance(X, str):
-        from .datasets import load_dataset
+        from ..datasets import load_dataset
 
         name = name or X
         X, y_loaded = load_dataset(X, random_state=random_state)
@@ -245,8 +281,9 @@ def active_curve(
         raise ValueError(f"y must have one label per row of X ({X.shape[0]}); got shape {y.shape}.")
     if isinstance(n_runs, bool) or not isinstance(n_runs, numbers.Integral) or n_runs < 1:
         raise ValueError(f"n_runs must be a positive integer; got {n_runs!r}.")
+    if oracle_factory is not None and n_jobs not in (None, 1):
+        raise ValueError("oracle_factory runs one selection at a time: use n_jobs=None.")
     budgets = _check_budgets(budgets)
-    max_b = int(budgets[-1])
 
     template = clone(selector)
     sel_params = template.get_params(deep=False)
@@ -254,49 +291,25 @@ def active_curve(
         template.set_params(clusterer=clone(clusterer))
     if "emission" in sel_params and sel_params["emission"] is None:
         template.set_params(emission=clusterer_emission(clusterer))
-    has_rs = "random_state" in clusterer.get_params(deep=False)
 
     seeds = np.random.default_rng(random_state).integers(np.iinfo(np.int32).max, size=(n_runs, 3))
-    scores = {m: np.full((n_runs, budgets.size), np.nan) for m in METRICS}
-    n_queries, seconds, failures = np.zeros(n_runs, dtype=np.int64), np.zeros(n_runs), []
-    n = X.shape[0]
-    for r in range(n_runs):
-        s_sel, s_orc, s_clu = (int(v) for v in seeds[r])
-        sel = clone(template).set_params(random_state=s_sel)
-        if oracle_factory is not None:
-            oracle = oracle_factory(r, max_b)
-        else:
-            oracle = LabelOracle(y, budget=max_b, noise=noise, dont_know=dont_know, random_state=s_orc)
-        t0 = time.perf_counter()
-        sel.fit(X, oracle)
-        seconds[r] = time.perf_counter() - t0
-        n_queries[r] = sel.n_queries_
-        for b, budget in enumerate(budgets):
-            c = sel.constraints_at(int(budget))
-            scores["n_constraints"][r, b] = len(c)
-            if closure and len(c):
-                c = c.closure()
-            est = clone(clusterer)
-            if has_rs:
-                est.set_params(random_state=s_clu)
-            try:
-                labels = fit_clusterer(est, X, c)
-            except (InfeasibleError, InconsistentConstraintsError) as exc:
-                failures.append(f"run {r}, budget {int(budget)}: {exc}")
-                continue
-            mask = np.ones(n, dtype=bool)
-            mask[sel.queried_points(int(budget))] = False
-            for m, v in _scores(y, labels, mask).items():
-                scores[m][r, b] = v
-        if progress is not None:
+    names = (type(selector).__name__, type(clusterer).__name__, name or "")
+    args = (template, clusterer, X, y, budgets, closure, noise, dont_know, oracle_factory, names)
+    if n_jobs in (None, 1):
+        results = (_one_run(r, seeds[r], *args) for r in range(n_runs))
+    else:
+        from joblib import Parallel, delayed
+
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(_one_run)(r, seeds[r], *args) for r in range(n_runs))
+    bar = None if callable(progress) else progress_bar(n_runs, progress, "active curve", "run")
+    records = []
+    for r, recs in enumerate(results):
+        records.extend(recs)
+        if callable(progress):
             progress(r, n_runs)
-    return ActiveCurve(
-        budgets,
-        scores,
-        type(selector).__name__,
-        type(clusterer).__name__,
-        name or "",
-        n_queries,
-        seconds,
-        failures,
-    )
+        elif bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return ActiveCurve(records)

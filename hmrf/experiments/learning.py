@@ -16,19 +16,18 @@ Protocols of the thesis (:data:`PROTOCOLS`, keyword arguments of ``learning_curv
 
 from __future__ import annotations
 
-import inspect
 import time
 
 import numpy as np
 
-from .active_curve import ActiveCurve, active_curve
-from .constraints import Constraints
-from .curve_table import METRICS, CurveTable
-from .metrics import evaluate
+from .._validation import check_random_state
+from ..constraints import Constraints
+from ..estimators.supervision import fit_supervised
+from ..metrics import evaluate
+from ._progress import progress_bar
+from .table import METRICS, CurveTable
 
-__all__ = [
-    "learning_curve", "CurveTable", "PROTOCOLS", "METRICS", "make_splits", "active_curve", "ActiveCurve",
-]
+__all__ = ["learning_curve", "make_splits", "PROTOCOLS", "SCORES"]
 
 #: The experimental protocols of the thesis (keyword arguments of learning_curve).
 PROTOCOLS = {
@@ -36,6 +35,11 @@ PROTOCOLS = {
     "ch4": dict(supervision="constraints", runs=20, folds=2),
     "ch5": dict(supervision="constraints", runs=1, folds=10),
 }
+
+#: The names of :data:`~hmrf.experiments.METRICS` a learning curve records.
+SCORES = ("nmi", "ari", "pairwise_f", "pairwise_precision", "pairwise_recall", "objective",
+          "n_iter")
+
 
 def _seed(base: int, *keys: int) -> int:
     """An independent 32-bit seed for the stream named by ``keys`` (order-free of n_jobs)."""
@@ -185,18 +189,7 @@ def _build(spec, point, run, seed):
     return est
 
 
-def _takes_constraints(est) -> bool:
-    from .estimators import KMeans
-
-    if isinstance(est, KMeans):
-        return False
-    try:
-        return "constraints" in inspect.signature(est.fit).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _run_task(task, X, y, kind, noise_levels, max_point, metrics, errors):
+def _run_task(task, X, y, kind, noise_levels, max_point, metrics, errors, prepare, fit_stats):
     name, spec, run, fold, train, test, point, base = task
     records = []
     for noise in noise_levels:
@@ -207,24 +200,25 @@ def _run_task(task, X, y, kind, noise_levels, max_point, metrics, errors):
                    point=point, noise=float(noise), run=run, fold=fold, n_train=int(train.size),
                    n_test=int(test.size), **info)
         est = _build(spec, point, run, _seed(base, 2, run, fold))
+        if prepare is not None:
+            rec.update(prepare(est) or {})
         t0 = time.perf_counter()
         try:
-            if kind_used == "labels":
-                est.fit(X, sup)
-            elif _takes_constraints(est):
-                est.fit(X, constraints=sup)
-            else:
-                est.fit(X)
+            fit_supervised(est, X, sup)
+            elapsed = time.perf_counter() - t0
             scores = evaluate(y, np.asarray(est.labels_), _mask(y.shape[0], test))
             scores["objective"] = float(getattr(est, "objective_", np.nan))
             scores["n_iter"] = float(getattr(est, "n_iter_", np.nan))
             error = ""
         except Exception as exc:  # noqa: BLE001 - recorded when errors="record"
+            elapsed = time.perf_counter() - t0
             if errors == "raise":
                 raise
             scores, error = {}, f"{type(exc).__name__}: {exc}"
-        rec["fit_time"] = time.perf_counter() - t0
+        rec["fit_time"] = elapsed
         rec.update({m: float(scores.get(m, np.nan)) for m in metrics})
+        if fit_stats is not None and not error:
+            rec.update(fit_stats(est))
         rec["error"] = error
         records.append(rec)
     return records
@@ -239,7 +233,8 @@ def _mask(n, idx):
 def learning_curve(make_estimator, X, y, supervision="constraints",
                    points=(0, 100, 200, 300, 400, 500), runs=1, folds=10, test_fraction=None,
                    noise=0.0, metrics=("nmi", "pairwise_f", "objective"), random_state=0,
-                   n_jobs=None, progress=True, errors="raise") -> CurveTable:
+                   n_jobs=None, progress=True, errors="raise", prepare=None,
+                   fit_stats=None) -> CurveTable:
     """Learning curve of one or more estimators under growing supervision.
 
     Parameters
@@ -260,8 +255,10 @@ def learning_curve(make_estimator, X, y, supervision="constraints",
         training points keep their class, the rest are ``-1`` (§3.5.3), passed as
         ``fit(X, y_seed)``. A callable ``(X, y, train_idx, point, rng) -> Constraints |
         partial labels`` gives any other supervision (e.g. active selection); it must
-        only use training points. Unsupervised estimators (:class:`hmrf.KMeans`,
-        estimators whose ``fit`` has no ``constraints``) get ``fit(X)``.
+        only use training points. Each estimator gets the supervision in the form it
+        takes (:func:`hmrf.estimators.fit_supervised`): unsupervised ones
+        (:class:`hmrf.KMeans`, a foreign estimator that declares nothing) get
+        ``fit(X)``.
     points : sequence
         Numbers of pairs, or seed fractions in [0, 1].
     runs : int, default=1
@@ -274,18 +271,27 @@ def learning_curve(make_estimator, X, y, supervision="constraints",
         kind is flipped (the nearest integer count). A sequence makes noise a second axis
         of the curve. Not available with a supervision callable.
     metrics : sequence of str, default=("nmi", "pairwise_f", "objective")
-        From :data:`METRICS`. External scores use the held-out points only; the
-        objective is the estimator's ``objective_`` on the whole data set.
+        From :data:`SCORES` (explained in :data:`~hmrf.experiments.METRICS`). External
+        scores use the held-out points only; the objective is the estimator's
+        ``objective_`` on the whole data set.
     random_state : int, default=0
         Seeds the splits, the supervision and the estimators. Results do not depend on
         ``n_jobs``.
     n_jobs : int, optional
         Parallel fits with joblib (``-1``: all cores).
-    progress : bool, default=True
-        Show a tqdm progress bar (when tqdm is installed).
+    progress : bool or str, default=True
+        Show a tqdm progress bar (when tqdm is installed); a string names it.
     errors : {"raise", "record"}, default="raise"
         ``"record"`` keeps going when a fit fails (e.g. COP-KMeans finds no feasible
         assignment): the record has NaN scores and the message in ``error``.
+    prepare : callable, optional
+        ``prepare(estimator) -> dict | None``, called before each fit, outside the
+        timed region (e.g. to load compiled kernels in the process that fits); the
+        dict's entries become columns of the record.
+    fit_stats : callable, optional
+        ``fit_stats(estimator) -> dict``, called after each successful fit, outside the
+        timed region; the entries become columns of the record (e.g. E-step
+        statistics read from ``estimator.em_result_``).
 
     Returns
     -------
@@ -318,9 +324,11 @@ def learning_curve(make_estimator, X, y, supervision="constraints",
     if X.shape[0] != n:
         raise ValueError(f"X has {X.shape[0]} rows but y has {n} labels.")
     specs = _resolve(make_estimator)
-    bad = [m for m in metrics if m not in METRICS]
+    bad = [m for m in metrics if m not in SCORES]
     if bad:
-        raise ValueError(f"unknown metrics {bad}; choose from {METRICS}.")
+        known = [m for m in bad if m in METRICS]
+        why = f" ({', '.join(known)}: active curves only)" if known else ""
+        raise ValueError(f"unknown metrics {bad}{why}; choose from {', '.join(SCORES)}.")
     if errors not in ("raise", "record"):
         raise ValueError(f"errors must be 'raise' or 'record'; got {errors!r}.")
     pts = [p.item() if isinstance(p, np.generic) else p for p in points]
@@ -332,15 +340,13 @@ def learning_curve(make_estimator, X, y, supervision="constraints",
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         base = int(random_state)
     else:
-        from sklearn.utils import check_random_state
-
-        base = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+        base = int(check_random_state(random_state).integers(np.iinfo(np.int32).max))
     splits = make_splits(n, runs, folds, test_fraction, base)
     tasks = [(name, spec, r, f, tr, te, p, base)
              for name, spec in specs.items() for r, f, tr, te in splits for p in pts]
     max_point = max(pts) if supervision == "constraints" else 0
-    args = (X, y, supervision, levels, max_point, tuple(metrics), errors)
-    bar = _progress(len(tasks) * len(levels), progress)
+    args = (X, y, supervision, levels, max_point, tuple(metrics), errors, prepare, fit_stats)
+    bar = progress_bar(len(tasks) * len(levels), progress, "learning curve", "fit")
     records = []
     if n_jobs in (None, 1):
         results = (_run_task(t, *args) for t in tasks)
@@ -356,13 +362,3 @@ def learning_curve(make_estimator, X, y, supervision="constraints",
     if bar is not None:
         bar.close()
     return CurveTable(records)
-
-
-def _progress(total, enabled):
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc="learning curve", unit="fit")

@@ -1,27 +1,65 @@
-"""The tidy result table of learning curves (:func:`hmrf.experiments.learning_curve`).
+"""The one result table of every experiment: one record (dict) per fit.
 
-One record (dict) per fit, with CSV round-trip, per-point summaries, paired
-comparisons and a matplotlib plot.
+:func:`~hmrf.experiments.learning_curve` (supervision drawn at random),
+:func:`~hmrf.experiments.active_curve` (supervision chosen by an active selector) and
+the ``hmrf compare`` / ``curve`` / ``active`` commands all return or write a
+:class:`CurveTable`: CSV round trip, per-point summaries, paired comparisons and a
+matplotlib plot. :data:`METRICS` names and explains every score a record can hold.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CurveTable"]  # METRICS is documented as hmrf.experiments.METRICS
+__all__ = ["CurveTable", "METRICS"]
 
-#: Scores on the held-out part (hmrf.metrics.evaluate) and fit statistics.
-METRICS = ("nmi", "ari", "pairwise_f", "pairwise_precision", "pairwise_recall", "objective",
-           "n_iter")
+#: Scores and fit statistics a record can hold, with what each measures. External
+#: scores compare the clustering with the true classes on the points the protocol
+#: names (held-out points for learning curves; all points, or the points no query
+#: involved, ``_unqueried``, for active curves).
+METRICS = {
+    "nmi": "normalised mutual information with the true classes (Basu 2005, eq. 2.4)",
+    "ari": "adjusted Rand index with the true classes",
+    "pairwise_f": "pairwise F-measure: harmonic mean of pairwise precision and recall (eq. 2.5)",
+    "pairwise_precision": "same-class pairs among same-cluster pairs",
+    "pairwise_recall": "same-cluster pairs among same-class pairs",
+    "objective": "final HMRF objective J of the fit (eq. 4.10; lower is better)",
+    "n_iter": "EM iterations of the fit",
+    "nmi_unqueried": "NMI on the points that no query involved",
+    "ari_unqueried": "ARI on the points that no query involved",
+    "pairwise_f_unqueried": "pairwise F on the points that no query involved",
+    "n_constraints": "constraints known after the queries (before the closure)",
+}
+
+#: Short column labels of printed tables and plots
+LABELS = {
+    "nmi": "NMI", "ari": "ARI", "pairwise_f": "pairwise F", "pairwise_precision": "pairwise P",
+    "pairwise_recall": "pairwise R", "objective": "objective J", "n_iter": "EM iterations",
+    "nmi_unqueried": "NMI unqueried", "ari_unqueried": "ARI unqueried",
+    "pairwise_f_unqueried": "F unqueried", "n_constraints": "constraints",
+}
+
+
+#: columns read back from CSV as text even when they look like numbers
+_TEXT_COLUMNS = ("estimator", "supervision", "error", "selector", "dataset")
+
+
+def legend(metrics) -> str:
+    """One line per metric: its printed label and what it measures."""
+    return "\n".join(f"  {LABELS.get(m, m)}: {METRICS.get(m, m)}" for m in metrics)
 
 
 class CurveTable:
-    """Tidy results of :func:`learning_curve`: one record (dict) per fit.
+    """Tidy results of an experiment: one record (dict) per fit.
 
-    Columns: ``estimator``, ``supervision``, ``point``, ``noise``, ``run``, ``fold``,
-    ``n_train``, ``n_test``, ``n_seeds``, ``n_noisy``, ``n_must_link``,
-    ``n_cannot_link``, ``fit_time``, the requested metrics and ``error`` (empty unless
-    the fit failed and ``errors="record"``).
+    Every record has ``estimator``, ``supervision``, ``point`` (the amount of
+    supervision: pairs, seed fraction or queries), ``noise``, ``run``, ``fold``,
+    ``fit_time``, its scores (names of :data:`METRICS`) and ``error`` (empty unless the
+    fit failed and was recorded). :func:`~hmrf.experiments.learning_curve` adds
+    ``n_train``, ``n_test``, ``n_seeds``, ``n_noisy``, ``n_must_link`` and
+    ``n_cannot_link``; :func:`~hmrf.experiments.active_curve` adds ``selector``,
+    ``dataset``, ``n_queries`` and ``select_time``; a caller's ``fit_stats`` adds its
+    own columns.
 
     Parameters
     ----------
@@ -41,10 +79,10 @@ class CurveTable:
         return self.records[i]
 
     def __add__(self, other):
-        return CurveTable([*self.records, *other.records])
+        return type(self)([*self.records, *other.records])
 
     def __repr__(self):
-        return f"CurveTable({len(self)} records, estimators={self.estimators})"
+        return f"{type(self).__name__}({len(self)} records, estimators={self.estimators})"
 
     @property
     def columns(self) -> list:
@@ -86,7 +124,7 @@ class CurveTable:
             return s
 
         with open(path, newline="", encoding="utf-8") as f:
-            return cls([{k: (v if k in ("estimator", "supervision", "error") else parse(v))
+            return cls([{k: (v if k in _TEXT_COLUMNS else parse(v))
                          for k, v in row.items()} for row in csv.DictReader(f)])
 
     def _groups(self, keys):
@@ -160,45 +198,66 @@ class CurveTable:
                              ties=int((d == 0).sum()), p_value=p))
         return rows
 
-    def plot(self, metric="nmi", x=None, ax=None, band="std"):
-        """Mean curve of ``metric`` per estimator, with a ±std (or ±sem) band.
+    def plot(self, metric="nmi", *, x=None, ax=None, band="std", title=None, path=None):
+        """Mean curve of each metric per estimator, with a ±std (or ±sem) band.
 
         Parameters
         ----------
-        metric : str
+        metric : str or sequence of str
+            One metric, or several (one line per estimator and metric).
         x : {"point", "noise"}, optional
             The horizontal axis; by default ``noise`` when there is a single point and
             several noise levels, else ``point``.
         ax : matplotlib Axes, optional
         band : {"std", "sem", None}
+        title : str, optional
+        path : str or path-like, optional
+            Save the figure there (PNG, PDF, SVG... by its extension).
 
         Returns
         -------
         matplotlib Axes
         """
-        rows = self.summary([metric])
+        metrics = [metric] if isinstance(metric, str) else list(metric)
+        rows = self.summary(metrics)
         if x is None:
             one_point = len({r["point"] for r in rows}) == 1
             x = "noise" if one_point and len({r["noise"] for r in rows}) > 1 else "point"
-        if ax is None:
+        fig = None
+        if ax is None and path is not None:
+            from matplotlib.figure import Figure
+
+            fig = Figure(figsize=(6, 4), layout="constrained")
+            ax = fig.add_subplot()
+        elif ax is None:
             import matplotlib.pyplot as plt
 
             _, ax = plt.subplots()
         sup = {r["supervision"] for r in self.records}
-        xlabel = {"noise": "noise fraction", "point": "seed fraction" if sup == {"labels"} else
-                  "number of constraints"}[x]
+        xlabel = {"noise": "noise fraction",
+                  "point": {frozenset({"labels"}): "seed fraction",
+                            frozenset({"active"}): "number of queries"}.get(
+                                frozenset(sup), "number of constraints")}[x]
         for est in self.estimators:
             rs = sorted((r for r in rows if r["estimator"] == est),
                         key=lambda r: (r[x], r["noise"]))
             xs = np.array([r[x] for r in rs], dtype=float)
-            mu = np.array([r[f"{metric}_mean"] for r in rs])
-            sd = np.array([r[f"{metric}_std"] for r in rs])
-            if band == "sem":
-                sd = sd / np.sqrt(np.maximum([r["n"] for r in rs], 1))
-            (line,) = ax.plot(xs, mu, marker="o", ms=3, label=est)
-            if band:
-                ax.fill_between(xs, mu - sd, mu + sd, color=line.get_color(), alpha=0.15, lw=0)
+            for m in metrics:
+                mu = np.array([r[f"{m}_mean"] for r in rs])
+                sd = np.array([r[f"{m}_std"] for r in rs])
+                if band == "sem":
+                    sd = sd / np.sqrt(np.maximum([r["n"] for r in rs], 1))
+                label = est if len(metrics) == 1 else (
+                    LABELS.get(m, m) if len(self.estimators) == 1 else f"{est}: {LABELS.get(m, m)}")
+                (line,) = ax.plot(xs, mu, marker="o", ms=3, label=label)
+                if band:
+                    ax.fill_between(xs, mu - sd, mu + sd, color=line.get_color(), alpha=0.15, lw=0)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(metric)
+        ax.set_ylabel(LABELS.get(metrics[0], metrics[0]) if len(metrics) == 1 else "score")
+        ax.grid(alpha=0.3)
         ax.legend()
+        if title is not None:
+            ax.set_title(title)
+        if path is not None:
+            ax.figure.savefig(path, dpi=120)
         return ax

@@ -1,0 +1,26 @@
+"""Data in: the data sets of the papers, the user's own files, text pre-processing.
+
+* :mod:`hmrf.datasets.loaders` — :func:`load_dataset` and :func:`available`: the
+  data sets of the papers by name (Iris, the newsgroup subsets, ...);
+* :mod:`hmrf.datasets.files` — :func:`read_data`, :func:`read_pairs`,
+  :func:`read_labels`: points, constraints and labels from the user's CSV, TSV, NPY,
+  NPZ, Parquet or text files, with errors that name the file, the row and the column;
+* :mod:`hmrf.datasets.text` — the thesis's TF-IDF (§2.5) and the corpus readers.
+
+Nothing here imports scikit-learn until a loader or the TF-IDF runs.
+"""
+
+from .files import DataFileError, read_data, read_labels, read_pairs
+from .loaders import (
+    DATASETS,
+    NEWSGROUP_SUBSETS,
+    PACKAGES,
+    available,
+    install_command,
+    load_dataset,
+    package_file,
+)
+
+__all__ = ["load_dataset", "available", "DATASETS", "NEWSGROUP_SUBSETS", "PACKAGES",
+           "install_command", "package_file", "read_data", "read_pairs", "read_labels",
+           "DataFileError"]

@@ -1,0 +1,180 @@
+"""The one table of estimator names, shared by the Python API and every command.
+
+``hmrf curve --estimator pckmeans``, ``hmrf fit``, ``hmrf active`` and ``hmrf compare``
+look names up in :data:`ESTIMATORS`; each row says which class a name builds, with
+which fixed settings, and what the command line must know before it builds it: the
+supervision the estimator takes, whether it has an E-step engine or a constraint
+weight to set, and which emission families it can use. The classes are imported only
+when an estimator is built, so reading the table (``hmrf --help``) stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+__all__ = ["ESTIMATORS", "EstimatorSpec", "make_estimator"]
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """One row of :data:`ESTIMATORS`.
+
+    Attributes
+    ----------
+    cls : str
+        ``"module:Class"`` inside :mod:`hmrf.estimators` (imported on first use).
+    description : str
+        One line, shown by ``hmrf <command> --help``.
+    supervision : {"constraints", "labels", "none"}
+        What ``fit`` takes: pairwise constraints (``fit(X, constraints=...)``; partial
+        labels ``fit(X, y)`` become pairs), labelled seeds only (``fit(X, y)``), or
+        nothing.
+    takes_engine : bool
+        Whether the estimator has an ``inference`` parameter (an E-step engine of
+        :data:`hmrf.inference.ENGINES`).
+    takes_w : bool
+        Whether it has a constraint weight ``w``.
+    emissions : tuple of str or None
+        ``None``: any family, passed as ``emission=``. Otherwise the family is fixed
+        by the estimator and only these names describe it.
+    params : dict
+        Fixed keyword arguments of the row (e.g. ``w=0`` for HMRF-KMeans-I).
+    no_engine : str
+        For estimators without an engine: why (shown when ``--engine`` is given).
+    """
+
+    cls: str
+    description: str
+    supervision: str
+    takes_engine: bool = False
+    takes_w: bool = False
+    emissions: tuple | None = None
+    params: dict = field(default_factory=dict)
+    no_engine: str = ""
+
+    def load(self) -> type:
+        """The estimator class (imports scikit-learn on first use)."""
+        module, name = self.cls.split(":")
+        return getattr(importlib.import_module(f"hmrf.estimators.{module}"), name)
+
+
+_ARGMIN = "its E-steps have no pairwise terms, so each point takes its nearest centre"
+
+#: Estimator name -> :class:`EstimatorSpec`.
+ESTIMATORS = {
+    "hmrf-kmeans": EstimatorSpec(
+        "hmrf_kmeans:HMRFKMeans",
+        "HMRF-KMeans: any emission family and engine, Potts penalties (Basu 2005, ch. 4)",
+        "constraints", takes_engine=True, takes_w=True),
+    "hmrf-kmeans-i": EstimatorSpec(
+        "hmrf_kmeans:HMRFKMeans",
+        "HMRF-KMeans-I: constraints in the initialisation only (w = 0)",
+        "constraints", takes_engine=True, params={"w": 0.0}),
+    "pckmeans": EstimatorSpec(
+        "hmrf_kmeans:PCKMeans",
+        "PCKMeans: squared Euclidean, constraint closure, ICML 2004 initialisation",
+        "constraints", takes_engine=True, takes_w=True, emissions=("sqeuclidean", "euclidean")),
+    "mpckmeans": EstimatorSpec(
+        "mpckmeans:MPCKMeans",
+        "MPCKMeans: PCKMeans plus a learned diagonal Mahalanobis metric",
+        "constraints", takes_engine=True, takes_w=True,
+        emissions=("mahalanobis", "sqeuclidean", "euclidean")),
+    "mkmeans": EstimatorSpec(
+        "mpckmeans:MKMeans",
+        "MKMeans: KMeans under a metric learned from the constraints",
+        "constraints", takes_engine=True, takes_w=True,
+        emissions=("mahalanobis", "sqeuclidean", "euclidean")),
+    "copkmeans": EstimatorSpec(
+        "copkmeans:COPKMeans",
+        "COP-KMeans: every constraint hard, greedy assignment (Wagstaff et al. 2001)",
+        "constraints",
+        no_engine="its E-step is its own greedy constraint-respecting assignment"),
+    "seeded-kmeans": EstimatorSpec(
+        "seeded:SeededKMeans",
+        "Seeded-KMeans: labelled seeds initialise the centroids (Basu 2005, Fig. 3.1)",
+        "labels", no_engine=_ARGMIN),
+    "constrained-kmeans": EstimatorSpec(
+        "seeded:ConstrainedKMeans",
+        "Constrained-KMeans: seeds initialise and keep their labels (Fig. 3.2)",
+        "labels", no_engine="its seeds are clamped and the other points take their nearest "
+                            "centre"),
+    "spherical-kmeans": EstimatorSpec(
+        "hmrf_kmeans:SphericalKMeans",
+        "SP-KMeans: cosine similarity on the unit sphere (text)",
+        "constraints", takes_engine=True, takes_w=True, emissions=("cosine", "vmf")),
+    "kmeans": EstimatorSpec(
+        "hmrf_kmeans:KMeans",
+        "KMeans from perturbed global centroids, no supervision (the thesis's baseline)",
+        "none", params={"init": "neighborhoods"}, no_engine=_ARGMIN),
+}
+
+
+def _spec(name) -> EstimatorSpec:
+    key = str(name).strip().lower()
+    if key not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {name!r}; choose from {', '.join(ESTIMATORS)}.")
+    return ESTIMATORS[key]
+
+
+def make_estimator(name, n_clusters, emission=None, w=None, engine=None, *, random_state=None):
+    """The unfitted estimator a name of :data:`ESTIMATORS` stands for.
+
+    Parameters
+    ----------
+    name : str
+    n_clusters : int
+    emission : str or EmissionFamily, optional
+        For estimators with a free family; for the others it must name the family
+        they fix (or be omitted).
+    w : float, optional
+        Constraint weight; an error for estimators without one.
+    engine : str or InferenceEngine, optional
+        E-step engine; ``None`` keeps the estimator's default. An error for estimators
+        without an engine (COP-KMeans, Seeded-KMeans, KMeans, ...), which would
+        otherwise ignore it silently.
+    random_state : int, optional
+
+    Returns
+    -------
+    estimator
+
+    Raises
+    ------
+    ValueError
+        Unknown name or engine, or a setting the estimator does not have.
+
+    Examples
+    --------
+    >>> make_estimator("hmrf-kmeans-i", 3).w
+    0.0
+    >>> make_estimator("kmeans", 3, engine="lp")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: kmeans has no E-step engine to choose: its E-steps have no pairwise terms, ...
+    """
+    spec = _spec(name)
+    key = str(name).strip().lower()
+    kwargs = dict(spec.params)
+    if emission is not None:
+        if spec.emissions is None:
+            kwargs["emission"] = emission
+        elif not (isinstance(emission, str) and emission.lower() in spec.emissions):
+            raise ValueError(f"{key} fits with the {spec.emissions[0]} family; emission {emission!r} "
+                             "is not possible.")
+    if w is not None:
+        if not spec.takes_w:
+            raise ValueError(f"{key} has no constraint weight w to set.")
+        kwargs["w"] = w
+    if engine is not None:
+        if not spec.takes_engine:
+            with_engine = ", ".join(n for n, s in ESTIMATORS.items() if s.takes_engine)
+            raise ValueError(f"{key} has no E-step engine to choose: {spec.no_engine}. "
+                             f"Estimators with an engine: {with_engine}.")
+        if isinstance(engine, str):
+            from ..inference import get_engine
+
+            get_engine(engine)  # an unknown name fails here, before any fit
+        kwargs["inference"] = engine
+    if random_state is not None:
+        kwargs["random_state"] = random_state
+    return spec.load()(n_clusters, **kwargs)

@@ -1,0 +1,133 @@
+"""Giving supervision to an estimator: one adapter for every caller.
+
+Learning curves, active-learning curves, the NPU selector and the ``hmrf`` commands all
+hand "whatever supervision there is" — a :class:`~hmrf.Constraints`, partial labels,
+or nothing — to an estimator that may take pairs, labelled seeds or nothing at all.
+:func:`fit_supervised` does it in one place, from what the estimator declares:
+
+* estimators of :data:`~hmrf.estimators.ESTIMATORS` know their kind (the table's
+  ``supervision`` column);
+* any other estimator takes no supervision (``fit(X)``) unless its class declares a
+  ``hmrf_supervision`` attribute, ``"constraints"`` or ``"labels"`` — the protocol for
+  a foreign scikit-learn estimator that wants hmrf's supervision.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..constraints import Constraints
+
+__all__ = ["supervision_kind", "fit_supervised", "neighborhoods_from_constraints"]
+
+KINDS = ("constraints", "labels", "none")
+
+
+def supervision_kind(estimator) -> str:
+    """What supervision ``estimator.fit`` takes: ``"constraints"``, ``"labels"`` or ``"none"``.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+
+    Returns
+    -------
+    str
+        The row of :data:`~hmrf.estimators.ESTIMATORS` whose class the estimator is an
+        instance of (the most derived one); else the class attribute
+        ``hmrf_supervision``; else ``"none"``.
+
+    Examples
+    --------
+    >>> from hmrf import KMeans, SeededKMeans, PCKMeans
+    >>> [supervision_kind(e(3)) for e in (PCKMeans, SeededKMeans, KMeans)]
+    ['constraints', 'labels', 'none']
+    """
+    from .registry import ESTIMATORS
+
+    best = None
+    for spec in ESTIMATORS.values():
+        cls = spec.load()
+        if isinstance(estimator, cls) and (best is None or issubclass(cls, best[0])):
+            best = (cls, spec.supervision)
+    if best is not None:
+        return best[1]
+    declared = getattr(type(estimator), "hmrf_supervision", "none")
+    if declared not in KINDS:
+        raise ValueError(f"{type(estimator).__name__}.hmrf_supervision is {declared!r}; "
+                         f"use one of {KINDS}.")
+    return declared
+
+
+def neighborhoods_from_constraints(constraints: Constraints) -> list[np.ndarray]:
+    """Neighbourhoods implied by a constraint set (Xiong et al. 2014, Definition 1).
+
+    Components of the must-link closure that are pairwise cannot-linked. Chosen
+    greedily, largest component first, each kept if it is cannot-linked to every one
+    kept before; with no cannot-link at all this is the largest component alone
+    ("we will treat the largest connected component as the known neighborhood").
+
+    Returns
+    -------
+    list of ndarray
+        Sorted member indices of each neighbourhood, in the order chosen.
+    """
+    hoods = constraints.neighborhoods(include_singletons=True)
+    if not hoods:
+        return []
+    joined = {tuple(p) for p in constraints.inferred_cannot_links(include_singletons=True).tolist()}
+    chosen: list[int] = []
+    for p in range(len(hoods)):
+        if all((min(p, c), max(p, c)) in joined for c in chosen):
+            chosen.append(p)
+    return [hoods[p] for p in chosen]
+
+
+def _seeds(constraints: Constraints) -> np.ndarray:
+    """Partial labels from constraints: neighbourhood ``p`` -> label ``p``, others -1."""
+    y = np.full(constraints.n, -1, dtype=np.int64)
+    for p, members in enumerate(neighborhoods_from_constraints(constraints)):
+        y[members] = p
+    return y
+
+
+def fit_supervised(estimator, X, supervision=None):
+    """Fit ``estimator`` on ``X`` with ``supervision`` in the form it takes.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Fitted in place.
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    supervision : Constraints, array-like of shape (n_samples,) or None
+        Pairwise constraints, or partial labels with ``-1`` for unlabelled points.
+
+    Returns
+    -------
+    estimator
+        The fitted estimator.
+
+    Notes
+    -----
+    By :func:`supervision_kind`:
+
+    * ``"constraints"``: ``fit(X, constraints=c)``, or ``fit(X, y)`` for partial labels
+      (turned into must-links within and cannot-links across classes by the estimator);
+    * ``"labels"``: ``fit(X, y)``; constraints are first turned into seeds, one label per
+      neighbourhood (:func:`neighborhoods_from_constraints`), and with no neighbourhood
+      at all the estimator is fitted unsupervised;
+    * ``"none"``: ``fit(X)``, whatever is given.
+    """
+    kind = supervision_kind(estimator)
+    if supervision is None or kind == "none":
+        return estimator.fit(X)
+    if isinstance(supervision, Constraints):
+        if kind == "constraints":
+            return estimator.fit(X, constraints=supervision)
+        y = _seeds(supervision)
+        return estimator.fit(X, y) if np.any(y >= 0) else estimator.fit(X)
+    labels = np.asarray(supervision)
+    if labels.ndim != 1 or labels.dtype.kind not in "iu":
+        raise ValueError("supervision must be a Constraints or a 1-D array of integer labels "
+                         f"(-1 = unlabelled); got an array of shape {labels.shape}, dtype {labels.dtype}.")
+    return estimator.fit(X, labels)
