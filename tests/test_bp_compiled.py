@@ -7,12 +7,12 @@ import pytest
 
 from hmrf import PairwiseGraph
 from hmrf.inference import BeliefPropagation
-from hmrf.inference.messages import big_cost
-from hmrf.inference.order import bfs_order
-from hmrf.inference.schedule import SequentialMessages
+from hmrf.inference.bp.messages import big_cost
+from hmrf.inference.bp.order import bfs_order
+from hmrf.inference.bp.sequential_numpy import SequentialMessages
 
 pytest.importorskip("numba")
-from hmrf.inference.schedule_numba import CompiledSequentialMessages  # noqa: E402
+from hmrf.inference.bp.kernels_numba import CompiledSequentialMessages  # noqa: E402
 
 
 def sparse_problem(rng, n, k, m, p_cl, tables=False, p_hard=0.0):

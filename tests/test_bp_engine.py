@@ -171,7 +171,7 @@ def test_trws_certificate_matches_the_exact_optimum_on_must_link_problems():
 
 
 def test_sequential_bp_is_deterministic_and_the_colouring_is_a_proper_order():
-    from hmrf.inference.order import colour_classes
+    from hmrf.inference.bp.order import colour_classes
 
     rng = np.random.default_rng(10)
     unary, g = random_problem(rng, 30, 4, 60, tables=True)

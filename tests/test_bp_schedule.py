@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from hmrf import PairwiseGraph
-from hmrf.inference import BeliefPropagation, order
-from hmrf.inference.order import colour_classes, greedy_colouring
+from hmrf.inference import BeliefPropagation
+from hmrf.inference.bp import order
+from hmrf.inference.bp.order import colour_classes, greedy_colouring
 
 
 def first_fit_reference(n, edges):

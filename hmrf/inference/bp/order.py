@@ -1,7 +1,8 @@
 """Node orders of the sequential schedule and their directed-message layout.
 
-Used by :mod:`hmrf.inference.schedule` (NumPy passes, vectorised over colour classes)
-and :mod:`hmrf.inference.schedule_numba` (compiled passes, node by node). The
+Used by :mod:`~hmrf.inference.bp.sequential_numpy` (NumPy passes, vectorised over
+colour classes) and :mod:`~hmrf.inference.bp.kernels_numba` (compiled passes, node by
+node). The
 sequential schedule visits the nodes in a fixed order, forward then backward; any
 order is valid (Kolmogorov 2006, §4: TRW-S with monotonic chains works for every
 order), but it sets how far evidence travels in one pass: along the chains of nodes
@@ -9,8 +10,8 @@ that increase in the order.
 
 * :func:`colour_classes`: a greedy colouring, the nodes class by class. The NumPy
   passes need it (a class is an independent set, so it updates at once), but its
-  monotonic chains are at most as long as the number of colours (5 on the 5,000-node
-  E-step of ``benchmarks/inference.py``).
+  monotonic chains are at most as long as the number of colours (about 5 on a random
+  graph of mean degree 4).
 * :func:`bfs_order`: breadth-first from the highest-degree node of every component.
   Node-by-node (compiled) passes can afford it; chains follow the BFS layers across
   the whole component, so one pass carries evidence from the hub to the periphery and
@@ -23,10 +24,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
-from .icm import independent_sets
+from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+from ..icm import independent_sets
 
-__all__ = ["colour_classes", "greedy_colouring", "bfs_order", "MessageOrder"]
+__all__ = ["colour_classes", "greedy_colouring", "bfs_order", "MessageOrder", "NodeOrder", "node_order"]
 
 
 def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
@@ -38,9 +39,8 @@ def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
     Computed round by round (Jones & Plassmann 1993): the rounds of
     :func:`~hmrf.inference.icm.independent_sets` are exactly the nodes whose
     higher-priority neighbours are all coloured, so each round is one vectorised step.
-    First-fit needs far fewer classes than the rounds themselves (5 against 17 on the
-    5,000-node E-step of ``benchmarks/inference.py``), and each class is one Python step
-    of a pass; the quality of the schedule measured the same.
+    First-fit needs far fewer classes than the rounds themselves (docs/inference.md),
+    and each class is one Python step of a pass.
     """
     if graph.cache.bp_colours is None:
         graph.cache.bp_colours = greedy_colouring(graph.n_nodes, graph.edges)
@@ -98,7 +98,7 @@ def bfs_order(graph: PairwiseGraph) -> np.ndarray:
 
 
 class MessageOrder:
-    """Directed messages of a node order (graph-only; :class:`SequentialMessages`).
+    """Directed messages of a node order (graph-only, shared by every implementation of the passes).
 
     ``perm[new] = old`` lists the nodes in schedule order. Message ``e < m`` goes from the
     earlier endpoint of factor ``edge[e]`` to the later one (forward pass), ``m + e``
@@ -147,3 +147,36 @@ class MessageOrder:
             tcost = np.where(a_is_src[:, None, None], tc, tc.transpose(0, 2, 1))
             tab_of[tab] = np.arange(tab.size)
         return w, tab_of, tcost
+
+
+def _node_csr(owner, n_nodes, m):
+    """Messages grouped by node: (ptr, mid, ids), forward ids (< m) before backward ones."""
+    ids = np.lexsort((np.arange(owner.size) >= m, owner))
+    ptr = np.searchsorted(owner[ids], np.arange(n_nodes + 1))
+    mid = ptr[:-1] + np.bincount(owner[:m], minlength=n_nodes)
+    return ptr.astype(np.int64), mid.astype(np.int64), ids.astype(np.int64)
+
+
+class NodeOrder(MessageOrder):
+    """:class:`MessageOrder` of one node order with, per node, the messages it receives
+    and sends (``node_in``, ``node_out``: CSR ``(ptr, mid, ids)``, forward messages
+    first): what the node-by-node compiled passes walk."""
+
+    def __init__(self, graph: PairwiseGraph, perm: np.ndarray):
+        n, m = graph.n_nodes, graph.n_edges
+        super().__init__(graph, perm, np.arange(n))
+        self.node_in = _node_csr(self.dst, n, m)
+        self.node_out = _node_csr(self.src, n, m)
+
+
+def node_order(graph: PairwiseGraph, order: str) -> NodeOrder:
+    """The :class:`NodeOrder` of ``order`` (``"bfs"`` or ``"colour"``), cached on the graph."""
+    orders = graph.cache.bp_node_orders
+    if order not in orders:
+        perm = bfs_order(graph) if order == "bfs" else _concat(colour_classes(graph))
+        orders[order] = NodeOrder(graph, perm)
+    return orders[order]
+
+
+def _concat(classes):
+    return np.concatenate(classes) if classes else np.empty(0, dtype=np.int64)

@@ -1,12 +1,13 @@
-"""Sequential message passing over colour classes: Gauss–Seidel max-product and TRW-S.
+"""The sequential schedule's passes in NumPy: Gauss–Seidel max-product (or sum-product) and TRW-S.
 
-Used by :class:`~hmrf.inference.BeliefPropagation` (``schedule="sequential"`` with
-``kernel="numpy"``, or without numba; :mod:`hmrf.inference.sequential` runs the
-passes). :class:`PassState` is what these NumPy passes and the compiled ones of
-:mod:`hmrf.inference.schedule_numba` share.
+The reference implementation of the passes that
+:func:`~hmrf.inference.bp.schedules.run_sequential` drives, and the one sum-product
+uses; :class:`~hmrf.inference.bp.kernels_numba.CompiledSequentialMessages` is its
+compiled twin. :class:`PassState` is what both share (messages, TRW-S weights,
+lazy-update flags, finished components).
 
 The nodes are ordered by colour class (each class an independent set, see
-:func:`~hmrf.inference.order.colour_classes`). One *iteration* is a forward pass over
+:func:`~hmrf.inference.bp.order.colour_classes`). One *iteration* is a forward pass over
 the classes in order and a backward pass in reverse order. At a class, every member computes its belief
 ``B_i = U_i + sum_{f ∋ i} m_{f->i}`` from the current messages and sends the messages
 of its factors towards later classes (forward pass) or earlier classes (backward pass)::
@@ -46,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .messages import cannot_link_messages, must_link_messages, table_messages
 from .order import MessageOrder, colour_classes
 
@@ -186,7 +187,7 @@ class SequentialMessages(PassState):
     graph : PairwiseGraph
     k : int
     big : float
-        Finite replacement of infinite costs (:func:`~hmrf.inference.messages.big_cost`).
+        Finite replacement of infinite costs (:func:`~hmrf.inference.bp.messages.big_cost`).
     tol : float
         Message changes up to ``tol`` do not wake the receiving node (lazy updates).
     """

@@ -1,8 +1,12 @@
-"""Message updates of belief propagation on pairwise factors, vectorised over edges.
+"""The message algebra of belief propagation on pairwise factors, vectorised over messages.
 
-Used by :class:`~hmrf.inference.BeliefPropagation`. With (possibly reweighted) beliefs
-``B_i(y) = U_i(y) + sum_{g ∋ i} rho_g m_{g->i}(y)`` the message from pairwise factor
-``f = (i, j)`` to ``j`` is, in the log domain (min-sum for max-product)::
+The NumPy reference of every update: :mod:`~hmrf.inference.bp.sequential_numpy` and
+:mod:`~hmrf.inference.bp.flooding_numpy` call these functions, and
+:mod:`~hmrf.inference.bp.kernels_numba` writes the same formulas out node by node
+(``tests/test_bp_compiled.py`` checks that both compute the same messages).
+
+With (possibly reweighted) beliefs ``B_i(y) = U_i(y) + sum_{g ∋ i} rho_g m_{g->i}(y)``
+the message from pairwise factor ``f = (i, j)`` to ``j`` is, in the log domain (min-sum for max-product)::
 
     m_{f->j}(y_j) = min_{y_i} [ B_i(y_i) - m_{f->i}(y_i) + cost_f(y_i, y_j) / rho_f ]
 
@@ -31,12 +35,11 @@ becomes NaN.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import logsumexp
 
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+from ...graph import TABLE, PairwiseGraph
 
-__all__ = ["FactorMessages", "big_cost", "potts_cannot_link_min", "logsumexp_excluding",
+__all__ = ["big_cost", "potts_cannot_link_min", "logsumexp_excluding",
            "must_link_messages", "cannot_link_messages", "table_messages", "marginals_from_beliefs"]
 
 
@@ -142,92 +145,3 @@ def table_messages(h: np.ndarray, cost_t: np.ndarray, mode: str, out: np.ndarray
         t = -logsumexp(-(h[:, None, :] + cost_t), axis=0)
     np.subtract(t, t.min(axis=0), out=out)
     return out
-
-
-class FactorMessages:
-    """Directed-message layout of the pairwise factors, grouped by factor kind.
-
-    Directed message ``d`` goes from its factor to node ``dst[d]``; the factor's other
-    endpoint is ``src[d]`` and ``rev[d]`` is the message of the same factor to
-    ``src[d]``. Must-link, cannot-link and table messages occupy contiguous slices so
-    each kind is updated by one vectorised expression. Messages are (k, D) arrays:
-    reductions over the k labels then run along contiguous memory, many times faster
-    in NumPy than reducing short rows.
-
-    Parameters
-    ----------
-    graph : PairwiseGraph
-    k : int
-    big : float
-        Finite replacement of infinite costs (:func:`big_cost`).
-    rho : ndarray of shape (m,), optional
-        Edge appearance probabilities in (0, 1] (tree reweighting); default all 1.
-    """
-
-    def __init__(self, graph: PairwiseGraph, k: int, big: float, rho=None):
-        e, kind = graph.edges, graph.kind
-        rho = np.ones(graph.n_edges) if rho is None else np.asarray(rho, dtype=np.float64)
-        w = np.where(np.isinf(graph.weight), big, graph.weight)
-        tab_ids = np.flatnonzero(kind == TABLE)
-        tab_costs = graph.table_costs() if tab_ids.size else np.empty((0, k, k))
-        tab_costs = np.where(np.isinf(tab_costs), big, tab_costs)
-        src, dst, rev, ids, slices = [], [], [], [], {}
-        off = 0
-        for name, code in (("ml", POTTS_ML), ("cl", POTTS_CL), ("tab", TABLE)):
-            eid = np.flatnonzero(kind == code)
-            c = eid.size
-            src.append(np.r_[e[eid, 0], e[eid, 1]])
-            dst.append(np.r_[e[eid, 1], e[eid, 0]])
-            rev.append(off + np.r_[np.arange(c) + c, np.arange(c)])
-            ids.append(np.r_[eid, eid])
-            slices[name] = slice(off, off + 2 * c)
-            off += 2 * c
-        self.n, self.k, self.n_dir = graph.n_nodes, k, off
-        self.src, self.dst, self.rev, self.edge = (
-            np.concatenate(a).astype(np.intp) for a in (src, dst, rev, ids))
-        self.kind = kind[self.edge]
-        self.ml, self.cl, self.tab = slices["ml"], slices["cl"], slices["tab"]
-        self.rho = rho[self.edge]
-        self.reweighted = bool(np.any(self.rho != 1.0))
-        self.w_true = np.where(self.kind == TABLE, 0.0, w[self.edge])  # decoding uses true costs
-        w_msg = self.w_true / self.rho
-        self.w_ml, self.w_cl = w_msg[self.ml], w_msg[self.cl]
-        # table message d: cost[y_src, y_dst]; backward messages see the transposed table
-        nt = tab_ids.size
-        tc = np.concatenate([tab_costs, tab_costs.transpose(0, 2, 1)]) if nt else np.empty((0, k, k))
-        self.tcost = tc  # (D_tab, k_src, k_dst), true costs, for decoding
-        rho_t = self.rho[self.tab][:, None, None]
-        self.tcost_t = np.ascontiguousarray((tc / rho_t).transpose(1, 2, 0)) if nt else np.empty((k, k, 0))
-        # belief of node i = unary + sum_d rho_d m_d over messages d with dst[d] == i,
-        # for all k labels at once: one sparse mat-vec with kron(I_k, A), A = (n, D)
-        agg = sp.csr_matrix((self.rho, (self.dst, np.arange(off))), shape=(self.n, off))
-        self.agg_k = sp.kron(sp.identity(k, format="csr"), agg, format="csr")
-
-    def beliefs(self, unary_t, msgs):
-        """(k, n) beliefs from (k, n) unary costs and (k, D) messages."""
-        return unary_t + (self.agg_k @ msgs.ravel()).reshape(self.k, self.n)
-
-    def update(self, beliefs, msgs, mode):
-        """New normalised, undamped messages from the current messages and their beliefs."""
-        h = np.take(beliefs, self.src, axis=1)
-        for s in (self.ml, self.cl, self.tab):  # h -= msgs[:, rev]: the halves swap
-            c = (s.stop - s.start) // 2
-            h[:, s.start:s.start + c] -= msgs[:, s.start + c:s.stop]
-            h[:, s.start + c:s.stop] -= msgs[:, s.start:s.start + c]
-        new = np.empty_like(h)
-        must_link_messages(h[:, self.ml], self.w_ml, mode, out=new[:, self.ml])
-        cannot_link_messages(h[:, self.cl], self.w_cl, mode, out=new[:, self.cl])
-        if self.tcost_t.shape[2]:
-            table_messages(h[:, self.tab], self.tcost_t, mode, out=new[:, self.tab])
-        return new
-
-    def cost_rows(self, d, src_labels):
-        """(len(d), k): the true cost ``cost_d(src_label, y)`` for all ``y``, messages ``d``."""
-        eq = np.arange(self.k)[None, :] == src_labels[:, None]
-        w = self.w_true[d][:, None]
-        kind = self.kind[d]
-        out = np.where((kind == POTTS_ML)[:, None], w * ~eq, w * eq)
-        tab = kind == TABLE
-        if tab.any():
-            out[tab] = self.tcost[d[tab] - self.tab.start, src_labels[tab], :]
-        return out

@@ -1,0 +1,295 @@
+"""The two schedules of belief propagation: what runs, per connected component, and when it stops.
+
+Both drivers are written once and run either implementation of the passes: the NumPy
+reference (:mod:`~hmrf.inference.bp.sequential_numpy`,
+:mod:`~hmrf.inference.bp.flooding_numpy`) or the compiled one
+(:mod:`~hmrf.inference.bp.kernels_numba`).
+
+:func:`run_sequential` (forward and backward passes in a node order) decides per
+connected component:
+
+* attractive components (soft must-links only) with ``reweight="auto"``: ordinary
+  max-product (warm-up) until its messages settle, ``AUTO_SWITCH`` iterations pass or
+  ``WARM_UP_PATIENCE`` pass without a better labelling; then TRW-S (Kolmogorov 2006)
+  from zero messages until its bound proves the best labelling within ``rel_gap``;
+* frustrated components: ordinary max-product, undamped for ``AUTO_SWITCH``
+  iterations and then damped, until the messages settle or (``schedule="auto"``) the
+  labelling has not improved for ``max(AUTO_PATIENCE, AUTO_PATIENCE_WORK / n_c)``
+  iterations, ``n_c`` the component's size: a bounded amount of work on a component
+  that no longer improves (docs/inference.md has the measurements behind these values).
+
+:func:`run_flooding` runs rounds of all messages at once (Basu 2005, App. A.1) until
+they settle, ``max_iter`` or ``patience`` rounds without a better labelling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...graph import POTTS_ML, PairwiseGraph
+from .messages import big_cost, marginals_from_beliefs
+from .settings import BPSettings
+
+__all__ = ["BPProblem", "run_sequential", "run_flooding", "trw_components", "frustrated_components",
+           "dense_frustrated_part", "component_patience", "AUTO_SWITCH", "AUTO_PATIENCE",
+           "AUTO_PATIENCE_WORK", "WARM_UP_PATIENCE", "DENSE_DEGREE"]
+
+#: with ``damping="auto"``, undamped iterations (or flooding rounds) before damping 0.5
+AUTO_SWITCH = 20
+#: iterations without a better labelling that end a frustrated component's sequential
+#: run (at least) and the flooding run of ``schedule="auto"``
+AUTO_PATIENCE = 5
+#: frustrated components: node-iterations without a better labelling before stopping
+AUTO_PATIENCE_WORK = 5000
+#: iterations without a better labelling that end the max-product warm-up
+WARM_UP_PATIENCE = 3
+#: ``schedule="auto"``: frustrated components of at least this mean degree also run flooding
+DENSE_DEGREE = 8
+
+
+@dataclass(frozen=True)
+class BPProblem:
+    """The reduced E-step problem as the passes see it.
+
+    Attributes
+    ----------
+    unary : ndarray (n, k)
+        Unary costs of the constrained nodes (``+inf`` allowed).
+    u0 : ndarray (n, k)
+        The same with every row minimum subtracted and ``inf`` replaced by ``big``.
+    graph : PairwiseGraph
+    big : float
+        The finite stand-in for infinite costs (:func:`~hmrf.inference.bp.messages.big_cost`).
+    """
+
+    unary: np.ndarray
+    u0: np.ndarray
+    graph: PairwiseGraph
+    big: float
+
+    @classmethod
+    def build(cls, unary, graph) -> BPProblem:
+        big = big_cost(unary, graph)
+        u0 = unary - np.min(unary, axis=1, keepdims=True)
+        return cls(unary, np.where(np.isinf(u0), big, u0), graph, big)
+
+    def restrict(self, nodes, sub) -> BPProblem:
+        """The problem on ``nodes`` with their subgraph ``sub`` (the same ``big``)."""
+        return BPProblem(self.unary[nodes], self.u0[nodes], sub, self.big)
+
+
+def frustrated_components(graph) -> np.ndarray:
+    """Per component of :meth:`~hmrf.PairwiseGraph.components`: whether it has a factor
+    other than a soft must-link (a cannot-link, a table or a hard factor)."""
+    n_comp, comp = graph.components()
+    bad = (graph.kind != POTTS_ML) | np.isinf(graph.weight)
+    frustrated = np.zeros(n_comp, dtype=bool)
+    frustrated[comp[graph.edges[bad, 0]]] = True
+    return frustrated
+
+
+def trw_components(reweight, graph) -> np.ndarray:
+    """Components that run TRW-S: all with ``reweight="trw"``; with ``"auto"`` those
+    whose factors are all soft must-links (attractive Potts); none with ``None``.
+    Numbered as :meth:`~hmrf.PairwiseGraph.components` (and so as ``layout.comp``)."""
+    n_comp = graph.components()[0]
+    if reweight is None:
+        return np.zeros(n_comp, dtype=bool)
+    if reweight == "trw":
+        return np.ones(n_comp, dtype=bool)
+    return ~frustrated_components(graph)
+
+
+def dense_frustrated_part(graph):
+    """Nodes of the frustrated components of mean degree >= ``DENSE_DEGREE`` and their
+    subgraph (cached on the graph): where ``schedule="auto"`` also runs flooding."""
+    if graph.cache.bp_dense is None:
+        n_comp, comp = graph.components()
+        size = np.bincount(comp, minlength=n_comp)
+        m_c = np.bincount(comp[graph.edges[:, 0]], minlength=n_comp)
+        nodes = np.flatnonzero((frustrated_components(graph) & (2 * m_c >= DENSE_DEGREE * size))[comp])
+        sub = graph if nodes.size == graph.n_nodes else graph.subgraph(nodes)
+        graph.cache.bp_dense = (nodes, sub)
+    return graph.cache.bp_dense
+
+
+def component_patience(settings: BPSettings, trw_target, size) -> np.ndarray:
+    """Per component: iterations without a better labelling that stop it (``inf``: never)."""
+    if settings.patience is not None:
+        return np.full(size.size, float(settings.patience))
+    if settings.schedule == "auto" and settings.mode == "max":
+        return np.where(trw_target, np.inf, np.maximum(AUTO_PATIENCE, np.ceil(AUTO_PATIENCE_WORK / size)))
+    return np.full(size.size, np.inf)
+
+
+class _Progress:
+    """Per connected component: the best decoded labelling and its energy, the best TRW-S
+    bound, iterations without progress (``stale``) and whether it has finished."""
+
+    def __init__(self, comp, n_comp, n):
+        self.comp, self.n_comp = comp, n_comp
+        self.best = np.zeros(n, dtype=np.int64)
+        self.best_e, self.best_lb = np.full(n_comp, np.inf), np.full(n_comp, -np.inf)
+        self.lb_ref = np.full(n_comp, -np.inf)  # the bound when progress was last counted
+        self.stale = np.zeros(n_comp, dtype=np.int64)
+        self.done = np.zeros(n_comp, dtype=bool)
+
+    def keep_best(self, labels, node_e):
+        """Count an iteration; keep ``labels`` in every component where it is better."""
+        e = np.bincount(self.comp, weights=node_e, minlength=self.n_comp)
+        better = e < self.best_e
+        self.stale += 1
+        if np.count_nonzero(better):  # (count_nonzero: cheaper than .any() on small masks)
+            np.copyto(self.best, labels, where=better[self.comp])
+            self.best_e[better], self.stale[better] = e[better], 0
+
+    def gap_closed(self, trw, tol, rel_gap):
+        """TRW-S components whose best labelling is proven within ``rel_gap`` (or ``tol``)."""
+        e = self.best_e
+        return trw & (e - self.best_lb <= np.maximum(tol * np.maximum(1.0, np.abs(e)), rel_gap * np.abs(e)))
+
+    def add_bound(self, lb, trw, rel_gap):
+        """Record this pass's TRW-S bound; a component whose bound rose by more than
+        ``rel_gap * |E|`` since progress was last counted is progressing."""
+        running = trw & ~self.done
+        self.best_lb = np.where(running, np.maximum(self.best_lb, lb), self.best_lb)
+        with np.errstate(invalid="ignore"):  # -inf - -inf before the first bound
+            rising = trw & ~(self.best_lb - self.lb_ref <= rel_gap * np.abs(self.best_e))
+        self.stale[rising], self.lb_ref[rising] = 0, self.best_lb[rising]
+
+
+def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> dict:
+    """Run the sequential schedule (module docstring) with the passes ``passes``.
+
+    ``passes`` is a :class:`~hmrf.inference.bp.sequential_numpy.SequentialMessages` or
+    :class:`~hmrf.inference.bp.kernels_numba.CompiledSequentialMessages` of the problem's
+    graph; ``notify(iteration, labels, bound)`` reports progress. Returns ``labels`` (max
+    mode: [last decoding, best per component]; sum mode: the argmax of the marginals),
+    ``n_iter``, ``converged``, ``info`` and, when every component ran TRW-S,
+    ``lower_bound``.
+    """
+    unary, graph = problem.unary, problem.graph
+    n, k = unary.shape
+    mode, tol, rel_gap = settings.mode, float(settings.tol), float(settings.rel_gap)
+    max_mode = mode == "max"
+    sm = passes
+    perm, comp, n_comp = sm.perm, sm.comp, sm.n_comp
+    u_p = np.ascontiguousarray(problem.u0[perm])
+    msgs = sm.new_messages()
+    trw_target = trw_components(settings.reweight, graph) if max_mode else np.zeros(n_comp, dtype=bool)
+    # "auto": the attractive components warm up with ordinary max-product, then run
+    # TRW-S; "trw": TRW-S from the start
+    warm_up = settings.reweight == "auto" and bool(trw_target.any())
+    trw = np.zeros(n_comp, dtype=bool) if warm_up else trw_target
+    sm.set_gamma(trw[comp])
+    lam = settings.fixed_damping or 0.0
+    patience = component_patience(settings, trw_target, np.bincount(comp, minlength=n_comp))
+    warm_patience = WARM_UP_PATIENCE if settings.patience is None else settings.patience
+    base = float(np.min(unary, axis=1).sum())
+    labels = np.zeros(n, dtype=np.int64)
+    prog = _Progress(comp, n_comp, n)
+    beliefs = np.zeros((n, k)) if not max_mode else None
+    converged, stopped, it, info_switch = False, "max_iter", 0, None
+
+    def unpermute(y):
+        out = np.empty(n, dtype=np.int64)
+        out[perm] = y
+        return out
+
+    n_done, all_trw = 0, bool(trw.all())
+    for it in range(1, settings.max_iter + 1):
+        node_e, moved_f = sm.forward(u_p, msgs, labels, mode, lam)
+        if max_mode:  # labels: decoded from the messages of iteration it - 1
+            prog.keep_best(labels, node_e)
+            bound_now = prog.best_lb.sum() + base if all_trw and np.isfinite(prog.best_lb).all() else None
+            notify(it, unpermute(labels), bound_now)
+            closed = prog.gap_closed(trw, tol, rel_gap)
+            # a warming-up component still has its TRW-S phase to run
+            prog.done |= closed | ((prog.stale >= patience) & ~(trw_target & ~trw))
+            if np.count_nonzero(prog.done) > n_done:
+                n_done = np.count_nonzero(prog.done)
+                sm.freeze(prog.done[comp])
+            if n_done == n_comp:
+                converged = np.count_nonzero(closed) == n_comp
+                stopped = "gap" if converged else "patience"
+                break
+        moved_b, lb = sm.backward(u_p, msgs, mode, lam, bound=np.count_nonzero(trw & ~prog.done) > 0,
+                                  beliefs=beliefs)
+        if lb is not None:  # a TRW-S component also progresses while its bound rises
+            prog.add_bound(lb, trw, rel_gap)
+        settled = not (moved_f or moved_b)
+        if settings.fixed_damping is None and it == AUTO_SWITCH:
+            lam = 0.5  # undamped updates did not settle: damp the plain updates from now on
+        if warm_up and (settled or it == AUTO_SWITCH
+                        or np.count_nonzero(prog.stale[trw_target & ~prog.done] < warm_patience) == 0):
+            warm_up, trw, all_trw = False, trw_target, bool(trw_target.all())  # switch to TRW-S
+            sm.set_gamma(trw[comp])
+            sm.zero_messages(msgs, trw[comp[sm.layout.src]])  # TRW-S starts cold (engine Notes)
+            sm.wake(trw[comp])  # only their messages changed
+            prog.stale[trw] = 0
+            info_switch = it
+            continue
+        if settled:
+            converged, stopped = True, "tol"
+            break
+    info = {"damping": lam, "big": problem.big, "stopped": stopped, "schedule": "sequential",
+            "n_colours": sm.n_colours, "trw_components": int(trw_target.sum()),
+            "n_components": n_comp, "trw_from_iter": None if not trw.any() else (info_switch or 0) + 1}
+    if not max_mode:
+        marg = marginals_from_beliefs(beliefs[np.argsort(perm)])
+        y = np.argmax(marg, axis=1)
+        notify(it, y)
+        info["marginals"] = marg
+        return {"labels": y, "n_iter": it, "converged": converged, "info": info}
+    if stopped != "gap":  # decode the last messages
+        node_e, _ = sm.forward(u_p, msgs, labels, send=False)
+        prog.keep_best(labels, node_e)
+    out = {"labels": [unpermute(labels), unpermute(prog.best)], "n_iter": it, "converged": converged,
+           "info": info}
+    if trw.all():
+        out["lower_bound"] = float(prog.best_lb.sum()) + base
+    return out
+
+
+def run_flooding(settings: BPSettings, problem: BPProblem, rounds, notify, patience=None) -> dict:
+    """Run flooding rounds (module docstring) with the rounds ``rounds``.
+
+    ``rounds`` is a :class:`~hmrf.inference.bp.flooding_numpy.FloodingRounds` or
+    :class:`~hmrf.inference.bp.kernels_numba.CompiledFloodingRounds`: ``step(damping)``
+    runs one round and returns (moved, anytime labels, their energy); ``decode()`` and
+    ``marginals()`` read the final messages. ``patience`` (default: the settings')
+    stops max mode after that many rounds without a better anytime labelling. Returns
+    ``labels`` (max mode: [consistent decoding, best anytime labelling]; sum mode: the
+    argmax of the marginals), ``n_iter``, ``converged`` and ``info``.
+    """
+    patience = settings.patience if patience is None else patience
+    max_mode = settings.mode == "max"
+    lam = settings.fixed_damping or 0.0
+    best, best_e, stale, stopped, converged, it = None, np.inf, 0, "max_iter", False, 0
+    for it in range(1, settings.max_iter + 1):
+        if settings.fixed_damping is None and it == AUTO_SWITCH + 1:
+            lam = 0.5  # undamped updates did not settle: damp from now on
+        moved, labels, energy = rounds.step(lam)
+        if max_mode:  # anytime: remember the best per-node argmin
+            if best is None or energy < best_e:
+                best, best_e, stale = labels.copy(), energy, 0
+            else:
+                stale += 1
+            notify(it, labels)
+        if not moved:
+            converged, stopped = True, "tol"
+            break
+        if patience is not None and stale >= patience:
+            stopped = "patience"
+            break
+    info = {"damping": lam, "big": problem.big, "reweighted": rounds.reweighted, "stopped": stopped,
+            "schedule": "flooding"}
+    if not max_mode:
+        marg = rounds.marginals()
+        labels = np.argmax(marg, axis=1)
+        notify(it, labels)
+        info["marginals"] = marg
+        return {"labels": labels, "n_iter": it, "converged": converged, "info": info}
+    return {"labels": [rounds.decode(), best], "n_iter": it, "converged": converged, "info": info}
