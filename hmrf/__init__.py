@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 #: submodules loaded on first attribute access (``hmrf.inference.ICM`` works after
 #: ``import hmrf``), as SciPy does (PEP 562)
-_SUBMODULES = ("active", "constraints", "datasets", "em", "emissions", "estimators", "exceptions",
+_SUBMODULES = ("active", "classic", "constraints", "datasets", "em", "emissions", "estimators", "exceptions",
                "experiments", "graph", "inference", "initialization", "interop", "metrics", "model",
                "potentials")
 
@@ -31,6 +31,7 @@ _LAZY = {
     "SphericalKMeans": "estimators", "SeededKMeans": "estimators",
     "ConstrainedKMeans": "estimators", "COPKMeans": "estimators",
     "MPCKMeans": "estimators", "MKMeans": "estimators",
+    "NaiveBayesEM": "classic", "HAC": "classic",
 }
 
 __all__ = ["Constraints", "PairwiseGraph", "HMRF", "InconsistentConstraintsError",

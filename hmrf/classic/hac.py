@@ -1,0 +1,238 @@
+"""Hierarchical agglomerative clustering (single, complete, average link), with constraints.
+
+Unconstrained, :class:`HAC` is SciPy's ``linkage`` cut at ``n_clusters`` clusters or at a
+distance threshold. With must-links and cannot-links it is the constrained HAC of
+Davidson & Ravi (2005), run by :func:`hmrf.classic.linkage.constrained_linkage`.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import validate_data
+
+from .._params import Check, Interval, Options, validate_params
+from .._validation import check_data, check_n_clusters, check_partial_labels
+from ..constraints import Constraints
+from ..estimators.base import as_constraints
+from ..exceptions import InfeasibleError
+from .linkage import (
+    LINKAGES,
+    METRICS,
+    condensed_distances,
+    constrained_linkage,
+    contiguous_labels,
+    cut_linkage,
+)
+
+__all__ = ["HAC"]
+
+
+def _finite_nonnegative_or_none(value) -> bool:
+    return value is None or (Interval(Real, 0, None).matches(value) and np.isfinite(float(value)))
+
+
+class HAC(ClusterMixin, BaseEstimator):
+    """Hierarchical agglomerative clustering, optionally under must-link/cannot-link constraints.
+
+    Starts with every point in its own cluster and repeatedly merges the two closest
+    clusters (Mooney's slides, "HAC Algorithm"), where the distance between clusters is
+
+    * ``"single"``: ``min_{x∈A, y∈B} d(x, y)`` (chaining, long thin clusters),
+    * ``"complete"``: ``max_{x∈A, y∈B} d(x, y)`` (tight, spherical clusters),
+    * ``"average"``: ``mean_{x∈A, y∈B} d(x, y)`` (UPGMA, SciPy's ``average``).
+
+    The tree is cut at ``n_clusters`` clusters or at ``distance_threshold`` (exactly one
+    of the two).
+
+    With constraints (Davidson & Ravi 2005, §4), the must-link closure components are
+    merged first and are the leaves; a merge that would put two cannot-linked points
+    in one cluster is never made. Every constraint is enforced, whatever its weight.
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=None
+        Number of clusters to cut the tree at.
+    linkage : {"single", "complete", "average"}, default="average"
+    distance_threshold : float or None, default=None
+        Apply every merge at distance ``<= distance_threshold`` (SciPy's
+        ``fcluster(..., criterion="distance")``).
+    metric : {"euclidean", "sqeuclidean", "cosine", "cityblock"}, default="euclidean"
+        Distance between points (``"cosine"``: ``1 - cos``, the slides' text setting).
+    max_samples : int, default=10000
+        Largest ``n`` accepted: HAC stores all ``n(n-1)/2`` pairwise distances
+        (``4 n²`` bytes, 400 MB at ``n = 10⁴``; sparse input needs ``12 n²`` for the
+        Gram matrix). Raise it knowingly, or use k-means with
+        :func:`~hmrf.classic.buckshot_centers` for large ``n``.
+
+    Attributes
+    ----------
+    labels_ : ndarray (n,)
+        Contiguous cluster labels, in order of first point.
+    n_clusters_ : int
+    linkage_matrix_ : ndarray (r, 4)
+        The merges in SciPy's format over the ``n_leaves_`` leaves (the points, or the
+        must-link components with constraints), sorted by height. With cannot-links
+        the merging stops early and ``r < n_leaves_ - 1`` (a forest).
+    leaves_ : ndarray (n,)
+        Leaf of every point (its must-link component; ``arange(n)`` without).
+    leaf_sizes_ : ndarray (n_leaves_,)
+        Points in every leaf.
+    n_leaves_ : int
+    n_merges_ : int
+        Rows of ``linkage_matrix_`` applied to obtain ``labels_``.
+    constraints_ : Constraints
+    n_features_in_ : int
+
+    Raises
+    ------
+    InfeasibleError
+        (from :meth:`fit`) ``n_clusters`` exceeds the number of must-link components,
+        or the merging stopped at more clusters than ``n_clusters`` because every two
+        remaining clusters are joined by a cannot-link (a "dead end"; the message names
+        one such pair).
+
+    Notes
+    -----
+    Unconstrained fits call :func:`scipy.cluster.hierarchy.linkage` (O(n²) time for
+    these three linkages). The constrained loop runs Lance-Williams updates on the
+    condensed distance matrix of the must-link components with forbidden merges at
+    ``+inf``, by the nearest-neighbour chain: O(n²) time and memory. Deciding whether
+    ``k`` clusters can satisfy a set of cannot-links is NP-complete (it contains graph
+    colouring, Davidson & Ravi 2005, §3), and greedy merging may end at a dead end
+    although a different merge order would reach ``k``; the error says so.
+
+    References
+    ----------
+    Davidson & Ravi (2005), "Agglomerative hierarchical clustering with constraints:
+    theoretical and empirical results", PKDD, §3-§4. Mooney, CS 391L clustering slides
+    ("Hierarchical Agglomerative Clustering"). Lance & Williams (1967).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hmrf import HAC
+    >>> X = np.array([[0.0], [0.1], [1.0], [1.1], [5.0]])
+    >>> HAC(n_clusters=2, linkage="single").fit(X).labels_.tolist()
+    [0, 0, 0, 0, 1]
+    >>> HAC(n_clusters=2, linkage="single").fit(X, cannot_link=[(0, 3)]).labels_.tolist()
+    [0, 0, 1, 1, 1]
+    """
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 1, None), Options(None)],
+        "linkage": [Options(*LINKAGES)],
+        "distance_threshold": [Check(_finite_nonnegative_or_none, "a finite number >= 0 or None")],
+        "metric": [Options(*METRICS)],
+        "max_samples": [Interval(Integral, 2, None)],
+    }
+
+    def __init__(self, n_clusters=None, *, linkage="average", distance_threshold=None,
+                 metric="euclidean", max_samples=10_000):
+        self.n_clusters = n_clusters
+        self.linkage = linkage
+        self.distance_threshold = distance_threshold
+        self.metric = metric
+        self.max_samples = max_samples
+
+    def _check_params(self):
+        validate_params(self)
+        if (self.n_clusters is None) == (self.distance_threshold is None):
+            raise ValueError("HAC: give exactly one of n_clusters and distance_threshold; got "
+                             f"n_clusters={self.n_clusters!r}, "
+                             f"distance_threshold={self.distance_threshold!r}.")
+
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None):
+        """Build the hierarchy and cut it.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), optional
+            Partial labels, ``-1`` for unlabelled: must-links within and cannot-links
+            across classes.
+        must_link, cannot_link : sequence of (i, j) pairs, optional
+        constraints : Constraints, optional
+            Alternative to the pair lists (not both).
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        Xc = check_data(X)
+        validate_data(self, X, skip_check_array=True, reset=True)
+        n = Xc.shape[0]
+        if n > self.max_samples:
+            gb = 4.0 * n * n / 1e9
+            raise ValueError(
+                f"HAC stores all n(n-1)/2 pairwise distances: {gb:.1f} GB for n={n}, above "
+                f"max_samples={self.max_samples}. Raise max_samples if the memory is there, "
+                "or cluster with k-means from Buckshot centres (hmrf.classic.buckshot_centers).")
+        if self.n_clusters is not None:
+            check_n_clusters(self.n_clusters, n)
+        c = as_constraints(constraints, must_link, cannot_link, n=n)
+        if y is not None:
+            labels = check_partial_labels(y, n)
+            if np.any(labels >= 0):
+                c = c + Constraints.from_labels(labels)
+        D = condensed_distances(Xc, self.metric)
+        if len(c) == 0:
+            Z = self._scipy_linkage(D, n)
+            leaves, leaf_sizes = np.arange(n), np.ones(n)
+        else:
+            leaves = np.asarray(c.component_labels(), dtype=np.int64)
+            Z, leaf_sizes = constrained_linkage(D, n, self.linkage, leaves, c.cannot_link)
+        del D
+        n_leaves = leaf_sizes.shape[0]
+        n_merges = self._n_merges(Z, n_leaves, leaves, c)
+        self.labels_ = contiguous_labels(cut_linkage(Z, n_leaves, n_merges)[leaves])
+        self.n_clusters_ = int(self.labels_.max()) + 1
+        self.linkage_matrix_ = Z
+        self.leaves_ = leaves
+        self.leaf_sizes_ = leaf_sizes
+        self.n_leaves_ = int(n_leaves)
+        self.n_merges_ = int(n_merges)
+        self.constraints_ = c
+        return self
+
+    def _scipy_linkage(self, D, n):
+        if n == 1:
+            return np.empty((0, 4))
+        from scipy.cluster.hierarchy import linkage
+
+        return linkage(D, method=self.linkage)
+
+    def _n_merges(self, Z, n_leaves, leaves, c) -> int:
+        if self.n_clusters is None:
+            return int(np.searchsorted(Z[:, 2], float(self.distance_threshold), side="right"))
+        k = int(self.n_clusters)
+        if k > n_leaves:
+            raise InfeasibleError(
+                f"the must-links join the points into {n_leaves} groups, fewer than "
+                f"n_clusters={k}; HAC only merges, so it cannot split a must-linked group.")
+        if Z.shape[0] < n_leaves - k:
+            stuck = n_leaves - Z.shape[0]
+            final = cut_linkage(Z, n_leaves, Z.shape[0])[leaves]
+            cl = c.cannot_link
+            i, j = (int(v) for v in cl[np.flatnonzero(final[cl[:, 0]] != final[cl[:, 1]])[0]])
+            raise InfeasibleError(
+                f"constrained HAC stopped at {stuck} clusters, above n_clusters={k}: every two "
+                f"remaining clusters are joined by a cannot-link (e.g. points {i} and {j}), so "
+                "no further merge is allowed. Greedy merging can reach such a dead end even when "
+                "another merge order would reach k (deciding it is NP-complete, Davidson & Ravi "
+                f"2005); use n_clusters >= {stuck} or fewer cannot-links.", point=i)
+        return n_leaves - k
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def plot_dendrogram(self, ax=None, **kwargs):
+        """Draw the fitted tree; see :func:`hmrf.classic.plot_dendrogram`."""
+        from .dendrogram import plot_dendrogram
+
+        return plot_dendrogram(self, ax=ax, **kwargs)

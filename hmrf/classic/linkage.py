@@ -1,0 +1,347 @@
+"""Agglomerative merging on condensed distance matrices: pairwise distances, cutting a
+dendrogram, and the constrained merge loop of Davidson & Ravi (2005).
+
+No scikit-learn here (only NumPy and SciPy), so :mod:`hmrf.classic.buckshot` and the
+initialisation layer can use it cheaply.
+
+Condensed storage: the distance between points ``i < j`` of ``n`` lives at
+``n·i - i(i+1)/2 + j - i - 1`` (SciPy's ``pdist`` order), ``n(n-1)/2`` floats in all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial.distance import pdist
+
+from ..exceptions import InconsistentConstraintsError
+
+__all__ = ["LINKAGES", "METRICS", "condensed_distances", "cut_linkage", "contiguous_labels",
+           "constrained_linkage"]
+
+LINKAGES = ("single", "complete", "average")
+METRICS = ("euclidean", "sqeuclidean", "cosine", "cityblock")
+
+
+# ------------------------------------------------------------------ distances
+def _row_norms_sq(X) -> np.ndarray:
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+def _upper(M) -> np.ndarray:
+    """The condensed form (strict upper triangle, row by row) of a square matrix."""
+    return M[np.triu_indices(M.shape[0], k=1)]
+
+
+def condensed_distances(X, metric: str = "euclidean") -> np.ndarray:
+    """Pairwise distances between the rows of ``X`` in condensed form.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix (n, d)
+    metric : {"euclidean", "sqeuclidean", "cosine", "cityblock"}
+        ``"cosine"`` is ``1 - cos(x, y)``.
+
+    Returns
+    -------
+    ndarray (n(n-1)/2,)
+
+    Raises
+    ------
+    ValueError
+        A zero row with ``metric="cosine"`` (its direction is undefined).
+
+    Notes
+    -----
+    Dense input goes to :func:`scipy.spatial.distance.pdist`. Sparse input is never
+    densified: Gram products ``X Xᵀ`` give euclidean, squared euclidean and cosine
+    distances, and scikit-learn's sparse ``manhattan_distances`` the city-block ones.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}; got {metric!r}.")
+    n = X.shape[0]
+    if metric == "cosine":
+        norms = np.sqrt(_row_norms_sq(X))
+        if np.any(norms <= 0):
+            r = int(np.flatnonzero(norms <= 0)[0])
+            raise ValueError(f"row {r} of X is all zeros; cosine distance is undefined for a zero vector.")
+    if not sp.issparse(X):
+        with np.errstate(invalid="ignore"):
+            D = pdist(X, metric=metric)
+        return np.maximum(D, 0.0, out=D)
+    if metric == "cityblock":
+        from sklearn.metrics.pairwise import manhattan_distances
+
+        return _upper(manhattan_distances(X))
+    G = X @ X.T
+    G = G.toarray() if sp.issparse(G) else np.asarray(G)
+    if metric == "cosine":
+        inv = 1.0 / norms
+        D = 1.0 - _upper(G * inv[:, None] * inv[None, :])
+        return np.clip(D, 0.0, 2.0, out=D)
+    sq = np.diag(G).copy()
+    D = np.maximum(_upper(sq[:, None] + sq[None, :] - 2.0 * G), 0.0)
+    del G
+    if n and metric == "euclidean":
+        np.sqrt(D, out=D)
+    return D
+
+
+# ----------------------------------------------------------- cutting a tree
+def contiguous_labels(groups) -> np.ndarray:
+    """Relabel ``groups`` to ``0..m-1`` in order of first appearance."""
+    groups = np.asarray(groups)
+    _, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return rank[inverse].astype(np.int64)
+
+
+def cut_linkage(Z, n_leaves: int, n_merges: int) -> np.ndarray:
+    """Cluster of every leaf after the first ``n_merges`` rows of a linkage matrix.
+
+    Parameters
+    ----------
+    Z : ndarray (m, 4)
+        SciPy linkage format, rows in merge order (leaves ``0..n_leaves-1``, the
+        cluster made by row ``t`` is ``n_leaves + t``); ``m`` may be below
+        ``n_leaves - 1`` (a forest).
+    n_leaves : int
+    n_merges : int
+        How many rows to apply (``n_leaves - k`` for ``k`` clusters).
+
+    Returns
+    -------
+    ndarray (n_leaves,)
+        Contiguous cluster labels, in order of first leaf.
+
+    Notes
+    -----
+    The applied merges are edges ``(child, parent)`` of a graph on leaves and internal
+    nodes; its connected components (:func:`scipy.sparse.csgraph.connected_components`)
+    are the clusters, with no loop over merges.
+    """
+    t = np.arange(n_merges)
+    kids = np.asarray(Z[:n_merges, :2], dtype=np.int64)
+    m = n_leaves + n_merges
+    rows = np.r_[kids[:, 0], kids[:, 1]]
+    cols = np.r_[n_leaves + t, n_leaves + t]
+    graph = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(m, m))
+    _, comp = connected_components(graph, directed=False)
+    return contiguous_labels(comp[:n_leaves])
+
+
+# --------------------------------------------------- the constrained merge loop
+class _Condensed:
+    """Row access to a condensed distance matrix (gather and scatter one row)."""
+
+    def __init__(self, D, n):
+        self.D, self.n = D, n
+        i = np.arange(n, dtype=np.int64)
+        self.start = n * i - i * (i + 1) // 2 - i - 1  # D[start[i] + j] = d(i, j), i < j
+
+    def row(self, r) -> np.ndarray:
+        out = np.empty(self.n)
+        out[:r] = self.D[self.start[:r] + r]
+        out[r] = np.inf
+        out[r + 1:] = self.D[self.start[r] + r + 1:self.start[r] + self.n]
+        return out
+
+    def set_row(self, r, values) -> None:
+        self.D[self.start[:r] + r] = values[:r]
+        self.D[self.start[r] + r + 1:self.start[r] + self.n] = values[r + 1:]
+
+    def index(self, i, j) -> np.ndarray:
+        i, j = np.minimum(i, j), np.maximum(i, j)
+        return self.start[i] + j
+
+
+def _lance_williams(method, a, b, na, nb) -> np.ndarray:
+    """Distance from every cluster to ``A ∪ B`` given its distances ``a`` to A, ``b`` to B.
+
+    Lance & Williams (1967): single ``min``, complete ``max``, average (UPGMA)
+    ``(n_A a + n_B b) / (n_A + n_B)``. A forbidden merge is ``+inf`` and stays forbidden
+    after any merge: ``max`` and the weighted mean keep ``inf`` by themselves; single
+    link is ``min`` unless either side is ``inf``.
+    """
+    if method == "single":
+        out = np.minimum(a, b)
+        out[np.isinf(a) | np.isinf(b)] = np.inf
+        return out
+    if method == "complete":
+        return np.maximum(a, b)
+    return (na * a + nb * b) / (na + nb)
+
+
+def _leaf_distances(D, n, method, components, n_leaves):
+    """Merge the points of every must-link component (Lance-Williams updates on the
+    point-level condensed matrix ``D``, modified in place), then return the condensed
+    matrix between components and their sizes.
+
+    Afterwards the distance between two components is the min (single), max
+    (complete) or mean (average) over their cross pairs, as if HAC had merged the
+    must-linked points first (Davidson & Ravi 2005, §4, step 4).
+    """
+    cd = _Condensed(D, n)
+    order = np.argsort(components, kind="stable")
+    first = np.r_[0, np.flatnonzero(np.diff(components[order])) + 1]
+    rep = order[first]  # smallest point of each component, by component label
+    size = np.ones(n)
+    is_first = np.zeros(n, dtype=bool)
+    is_first[first] = True
+    owner = rep[components[order]]
+    for p, r in zip(order[~is_first], owner[~is_first]):  # one merge per must-linked point
+        merged = _lance_williams(method, cd.row(r), cd.row(p), size[r], size[p])
+        cd.set_row(r, merged)
+        size[r] += size[p]
+    if n_leaves == n and np.array_equal(rep, np.arange(n)):
+        return D, size
+    leaf = np.empty(n_leaves * (n_leaves - 1) // 2)
+    out = _Condensed(leaf, n_leaves)
+    for a in range(n_leaves - 1):  # gather one row of representatives at a time
+        leaf[out.start[a] + a + 1:out.start[a] + n_leaves] = cd.row(rep[a])[rep[a + 1:]]
+    return leaf, size[rep]
+
+
+def constrained_linkage(D, n, method, components=None, cannot_link=None):
+    """Agglomerative clustering under must-link and cannot-link constraints.
+
+    Davidson & Ravi (2005), §4: the must-link closure components are merged first and
+    are the leaves of the hierarchy; then the two closest clusters are merged
+    repeatedly, never two clusters joined by a cannot-link, until one cluster remains
+    or every remaining pair is joined by a cannot-link (a dead end).
+
+    Parameters
+    ----------
+    D : ndarray (n(n-1)/2,)
+        Condensed distances between the points (overwritten: pass a copy to keep it).
+    n : int
+    method : {"single", "complete", "average"}
+    components : ndarray (n,), optional
+        Must-link component ``0..L-1`` of every point (:meth:`hmrf.Constraints.component_labels`);
+        default: every point on its own.
+    cannot_link : ndarray (m, 2), optional
+        Cannot-linked point pairs.
+
+    Returns
+    -------
+    Z : ndarray (r, 4)
+        The merges between the ``L`` components in SciPy's linkage format (children,
+        height, number of leaves below), sorted by height; ``r = L - 1`` for a full
+        tree, fewer when cannot-links end the merging early.
+    leaf_sizes : ndarray (L,)
+        Points in every component.
+
+    Raises
+    ------
+    InconsistentConstraintsError
+        A cannot-link joins two points of one must-link component.
+
+    Notes
+    -----
+    Forbidden merges are ``+inf`` entries of the condensed matrix between components,
+    kept ``+inf`` by the Lance-Williams updates (:func:`_lance_williams`), so single,
+    complete and average link stay *reducible* (``d(A ∪ B, C) >= min(d(A, C), d(B, C))``)
+    and the nearest-neighbour-chain algorithm (Murtagh 1983; Müllner 2011, §3) finds the
+    same merges as the greedy closest-pair loop, in O(L²) time. A cluster whose every
+    distance is ``+inf`` can never merge again and leaves the chain. Memory is the
+    condensed matrix: ``4 n²`` bytes (float64), O(n²) by nature of HAC. SciPy's
+    ``linkage`` cannot be reused here: it refuses non-finite distances, and with a large
+    finite stand-in its single and average updates would forget a forbidden merge.
+    The must-link merges cost O(n) each, O(n²) in all. One Python iteration per merge
+    or chain step, each a vectorised O(L) row update.
+
+    References
+    ----------
+    Davidson & Ravi (2005), "Agglomerative hierarchical clustering with constraints:
+    theoretical and empirical results", PKDD, §4. Müllner (2011), "Modern hierarchical,
+    agglomerative clustering algorithms", arXiv:1109.2378, Fig. 6.
+    """
+    if components is None:
+        components = np.arange(n)
+    components = np.asarray(components, dtype=np.int64)
+    n_leaves = int(components.max()) + 1 if n else 0
+    cl = np.empty((0, 2), dtype=np.int64) if cannot_link is None else np.asarray(cannot_link, np.int64)
+    same = components[cl[:, 0]] == components[cl[:, 1]] if cl.size else np.zeros(0, bool)
+    if same.any():
+        i, j = (int(v) for v in cl[np.flatnonzero(same)[0]])
+        raise InconsistentConstraintsError(
+            f"cannot-link ({i}, {j}) joins two points that the must-links put in one group; "
+            "no clustering satisfies both.", pair=(i, j))
+    leaf, size = _leaf_distances(D, n, method, components, n_leaves)
+    cd = _Condensed(leaf, n_leaves)
+    if cl.size:
+        leaf[cd.index(components[cl[:, 0]], components[cl[:, 1]])] = np.inf
+    merges = _nn_chain(cd, method, size.astype(np.float64))
+    return _linkage_matrix(merges, n_leaves), size
+
+
+def _nn_chain(cd, method, size):
+    """Nearest-neighbour-chain merging; returns ``[(a, b, height), ...]`` in the order found."""
+    L = cd.n
+    alive = np.ones(L, dtype=bool)  # not merged away and still mergeable
+    n_alive, start = L, 0
+    chain, merges = [], []
+    while n_alive > 1:
+        if not chain:
+            while not alive[start]:
+                start += 1
+            chain.append(start)
+        while True:
+            x = chain[-1]
+            row = cd.row(x)
+            row[~alive] = np.inf
+            y = int(np.argmin(row))
+            dist = row[y]
+            if len(chain) > 1 and row[chain[-2]] <= dist:  # prefer the previous link: no cycles
+                y, dist = chain[-2], row[chain[-2]]
+            if np.isinf(dist):  # x can never merge again (every merge of it is forbidden)
+                alive[x] = False
+                n_alive -= 1
+                chain.clear()
+                break
+            if len(chain) > 1 and y == chain[-2]:
+                del chain[-2:]
+                a, b = min(x, y), max(x, y)
+                merged = _lance_williams(method, cd.row(a), cd.row(b), size[a], size[b])
+                cd.set_row(b, merged)  # the union lives on at b
+                size[b] += size[a]
+                alive[a] = False
+                n_alive -= 1
+                merges.append((a, b, float(dist)))
+                break
+            chain.append(y)
+    return merges
+
+
+def _linkage_matrix(merges, n_leaves) -> np.ndarray:
+    """SciPy linkage rows from merges of slot indices, sorted by height (stable), with
+    SciPy's cluster numbering (union-find over the sorted merges, as ``scipy``'s
+    ``label`` does)."""
+    Z = np.empty((len(merges), 4))
+    if not merges:
+        return Z
+    arr = np.asarray(merges, dtype=np.float64)
+    arr = arr[np.argsort(arr[:, 2], kind="mergesort")]
+    parent = np.arange(2 * n_leaves - 1)
+    count = np.ones(2 * n_leaves - 1)
+
+    def find(v):
+        root = v
+        while parent[root] != root:
+            root = parent[root]
+        while parent[v] != root:  # path compression
+            parent[v], v = root, parent[v]
+        return root
+
+    for t, (a, b, h) in enumerate(arr):
+        ra, rb = find(int(a)), find(int(b))
+        new = n_leaves + t
+        parent[ra] = parent[rb] = new
+        count[new] = count[ra] + count[rb]
+        Z[t] = (min(ra, rb), max(ra, rb), h, count[new])
+    return Z
