@@ -226,3 +226,63 @@ def test_engines_resolve_by_name_and_run_inside_hmrf_kmeans():
         est = HMRFKMeans(2, inference=name, random_state=0).fit(X, must_link=ml, cannot_link=cl)
         assert np.all(np.diff(est.history_) <= 1e-9)
         assert est.labels_[0] != est.labels_[16] and est.labels_[0] == est.labels_[1]
+
+
+# ------------------------------------------------------- the contract (issue 14)
+@pytest.mark.parametrize("name", sorted(ENGINES))
+@pytest.mark.parametrize("k, cannot_link", [(1, [(0, 1)]), (2, [(0, 1), (1, 2), (0, 2)])])
+def test_every_engine_raises_on_infeasible_hard_constraints_naming_a_point(name, k, cannot_link):
+    c = Constraints.from_pairs(cannot_link=cannot_link, n=3, weight=np.inf)
+    with pytest.raises(InfeasibleError) as info:
+        ENGINES[name].map(np.zeros((3, k)), c, rng=0)
+    assert info.value.point in (0, 1, 2)
+    assert f"point {info.value.point}" in str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+def test_every_engine_honours_hard_constraints_or_raises(name):
+    # random hard problems, some infeasible (enumeration decides): a returned labelling
+    # honours every hard factor and has finite energy; an infeasible problem raises
+    rng = np.random.default_rng(31)
+    for _ in range(12):
+        n, k = int(rng.integers(3, 7)), int(rng.integers(1, 4))
+        unary, g = random_problem(rng, n, k, int(rng.integers(2, 12)), p_cl=0.8, p_hard=0.7)
+        best, _ = brute_force(unary, g)
+        try:
+            res = ENGINES[name].map(unary, g, rng=0)
+        except InfeasibleError as exc:
+            assert exc.point in range(n)
+            if name == "exact":  # the exact engine decides feasibility
+                assert not np.isfinite(best)
+            continue
+        assert np.isfinite(best) and np.isfinite(res.energy), name
+        hard = np.isinf(g.weight)
+        assert np.all(res.labels[g.edges[hard, 0]] != res.labels[g.edges[hard, 1]]), name
+
+
+class _BreaksCannotLinks(ICM):
+    """An engine whose own algorithm ignores hard factors (every node takes label 0)."""
+
+    def _solve(self, unary, graph, init, rng, notify):
+        return {"labels": np.zeros(unary.shape[0], dtype=np.int64)}
+
+
+def test_map_never_returns_a_labelling_that_breaks_a_hard_constraint():
+    # the base class checks every engine's result: a broken hard cannot-link is reported
+    c = Constraints.from_pairs(cannot_link=[(1, 3)], must_link=[(0, 1)], n=4, weight=np.inf)
+    with pytest.raises(InfeasibleError, match="hard") as info:
+        _BreaksCannotLinks().map(np.zeros((4, 2)), c, rng=0)
+    assert info.value.point in (0, 1, 3)
+
+
+@pytest.mark.parametrize("estimator", ["HMRFKMeans", "PCKMeans", "MPCKMeans"])
+@pytest.mark.parametrize("inference", ["icm", "bp", "lp", "exact"])
+def test_estimators_raise_instead_of_returning_an_infinite_objective(estimator, inference):
+    import hmrf
+
+    X = np.array([[0.0], [0.0]])
+    c = Constraints.from_pairs(cannot_link=[(0, 1)], n=2, weight=np.inf)
+    est = getattr(hmrf, estimator)(1, inference=inference, random_state=0)
+    with pytest.raises(InfeasibleError) as info:
+        est.fit(X, constraints=c)
+    assert info.value.point in (0, 1)

@@ -152,8 +152,12 @@ def test_icm_never_increases_energy(seed, n, k, m, tables, p_hard):
     unary, g = random_problem(rng, n, k, m, p_hard=p_hard, tables=tables)
     init = rng.integers(0, k, n)
     energies = []
-    res = ICM().map(unary, g, init=init, rng=seed,
-                    callback=lambda it, y, e, b: energies.append((e, g.energy(y, unary))))
+    try:
+        res = ICM().map(unary, g, init=init, rng=seed,
+                        callback=lambda it, y, e, b: energies.append((e, g.energy(y, unary))))
+    except InfeasibleError as exc:  # hard cannot-links that ICM and its repair cannot meet
+        assert p_hard > 0 and exc.point in range(n)
+        return
     start = g.energy(init, unary)
     assert res.energy <= start + 1e-9 or not np.isfinite(start)
     assert res.energy == pytest.approx(g.energy(res.labels, unary))
@@ -233,3 +237,59 @@ def test_argmin_rows_matches_numpy_including_ties_and_inf():
         labels, mins = argmin_rows(cost)
         assert np.array_equal(labels, np.argmin(cost, axis=1))
         assert np.array_equal(mins, cost.min(axis=1))
+
+
+# ----------------------------------------------------- hard constraints (issue 14)
+@pytest.mark.parametrize("unary, cannot_link", [
+    (np.zeros((2, 1)), [(0, 1)]),                        # one cluster, two cannot-linked points
+    (np.zeros((3, 2)), [(0, 1), (1, 2), (0, 2)]),        # a triangle with two clusters
+])
+def test_icm_raises_on_infeasible_hard_cannot_links(unary, cannot_link):
+    c = Constraints.from_pairs(cannot_link=cannot_link, n=unary.shape[0], weight=np.inf)
+    with pytest.raises(InfeasibleError, match="point") as info:
+        ICM().map(unary, c, rng=0)
+    assert info.value.point in range(unary.shape[0])
+
+
+def test_icm_repairs_a_sweep_stuck_on_a_hard_cannot_link():
+    # A 4-cycle of hard cannot-links with two clusters, started from (0, 0, 1, 1): every
+    # node sees one violation whichever label it takes, so the sweeps alone never move
+    # (they minimise violations first, and the unary costs keep each node where it is).
+    # The two feasible labellings alternate around the cycle; the repair must find one.
+    init = np.array([0, 0, 1, 1])
+    unary = np.where(np.arange(2)[None, :] == init[:, None], 0.0, 1.0)
+    cl = [(0, 1), (1, 2), (2, 3), (3, 0)]
+    g = PairwiseGraph.from_constraints(Constraints.from_pairs(cannot_link=cl, n=4, weight=np.inf))
+    best, _ = brute_force(unary, g)
+    assert best == pytest.approx(2.0)  # (0, 1, 0, 1) or (1, 0, 1, 0): two unary mismatches
+    res = ICM().map(unary, g, init=init, rng=0)
+    assert res.energy == pytest.approx(best)
+    assert res.info["repaired"]
+    assert all(res.labels[i] != res.labels[j] for i, j in cl)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_icm_is_feasible_exactly_when_its_greedy_repair_is(seed):
+    # random hard cannot-links (and forbidden labels), checked against enumeration:
+    # infeasible problems raise; ICM fails on a feasible one only if the greedy repair
+    # it documents (every order it tries) fails too
+    from hmrf.inference.feasibility import greedy_repair
+
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(3, 8)), int(rng.integers(1, 4))
+    unary, g = random_problem(rng, n, k, int(rng.integers(2, 14)), p_hard=0.7, p_cl=0.8)
+    unary[rng.random((n, k)) < 0.15] = np.inf
+    best, _ = brute_force(unary, g)
+    init = rng.integers(0, k, n)
+    try:
+        res = ICM().map(unary, g, init=init, rng=seed)
+    except InfeasibleError as exc:
+        assert exc.point in range(n)
+        if np.isfinite(best):  # feasible, but the documented repair could not find it
+            start = np.where(np.isfinite(unary[np.arange(n), init]), init, np.argmin(unary, 1))
+            assert (greedy_repair(unary, g, start, np.random.default_rng(seed)) < 0).any()
+        return
+    assert np.isfinite(best) and np.isfinite(res.energy)
+    assert res.energy >= best - 1e-9
+    hard = np.isinf(g.weight)
+    assert np.all(res.labels[g.edges[hard, 0]] != res.labels[g.edges[hard, 1]])

@@ -120,3 +120,12 @@ def test_best_per_component_is_no_worse_than_any_candidate():
     cands = rng.integers(3, size=(6, 12))
     labels, _ = best_per_component(unary, g, cands, comp, n_comp)
     assert g.energy(labels, unary) <= min(g.energy(c, unary) for c in cands) + 1e-12
+
+
+def test_cvxpy_backend_without_cvxpy_gives_the_install_command(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cvxpy", None)  # what an environment without cvxpy sees
+    c = Constraints.from_pairs(must_link=[(0, 1)], n=2)
+    with pytest.raises(ImportError, match=r"pip install .*cvxpy.*backend='highs'"):
+        LPRelaxation(backend="cvxpy").map(np.zeros((2, 2)), c)

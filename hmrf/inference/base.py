@@ -25,8 +25,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from .._params import validate_params
+from .._validation import check_random_state
 from ..exceptions import InfeasibleError
 from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, as_graph, segment_sum
+from .feasibility import raise_if_infeasible
 
 __all__ = ["InferenceResult", "InferenceEngine", "ReducedProblem", "reduce_problem", "check_unary"]
 
@@ -267,8 +270,16 @@ class InferenceEngine:
     """Base class of E-step engines (ICM, belief propagation, LP, MILP, ...).
 
     Subclasses implement :meth:`_solve` on the reduced problem; :meth:`map` handles
-    validation, reduction, callbacks, timing and the final energy. Engines see costs
-    and a graph, never the data or the emission parameters.
+    validation (of the inputs, and of the engine's parameters against its
+    ``_parameter_constraints`` table, :mod:`hmrf._params`), reduction, callbacks, timing
+    and the final energy. Engines see costs and a graph, never the data or the emission
+    parameters.
+
+    The contract. The labelling :meth:`map` returns honours every hard factor (hard
+    must- and cannot-links, infinite table entries, forbidden labels), or :meth:`map`
+    raises :class:`~hmrf.InfeasibleError` naming a point: every result passes a final
+    check (:func:`~hmrf.inference.feasibility.raise_if_infeasible`), whatever the
+    engine's own algorithm did.
 
     Notes
     -----
@@ -295,7 +306,9 @@ class InferenceEngine:
         init : array-like of shape (n,), optional
             Starting labelling (used by local engines such as ICM).
         rng : int, numpy Generator or RandomState, optional
-            Source of randomness (update orders, rounding).
+            Source of randomness (update orders, rounding); an int or RandomState
+            seeds a Generator as the estimators' ``random_state`` does
+            (``hmrf._validation.check_random_state``).
         callback : callable, optional
             ``callback(iteration, labels, energy, bound)`` after each iteration, with
             labels and energy of the full problem (OpenGM's visitor).
@@ -303,8 +316,18 @@ class InferenceEngine:
         Returns
         -------
         InferenceResult
+
+        Raises
+        ------
+        InfeasibleError
+            No labelling honouring the hard factors was found; ``point`` names a point
+            (exact engines raise only when none exists).
+        ValueError
+            Bad costs, labels or engine parameters (the message names which).
         """
         t0 = time.perf_counter()
+        if hasattr(type(self), "_parameter_constraints"):
+            validate_params(self)
         unary = check_unary(unary)
         n, k = unary.shape
         graph = as_graph(graph, n)
@@ -315,7 +338,7 @@ class InferenceEngine:
                 raise ValueError(f"init must have shape ({n},); got {init.shape}.")
             if init.dtype.kind not in "iu" or init.min() < 0 or init.max() >= k:
                 raise ValueError(f"init must hold integer labels in [0, {k - 1}].")
-        gen = _as_generator(rng)
+        gen = check_random_state(rng)
         if graph.n_edges == 0:  # KMeans' E-step: every node is isolated
             return self._map_isolated(unary, t0)
 
@@ -341,6 +364,8 @@ class InferenceEngine:
                 raise InfeasibleError(f"point {point}: {exc}", point=point) from None
         labels = red.expand(np.asarray(out["labels"], dtype=np.int64)).astype(np.int64)
         energy = graph.energy(labels, unary)
+        if not np.isfinite(energy):  # the contract: hard constraints honoured, or an error
+            raise_if_infeasible(unary, graph, labels, type(self).__name__)
         lb = out.get("lower_bound")
         info = dict(out.get("info", {}))
         info.update(time=time.perf_counter() - t0, n_active=int(red.active.size))
@@ -372,17 +397,3 @@ class InferenceEngine:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({params})"
 
-
-def _as_generator(rng) -> np.random.Generator:
-    """A NumPy Generator from ``None``, an int, a Generator or a RandomState.
-
-    A RandomState (scikit-learn's convention) seeds a new Generator from one draw, so
-    the same RandomState state always gives the same engine behaviour.
-    """
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, np.random.RandomState):
-        return np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
-    if rng is None or isinstance(rng, (int, np.integer)):
-        return np.random.default_rng(rng)
-    raise TypeError(f"rng must be None, an int, a numpy Generator or RandomState; got {rng!r}.")

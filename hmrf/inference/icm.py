@@ -16,12 +16,17 @@ update costs O(k) per incident Potts edge and O(k) per incident table edge.
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 
+from .._params import Interval
+from ..exceptions import InfeasibleError
 from ..graph import POTTS_ML, TABLE, PairwiseGraph, segment_sum
 from .base import InferenceEngine
+from .feasibility import greedy_repair, violating_nodes
 
-__all__ = ["ICM", "independent_sets"]
+__all__ = ["ICM", "iterated_conditional_modes", "independent_sets", "build_blocks"]
 
 
 def independent_sets(n_nodes: int, edges: np.ndarray, rng=None) -> list[np.ndarray]:
@@ -142,6 +147,58 @@ def build_blocks(graph: PairwiseGraph) -> list[_Block]:
     return blocks
 
 
+def iterated_conditional_modes(unary, graph: PairwiseGraph, labels, rng: np.random.Generator,
+                               max_iter: int = 100, notify=None) -> tuple[np.ndarray, int, bool]:
+    """ICM sweeps (Basu 2005, §4.4.4, eq. 4.11) from ``labels`` until no label changes.
+
+    Each sweep visits the independent sets of :func:`build_blocks` in a random order; a
+    node takes the label minimising first its number of violated hard factors, then its
+    conditional cost, and keeps its label unless another is strictly better. The energy
+    never increases, and a labelling that honours every hard factor keeps honouring them.
+
+    Parameters
+    ----------
+    unary : ndarray (n, k)
+    graph : PairwiseGraph
+    labels : ndarray (n,)
+        Starting labelling (not modified).
+    rng : numpy Generator
+        Order of the independent sets in each sweep.
+    max_iter : int, default=100
+        Maximum number of sweeps.
+    notify : callable, optional
+        ``notify(sweep, labels)`` after each sweep.
+
+    Returns
+    -------
+    labels : ndarray (n,)
+    n_sweeps : int
+    converged : bool
+        Whether a sweep changed nothing before ``max_iter``.
+    """
+    k = unary.shape[1]
+    labels = np.array(labels, dtype=np.int64)
+    blocks = build_blocks(graph)
+    sweep = 0
+    for sweep in range(1, int(max_iter) + 1):
+        changed = 0
+        for b in rng.permutation(len(blocks)):
+            blk = blocks[b]
+            cost = blk.conditional_costs(unary, labels, k)
+            cur = labels[blk.members]
+            best = np.argmin(cost, axis=1)
+            rows = np.arange(blk.size)
+            move = cost[rows, best] < cost[rows, cur]
+            if move.any():
+                labels[blk.members[move]] = best[move]
+                changed += int(move.sum())
+        if notify is not None:
+            notify(sweep, labels)
+        if changed == 0:
+            return labels, sweep, True
+    return labels, sweep, False
+
+
 class ICM(InferenceEngine):
     """Iterated conditional modes (Basu 2005, §4.4.4, eq. 4.11).
 
@@ -149,6 +206,8 @@ class ICM(InferenceEngine):
     ----------
     max_iter : int, default=100
         Maximum number of sweeps over the constrained nodes.
+    repair_restarts : int, default=10
+        Random orders the hard-constraint repair tries after its first order (Notes).
 
     Notes
     -----
@@ -159,9 +218,22 @@ class ICM(InferenceEngine):
     soft cost. ICM reaches a local minimum only; use the global engines for better
     optima on hard instances.
 
+    Hard constraints. Sweeps can stall with a hard factor broken (every label of a node
+    breaks one, e.g. a hard cannot-link cycle started badly). Then every connected
+    component that still breaks a hard factor is re-assigned greedily
+    (:func:`~hmrf.inference.feasibility.greedy_repair`: COP-KMeans' assignment, each
+    node taking its cheapest label compatible with the nodes already placed; most
+    constrained nodes first, then ``repair_restarts`` random orders) and the sweeps
+    resume from there, which keeps every hard factor honoured. If every order hits a
+    dead end, :class:`~hmrf.InfeasibleError` names the point that could not be placed:
+    the problem is infeasible or too hard for this repair (``ExactMILP`` decides). The
+    result never breaks a hard constraint.
+
     References
     ----------
     Besag (1986), "On the statistical analysis of dirty pictures". Basu (2005), §4.4.4.
+    Wagstaff, Cardie, Rogers & Schroedl (2001), "Constrained k-means clustering with
+    background knowledge", ICML (the greedy assignment of the repair).
 
     Examples
     --------
@@ -176,32 +248,35 @@ class ICM(InferenceEngine):
     """
 
     monotone_from_init = True
+    _parameter_constraints = {
+        "max_iter": [Interval(Integral, 1, None)],
+        "repair_restarts": [Interval(Integral, 0, None)],
+    }
 
-    def __init__(self, max_iter: int = 100):
+    def __init__(self, max_iter: int = 100, repair_restarts: int = 10):
         self.max_iter = max_iter
+        self.repair_restarts = repair_restarts
 
     def _solve(self, unary, graph, init, rng, notify):
-        if int(self.max_iter) < 1:
-            raise ValueError(f"max_iter must be >= 1; got {self.max_iter}.")
-        n, k = unary.shape
-        labels = np.argmin(unary, axis=1) if init is None else np.array(init, dtype=np.int64)
-        blocks = build_blocks(graph)
-        converged = False
-        sweep = 0
-        for sweep in range(1, int(self.max_iter) + 1):
-            changed = 0
-            for b in rng.permutation(len(blocks)):
-                blk = blocks[b]
-                cost = blk.conditional_costs(unary, labels, k)
-                cur = labels[blk.members]
-                best = np.argmin(cost, axis=1)
-                rows = np.arange(blk.size)
-                move = cost[rows, best] < cost[rows, cur]
-                if move.any():
-                    labels[blk.members[move]] = best[move]
-                    changed += int(move.sum())
-            notify(sweep, labels)
-            if changed == 0:
-                converged = True
-                break
-        return {"labels": labels, "n_iter": sweep, "converged": converged}
+        start = np.argmin(unary, axis=1) if init is None else init
+        labels, sweeps, converged = iterated_conditional_modes(unary, graph, start, rng, self.max_iter,
+                                                               notify)
+        repaired = False
+        if violating_nodes(unary, graph, labels).size:
+            labels = greedy_repair(unary, graph, labels, rng, self.repair_restarts)
+            stuck = np.flatnonzero(labels < 0)
+            if stuck.size:
+                raise InfeasibleError(
+                    "ICM left a hard constraint broken and no greedy re-assignment of its "
+                    f"component ({1 + int(self.repair_restarts)} orders tried) could place this "
+                    "point. The hard constraints may be infeasible (e.g. more mutually "
+                    "cannot-linked points than clusters); ExactMILP decides feasibility exactly.",
+                    point=int(stuck[0]),
+                )
+            repaired = True
+            done = sweeps
+            labels, more, converged = iterated_conditional_modes(
+                unary, graph, labels, rng, self.max_iter, lambda it, y: notify(done + it, y))
+            sweeps += more
+        return {"labels": labels, "n_iter": sweeps, "converged": converged,
+                "info": {"repaired": repaired}}

@@ -32,18 +32,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from .._params import Interval, Options, validate_params
 from ..exceptions import InfeasibleError
 from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .base import InferenceEngine
-from .polish import check_polish, finish, polish_labels
+from .feasibility import HardFactors, constrained_first_order, greedy_assign
+from .polish import POLISH, check_polish, finish, polish_labels
 from .rounding import best_per_component, kleinberg_tardos_rounding
 
-__all__ = ["KTProgram", "build_program", "LPRelaxation"]
+__all__ = ["KTProgram", "build_program", "solve_relaxation", "solve_lp", "relax_and_round",
+           "LPRelaxation"]
 
 
 @dataclass
@@ -252,6 +256,13 @@ class LPRelaxation(InferenceEngine):
     ([0, 0, 1], 1.0, 0.0)
     """
 
+    _parameter_constraints = {
+        "n_rounds": [Interval(Integral, 1, None)],
+        "polish": [Options(*POLISH)],
+        "backend": [Options("highs", "cvxpy")],
+        "max_phases": [Options(None), Interval(Integral, 1, None)],
+    }
+
     def __init__(self, n_rounds=10, polish=None, backend="highs", max_phases=None):
         self.n_rounds = n_rounds
         self.polish = polish
@@ -260,42 +271,98 @@ class LPRelaxation(InferenceEngine):
 
     def relax(self, unary, graph) -> tuple[np.ndarray, float, dict]:
         """Solve the relaxation of the (reduced) problem: ``(u, lp_value, info)``."""
-        if self.backend == "highs":
-            t0 = time.perf_counter()
-            prog = build_program(unary, graph)
-            build = time.perf_counter() - t0
-            u, value, info = solve_relaxation(prog)
-            info["build_time"] = build
-            return u, value, info
-        if self.backend == "cvxpy":
+        validate_params(self)
+        return solve_lp(unary, graph, self.backend)
+
+    def _solve(self, unary, graph, init, rng, notify):
+        return relax_and_round(unary, graph, rng, n_rounds=self.n_rounds, polish=self.polish,
+                               backend=self.backend, max_phases=self.max_phases, init=init,
+                               notify=notify)
+
+
+def solve_lp(unary, graph: PairwiseGraph, backend: str = "highs") -> tuple[np.ndarray, float, dict]:
+    """The relaxation A.1–A.8 of ``(unary, graph)`` solved by ``backend``: ``(u, value, info)``.
+
+    ``"highs"`` builds the sparse program (:func:`build_program`) and calls
+    ``scipy.optimize.linprog``; ``"cvxpy"`` states it in cvxpy
+    (:func:`~hmrf.inference.lp_cvxpy.solve_kt_cvxpy`).
+
+    Raises
+    ------
+    InfeasibleError
+        The relaxation is infeasible, so no labelling honours the hard factors; ``point``
+        is where a greedy assignment gets stuck.
+    ImportError
+        ``backend="cvxpy"`` without cvxpy installed (the message gives the command).
+    """
+    t0 = time.perf_counter()
+    try:
+        if backend == "cvxpy":
             from .lp_cvxpy import solve_kt_cvxpy
 
             return solve_kt_cvxpy(unary, graph)
-        raise ValueError(f"backend must be 'highs' or 'cvxpy'; got {self.backend!r}.")
+        prog = build_program(unary, graph)
+        build = time.perf_counter() - t0
+        u, value, info = solve_relaxation(prog)
+        info["build_time"] = build
+        return u, value, info
+    except InfeasibleError as exc:
+        if exc.point is not None:
+            raise
+        hard = HardFactors(graph, unary.shape[1])
+        order = constrained_first_order(hard, np.arange(unary.shape[0]), np.random.default_rng(0))
+        stuck = np.flatnonzero(greedy_assign(unary, hard, order) < 0)
+        point = int(stuck[0]) if stuck.size else 0
+        raise InfeasibleError(f"{exc} A greedy assignment gets stuck at this point.", point=point) from None
 
-    def _solve(self, unary, graph, init, rng, notify):
-        polish = check_polish(self.polish)
-        if int(self.n_rounds) < 1:
-            raise ValueError(f"n_rounds must be >= 1; got {self.n_rounds}.")
-        t0 = time.perf_counter()
-        u, value, info = self.relax(unary, graph)
-        t1 = time.perf_counter()
-        n_comp, comp = graph.components()
-        cands, rinfo = kleinberg_tardos_rounding(u, rng, int(self.n_rounds), self.max_phases)
-        labels, _ = best_per_component(unary, graph, cands, comp, n_comp)
-        notify(1, labels, value)
-        t2 = time.perf_counter()
-        candidates = [labels]
-        if polish:
-            polished, sweeps = polish_labels(unary, graph, labels, rng)
-            candidates.append(polished)
-            info["polish_sweeps"] = sweeps
-            notify(2, polished, value)
-        labels, _ = finish(unary, graph, candidates, "LP rounding", rng, fallback=init)
-        t3 = time.perf_counter()
-        integral = np.all((u < 1e-9) | (u > 1 - 1e-9), axis=1)
-        info.update(lp_value=value, rounding_time=t2 - t1, polish_time=t3 - t2,
-                    solve_time=t1 - t0, integral_fraction=float(integral.mean()),
-                    phases=rinfo["phases"], fallback=rinfo["fallback"])
-        return {"labels": labels, "lower_bound": value, "n_iter": int(self.n_rounds),
-                "converged": True, "info": info}
+
+def relax_and_round(unary, graph: PairwiseGraph, rng: np.random.Generator, *, n_rounds: int = 10,
+                    polish=None, backend: str = "highs", max_phases=None, init=None,
+                    notify=None) -> dict:
+    """Kleinberg–Tardos on a (reduced) problem: solve the LP, round, optionally polish.
+
+    The work of :class:`LPRelaxation` (whose parameters these are), as a function other
+    engines can call (e.g. :class:`~hmrf.inference.ExactMILP` when it runs out of time).
+
+    Parameters
+    ----------
+    unary : ndarray (n, k)
+    graph : PairwiseGraph
+    rng : numpy Generator
+    n_rounds, polish, backend, max_phases
+        As :class:`LPRelaxation`.
+    init : ndarray (n,), optional
+        Returned only if no rounding (nor its repair) honours the hard factors
+        (:func:`~hmrf.inference.polish.finish`).
+    notify : callable, optional
+        ``notify(iteration, labels, bound)`` after rounding and after polishing.
+
+    Returns
+    -------
+    dict
+        ``labels``, ``lower_bound`` (the LP value), ``n_iter``, ``converged``, ``info``.
+    """
+    notify = notify or (lambda *a, **kw: None)
+    polish = check_polish(polish)
+    t0 = time.perf_counter()
+    u, value, info = solve_lp(unary, graph, backend)
+    t1 = time.perf_counter()
+    n_comp, comp = graph.components()
+    cands, rinfo = kleinberg_tardos_rounding(u, rng, int(n_rounds), max_phases)
+    labels, _ = best_per_component(unary, graph, cands, comp, n_comp)
+    notify(1, labels, value)
+    t2 = time.perf_counter()
+    candidates = [labels]
+    if polish:
+        polished, sweeps = polish_labels(unary, graph, labels, rng)
+        candidates.append(polished)
+        info["polish_sweeps"] = sweeps
+        notify(2, polished, value)
+    labels, _ = finish(unary, graph, candidates, "LP rounding", rng, fallback=init)
+    t3 = time.perf_counter()
+    integral = np.all((u < 1e-9) | (u > 1 - 1e-9), axis=1)
+    info.update(lp_value=value, rounding_time=t2 - t1, polish_time=t3 - t2,
+                solve_time=t1 - t0, integral_fraction=float(integral.mean()),
+                phases=rinfo["phases"], fallback=rinfo["fallback"])
+    return {"labels": labels, "lower_bound": value, "n_iter": int(n_rounds), "converged": True,
+            "info": info}

@@ -17,6 +17,22 @@ from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 
 __all__ = ["kt_problem", "solve_kt_cvxpy"]
 
+#: how to get the optional dependency
+INSTALL = "pip install 'hmrf[cvxpy]'  (or: pip install cvxpy)"
+
+
+def _cvxpy():
+    """cvxpy, imported on first use; an ImportError with the install command without it."""
+    try:
+        import cvxpy
+    except ImportError as exc:
+        raise ImportError(
+            f"LPRelaxation(backend='cvxpy') and hmrf.inference.lp_cvxpy need cvxpy, which is "
+            f"not installed ({exc}). Install it with: {INSTALL}, or use backend='highs' "
+            "(the same LP, solved by SciPy)."
+        ) from exc
+    return cvxpy
+
 
 def kt_problem(unary, graph: PairwiseGraph):
     """The relaxation A.1–A.8 as a ``cvxpy.Problem``.
@@ -32,6 +48,11 @@ def kt_problem(unary, graph: PairwiseGraph):
     u : cvxpy.Variable of shape (n, k)
         The fractional assignment (read ``u.value`` after ``problem.solve()``).
 
+    Raises
+    ------
+    ImportError
+        cvxpy is not installed (the message gives the install command).
+
     Examples
     --------
     >>> import numpy as np
@@ -41,7 +62,7 @@ def kt_problem(unary, graph: PairwiseGraph):
     >>> round(float(prob.solve()), 6)
     0.4
     """
-    import cvxpy as cp
+    cp = _cvxpy()
 
     unary = np.asarray(unary, dtype=np.float64)
     n, k = unary.shape
@@ -90,7 +111,7 @@ def solve_kt_cvxpy(unary, graph: PairwiseGraph, solver=None) -> tuple[np.ndarray
 
     ``solver`` is passed to ``problem.solve`` (default: HiGHS if cvxpy has it).
     """
-    import cvxpy as cp
+    cp = _cvxpy()
 
     t0 = time.perf_counter()
     prob, u = kt_problem(unary, graph)

@@ -11,8 +11,9 @@ Two finishing steps are shared:
 * :func:`finish` keeps the cheapest of the candidate labellings and checks hard
   factors: a labelling with infinite energy (a violated hard cannot-link or a
   forbidden label) is never returned silently. If no candidate is finite, ICM repairs
-  the best one (it minimises hard violations first, whatever ``polish`` says); if
-  that fails too the engine raises :class:`~hmrf.InfeasibleError` naming a point.
+  the best one (it minimises hard violations first, whatever ``polish`` says), then a
+  greedy re-assignment of the components still broken; if that fails too the engine
+  raises :class:`~hmrf.InfeasibleError` naming a point.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import numpy as np
 
 from ..exceptions import InfeasibleError
 from ..graph import PairwiseGraph
-from .icm import ICM
+from .feasibility import greedy_repair
+from .icm import iterated_conditional_modes
 
 __all__ = ["POLISH", "check_polish", "polish_labels", "finish"]
 
@@ -37,10 +39,10 @@ def check_polish(polish) -> str | None:
 
 
 def polish_labels(unary, graph: PairwiseGraph, labels, rng, max_iter: int = 100) -> tuple[np.ndarray, int]:
-    """ICM (Basu 2005, §4.4.4) started from ``labels``; returns the labels and sweeps run."""
-    out = ICM(max_iter=max_iter)._solve(unary, graph, np.array(labels, dtype=np.int64), rng,
-                                        lambda *a, **kw: None)
-    return np.asarray(out["labels"], dtype=np.int64), int(out["n_iter"])
+    """ICM (Basu 2005, §4.4.4) started from ``labels``; returns the labels and sweeps run
+    (:func:`~hmrf.inference.icm.iterated_conditional_modes`)."""
+    out, sweeps, _ = iterated_conditional_modes(unary, graph, labels, rng, max_iter)
+    return out, sweeps
 
 
 def finish(unary, graph: PairwiseGraph, candidates, engine: str, rng=None,
@@ -48,9 +50,11 @@ def finish(unary, graph: PairwiseGraph, candidates, engine: str, rng=None,
     """The lowest-energy candidate labelling; repair or raise if it breaks a hard factor.
 
     If every candidate has infinite energy, ICM is run from the best one (ICM first
-    minimises the number of violated hard factors, then the energy); if that still
-    leaves a hard factor violated, ``fallback`` (the caller's ``init``) is returned if
-    it is feasible, and otherwise the problem is reported as infeasible.
+    minimises the number of violated hard factors, then the energy); if a hard factor
+    is still broken, the components that break one are re-assigned greedily
+    (:func:`~hmrf.inference.feasibility.greedy_repair`) and ICM runs again; if that
+    fails too, ``fallback`` (the caller's ``init``) is returned if it is feasible, and
+    otherwise the problem is reported as infeasible.
 
     Parameters
     ----------
@@ -75,9 +79,8 @@ def finish(unary, graph: PairwiseGraph, candidates, engine: str, rng=None,
     Raises
     ------
     InfeasibleError
-        When every candidate, and ICM from the best of them, has infinite energy.
-        ``point`` is an endpoint of a violated hard factor (or a node given a forbidden
-        label).
+        When every candidate and every repair breaks a hard factor. ``point`` is a
+        node the greedy repair could not place.
     """
     known = [None] * len(candidates) if energies is None else list(energies)
     cands, energies = [], []
@@ -97,20 +100,16 @@ def finish(unary, graph: PairwiseGraph, candidates, engine: str, rng=None,
     energy = graph.energy(labels, unary)
     if np.isfinite(energy):
         return labels, float(energy)
+    repaired = greedy_repair(unary, graph, labels, rng)
+    if (repaired >= 0).all():
+        labels, _ = polish_labels(unary, graph, repaired, rng)
+        return labels, float(graph.energy(labels, unary))
     if fallback is not None and np.isfinite(graph.energy(fallback, unary)):
         return np.asarray(fallback, dtype=np.int64), float(graph.energy(fallback, unary))
-    bad_edge = np.flatnonzero(np.isinf(graph.edge_costs(labels)))
-    if bad_edge.size:
-        i = int(graph.edges[bad_edge[0], 0])
-        raise InfeasibleError(
-            f"{engine} found no labelling that honours every hard constraint; a hard "
-            "cannot-link of this point stays violated. The problem may be infeasible (more "
-            "mutually cannot-linked groups than clusters) or merely hard for this engine; "
-            "ExactMILP decides feasibility exactly.",
-            point=i,
-        )
-    i = int(np.flatnonzero(np.isinf(unary[np.arange(labels.shape[0]), labels]))[0])
     raise InfeasibleError(
-        f"{engine} could only place this point in a cluster its unary costs forbid.",
-        point=i,
+        f"{engine} found no labelling that honours every hard constraint, and no greedy "
+        "re-assignment could place this point. The problem may be infeasible (e.g. more "
+        "mutually cannot-linked groups than clusters) or merely hard for this engine; "
+        "ExactMILP decides feasibility exactly.",
+        point=int(np.flatnonzero(repaired < 0)[0]),
     )

@@ -1,0 +1,186 @@
+"""Labellings that honour every hard factor: greedy assignment, repair and the final check.
+
+A *hard factor* is anything of infinite cost: a Potts edge of weight ``inf`` (hard
+must-link or cannot-link), an infinite entry of a table edge, or an infinite unary cost
+(a forbidden label, e.g. a clamped seed). Deciding whether a labelling avoiding all of
+them exists is graph colouring in general (NP-complete), so engines that are not exact
+use the greedy assignment of COP-KMeans (Wagstaff et al. 2001; Basu 2005, §2.3.3):
+visit the nodes one by one, each taking its cheapest label compatible with the hard
+factors to the nodes already placed. The order matters; :func:`greedy_repair` tries the
+most constrained nodes first and then random orders.
+
+Every function here is sequential over the nodes it places (a greedy assignment is
+inherently so) and runs only on the components that need it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import InfeasibleError
+from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+
+__all__ = ["HardFactors", "greedy_assign", "constrained_first_order", "greedy_repair",
+           "violating_nodes", "raise_if_infeasible"]
+
+
+class HardFactors:
+    """The hard factors of a graph as a directed adjacency (CSR layout), built once.
+
+    For node ``i`` the slice ``start[i]:start[i + 1]`` of ``dst`` lists the other end
+    of each hard factor at ``i``; ``kind`` says whether it is a must-link, cannot-link
+    or table edge, and for table edges ``allowed[t]`` is the (k, k) mask of finite
+    entries oriented so that ``allowed[t][h, y_other]`` says whether ``i`` may take
+    ``h`` next to a neighbour labelled ``y_other``.
+    """
+
+    def __init__(self, graph: PairwiseGraph, k: int):
+        n = graph.n_nodes
+        hard_potts = np.isinf(graph.weight) & (graph.kind != TABLE)
+        tab = np.flatnonzero(graph.kind == TABLE)
+        tab_allowed = np.empty((0, k, k), dtype=bool)
+        hard_tab = np.empty(0, dtype=np.int64)
+        if tab.size and np.isinf(graph.tables).any():
+            finite = np.isfinite(graph.table_costs())  # (m_table, k, k)
+            has_inf = ~finite.all(axis=(1, 2))
+            hard_tab, tab_allowed = tab[has_inf], finite[has_inf]
+        pe = graph.edges[hard_potts]
+        te = graph.edges[hard_tab]
+        src = np.r_[pe[:, 0], pe[:, 1], te[:, 0], te[:, 1]].astype(np.int64)
+        dst = np.r_[pe[:, 1], pe[:, 0], te[:, 1], te[:, 0]].astype(np.int64)
+        pk = graph.kind[hard_potts]
+        kind = np.r_[pk, pk, np.full(2 * hard_tab.size, TABLE)].astype(np.int8)
+        t = np.arange(hard_tab.size)
+        # a table's row endpoint reads T[h, y_other]; its column endpoint T[y_other, h]
+        self.tables = np.concatenate([tab_allowed, tab_allowed.transpose(0, 2, 1)])
+        tab_id = np.r_[np.full(2 * pk.size, -1), t, t + hard_tab.size].astype(np.int64)
+        order = np.argsort(src, kind="stable")
+        self.dst, self.kind, self.tab_id = dst[order], kind[order], tab_id[order]
+        self.start = np.searchsorted(src[order], np.arange(n + 1))
+        self.degree = np.diff(self.start)
+
+    def allowed(self, i: int, labels: np.ndarray, unary_row: np.ndarray) -> np.ndarray:
+        """(k,) mask of the labels node ``i`` may take next to its placed neighbours."""
+        ok = np.isfinite(unary_row)
+        s, e = self.start[i], self.start[i + 1]
+        if s == e:
+            return ok
+        y = labels[self.dst[s:e]]
+        placed = y >= 0
+        kind = self.kind[s:e]
+        ok[y[placed & (kind == POTTS_CL)]] = False
+        must = y[placed & (kind == POTTS_ML)]
+        if must.size:
+            only = np.zeros_like(ok)
+            if (must == must[0]).all():
+                only[must[0]] = True
+            ok &= only
+        tab = placed & (kind == TABLE)
+        if tab.any():
+            ok &= self.tables[self.tab_id[s:e][tab], :, y[tab]].all(axis=0)
+        return ok
+
+
+def greedy_assign(unary, hard: HardFactors, order, labels=None) -> np.ndarray:
+    """One greedy pass (the assignment step of COP-KMeans, Wagstaff et al. 2001).
+
+    Parameters
+    ----------
+    unary : ndarray (n, k)
+        Costs; each node takes its cheapest allowed label.
+    hard : HardFactors
+    order : ndarray of int
+        Nodes to place, in visiting order.
+    labels : ndarray (n,), optional
+        Labels of the nodes not in ``order`` (``-1`` = not placed, ignored by the
+        others). Not modified.
+
+    Returns
+    -------
+    ndarray (n,)
+        A new labelling; nodes of ``order`` that found no allowed label are ``-1`` (the
+        pass goes on without them, so the first ``-1`` in ``order`` is where Wagstaff's
+        algorithm aborts).
+    """
+    n = unary.shape[0]
+    out = np.full(n, -1, dtype=np.int64) if labels is None else np.array(labels, dtype=np.int64)
+    order = np.asarray(order, dtype=np.int64)
+    out[order] = -1
+    for i in order:  # inherently sequential: each choice constrains the next
+        ok = hard.allowed(i, out, unary[i])
+        if ok.any():
+            out[i] = int(np.argmin(np.where(ok, unary[i], np.inf)))
+    return out
+
+
+def constrained_first_order(hard: HardFactors, nodes, rng: np.random.Generator) -> np.ndarray:
+    """``nodes`` sorted by decreasing number of hard factors, ties in random order
+    (a static DSATUR-style order: dead ends of the greedy pass become rarer)."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    return nodes[np.lexsort((rng.random(nodes.size), -hard.degree[nodes]))]
+
+
+def violating_nodes(unary, graph: PairwiseGraph, labels) -> np.ndarray:
+    """Sorted nodes that sit on a violated hard factor or hold a forbidden label."""
+    labels = np.asarray(labels)
+    bad = np.isinf(unary[np.arange(labels.shape[0]), labels])
+    if graph.n_edges:
+        broken = np.isinf(graph.edge_costs(labels))
+        bad[graph.edges[broken].ravel()] = True
+    return np.flatnonzero(bad)
+
+
+def greedy_repair(unary, graph: PairwiseGraph, labels, rng: np.random.Generator,
+                  n_restarts: int = 10) -> np.ndarray:
+    """Re-place, greedily, every connected component that breaks a hard factor.
+
+    Each such component is emptied and assigned again by :func:`greedy_assign`: first
+    in :func:`constrained_first_order`, then, for the components that still hit a dead
+    end, in up to ``n_restarts`` uniformly random orders. Components that honour their
+    hard factors keep their labels.
+
+    Returns
+    -------
+    ndarray (n,)
+        A new labelling; ``-1`` marks the nodes that found no allowed label in the last
+        order tried for their component (every order tried hit a dead end there).
+    """
+    labels = np.array(labels, dtype=np.int64)
+    bad = violating_nodes(unary, graph, labels)
+    if bad.size == 0:
+        return labels
+    k = unary.shape[1]
+    hard = HardFactors(graph, k)
+    _, comp = graph.components()
+    todo = np.flatnonzero(np.isin(comp, np.unique(comp[bad])))
+    labels = greedy_assign(unary, hard, constrained_first_order(hard, todo, rng), labels)
+    for _ in range(int(n_restarts)):
+        failed = labels < 0
+        if not failed.any():
+            break
+        todo = np.flatnonzero(np.isin(comp, np.unique(comp[failed])))
+        labels = greedy_assign(unary, hard, rng.permutation(todo), labels)
+    return labels
+
+
+def raise_if_infeasible(unary, graph: PairwiseGraph, labels, engine: str) -> None:
+    """Raise :class:`~hmrf.InfeasibleError` if ``labels`` breaks a hard factor.
+
+    The last check of :meth:`~hmrf.inference.InferenceEngine.map`: no engine returns a
+    labelling of infinite energy. ``point`` is a node on a broken hard factor (or one
+    given a forbidden label).
+    """
+    bad = violating_nodes(unary, graph, labels)
+    if bad.size == 0:
+        return
+    i = int(bad[0])
+    if np.isinf(unary[i, labels[i]]):
+        what = f"it is in cluster {int(labels[i])}, which its unary costs forbid"
+    else:
+        what = "a hard constraint of this point is broken"
+    raise InfeasibleError(
+        f"point {i}: {engine} returned a labelling that breaks a hard constraint ({what}). "
+        "The problem may be infeasible or merely hard for this engine; ExactMILP decides "
+        "feasibility exactly.",
+        point=i,
+    )
