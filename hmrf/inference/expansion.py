@@ -1,0 +1,378 @@
+"""α-expansion (Boykov, Veksler & Zabih 2001): E-step moves that each solve one minimum cut.
+
+An *α-expansion* of a labelling ``y`` lets any subset of the nodes switch to label
+``α`` at once, everyone else keeping their label. Which subset is best is a binary
+problem, ``x_i = 1`` meaning "node i takes α", with the energy
+
+.. math::
+
+    E(x) = \\sum_i U_{i, y_i \\text{ or } \\alpha}
+         + \\sum_{(i,j)} \\theta_{ij}(x_i, x_j), \\qquad
+    \\theta_{ij} = \\big(\\,V(y_i, y_j),\\ V(y_i, \\alpha),\\ V(\\alpha, y_j),
+                         \\ V(\\alpha, \\alpha)\\big)
+
+over ``(x_i, x_j) = (0,0), (0,1), (1,0), (1,1)``, solved by one s–t minimum cut
+(:func:`~hmrf.inference.qpbo.solve_binary`). For must-links, ``V = w [y_i != y_j]``
+is a metric, every term is submodular (``V(a,b) + V(α,α) <= V(a,α) + V(α,b)`` is the
+triangle inequality; Boykov et al. 2001, §4), so each move is optimal and the
+converged labelling ``ŷ`` is within a factor 2 of the optimum ``y*``:
+``E(ŷ) <= sum_i U_{i,y*_i} + 2 sum_e V_e(y*)`` (Theorem 6.1, with ``c = 1`` for Potts).
+
+A cannot-link ``w [y_i = y_j]`` between two nodes that may both switch has
+``θ(1,1) = w > 0 = θ(0,1) = θ(1,0)``: not submodular, so no graph cut solves the move
+exactly. Such moves are solved by QPBO (Kolmogorov & Rother 2007): nodes the QPBO cut
+labels are fixed, which by QPBO's autarky property never raises the energy (the fusion
+move of Lempitsky, Rother, Roth & Blake 2010, §2, with the constant labelling ``α`` as
+the proposal); the nodes it leaves unlabelled are then decided by a cut of a submodular
+upper bound that is tight at their current labels (truncation, Rother et al. 2005),
+which cannot raise it either.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+
+from .._params import Interval, Options, validate_params
+from ..graph import POTTS_ML, TABLE, PairwiseGraph
+from .base import InferenceEngine
+from .polish import finish
+from .qpbo import load_maxflow, solve_binary
+
+__all__ = ["AlphaExpansion", "ExpansionMoves", "classify_tables"]
+
+#: a move is accepted when it lowers the energy by more than this (relative) amount
+_REL_TOL = 1e-12
+
+
+def _not_semi_metric(T: np.ndarray):
+    """``(table, description)`` of the first table in ``T`` (t, k, k) that is not a
+    semi-metric, or ``None``."""
+    k = T.shape[1]
+    bad = T < 0
+    if bad.any():
+        t, a, b = (int(v) for v in np.argwhere(bad)[0])
+        return t, f"is negative: T[{a}, {b}] = {T[t, a, b]:g}"
+    diag = T[:, np.arange(k), np.arange(k)]
+    if np.any(diag != 0):
+        t, a = (int(v) for v in np.argwhere(diag != 0)[0])
+        return t, f"has a non-zero diagonal: T[{a}, {a}] = {T[t, a, a]:g}"
+    bad = T != T.transpose(0, 2, 1)
+    if bad.any():
+        t, a, b = (int(v) for v in np.argwhere(bad)[0])
+        return t, f"is not symmetric: T[{a}, {b}] = {T[t, a, b]:g} but T[{b}, {a}] = {T[t, b, a]:g}"
+    return None
+
+
+def classify_tables(graph: PairwiseGraph) -> bool:
+    """Check that the graph's cost tables suit α-expansion; ``True`` if all are metric.
+
+    A table ``T`` (scaled by a non-negative edge weight) is a *semi-metric* when
+    ``T[a, b] = T[b, a] >= 0`` and ``T[a, a] = 0``, and a *metric* when moreover
+    ``T[a, b] <= T[a, c] + T[c, b]`` for all labels (Boykov, Veksler & Zabih 2001, §3;
+    ``inf`` entries allowed). For a metric every expansion term is submodular; for a
+    semi-metric some are not and the moves fall back to QPBO. Only tables used by an
+    edge of positive weight are checked.
+
+    Raises
+    ------
+    ValueError
+        A table that is not a semi-metric, naming the table and the offending entry.
+    """
+    if graph.tables is None:
+        return True
+    used = graph.kind == TABLE
+    used &= graph.weight > 0
+    if not used.any():
+        return True
+    index = np.unique(graph.table_index[used])
+    metric = True
+    k = graph.tables.shape[1]
+    chunk = max(1, 4_000_000 // max(k**3, 1))
+    for start in range(0, index.size, chunk):  # blocks of tables, not edges
+        ids = index[start:start + chunk]
+        T = graph.tables[ids]
+        problem = _not_semi_metric(T)
+        if problem is not None:
+            t, what = problem
+            raise ValueError(
+                f"AlphaExpansion needs metric or semi-metric cost tables (Boykov, Veksler & "
+                f"Zabih 2001, §3); table {int(ids[t])} {what}. Use BeliefPropagation, "
+                "LPRelaxation or ExactMILP for general tables."
+            )
+        via = np.min(T[:, :, :, None] + T[:, None, :, :], axis=2)  # min_c T[a,c] + T[c,b]
+        metric &= bool(np.all(T <= via + 1e-12 * np.abs(via)))
+    return metric
+
+
+class ExpansionMoves:
+    """An E-step energy prepared for α-expansion moves.
+
+    Hard factors (``inf`` Potts weights, ``inf`` table entries) are replaced by one
+    finite penalty ``M`` larger than the spread of the finite energy over all
+    labellings, so that any labelling with fewer violated hard factors has the lower
+    penalised energy: a move never breaks a hard constraint that holds, and moves repair
+    violated ones first. Labels with infinite unary cost are never proposed to a node.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n, k)
+        Unary costs (``+inf`` forbids a label).
+    graph : PairwiseGraph
+        Potts must-links, cannot-links and metric or semi-metric tables.
+
+    Attributes
+    ----------
+    penalty : float
+        The finite cost ``M`` of one violated hard factor.
+    submodular : bool
+        Whether every move is submodular (no cannot-link, only metric tables), i.e.
+        solved exactly by one graph cut.
+    """
+
+    def __init__(self, unary, graph: PairwiseGraph):
+        self.unary = np.asarray(unary, dtype=np.float64)
+        n, k = self.unary.shape
+        self.n_labels = k
+        self.allowed = np.isfinite(self.unary)
+        self.p, self.q = graph.edges[:, 0], graph.edges[:, 1]
+        kind, w = graph.kind, graph.weight
+        tables_metric = classify_tables(graph)
+        potts = kind != TABLE
+        hard = potts & np.isinf(w)
+        finite_u = np.where(self.allowed, self.unary, np.nan)
+        with np.errstate(invalid="ignore"):
+            spread = float(np.nansum(np.nanmax(finite_u, axis=1) - np.nanmin(finite_u, axis=1)))
+        spread += float(w[potts & ~hard].sum())
+        self.tab = np.flatnonzero(kind == TABLE)
+        self.tab_cost = None
+        if self.tab.size:
+            cost = graph.table_costs()
+            finite = np.isfinite(cost)
+            fin = np.where(finite, cost, np.nan)
+            spread += float(np.nansum(np.nanmax(fin, axis=(1, 2)) - np.nanmin(fin, axis=(1, 2))))
+        self.penalty = 2.0 * spread + 1.0
+        if self.tab.size:
+            self.tab_cost = np.where(finite, cost, self.penalty)
+        # Potts cost = wc - wk [a == b]: must-link w (1 - [a == b]), cannot-link w [a == b]
+        w_pen = np.where(hard, self.penalty, np.where(potts, w, 0.0))
+        ml = kind == POTTS_ML
+        self.wc = np.where(ml, w_pen, 0.0)
+        self.wk = np.where(potts, np.where(ml, w_pen, -w_pen), 0.0)
+        self.submodular = bool(tables_metric and not np.any(kind == -1))
+
+    def terms(self, labels, alpha):
+        """``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of every edge for the α-expansion of ``labels``."""
+        a, b = labels[self.p], labels[self.q]
+        A = self.wc - self.wk * (a == b)
+        B = self.wc - self.wk * (a == alpha)
+        C = self.wc - self.wk * (b == alpha)
+        D = self.wc - self.wk
+        if self.tab.size:
+            t, ta, tb = np.arange(self.tab.size), a[self.tab], b[self.tab]
+            tc = self.tab_cost
+            A[self.tab], B[self.tab] = tc[t, ta, tb], tc[t, ta, alpha]
+            C[self.tab], D[self.tab] = tc[t, alpha, tb], tc[t, alpha, alpha]
+        return A, B, C, D
+
+    def energy(self, labels) -> float:
+        """Penalised energy of ``labels`` (``M`` per violated hard factor)."""
+        labels = np.asarray(labels)
+        a, b = labels[self.p], labels[self.q]
+        pair = self.wc - self.wk * (a == b)
+        if self.tab.size:
+            pair[self.tab] = self.tab_cost[np.arange(self.tab.size), a[self.tab], b[self.tab]]
+        return float(self.unary[np.arange(labels.shape[0]), labels].sum() + pair.sum())
+
+    def move(self, labels, alpha, method="qpbo"):
+        """The α-expansion move from ``labels``; ``method`` treats non-submodular terms
+        (:func:`~hmrf.inference.qpbo.solve_binary`).
+
+        Returns
+        -------
+        new_labels : ndarray (n,)
+        change : float
+            Penalised energy of ``new_labels`` minus that of ``labels``, computed from
+            the move's terms (not from the cut value).
+        cut : BinaryCut or None
+            The cut (``None`` when no node can switch to ``alpha``).
+        """
+        labels = np.asarray(labels)
+        n = labels.shape[0]
+        free = (labels != alpha) & self.allowed[:, alpha]
+        nodes = np.flatnonzero(free)
+        if nodes.size == 0:
+            return labels, 0.0, None
+        A, B, C, D = self.terms(labels, alpha)
+        fp, fq = free[self.p], free[self.q]
+        delta = np.zeros(n)
+        delta[nodes] = self.unary[nodes, alpha] - self.unary[nodes, labels[nodes]]
+        # a term with one free end is a unary term on it (the other end keeps x = 0)
+        only_p, only_q, both = fp & ~fq, ~fp & fq, fp & fq
+        delta += np.bincount(self.p[only_p], weights=(C - A)[only_p], minlength=n)
+        delta += np.bincount(self.q[only_q], weights=(B - A)[only_q], minlength=n)
+        pos = np.cumsum(free) - 1
+        pb, qb = self.p[both], self.q[both]
+        Ab, Bb, Cb, Db = A[both], B[both], C[both], D[both]
+        cut = solve_binary(delta[nodes], pos[pb], pos[qb], Ab, Bb, Cb, Db, method)
+        x = np.zeros(n, dtype=bool)
+        x[nodes] = cut.x
+        xp, xq = x[pb], x[qb]
+        pair = np.where(xp, np.where(xq, Db, Cb), np.where(xq, Bb, Ab)) - Ab
+        change = float(delta[x].sum() + pair.sum())
+        new = labels.copy()
+        new[x] = alpha
+        return new, change, cut
+
+
+class AlphaExpansion(InferenceEngine):
+    """α-expansion by graph cuts (Boykov, Veksler & Zabih 2001), QPBO moves for cannot-links.
+
+    Parameters
+    ----------
+    max_sweeps : int, default=100
+        Maximum number of sweeps; a sweep tries one expansion move per label.
+    label_order : {"random", "fixed"}, default="random"
+        Order of the labels within a sweep: a fresh permutation drawn from ``rng``
+        every sweep, or ``0, 1, ..., k-1``.
+    nonsubmodular : {"qpbo", "truncate"}, default="qpbo"
+        How moves with non-submodular terms (cannot-links, semi-metric tables) are
+        solved: QPBO, then a truncated cut for the variables QPBO leaves unlabelled, or
+        truncation alone (Rother et al. 2005); see
+        :func:`~hmrf.inference.qpbo.solve_binary`. Both never raise the energy.
+
+    Notes
+    -----
+    Minimises ``E(y) = sum_i U[i, y_i] + sum_e V_e(y_a, y_b)`` by moves that let any set
+    of nodes switch to one label ``α``; each move is one s–t minimum cut (module
+    docstring, Boykov et al. 2001, §4 and Fig. 4). A sweep visits every label; the
+    engine stops when a sweep changes nothing (``converged``) or after ``max_sweeps``.
+    A move is kept only if it lowers the energy; the energy change is recomputed from
+    the move's terms after each cut, and a move that would raise it is discarded and
+    counted in ``info["rejected_moves"]`` (a guard: by the theory below it stays 0).
+    When every move is exact, a label whose last move came after the last change is
+    skipped, since its move would change nothing.
+
+    * **Must-links** (Potts, a metric): every move is an exact graph cut and the result
+      is within a factor 2 of the optimum (Boykov et al. 2001, Theorem 6.1); with two
+      labels it is optimal (the binary energy is submodular, and a labelling no
+      expansion improves is a global minimum).
+    * **Cannot-links**: the expansion terms between two nodes that may both switch are
+      not submodular. Moves with such terms are solved by QPBO (Kolmogorov & Rother
+      2007, §2); by QPBO's autarky property fixing the nodes it labels never raises the
+      energy (a fusion move, Lempitsky et al. 2010, §2), and the nodes it leaves
+      unlabelled get a truncated cut tight at their current labels (Rother et al.
+      2005, §3.2), which cannot raise it either. No approximation factor holds then.
+    * **Tables**: metric tables give exact moves as must-links do; semi-metric tables
+      (symmetric, zero diagonal, non-negative) get QPBO moves; other tables raise
+      ``ValueError`` (see :func:`classify_tables`).
+    * **Hard constraints**: hard must-links arrive contracted (the base class); hard
+      cannot-links and forbidden table entries cost one finite penalty larger than the
+      spread of all finite costs (:class:`ExpansionMoves`), so no move ever breaks one
+      that holds and moves repair violated ones first. If the result still breaks one,
+      ICM repairs it (:func:`~hmrf.inference.polish.finish`), or
+      :class:`~hmrf.InfeasibleError` names a point.
+
+    The start is ``init`` (nodes whose ``init`` label is forbidden take their cheapest
+    label) or the unary argmin. ``info`` holds ``trace`` (the energy of the full
+    problem after every sweep, also passed to ``callback``), ``moves`` (cuts
+    computed), ``qpbo_moves`` and ``unlabelled`` (moves with non-submodular terms and
+    the nodes QPBO left unlabelled in them, every node of them under truncation),
+    ``rejected_moves`` and ``submodular`` (whether every move was exact).
+    Needs PyMaxflow (``pip install "hmrf[graphcut]"``).
+
+    References
+    ----------
+    Boykov, Veksler & Zabih (2001), "Fast approximate energy minimization via graph
+    cuts", TPAMI 23(11), §3–4, Theorem 6.1. Kolmogorov & Zabih (2004), TPAMI 26(2).
+    Kolmogorov & Rother (2007), "Minimizing nonsubmodular functions with graph cuts —
+    a review", TPAMI 29(7), §2. Lempitsky, Rother, Roth & Blake (2010), "Fusion moves
+    for Markov random field optimization", TPAMI 32(8), §2. Rother, Kumar, Kolmogorov
+    & Blake (2005), "Digital tapestry", CVPR, §3.2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hmrf import Constraints
+    >>> from hmrf.inference.expansion import AlphaExpansion
+    >>> unary = np.array([[0.0, 3.0], [0.6, 0.5], [0.5, 0.0]])
+    >>> c = Constraints.from_pairs(must_link=[(0, 1)], n=3, weight=2.0)
+    >>> res = AlphaExpansion().map(unary, c, rng=0)  # point 1 joins its must-link partner
+    >>> res.labels.tolist(), round(res.energy, 2)
+    ([0, 0, 1], 0.6)
+    """
+
+    _parameter_constraints = {
+        "max_sweeps": [Interval(Integral, 1, None)],
+        "label_order": [Options("random", "fixed")],
+        "nonsubmodular": [Options("qpbo", "truncate")],
+    }
+
+    monotone_from_init = True
+
+    def __init__(self, max_sweeps: int = 100, label_order: str = "random", nonsubmodular: str = "qpbo"):
+        self.max_sweeps = max_sweeps
+        self.label_order = label_order
+        self.nonsubmodular = nonsubmodular
+
+    def map(self, unary, graph=None, init=None, rng=None, callback=None):
+        validate_params(self)
+        load_maxflow()  # fail before any work, with the install command
+        trace = []
+
+        def record(iteration, labels, energy, bound):
+            trace.append(energy)
+            if callback is not None:
+                callback(iteration, labels, energy, bound)
+
+        result = super().map(unary, graph, init=init, rng=rng, callback=record)
+        result.info["trace"] = trace if trace else [result.energy]
+        return result
+    map.__doc__ = InferenceEngine.map.__doc__
+
+    def _solve(self, unary, graph, init, rng, notify):
+        n, k = unary.shape
+        moves = ExpansionMoves(unary, graph)
+        start = np.argmin(unary, axis=1)
+        if init is None:
+            labels = start
+        else:
+            labels = np.array(init, dtype=np.int64)
+            forbidden = ~moves.allowed[np.arange(n), labels]
+            labels[forbidden] = start[forbidden]
+        energy = moves.energy(labels)
+        n_moves = qpbo_moves = unlabelled = rejected = 0
+        step, last_change = 0, 0
+        last_run = np.full(k, -1)
+        converged, sweep = False, 0
+        for sweep in range(1, int(self.max_sweeps) + 1):
+            changed = False
+            order = rng.permutation(k) if self.label_order == "random" else range(k)
+            for alpha in order:  # a loop over labels; each move is vectorised
+                if moves.submodular and last_run[alpha] >= last_change:
+                    continue  # an exact move from the same labelling changes nothing
+                step += 1
+                last_run[alpha] = step
+                new, change, cut = moves.move(labels, alpha, self.nonsubmodular)
+                if cut is None:
+                    continue
+                n_moves += 1
+                if not cut.exact:
+                    qpbo_moves += 1
+                    unlabelled += cut.n_unlabelled
+                tol = _REL_TOL * (1.0 + abs(energy))
+                if change < -tol:
+                    labels, energy, last_change, changed = new, energy + change, step, True
+                elif change > tol:
+                    rejected += 1
+            notify(sweep, labels)
+            if not changed:
+                converged = True
+                break
+        if not np.isfinite(graph.energy(labels, unary)):  # a hard factor the moves left broken
+            labels, _ = finish(unary, graph, [labels], "alpha-expansion", rng, fallback=init)
+            notify(sweep, labels)
+        info = {"moves": n_moves, "qpbo_moves": qpbo_moves, "unlabelled": unlabelled,
+                "rejected_moves": rejected, "submodular": moves.submodular}
+        return {"labels": labels, "n_iter": sweep, "converged": converged, "info": info}
