@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hmrf import Constraints, InfeasibleError, PairwiseGraph
-from hmrf.inference import ExactMILP
+from hmrf.inference import ExactMILP, get_engine
 from hmrf.inference.expansion import AlphaExpansion, ExpansionMoves, classify_tables
 from hmrf.inference.qpbo import solve_binary
 
@@ -416,8 +416,9 @@ def test_no_edges_and_isolated_nodes():
 ESTIMATORS_WITH_ENGINES = ["HMRFKMeans", "PCKMeans", "MPCKMeans", "MKMeans"]
 
 
+@pytest.mark.parametrize("spec", ["instance", "expansion"])
 @pytest.mark.parametrize("name", ESTIMATORS_WITH_ENGINES)
-def test_every_estimator_runs_with_alpha_expansion(name):
+def test_every_estimator_runs_with_alpha_expansion(name, spec):
     from sklearn.datasets import load_iris
 
     import hmrf
@@ -429,10 +430,16 @@ def test_every_estimator_runs_with_alpha_expansion(name):
     weight = np.where(hard, np.inf, c.weight)
     c = Constraints(150, c.pairs, c.kind, weight)
     cls = getattr(hmrf, name)
-    fits = [cls(3, inference=AlphaExpansion(), random_state=0).fit(X, constraints=c) for _ in range(2)]
+    engine = AlphaExpansion() if spec == "instance" else spec
+    fits = [cls(3, inference=engine, random_state=0).fit(X, constraints=c) for _ in range(2)]
     est = fits[0]
     assert np.array_equal(est.labels_, fits[1].labels_)
     assert set(np.unique(est.labels_)) <= {0, 1, 2} and np.isfinite(est.objective_)
     same = est.labels_[c.pairs[:, 0]] == est.labels_[c.pairs[:, 1]]
     assert np.all(same[hard] == (c.kind[hard] == 1))
     assert np.all(np.diff(est.history_) <= 1e-9 * np.abs(est.history_[:-1]).max())
+
+
+def test_the_engine_registry_knows_expansion():
+    engine = get_engine("expansion")
+    assert isinstance(engine, AlphaExpansion) and engine.nonsubmodular == "qpbo"

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 from .base import InferenceEngine, InferenceResult, reduce_problem
 from .bp import BeliefPropagation
+from .expansion import AlphaExpansion
 from .icm import ICM
 from .lp import LPRelaxation
 from .milp import ExactMILP
 
 __all__ = ["InferenceEngine", "InferenceResult", "ICM", "BeliefPropagation", "LPRelaxation",
-           "ExactMILP", "reduce_problem", "get_engine", "ENGINES", "EngineSpec"]
+           "ExactMILP", "AlphaExpansion", "reduce_problem", "get_engine", "ENGINES", "EngineSpec"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,9 @@ ENGINES = {
                          "LP relaxation + rounding, then an ICM polish", gives_bound=True),
     "lp-cvxpy": EngineSpec(lambda: LPRelaxation(backend="cvxpy"),
                            "the same LP stated in cvxpy (needs cvxpy)", gives_bound=True),
+    "expansion": EngineSpec(AlphaExpansion,
+                            "alpha-expansion graph cuts, QPBO moves for cannot-links (needs "
+                            "PyMaxflow: hmrf[graphcut])"),
     "exact": EngineSpec(ExactMILP,
                         "exact MILP (HiGHS), 60 s limit per E-step: small problems only",
                         gives_bound=True),
