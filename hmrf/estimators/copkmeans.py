@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 
-from ..inference.greedy import GreedyFeasible
+from .._params import Interval, Options, validate_params
+from ..inference.greedy import METHODS, GreedyFeasible
 from .base import HMRFClusterMixin
 
 __all__ = ["COPKMeans"]
@@ -13,9 +16,9 @@ __all__ = ["COPKMeans"]
 class COPKMeans(HMRFClusterMixin):
     """KMeans in which every constraint is hard.
 
-    Assignment: each point in random order goes to its closest cluster that breaks no
-    constraint with the points already assigned; if there is none the algorithm aborts
-    with :class:`~hmrf.InfeasibleError` naming the point (Wagstaff et al. 2001).
+    Assignment: each point goes to its closest cluster that breaks no constraint with
+    the points already assigned; if there is none the algorithm aborts with
+    :class:`~hmrf.InfeasibleError` naming the point (Wagstaff et al. 2001, Table 1).
     Initialisation: random data points as centres, never two from the same must-link
     component (as each centre is chosen, its must-links are enforced; thesis §3.5.3).
 
@@ -25,27 +28,102 @@ class COPKMeans(HMRFClusterMixin):
     emission : str or EmissionFamily, default="sqeuclidean"
     max_iter : int, default=100
     tol : float, default=1e-4
+    n_restarts : int, default=0
+        At a dead end of an assignment step, re-assign the constraint components that
+        hold one in up to this many other point orders (the points that hit dead ends
+        first). The default 0 is the paper's algorithm (abort at the first dead end).
+    repair : {None, "milp"}, default=None
+        ``"milp"``: components still at a dead end after the restarts are assigned
+        exactly by :class:`~hmrf.inference.ExactMILP` (the closest-centre labelling
+        that honours all their constraints). Then the fit aborts only when the
+        constraints cannot all hold, which the MILP proves; it is exponential in the
+        worst case, so meant for small or moderately constrained problems.
+    time_limit : float, default=60.0
+        Seconds for each MILP repair (with ``repair="milp"``).
     random_state : int, RandomState or None, default=None
+
+    Attributes
+    ----------
+    assignment_ : {"greedy", "restarts", "milp"}
+        What produced the labels: ``"greedy"`` when every assignment step of the fit
+        succeeded in its first point order (the paper's algorithm), ``"restarts"`` when
+        one needed another point order, ``"milp"`` when one needed the exact repair.
+    labels_, cluster_centers_, objective_, history_, n_iter_, converged_, constraints_ :
+        As :class:`~hmrf.HMRFKMeans`.
 
     Notes
     -----
     All given weights are replaced by ``inf``; contradictory constraints raise
     :class:`~hmrf.InconsistentConstraintsError` when the set is built. Must-link
-    components are assigned as a unit by their summed distance (see
-    :class:`~hmrf.inference.greedy.GreedyFeasible`). EM keeps the previous labelling when
-    a greedy pass would increase the objective, so the SSE never rises.
+    components are assigned as a unit by their summed distance, most constrained first
+    (see :class:`~hmrf.inference.greedy.GreedyFeasible`). EM keeps the previous
+    labelling when an assignment step would increase the objective, so the SSE never
+    rises.
+
+    References
+    ----------
+    Wagstaff, Cardie, Rogers & Schroedl (2001), "Constrained k-means clustering with
+    background knowledge", ICML. Basu (2005), §2.3.3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hmrf import COPKMeans
+    >>> X = np.array([[0.0], [0.1], [0.2], [5.0], [5.1]])
+    >>> est = COPKMeans(2, random_state=0).fit(X, must_link=[(2, 3)], cannot_link=[(0, 2)])
+    >>> est.labels_.tolist(), est.assignment_
+    ([1, 1, 0, 0, 0], 'greedy')
     """
 
+    _parameter_constraints = {
+        "n_restarts": [Interval(Integral, 0, None)],
+        "repair": [Options(None, "milp")],
+        "time_limit": [Interval(Real, 0, None, closed="neither")],
+    }
+
     def __init__(self, n_clusters=8, *, emission="sqeuclidean", max_iter=100, tol=1e-4,
-                 random_state=None):
+                 n_restarts=0, repair=None, time_limit=60.0, random_state=None):
         self.n_clusters = n_clusters
         self.emission = emission
         self.max_iter = max_iter
         self.tol = tol
+        self.n_restarts = n_restarts
+        self.repair = repair
+        self.time_limit = time_limit
         self.random_state = random_state
 
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None, potentials=None):
+        """Cluster ``X`` with every constraint hard; sets ``assignment_``.
+
+        Parameters
+        ----------
+        X, y, must_link, cannot_link, constraints, potentials
+            As for :class:`~hmrf.HMRFKMeans` (``fit``); every constraint becomes hard.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InfeasibleError
+            An assignment step found no legal cluster for a point (see ``n_restarts``
+            and ``repair``).
+        """
+        validate_params(self)
+        self._methods = []
+        try:
+            super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints,
+                        potentials=potentials)
+        finally:
+            methods, self._methods = self._methods, None
+        self.assignment_ = max(methods, key=METHODS.index, default="greedy")
+        return self
+
     def _spec_inference(self):
-        return GreedyFeasible()
+        engine = _RecordingGreedy(self.n_restarts, self.repair, self.time_limit)
+        engine._log = getattr(self, "_methods", None)
+        return engine
 
     def _supervision(self, n, y, must_link, cannot_link, constraints):
         c = super()._supervision(n, y, must_link, cannot_link, constraints)
@@ -65,3 +143,15 @@ class COPKMeans(HMRFClusterMixin):
                 "COP-KMeans needs a distinct component per initial centre."
             )
         return model.emission.init_params(model.X, centers)
+
+
+class _RecordingGreedy(GreedyFeasible):
+    """GreedyFeasible that notes what produced each E-step's labels (for ``assignment_``)."""
+
+    _log = None
+
+    def map(self, unary, graph=None, init=None, rng=None, callback=None):
+        res = super().map(unary, graph, init=init, rng=rng, callback=callback)
+        if self._log is not None:
+            self._log.append(res.info.get("method", "greedy"))
+        return res

@@ -6,8 +6,9 @@ must-link or cannot-link), an infinite entry of a table edge, or an infinite una
 them exists is graph colouring in general (NP-complete), so engines that are not exact
 use the greedy assignment of COP-KMeans (Wagstaff et al. 2001; Basu 2005, §2.3.3):
 visit the nodes one by one, each taking its cheapest label compatible with the hard
-factors to the nodes already placed. The order matters; :func:`greedy_repair` tries the
-most constrained nodes first and then random orders.
+factors to the nodes already placed. The order matters; :func:`greedy_with_restarts`
+tries the most constrained nodes first and then squeaky-wheel orders (the nodes that
+hit dead ends first).
 
 Every function here is sequential over the nodes it places (a greedy assignment is
 inherently so) and runs only on the components that need it.
@@ -20,8 +21,8 @@ import numpy as np
 from ..exceptions import InfeasibleError
 from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 
-__all__ = ["HardFactors", "greedy_assign", "constrained_first_order", "greedy_repair",
-           "violating_nodes", "raise_if_infeasible"]
+__all__ = ["HardFactors", "greedy_assign", "constrained_first_order", "greedy_with_restarts",
+           "greedy_repair", "violating_nodes", "raise_if_infeasible"]
 
 
 class HardFactors:
@@ -130,14 +131,46 @@ def violating_nodes(unary, graph: PairwiseGraph, labels) -> np.ndarray:
     return np.flatnonzero(bad)
 
 
+def greedy_with_restarts(unary, hard: HardFactors, comp, todo, rng: np.random.Generator,
+                         n_restarts: int, labels=None) -> tuple[np.ndarray, int, np.ndarray]:
+    """Greedy passes over ``todo`` until every node is placed or ``n_restarts`` run out.
+
+    The first pass visits :func:`constrained_first_order`. Each restart re-assigns the
+    connected components (``comp``) that still hold a dead end, in a squeaky-wheel
+    order (Joslin & Clements 1999): the nodes that hit dead ends most often in earlier
+    passes first, then the most constrained, ties in random order.
+
+    Returns
+    -------
+    labels : ndarray (n,)
+        ``-1`` where the last pass found no allowed label.
+    restarts : int
+        Passes after the first.
+    order : ndarray
+        The last pass's visiting order (its first ``-1`` is where it got stuck first).
+    """
+    order = constrained_first_order(hard, todo, rng)
+    labels = greedy_assign(unary, hard, order, labels)
+    dead_ends = np.zeros(labels.shape[0])
+    restarts = 0
+    while restarts < int(n_restarts) and (labels < 0).any():
+        failed = labels < 0
+        dead_ends[failed] += 1
+        nodes = np.flatnonzero(np.isin(comp, np.unique(comp[failed])))
+        order = nodes[np.lexsort((rng.random(nodes.size), -hard.degree[nodes], -dead_ends[nodes]))]
+        labels = greedy_assign(unary, hard, order, labels)
+        restarts += 1
+    return labels, restarts, order
+
+
 def greedy_repair(unary, graph: PairwiseGraph, labels, rng: np.random.Generator,
                   n_restarts: int = 10) -> np.ndarray:
     """Re-place, greedily, every connected component that breaks a hard factor.
 
-    Each such component is emptied and assigned again by :func:`greedy_assign`: first
-    in :func:`constrained_first_order`, then, for the components that still hit a dead
-    end, in up to ``n_restarts`` uniformly random orders. Components that honour their
-    hard factors keep their labels.
+    Each such component is emptied and assigned again by :func:`greedy_assign`, with
+    up to ``n_restarts`` further point orders for the components that hit a dead end
+    (:func:`greedy_with_restarts`). Components that honour their hard factors keep
+    their labels.
 
     Returns
     -------
@@ -149,18 +182,10 @@ def greedy_repair(unary, graph: PairwiseGraph, labels, rng: np.random.Generator,
     bad = violating_nodes(unary, graph, labels)
     if bad.size == 0:
         return labels
-    k = unary.shape[1]
-    hard = HardFactors(graph, k)
+    hard = HardFactors(graph, unary.shape[1])
     _, comp = graph.components()
     todo = np.flatnonzero(np.isin(comp, np.unique(comp[bad])))
-    labels = greedy_assign(unary, hard, constrained_first_order(hard, todo, rng), labels)
-    for _ in range(int(n_restarts)):
-        failed = labels < 0
-        if not failed.any():
-            break
-        todo = np.flatnonzero(np.isin(comp, np.unique(comp[failed])))
-        labels = greedy_assign(unary, hard, rng.permutation(todo), labels)
-    return labels
+    return greedy_with_restarts(unary, hard, comp, todo, rng, n_restarts, labels)[0]
 
 
 def raise_if_infeasible(unary, graph: PairwiseGraph, labels, engine: str) -> None:

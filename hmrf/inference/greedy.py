@@ -1,79 +1,125 @@
 """Greedy feasible assignment: the assignment step of COP-KMeans (Wagstaff et al. 2001).
 
 Nodes are visited once; each takes its cheapest label that violates no hard factor with
-the nodes already placed (Basu 2005, §2.3.3). If no label is legal the
-algorithm aborts with :class:`~hmrf.InfeasibleError` naming the point, as COP-KMeans
-does. Soft factors are ignored: COP-KMeans treats every constraint as hard.
+the nodes already placed (Basu 2005, §2.3.3). If no label is legal the algorithm aborts
+with :class:`~hmrf.InfeasibleError` naming the point, as COP-KMeans does. Soft factors
+are ignored: COP-KMeans treats every constraint as hard. Two optional next steps for a
+dead end are offered: restarts in other point orders, and an exact repair by
+:class:`~hmrf.inference.ExactMILP`.
 """
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 
+from .._params import Interval, Options
 from ..exceptions import InfeasibleError
-from ..graph import POTTS_CL, POTTS_ML
+from ..graph import TABLE, PairwiseGraph
 from .base import InferenceEngine
+from .feasibility import HardFactors, greedy_with_restarts
+from .milp import ExactMILP
 
-__all__ = ["GreedyFeasible"]
+__all__ = ["GreedyFeasible", "METHODS"]
+
+#: what produced a labelling, from the paper's algorithm to the exact repair
+METHODS = ("greedy", "restarts", "milp")
 
 
 class GreedyFeasible(InferenceEngine):
-    """One pass of constraint-respecting greedy assignment (COP-KMeans' E-step).
+    """Constraint-respecting greedy assignment (COP-KMeans' E-step), with optional repair.
+
+    Parameters
+    ----------
+    n_restarts : int, default=0
+        When the pass hits a dead end, re-assign the connected components that contain
+        one in up to this many other point orders (squeaky wheel: the points that hit
+        dead ends first; :func:`~hmrf.inference.feasibility.greedy_with_restarts`). 0 is
+        Wagstaff et al.'s algorithm: abort at the first dead end.
+    repair : {None, "milp"}, default=None
+        ``"milp"``: components still at a dead end after the restarts are solved
+        exactly by :class:`~hmrf.inference.ExactMILP` on their hard factors (the
+        cheapest labelling that honours them all), which also proves infeasibility.
+    time_limit : float, default=60.0
+        Seconds for the MILP repair of one E-step (see :class:`ExactMILP`).
 
     Notes
     -----
-    Only hard Potts factors are enforced. Wagstaff et al. visit points in data order;
-    we visit the constrained nodes with the most hard constraints first (ties in random
-    order), a static DSATUR-style order that makes greedy dead ends, and hence aborts
-    on feasible problems, much rarer (unconstrained points are order-independent).
-    Hard must-link components arrive contracted into one node whose cost is the sum of
-    its members' costs (the base class's exact reduction), so a component moves as a
-    unit; Wagstaff et al. instead let the first
-    member visited decide, which can only give a higher summed cost. Only nodes with
-    constraints reach the Python loop below (it is inherently sequential); everything
-    else is a vectorised argmin.
+    Only hard factors are enforced (hard Potts edges, infinite table entries, forbidden
+    labels). Wagstaff et al. visit points in data order; the first pass visits the
+    constrained nodes with the most hard constraints first (ties in random order), a
+    static DSATUR-style order that makes greedy dead ends, and hence aborts on feasible
+    problems, much rarer (unconstrained points are order-independent). Hard must-link
+    components arrive contracted into one node whose cost is the sum of its members'
+    costs (the base class's exact reduction), so a component moves as a unit; Wagstaff
+    et al. instead let the first member visited decide, which can only give a higher
+    summed cost. Only nodes with constraints reach the Python loop (it is inherently
+    sequential); everything else is a vectorised argmin.
+
+    ``result.info["method"]`` says what produced the labels: ``"greedy"`` (the first
+    pass), ``"restarts"`` (a later point order) or ``"milp"`` (the exact repair).
 
     Raises
     ------
     InfeasibleError
-        When a node has no label compatible with its already-placed neighbours.
+        A node with no label compatible with its already-placed neighbours, after the
+        restarts and without the MILP repair; or, with ``repair="milp"``, hard
+        constraints that no labelling can satisfy.
+
+    References
+    ----------
+    Wagstaff, Cardie, Rogers & Schroedl (2001), "Constrained k-means clustering with
+    background knowledge", ICML, Table 1. Basu (2005), §2.3.3. Joslin & Clements
+    (1999), "Squeaky wheel optimization", JAIR 10 (the restart orders).
     """
+
+    _parameter_constraints = {
+        "n_restarts": [Interval(Integral, 0, None)],
+        "repair": [Options(None, "milp")],
+        "time_limit": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, n_restarts=0, repair=None, time_limit=60.0):
+        self.n_restarts = n_restarts
+        self.repair = repair
+        self.time_limit = time_limit
 
     def _solve(self, unary, graph, init, rng, notify):
         n, k = unary.shape
-        hard = np.isinf(graph.weight) & ((graph.kind == POTTS_CL) | (graph.kind == POTTS_ML))
-        e = graph.edges[hard]
-        kind = graph.kind[hard]
-        src = np.r_[e[:, 0], e[:, 1]]
-        dst = np.r_[e[:, 1], e[:, 0]]
-        kk = np.r_[kind, kind]
-        order = np.argsort(src, kind="stable")
-        src, dst, kk = src[order], dst[order], kk[order]
-        start = np.searchsorted(src, np.arange(n + 1))
-        labels = np.full(n, -1, dtype=np.int64)
-        ranking = np.argsort(unary, axis=1, kind="stable")
-        # most-constrained first (ties in random order) makes spurious aborts rarer
-        degree = np.diff(start)
-        visit = np.lexsort((rng.random(n), -degree))
-        for i in visit:
-            nb = dst[start[i]:start[i + 1]]
-            nk = kk[start[i]:start[i + 1]]
-            placed = labels[nb] >= 0
-            allowed = np.isfinite(unary[i])
-            allowed[labels[nb[placed & (nk == POTTS_CL)]]] = False
-            must = np.unique(labels[nb[placed & (nk == POTTS_ML)]])
-            if must.size:
-                only = np.zeros(k, dtype=bool)
-                if must.size == 1:
-                    only[must] = True
-                allowed &= only
-            legal = ranking[i][allowed[ranking[i]]]
-            if legal.size == 0:
-                raise InfeasibleError(
-                    "no cluster can take it without violating a hard constraint with the "
-                    "points already assigned (COP-KMeans aborts here)",
-                    point=int(i),
-                )
-            labels[i] = legal[0]
+        _, comp = graph.components()
+        labels, restarts, order = greedy_with_restarts(
+            unary, HardFactors(graph, k), comp, np.arange(n), rng, self.n_restarts)
+        method = "restarts" if restarts else "greedy"
+        if (labels < 0).any() and self.repair == "milp":
+            nodes = np.flatnonzero(np.isin(comp, np.unique(comp[labels < 0])))
+            labels[nodes] = self._exact(unary[nodes], graph.subgraph(nodes), nodes, rng)
+            method = "milp"
+        if (labels < 0).any():
+            first = order[np.flatnonzero(labels[order] < 0)[0]]
+            tried = "" if restarts == 0 else f" (and in {restarts} other point orders)"
+            raise InfeasibleError(
+                "no cluster can take it without violating a hard constraint with the points "
+                f"already assigned{tried}; COP-KMeans aborts here. The constraints may still be "
+                "satisfiable: try n_restarts or repair='milp'.",
+                point=int(first),
+            )
         notify(1, labels)
-        return {"labels": labels, "n_iter": 1, "converged": True}
+        return {"labels": labels, "n_iter": 1 + restarts, "converged": True,
+                "info": {"method": method, "restarts": restarts}}
+
+    def _exact(self, unary, sub: PairwiseGraph, nodes, rng) -> np.ndarray:
+        """The MILP repair: the cheapest labelling honouring the hard factors of ``sub``."""
+        keep = np.isinf(sub.weight) | (sub.kind == TABLE)
+        hard_only = PairwiseGraph(sub.n_nodes, sub.edges[keep], sub.weight[keep], sub.kind[keep],
+                                  sub.tables, None if sub.table_index is None else sub.table_index[keep])
+        try:
+            return ExactMILP(time_limit=self.time_limit).map(unary, hard_only, rng=rng).labels
+        except InfeasibleError as exc:
+            point = int(nodes[exc.point]) if exc.point is not None else int(nodes[0])
+            raise InfeasibleError(
+                "the hard constraints of this point's component cannot all hold: ExactMILP "
+                "proves that no labelling satisfies them.",
+                point=point,
+            ) from None
+

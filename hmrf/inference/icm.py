@@ -207,7 +207,7 @@ class ICM(InferenceEngine):
     max_iter : int, default=100
         Maximum number of sweeps over the constrained nodes.
     repair_restarts : int, default=10
-        Random orders the hard-constraint repair tries after its first order (Notes).
+        Further point orders the hard-constraint repair tries after its first (Notes).
 
     Notes
     -----
@@ -223,17 +223,19 @@ class ICM(InferenceEngine):
     component that still breaks a hard factor is re-assigned greedily
     (:func:`~hmrf.inference.feasibility.greedy_repair`: COP-KMeans' assignment, each
     node taking its cheapest label compatible with the nodes already placed; most
-    constrained nodes first, then ``repair_restarts`` random orders) and the sweeps
-    resume from there, which keeps every hard factor honoured. If every order hits a
-    dead end, :class:`~hmrf.InfeasibleError` names the point that could not be placed:
-    the problem is infeasible or too hard for this repair (``ExactMILP`` decides). The
+    constrained nodes first, then up to ``repair_restarts`` squeaky-wheel orders that
+    visit first the nodes that hit dead ends) and the sweeps resume from there, which
+    keeps every hard factor honoured. If every order hits a dead end,
+    :class:`~hmrf.InfeasibleError` names the point that could not be placed: the
+    problem is infeasible or too hard for this repair (``ExactMILP`` decides). The
     result never breaks a hard constraint.
 
     References
     ----------
     Besag (1986), "On the statistical analysis of dirty pictures". Basu (2005), §4.4.4.
     Wagstaff, Cardie, Rogers & Schroedl (2001), "Constrained k-means clustering with
-    background knowledge", ICML (the greedy assignment of the repair).
+    background knowledge", ICML (the greedy assignment of the repair). Joslin &
+    Clements (1999), "Squeaky wheel optimization", JAIR 10 (its restart orders).
 
     Examples
     --------

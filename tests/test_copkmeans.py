@@ -1,0 +1,126 @@
+"""COP-KMeans and its E-step (GreedyFeasible): the paper's algorithm, restarts, MILP repair."""
+
+import itertools
+
+import numpy as np
+import pytest
+from mrf_problems import random_problem
+
+from hmrf import Constraints, COPKMeans, InconsistentConstraintsError, InfeasibleError, PairwiseGraph
+from hmrf.inference import ExactMILP
+from hmrf.inference.greedy import GreedyFeasible
+
+
+def dense_cannot_link_problem(seed, p_ml=0.15, pairs_per_point=(1, 3)):
+    """Random data with many cannot-links and few clusters: greedy dead ends are common."""
+    rng = np.random.default_rng(seed)
+    n, k, d = int(rng.integers(6, 31)), int(rng.integers(2, 4)), int(rng.integers(1, 5))
+    X = rng.normal(size=(n, d))
+    lo, hi = pairs_per_point
+    pairs = rng.integers(0, n, size=(int(rng.integers(int(lo * n), int(hi * n))), 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    is_ml = rng.random(len(pairs)) < p_ml
+    return X, k, pairs[is_ml].tolist(), pairs[~is_ml].tolist()
+
+
+def feasible(n, k, ml, cl):
+    """Whether all constraints can hold with k clusters (ExactMILP decides it exactly)."""
+    try:
+        c = Constraints.from_pairs(must_link=ml, cannot_link=cl, n=n, weight=np.inf)
+        ExactMILP().map(np.zeros((n, k)), c)
+    except (InfeasibleError, InconsistentConstraintsError):
+        return False
+    return True
+
+
+def honours(labels, ml, cl):
+    return all(labels[i] == labels[j] for i, j in ml) and all(labels[i] != labels[j] for i, j in cl)
+
+
+# seeds of dense_cannot_link_problem where the paper's algorithm aborts on a feasible
+# problem with random_state=0: the restarts rescue the first, only the MILP the second
+RESCUED_BY_RESTARTS, RESCUED_BY_MILP = 80, 256
+
+
+@pytest.mark.parametrize("seed, rescued_by_restarts", [(RESCUED_BY_RESTARTS, True), (RESCUED_BY_MILP, False)])
+def test_default_is_wagstaffs_algorithm_and_the_options_rescue_feasible_problems(seed, rescued_by_restarts):
+    X, k, ml, cl = dense_cannot_link_problem(seed)
+    assert feasible(len(X), k, ml, cl)
+    with pytest.raises(InfeasibleError, match="COP-KMeans aborts here") as info:
+        COPKMeans(k, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+    assert info.value.point in range(len(X))
+    if rescued_by_restarts:
+        est = COPKMeans(k, n_restarts=10, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+        assert est.assignment_ == "restarts" and honours(est.labels_, ml, cl)
+    else:
+        with pytest.raises(InfeasibleError, match="other point orders"):
+            COPKMeans(k, n_restarts=10, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+    for restarts in (0, 10):
+        est = COPKMeans(k, n_restarts=restarts, repair="milp", random_state=0).fit(
+            X, must_link=ml, cannot_link=cl)
+        assert honours(est.labels_, ml, cl)
+        assert est.assignment_ == ("restarts" if rescued_by_restarts and restarts else "milp")
+        assert np.isfinite(est.objective_) and np.all(np.diff(est.history_) <= 1e-9)
+
+
+def test_milp_repair_aborts_only_on_infeasible_problems():
+    n_feasible = n_infeasible = 0
+    for seed in range(40):
+        X, k, ml, cl = dense_cannot_link_problem(1000 + seed, p_ml=0.05, pairs_per_point=(0.5, 1.5))
+        try:
+            est = COPKMeans(k, repair="milp", random_state=0).fit(X, must_link=ml, cannot_link=cl)
+        except InconsistentConstraintsError:
+            continue
+        except InfeasibleError as exc:
+            assert not feasible(len(X), k, ml, cl) and exc.point in range(len(X))
+            n_infeasible += 1
+            continue
+        except ValueError as exc:  # fewer must-link components than clusters (initialisation)
+            assert "must-link components" in str(exc)
+            continue
+        assert honours(est.labels_, ml, cl) and est.assignment_ in ("greedy", "milp")
+        n_feasible += 1
+    assert n_feasible >= 10 and n_infeasible >= 5
+
+
+def test_assignment_is_greedy_without_dead_ends_and_parameters_are_checked():
+    X = np.array([[0.0], [0.1], [0.2], [5.0], [5.1]])
+    est = COPKMeans(2, random_state=0).fit(X, must_link=[(2, 3)], cannot_link=[(0, 2)])
+    assert est.assignment_ == "greedy" and honours(est.labels_, [(2, 3)], [(0, 2)])
+    assert COPKMeans(2, random_state=0).fit(X).assignment_ == "greedy"
+    with pytest.raises(ValueError, match=r"n_restarts must be an integer in \[0, inf\); got -1"):
+        COPKMeans(2, n_restarts=-1).fit(X)
+    with pytest.raises(ValueError, match="repair must be one of None, 'milp'; got 'sat'"):
+        COPKMeans(2, repair="sat").fit(X)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_greedy_engine_with_milp_repair_is_feasible_exactly_when_enumeration_is(seed):
+    # hard cannot-links and forbidden labels on tiny problems; enumeration decides
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(3, 8)), int(rng.integers(1, 4))
+    unary, g = random_problem(rng, n, k, int(rng.integers(2, 14)), p_cl=0.9, p_hard=1.0)
+    unary[rng.random((n, k)) < 0.1] = np.inf
+    hard = np.isinf(g.weight)
+    g = PairwiseGraph.potts(n, g.edges[hard], g.weight[hard], g.kind[hard])
+    ys = np.array(list(itertools.product(range(k), repeat=n)))
+    energies = np.array([g.energy(y, unary) for y in ys])
+    try:
+        res = GreedyFeasible(repair="milp").map(unary, g, rng=seed)
+    except InfeasibleError as exc:
+        assert not np.isfinite(energies).any() and exc.point in range(n)
+        return
+    assert np.isfinite(res.energy) and np.isfinite(energies).any()
+    assert res.info.get("method", "greedy") in ("greedy", "milp")
+    if res.info.get("method") == "milp" and g.n_edges and len(g.components()[1]) == n:
+        assert res.energy >= energies.min() - 1e-9
+
+
+def test_greedy_engine_reports_the_wagstaff_abort_point():
+    # point 2 is cannot-linked to 0 and 1, which the unary costs put in the two clusters
+    # first (they have the most constraints); 2 then has no legal cluster
+    unary = np.array([[0.0, 5.0], [5.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    g = PairwiseGraph.potts(4, [(0, 1), (0, 2), (1, 2)], np.full(3, np.inf), [-1, -1, -1])
+    with pytest.raises(InfeasibleError, match="point 2") as info:
+        GreedyFeasible().map(unary, g, rng=0)
+    assert info.value.point == 2
