@@ -27,6 +27,37 @@ from .inference.base import argmin_rows
 __all__ = ["AssignmentPass", "BlockResult", "assign_block", "assignment_pass", "block_rows",
            "nearest_clusters", "BLOCK_ELEMENTS"]
 
+_NUMBA = {}
+
+
+def _compiled_reduce_rows():
+    """The compiled row reduction, or ``None`` without numba (loaded on first use)."""
+    if "reduce_rows" not in _NUMBA:
+        try:
+            from .estep_numba import reduce_rows as kernel
+        except ImportError:
+            kernel = None
+        _NUMBA["reduce_rows"] = kernel
+    return _NUMBA["reduce_rows"]
+
+
+def reduce_rows(U, previous=None) -> tuple[np.ndarray, np.ndarray, float]:
+    """Row argmin (first minimiser, int64), row minimum (float64) and ``Σ U[i, previous_i]``
+    (0.0 without ``previous``) of a block of unary costs: one compiled pass when numba is
+    installed, else :func:`~hmrf.inference.base.argmin_rows` and a gather."""
+    n = U.shape[0]
+    kernel = _compiled_reduce_rows()
+    if kernel is not None and U.dtype in (np.float32, np.float64):
+        labels, mins = np.empty(n, dtype=np.int64), np.empty(n)
+        prev = np.zeros(n, dtype=np.int64) if previous is None else np.asarray(previous, dtype=np.int64)
+        total, nan_row = kernel(U, prev, previous is not None, labels, mins)
+        if nan_row < 0:
+            return labels, mins, float(total)
+    labels, mins = argmin_rows(U)
+    total = 0.0 if previous is None else float(U[np.arange(n), previous].sum(dtype=np.float64))
+    return labels.astype(np.int64, copy=False), mins.astype(np.float64, copy=False), total
+
+
 #: Size of one block's (rows x max(k, d)) temporaries, in elements: large enough that
 #: NumPy's per-call overhead is negligible, small enough to stay in cache-sized memory.
 BLOCK_ELEMENTS = 2**18
@@ -81,10 +112,7 @@ def assign_block(model, params, start: int, stop: int, previous=None, constraine
         Centre of the statistics' second moments.
     """
     U = model.unary(params, rows=slice(start, stop))
-    labels, mins = argmin_rows(U)
-    prev = 0.0
-    if previous is not None:
-        prev = float(U[np.arange(U.shape[0]), previous].sum(dtype=np.float64))
+    labels, mins, prev = reduce_rows(U, previous)
     if constrained_mask is not None and constrained_mask.any():
         rows = np.asarray(U[constrained_mask], dtype=np.float64)
     else:
@@ -93,8 +121,7 @@ def assign_block(model, params, start: int, stop: int, previous=None, constraine
     if accumulate:
         stats = model.emission.statistics(model.X[start:stop], labels, model.n_clusters,
                                           model.normalizer, shift)
-    return BlockResult(labels.astype(np.int64, copy=False), mins.astype(np.float64, copy=False),
-                       prev, rows, stats)
+    return BlockResult(labels, mins, prev, rows, stats)
 
 
 @dataclass

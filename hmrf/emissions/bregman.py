@@ -83,6 +83,8 @@ class BregmanFamily(EmissionFamily):
     [1.0, 8.0]
     """
 
+    _memo = None  # (centres, dtype, -∇φ(M), cluster part) of the last centres seen
+
     def __init__(self, phi, grad_phi, name: str = "bregman", domain=None):
         self.phi = phi
         self.grad_phi = grad_phi
@@ -98,14 +100,25 @@ class BregmanFamily(EmissionFamily):
         """``φ(x_i)`` for every row (n,), float64."""
         return np.asarray(self.phi(X), dtype=np.float64).reshape(-1)
 
-    def divergence(self, X, centers, data=None) -> np.ndarray:
+    def _centre_terms(self, centers, dtype):
+        """``-∇φ(μ_h)`` and ``<μ_h, ∇φ(μ_h)> - φ(μ_h)`` in ``dtype``, remembered for the
+        last centres seen: the E-step evaluates the same centres on every row block."""
+        memo = self._memo
+        if memo is not None and memo[0] is centers and memo[1] == dtype:
+            return memo[2], memo[3]
         M = np.asarray(centers, dtype=np.float64)
         G = np.asarray(self.grad_phi(M), dtype=np.float64)
         cluster_part = np.einsum("ij,ij->i", M, G) - self.data_terms(M)
-        cost = _cross(X, -G)  # negate the small factor, not the (n, k) product
+        terms = (-G).astype(dtype), cluster_part.astype(dtype)
+        self._memo = (centers, dtype, *terms)
+        return terms
+
+    def divergence(self, X, centers, data=None) -> np.ndarray:
+        neg_grad, cluster_part = self._centre_terms(centers, work_dtype(X))
+        cost = _cross(X, neg_grad)  # the small factor is negated, not the (n, k) product
         phi_x = self.data_terms(X) if data is None else data
         cost += phi_x[:, None].astype(cost.dtype, copy=False)
-        cost += cluster_part[None, :].astype(cost.dtype)
+        cost += cluster_part[None, :]
         np.maximum(cost, 0.0, out=cost)  # D >= 0; cancellation can dip below
         return cost
 

@@ -1,0 +1,74 @@
+"""Memory budget of a fit: linear in n, no (n x k x several) or (n x groups) temporaries.
+
+NumPy reports its allocations to ``tracemalloc``, so the traced peak during ``fit`` is
+the memory the fit adds beyond the caller's ``X``. The budget is a small multiple of
+``X.nbytes`` plus a multiple of ``n_c · k`` floats (``n_c`` constrained points: their cost
+rows and the engine's messages). With k = 40 and d = 10 one dense (n, k) float64 matrix
+is four times ``X``, so the old E-step (a full unary matrix with its temporaries) or an
+(n x neighbourhoods) indicator in the initialisation breaks the budget.
+"""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from hmrf import Constraints, HMRFKMeans, KMeans, MPCKMeans, PCKMeans, SphericalKMeans
+
+N, D, K = 50_000, 10, 40
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, K, N)
+    X = rng.normal(size=(K, D))[y] * 2.0 + rng.normal(size=(N, D))
+    return X, y
+
+
+def _peak(fit):
+    tracemalloc.start()
+    try:
+        fit()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+ESTIMATORS = {
+    "hmrf-icm": lambda: HMRFKMeans(K, inference="icm", random_state=0),
+    "hmrf-bp": lambda: HMRFKMeans(K, inference="bp", random_state=0),
+    "pckmeans": lambda: PCKMeans(K, random_state=0, max_iter=10),
+    "mpckmeans-diag": lambda: MPCKMeans(K, inference="icm", random_state=0, max_iter=10),
+    "spherical": lambda: SphericalKMeans(K, random_state=0),
+}
+
+#: copies of X a family makes in ``prepare`` (cosine normalises the rows)
+COPIES = {"spherical": 1}
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = _data()
+    for make in ESTIMATORS.values():  # compile numba kernels outside the traced fits
+        make().fit(X[:500], constraints=Constraints.sample_from_labels(y[:500], 50, rng=0))
+    return X, y
+
+
+@pytest.mark.parametrize("name, n_pairs", [(name, 2_000) for name in ESTIMATORS]
+                         + [("hmrf-icm", 20_000), ("mpckmeans-diag", 20_000)])
+def test_fit_stays_within_memory_budget(data, name, n_pairs):
+    X, y = data
+    c = Constraints.sample_from_labels(y, n_pairs, rng=1)
+    n_c = len(c.constrained_points)
+    budget = (1.5 + COPIES.get(name, 0)) * X.nbytes + 12 * n_c * K * 8
+    est = ESTIMATORS[name]()
+    peak = _peak(lambda: est.fit(X, constraints=c))
+    assert peak <= budget, f"{name}: peak {peak / 1e6:.1f} MB > budget {budget / 1e6:.1f} MB"
+    assert np.unique(est.labels_).size == K
+
+
+def test_unconstrained_fit_stays_within_memory_budget(data):
+    X, _ = data
+    est = KMeans(K, random_state=0, max_iter=20)
+    peak = _peak(lambda: est.fit(X))
+    assert peak <= 1.5 * X.nbytes, f"peak {peak / 1e6:.1f} MB > {1.5 * X.nbytes / 1e6:.1f} MB"
