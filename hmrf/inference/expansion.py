@@ -98,8 +98,9 @@ def classify_tables(graph: PairwiseGraph) -> bool:
             t, what = problem
             raise ValueError(
                 f"AlphaExpansion needs metric or semi-metric cost tables (Boykov, Veksler & "
-                f"Zabih 2001, §3); table {int(ids[t])} {what}. Use BeliefPropagation, "
-                "LPRelaxation or ExactMILP for general tables."
+                f"Zabih 2001, §3); table {int(ids[t])} {what}. Pass "
+                "AlphaExpansion(tables='any') to run QPBO moves on it anyway (no "
+                "approximation bound), or use BeliefPropagation, LPRelaxation or ExactMILP."
             )
         via = np.min(T[:, :, :, None] + T[:, None, :, :], axis=2)  # min_c T[a,c] + T[c,b]
         metric &= bool(np.all(T <= via + 1e-12 * np.abs(via)))
@@ -120,15 +121,13 @@ class ExpansionMoves:
     unary : ndarray of shape (n, k)
         Unary costs (``+inf`` forbids a label).
     graph : PairwiseGraph
-        Potts must-links, cannot-links and metric or semi-metric tables.
+        Potts must-links and cannot-links, and cost tables of any kind (the moves are
+        exact where their terms are submodular, QPBO or truncation elsewhere).
 
     Attributes
     ----------
     penalty : float
         The finite cost ``M`` of one violated hard factor.
-    submodular : bool
-        Whether every move is submodular (no cannot-link, only metric tables), i.e.
-        solved exactly by one graph cut.
     """
 
     def __init__(self, unary, graph: PairwiseGraph):
@@ -138,7 +137,6 @@ class ExpansionMoves:
         self.allowed = np.isfinite(self.unary)
         self.p, self.q = graph.edges[:, 0], graph.edges[:, 1]
         kind, w = graph.kind, graph.weight
-        tables_metric = classify_tables(graph)
         potts = kind != TABLE
         hard = potts & np.isinf(w)
         finite_u = np.where(self.allowed, self.unary, np.nan)
@@ -160,7 +158,6 @@ class ExpansionMoves:
         ml = kind == POTTS_ML
         self.wc = np.where(ml, w_pen, 0.0)
         self.wk = np.where(potts, np.where(ml, w_pen, -w_pen), 0.0)
-        self.submodular = bool(tables_metric and not np.any(kind == -1))
 
     def terms(self, labels, alpha):
         """``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of every edge for the α-expansion of ``labels``."""
@@ -241,6 +238,12 @@ class AlphaExpansion(InferenceEngine):
         solved: QPBO, then a truncated cut for the variables QPBO leaves unlabelled, or
         truncation alone (Rother et al. 2005); see
         :func:`~hmrf.inference.qpbo.solve_binary`. Both never raise the energy.
+    tables : {"semi-metric", "any"}, default="semi-metric"
+        Which cost tables are accepted. ``"semi-metric"`` refuses a table that is not a
+        semi-metric with a ``ValueError`` (:func:`classify_tables`), the setting under
+        which expansion is defined (Boykov et al. 2001, §3); ``"any"`` runs the moves on
+        every table, with exact cuts where the terms are submodular and QPBO elsewhere:
+        still never raising the energy, but without an approximation bound.
 
     Notes
     -----
@@ -251,8 +254,8 @@ class AlphaExpansion(InferenceEngine):
     A move is kept only if it lowers the energy; the energy change is recomputed from
     the move's terms after each cut, and a move that would raise it is discarded and
     counted in ``info["rejected_moves"]`` (a guard: by the theory below it stays 0).
-    When every move is exact, a label whose last move came after the last change is
-    skipped, since its move would change nothing.
+    A label is skipped when the labelling has not changed since its last move and that
+    move was exact or changed nothing: its move would change nothing.
 
     * **Must-links** (Potts, a metric): every move is an exact graph cut and the result
       is within a factor 2 of the optimum (Boykov et al. 2001, Theorem 6.1); with two
@@ -264,9 +267,10 @@ class AlphaExpansion(InferenceEngine):
       energy (a fusion move, Lempitsky et al. 2010, §2), and the nodes it leaves
       unlabelled get a truncated cut tight at their current labels (Rother et al.
       2005, §3.2), which cannot raise it either. No approximation factor holds then.
-    * **Tables**: metric tables give exact moves as must-links do; semi-metric tables
-      (symmetric, zero diagonal, non-negative) get QPBO moves; other tables raise
-      ``ValueError`` (see :func:`classify_tables`).
+    * **Tables**: metric tables give exact moves as must-links do (within ``2c`` of the
+      optimum, ``c`` the ratio of the largest to the smallest non-zero entry; Theorem
+      6.1); semi-metric tables (symmetric, zero diagonal, non-negative) get QPBO moves;
+      other tables raise ``ValueError`` unless ``tables="any"``.
     * **Hard constraints**: hard must-links arrive contracted (the base class); hard
       cannot-links and forbidden table entries cost one finite penalty larger than the
       spread of all finite costs (:class:`ExpansionMoves`), so no move ever breaks one
@@ -279,7 +283,7 @@ class AlphaExpansion(InferenceEngine):
     problem after every sweep, also passed to ``callback``), ``moves`` (cuts
     computed), ``qpbo_moves`` and ``unlabelled`` (moves with non-submodular terms and
     the nodes QPBO left unlabelled in them, every node of them under truncation),
-    ``rejected_moves`` and ``submodular`` (whether every move was exact).
+    ``rejected_moves`` and ``exact_moves`` (whether every move was an exact cut).
     Needs PyMaxflow (``pip install "hmrf[graphcut]"``).
 
     References
@@ -307,14 +311,17 @@ class AlphaExpansion(InferenceEngine):
         "max_sweeps": [Interval(Integral, 1, None)],
         "label_order": [Options("random", "fixed")],
         "nonsubmodular": [Options("qpbo", "truncate")],
+        "tables": [Options("semi-metric", "any")],
     }
 
     monotone_from_init = True
 
-    def __init__(self, max_sweeps: int = 100, label_order: str = "random", nonsubmodular: str = "qpbo"):
+    def __init__(self, max_sweeps: int = 100, label_order: str = "random", nonsubmodular: str = "qpbo",
+                 tables: str = "semi-metric"):
         self.max_sweeps = max_sweeps
         self.label_order = label_order
         self.nonsubmodular = nonsubmodular
+        self.tables = tables
 
     def map(self, unary, graph=None, init=None, rng=None, callback=None):
         validate_params(self)
@@ -333,6 +340,8 @@ class AlphaExpansion(InferenceEngine):
 
     def _solve(self, unary, graph, init, rng, notify):
         n, k = unary.shape
+        if self.tables == "semi-metric":
+            classify_tables(graph)
         moves = ExpansionMoves(unary, graph)
         start = np.argmin(unary, axis=1)
         if init is None:
@@ -344,17 +353,21 @@ class AlphaExpansion(InferenceEngine):
         energy = moves.energy(labels)
         n_moves = qpbo_moves = unlabelled = rejected = 0
         step, last_change = 0, 0
-        last_run = np.full(k, -1)
+        last_run = np.full(k, -1)  # step of each label's last move
+        last_exact = np.zeros(k, dtype=bool)  # whether that move was an exact cut
         converged, sweep = False, 0
         for sweep in range(1, int(self.max_sweeps) + 1):
             changed = False
             order = rng.permutation(k) if self.label_order == "random" else range(k)
             for alpha in order:  # a loop over labels; each move is vectorised
-                if moves.submodular and last_run[alpha] >= last_change:
-                    continue  # an exact move from the same labelling changes nothing
+                # the labelling has not changed since this label's last move, which was
+                # optimal (exact) or changed nothing: the same move would change nothing
+                if last_run[alpha] > last_change or (last_run[alpha] == last_change and last_exact[alpha]):
+                    continue
                 step += 1
                 last_run[alpha] = step
                 new, change, cut = moves.move(labels, alpha, self.nonsubmodular)
+                last_exact[alpha] = cut is None or cut.exact
                 if cut is None:
                     continue
                 n_moves += 1
@@ -374,5 +387,5 @@ class AlphaExpansion(InferenceEngine):
             labels, _ = finish(unary, graph, [labels], "alpha-expansion", rng, fallback=init)
             notify(sweep, labels)
         info = {"moves": n_moves, "qpbo_moves": qpbo_moves, "unlabelled": unlabelled,
-                "rejected_moves": rejected, "submodular": moves.submodular}
+                "rejected_moves": rejected, "exact_moves": qpbo_moves == 0}
         return {"labels": labels, "n_iter": sweep, "converged": converged, "info": info}
