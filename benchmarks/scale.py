@@ -64,7 +64,8 @@ def warm_up():
 
     X, y = make_data(2000, 5, 3, seed=1)
     for engine in ("icm", "bp"):
-        HMRFKMeans(3, inference=engine, random_state=0).fit(X, constraints=Constraints.sample_from_labels(y, 200, rng=0))
+        c = Constraints.sample_from_labels(y, 200, rng=0)
+        HMRFKMeans(3, inference=engine, random_state=0).fit(X, constraints=c)
 
 
 def run_unconstrained(n, d, k, iters, repeats):
@@ -194,7 +195,8 @@ def main(argv=None):
         x_mb = n * args.d * 8 / 1e6
         for f in fractions:
             if f == 0:
-                r = spawn(job="unconstrained", n=n, d=args.d, k=args.k, iters=args.iters, repeats=args.repeats)
+                r = spawn(job="unconstrained", n=n, d=args.d, k=args.k, iters=args.iters,
+                          repeats=args.repeats)
                 print(f"| {n:,} | 0 | - | {r['fit']:.2f} | {r['n_iter']} | {r['per_iter']:.4f} | - | "
                       f"{r['sk_per_iter']:.4f} | {r['ratio']:.2f} | {r['peak_rss'] - r['base_rss']:.0f} | "
                       f"{x_mb:.0f} | {r['labels_equal']} |", flush=True)
