@@ -22,10 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _blocks
 from .inference.base import argmin_rows
+from .model import block_unary
 
-__all__ = ["AssignmentPass", "BlockResult", "assign_block", "assignment_pass", "block_rows",
-           "nearest_clusters", "BLOCK_ELEMENTS"]
+__all__ = ["AssignmentPass", "BlockResult", "assign_block", "assignment_pass", "nearest_clusters",
+           "reduce_rows"]
 
 _NUMBA = {}
 
@@ -58,16 +60,6 @@ def reduce_rows(U, previous=None) -> tuple[np.ndarray, np.ndarray, float]:
     return labels.astype(np.int64, copy=False), mins.astype(np.float64, copy=False), total
 
 
-#: Size of one block's (rows x max(k, d)) temporaries, in elements: large enough that
-#: NumPy's per-call overhead is negligible, small enough to stay in cache-sized memory.
-BLOCK_ELEMENTS = 2**18
-
-
-def block_rows(n_samples: int, width: int) -> int:
-    """Rows per block for temporaries of ``width`` columns."""
-    return int(min(max(n_samples, 1), max(256, BLOCK_ELEMENTS // max(int(width), 1))))
-
-
 @dataclass
 class BlockResult:
     """What one block of rows contributes to a pass.
@@ -93,25 +85,34 @@ class BlockResult:
     stats: object = None
 
 
-def assign_block(model, params, start: int, stop: int, previous=None, constrained_mask=None,
-                 accumulate: bool = False, shift=None) -> BlockResult:
-    """The pass's work on rows ``start:stop`` of ``model.X`` (see the module docstring).
+def assign_block(family, X_block, params, normalizer: str, n_clusters: int, *, data=None,
+                 clamped=None, previous=None, constrained_mask=None, accumulate: bool = False,
+                 shift=None) -> BlockResult:
+    """The pass's work on one block of rows (see the module docstring): a function of the
+    block alone, so that it runs the same on an in-memory slice or a Dask chunk.
 
     Parameters
     ----------
-    model : HMRF
+    family : EmissionFamily
+    X_block : ndarray or sparse matrix (b, d)
+        Prepared rows.
     params : EmissionParams
-    start, stop : int
-    previous : ndarray (stop - start,), optional
+    normalizer : str
+    n_clusters : int
+    data : ndarray (b,), optional
+        The family's data terms of these rows (computed here if ``None``).
+    clamped : ndarray (b,), optional
+        Fixed labels (``-1`` = free).
+    previous : ndarray (b,), optional
         Previous labels of these rows.
-    constrained_mask : ndarray of bool (stop - start,), optional
+    constrained_mask : ndarray of bool (b,), optional
         Which rows have pairwise factors.
     accumulate : bool
         Also compute the M-step statistics of the rows under their argmin labels.
     shift : ndarray (d,), optional
         Centre of the statistics' second moments.
     """
-    U = model.unary(params, rows=slice(start, stop))
+    U = block_unary(family, X_block, params, normalizer, data, clamped)
     labels, mins, prev = reduce_rows(U, previous)
     if constrained_mask is not None and constrained_mask.any():
         rows = np.asarray(U[constrained_mask], dtype=np.float64)
@@ -119,8 +120,7 @@ def assign_block(model, params, start: int, stop: int, previous=None, constraine
         rows = np.empty((0, U.shape[1]))
     stats = None
     if accumulate:
-        stats = model.emission.statistics(model.X[start:stop], labels, model.n_clusters,
-                                          model.normalizer, shift)
+        stats = family.statistics(X_block, labels, n_clusters, normalizer, shift)
     return BlockResult(labels, mins, prev, rows, stats)
 
 
@@ -167,11 +167,11 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
     shift : ndarray (d,), optional
         Centre of the statistics' second moments.
     block : int, optional
-        Rows per block (default: :func:`block_rows` for the wider of k and d).
+        Rows per block (default: blocks of about 2**18 cost and data entries).
     """
     n = model.n_samples
     k = model.n_clusters
-    step = block or block_rows(n, max(k, model.X.shape[1]))
+    step = block or _blocks.block_rows(n, max(k, model.X.shape[1]))
     labels = np.empty(n, dtype=np.int64)
     cost = np.empty(n)
     mask = None
@@ -179,11 +179,16 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
         mask = np.zeros(n, dtype=bool)
         mask[constrained] = True
     rows, total, stats = [], 0.0, None
+    data = model.data_terms
     for start in range(0, n, step):  # a loop over blocks; each block is vectorised
         stop = min(start + step, n)
-        res = assign_block(model, params, start, stop,
-                           None if previous is None else previous[start:stop],
-                           None if mask is None else mask[start:stop], accumulate, shift)
+        rows_ = slice(start, stop)
+        res = assign_block(
+            model.emission, model.X[rows_], params, model.normalizer, k,
+            data=None if data is None else data[rows_],
+            clamped=None if model.clamped is None else model.clamped[rows_],
+            previous=None if previous is None else previous[rows_],
+            constrained_mask=None if mask is None else mask[rows_], accumulate=accumulate, shift=shift)
         labels[start:stop] = res.labels
         cost[start:stop] = res.cost
         total += res.previous_cost
@@ -201,9 +206,7 @@ def nearest_clusters(family, X, params, normalizer: str = "constant") -> np.ndar
     n = X.shape[0]
     out = np.empty(n, dtype=np.int64)
     data = family.data_terms(X)
-    step = block_rows(n, max(params.n_clusters, X.shape[1]))
-    for start in range(0, n, step):  # a loop over blocks of rows
-        rows = slice(start, start + step)
+    for rows in _blocks.row_blocks(n, max(params.n_clusters, X.shape[1])):
         U = family.unary(X[rows], params, normalizer, data=None if data is None else data[rows])
-        out[rows] = argmin_rows(U)[0]
+        out[rows] = reduce_rows(U)[0]
     return out

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ._blocks import row_blocks
 from ._validation import check_random_state
 from .constraints import Constraints
 from .emissions.base import EmissionFamily
@@ -120,13 +121,9 @@ def _in_domain(X, centers, family) -> np.ndarray:
 
 def _min_divergence(X, centers, family, data) -> np.ndarray:
     """``min_h D(x_i, c_h)`` for every row (n,), float64, in blocks of rows."""
-    from .estep import block_rows
-
     n = X.shape[0]
     out = np.empty(n)
-    step = block_rows(n, max(centers.shape[0], X.shape[1]))
-    for s0 in range(0, n, step):  # a loop over blocks of rows
-        rows = slice(s0, s0 + step)
+    for rows in row_blocks(n, max(centers.shape[0], X.shape[1])):
         out[rows] = family.divergence(X[rows], centers, data=None if data is None else data[rows]).min(axis=1)
     return out
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._blocks import block_rows
 from ._validation import check_data, check_n_clusters
 from .constraints import Constraints
 from .emissions import EmissionFamily, get_emission
@@ -22,7 +23,21 @@ from .emissions.base import NORMALIZERS, MStepContext
 from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .potentials import PairwisePotential, PottsConstraints
 
-__all__ = ["HMRF"]
+__all__ = ["HMRF", "block_unary"]
+
+
+def block_unary(family, X_block, params, normalizer: str = "constant", data=None, clamped=None):
+    """Unary costs of a block of rows (b, k) in the block's precision; ``clamped`` (b,)
+    fixes the label of rows with a value >= 0 (the others get infinite cost:
+    CONSTRAINED-KMEANS, Basu 2005, Fig. 3.2)."""
+    cost = family.unary(X_block, params, normalizer, data=data)
+    if clamped is not None:
+        fixed = np.flatnonzero(clamped >= 0)
+        if fixed.size:
+            row = cost[fixed, clamped[fixed]].copy()
+            cost[fixed] = np.inf
+            cost[fixed, clamped[fixed]] = row
+    return cost
 
 
 class HMRF:
@@ -132,16 +147,9 @@ class HMRF:
         or for the rows of the slice ``rows`` only (the EM loop's blocks)."""
         rows = slice(None) if rows is None else rows
         data = self.data_terms
-        cost = self.emission.unary(self.X[rows], params, self.normalizer,
-                                   data=None if data is None else data[rows])
-        if self.clamped is not None:
-            clamp = self.clamped[rows]
-            fixed = np.flatnonzero(clamp >= 0)
-            if fixed.size:
-                row = cost[fixed, clamp[fixed]].copy()
-                cost[fixed] = np.inf
-                cost[fixed, clamp[fixed]] = row
-        return cost
+        return block_unary(self.emission, self.X[rows], params, self.normalizer,
+                           None if data is None else data[rows],
+                           None if self.clamped is None else self.clamped[rows])
 
     def graph(self, params=None) -> PairwiseGraph:
         """Pairwise factors of the E-step as a :class:`~hmrf.graph.PairwiseGraph`."""
@@ -162,8 +170,6 @@ class HMRF:
         """The emission family's M-step statistics (:mod:`hmrf.emissions.stats`) of
         ``assignment`` (labels or responsibilities) for all points, or for the points
         ``rows`` (then ``assignment`` has one entry per row), in blocks of rows."""
-        from .estep import block_rows
-
         assignment = np.asarray(assignment)
         size = self.n_samples if rows is None else len(rows)
         fam, k, shift = self.emission, self.n_clusters, self.statistics_shift

@@ -152,7 +152,9 @@ def test_predict_in_blocks_equals_full_argmin(monkeypatch):
     X, _ = _blobs(n=1000)
     est = HMRFKMeans(4, random_state=0).fit(X)
     full = est.predict(X)
-    monkeypatch.setattr(estep, "BLOCK_ELEMENTS", 64)
+    import hmrf._blocks as blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_ELEMENTS", 64)
     np.testing.assert_array_equal(est.predict(X), full)
 
 
