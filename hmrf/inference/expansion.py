@@ -38,7 +38,7 @@ from .._params import Interval, Options, validate_params
 from ..graph import POTTS_ML, TABLE, PairwiseGraph
 from .base import InferenceEngine
 from .polish import finish
-from .qpbo import load_maxflow, solve_binary
+from .qpbo import load_maxflow, solve_split, split_terms
 
 __all__ = ["AlphaExpansion", "ExpansionMoves", "classify_tables"]
 
@@ -158,6 +158,8 @@ class ExpansionMoves:
         ml = kind == POTTS_ML
         self.wc = np.where(ml, w_pen, 0.0)
         self.wk = np.where(potts, np.where(ml, w_pen, -w_pen), 0.0)
+        self.both_alpha = self.wc - self.wk  # θ(1,1) of Potts edges, whatever the labels
+        self.both_alpha.flags.writeable = False
 
     def terms(self, labels, alpha):
         """``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of every edge for the α-expansion of ``labels``."""
@@ -165,8 +167,9 @@ class ExpansionMoves:
         A = self.wc - self.wk * (a == b)
         B = self.wc - self.wk * (a == alpha)
         C = self.wc - self.wk * (b == alpha)
-        D = self.wc - self.wk
+        D = self.both_alpha
         if self.tab.size:
+            D = D.copy()
             t, ta, tb = np.arange(self.tab.size), a[self.tab], b[self.tab]
             tc = self.tab_cost
             A[self.tab], B[self.tab] = tc[t, ta, tb], tc[t, ta, alpha]
@@ -184,7 +187,7 @@ class ExpansionMoves:
 
     def move(self, labels, alpha, method="qpbo"):
         """The α-expansion move from ``labels``; ``method`` treats non-submodular terms
-        (:func:`~hmrf.inference.qpbo.solve_binary`).
+        (:func:`~hmrf.inference.qpbo.solve_split`).
 
         Returns
         -------
@@ -203,21 +206,26 @@ class ExpansionMoves:
             return labels, 0.0, None
         A, B, C, D = self.terms(labels, alpha)
         fp, fq = free[self.p], free[self.q]
+        up, uq, half_lambda = split_terms(A, B, C, D)
         delta = np.zeros(n)
         delta[nodes] = self.unary[nodes, alpha] - self.unary[nodes, labels[nodes]]
         # a term with one free end is a unary term on it (the other end keeps x = 0)
-        only_p, only_q, both = fp & ~fq, ~fp & fq, fp & fq
-        delta += np.bincount(self.p[only_p], weights=(C - A)[only_p], minlength=n)
-        delta += np.bincount(self.q[only_q], weights=(B - A)[only_q], minlength=n)
+        delta += np.bincount(self.p, weights=np.where(fp, np.where(fq, up, C - A), 0.0), minlength=n)
+        delta += np.bincount(self.q, weights=np.where(fq, np.where(fp, uq, B - A), 0.0), minlength=n)
+        both = np.flatnonzero(fp & fq)
         pos = np.cumsum(free) - 1
         pb, qb = self.p[both], self.q[both]
-        Ab, Bb, Cb, Db = A[both], B[both], C[both], D[both]
-        cut = solve_binary(delta[nodes], pos[pb], pos[qb], Ab, Bb, Cb, Db, method)
+        cut = solve_split(delta[nodes], pos[pb], pos[qb], half_lambda[both], method)
         x = np.zeros(n, dtype=bool)
         x[nodes] = cut.x
+        # the energy change from the terms themselves, independent of the split and cut
         xp, xq = x[pb], x[qb]
-        pair = np.where(xp, np.where(xq, Db, Cb), np.where(xq, Bb, Ab)) - Ab
-        change = float(delta[x].sum() + pair.sum())
+        Ab = A[both]
+        pair = np.where(xp, np.where(xq, D[both], C[both]), np.where(xq, B[both], Ab)) - Ab
+        unary_change = self.unary[x, alpha] - self.unary[x, labels[x]]
+        one_p = x[self.p] & ~fq
+        one_q = x[self.q] & ~fp
+        change = float(unary_change.sum() + pair.sum() + (C - A)[one_p].sum() + (B - A)[one_q].sum())
         new = labels.copy()
         new[x] = alpha
         return new, change, cut

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BinaryCut", "load_maxflow", "solve_binary"]
+__all__ = ["BinaryCut", "load_maxflow", "solve_binary", "solve_split", "split_terms"]
 
 _INSTALL_HINT = (
     "AlphaExpansion needs the max-flow library PyMaxflow (import name 'maxflow'); install "
@@ -86,22 +86,25 @@ def _terminal_caps(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(delta, 0.0), np.maximum(-delta, 0.0)
 
 
-def _split(delta, p, q, A, B, C, D):
-    """The exact split of the module docstring: unary differences of all variables,
-    ``λ / 2`` of every term and which terms are non-submodular."""
-    n = delta.shape[0]
+def split_terms(A, B, C, D):
+    """The exact split of pairwise tables (module docstring).
+
+    Returns
+    -------
+    unary_p, unary_q : ndarray (m,)
+        What each term adds to ``E(x_p = 1) - E(x_p = 0)`` of its endpoints.
+    half_lambda : ndarray (m,)
+        Weight of ``[x_p != x_q]``; negative exactly for non-submodular terms.
+    """
+    da = D - A
     half_lambda = 0.5 * (B + C - A - D)
-    # rounding noise on terms that are submodular with equality (a metric table's
-    # triangle inequality met exactly) is not non-submodularity
-    noise = 1e-12 * (np.abs(A) + np.abs(B) + np.abs(C) + np.abs(D))
-    non_sub = half_lambda < -noise
-    half_lambda = np.where(non_sub | (half_lambda >= 0), half_lambda, 0.0)
-    u = np.asarray(delta, dtype=np.float64).copy()
-    if p.size:
-        da = D - A
-        u += np.bincount(p, weights=0.5 * (da + C - B), minlength=n)
-        u += np.bincount(q, weights=0.5 * (da + B - C), minlength=n)
-    return u, half_lambda, non_sub
+    neg = np.flatnonzero(half_lambda < 0)
+    if neg.size:
+        # rounding noise on terms that are submodular with equality (a metric table's
+        # triangle inequality met exactly) is not non-submodularity
+        noise = 1e-12 * (np.abs(A[neg]) + np.abs(B[neg]) + np.abs(C[neg]) + np.abs(D[neg]))
+        half_lambda[neg[half_lambda[neg] >= -noise]] = 0.0
+    return 0.5 * (da + C - B), 0.5 * (da + B - C), half_lambda
 
 
 def _cut(maxflow, u, p, q, half_lambda) -> np.ndarray:
@@ -118,10 +121,11 @@ def _cut(maxflow, u, p, q, half_lambda) -> np.ndarray:
     return g.get_grid_segments(ids)
 
 
-def _qpbo(maxflow, u, p, q, half_lambda, non_sub) -> tuple[np.ndarray, np.ndarray]:
+def _qpbo(maxflow, u, p, q, half_lambda) -> tuple[np.ndarray, np.ndarray]:
     """QPBO partial labelling ``(x, labelled)`` (Kolmogorov & Rother 2007, §2.2)."""
     n = u.shape[0]
     src, snk = _terminal_caps(u)
+    non_sub = half_lambda < 0
     cap = np.abs(half_lambda)
     g = maxflow.GraphFloat(2 * n, 2 * p.size)
     g.add_nodes(2 * n)
@@ -139,11 +143,45 @@ def _qpbo(maxflow, u, p, q, half_lambda, non_sub) -> tuple[np.ndarray, np.ndarra
     return sp & labelled, labelled
 
 
-def _majorise(A, B, C, D, non_sub):
-    """Raise ``θ(0,1)`` and ``θ(1,0)`` of non-submodular terms by half the excess each:
-    a submodular upper bound, equal at ``(0, 0)`` (Rother et al. 2005, §3.2)."""
-    excess = np.where(non_sub, 0.5 * (A + D - B - C), 0.0)
-    return B + excess, C + excess
+def solve_split(u, p, q, half_lambda, method="qpbo") -> BinaryCut:
+    """:func:`solve_binary` for a problem already in split form.
+
+    ``E(x) - E(0) = sum_p u_p x_p + sum_e half_lambda_e [x_p != x_q]`` (see
+    :func:`split_terms`); the form in which :class:`~hmrf.inference.AlphaExpansion`
+    builds its moves.
+    """
+    if method not in ("qpbo", "truncate"):
+        raise ValueError(f"method must be 'qpbo' or 'truncate'; got {method!r}.")
+    maxflow = load_maxflow()
+    u = np.asarray(u, dtype=np.float64)
+    n = u.shape[0]
+    p = np.asarray(p, dtype=np.int64)
+    q = np.asarray(q, dtype=np.int64)
+    half_lambda = np.asarray(half_lambda, dtype=np.float64)
+    non_sub = half_lambda < 0
+    if not non_sub.any():  # submodular: one graph, exact
+        return BinaryCut(x=_cut(maxflow, u, p, q, half_lambda), labelled=np.ones(n, dtype=bool), exact=True)
+    # truncation: a non-submodular term λ/2 [x_p != x_q] (λ < 0) is at most 0, with
+    # equality at x_p = x_q: dropping it is the submodular upper bound tight at x = 0
+    truncated = np.maximum(half_lambda, 0.0)
+    if method == "truncate":
+        return BinaryCut(x=_cut(maxflow, u, p, q, truncated), labelled=np.zeros(n, dtype=bool), exact=False)
+    x, labelled = _qpbo(maxflow, u, p, q, half_lambda)
+    rest = np.flatnonzero(~labelled)
+    if rest.size:
+        # fix the labelled variables: a term with one labelled end x_q becomes the unary
+        # term λ/2 [x_p != x_q], i.e. ±λ/2 on E(x_p = 1) - E(x_p = 0)
+        lp, lq = labelled[p], labelled[q]
+        sign = np.where(x, -1.0, 1.0)
+        d = u.copy()
+        on_p = ~lp & lq
+        d += np.bincount(p[on_p], weights=(half_lambda * sign[q])[on_p], minlength=n)
+        on_q = lp & ~lq
+        d += np.bincount(q[on_q], weights=(half_lambda * sign[p])[on_q], minlength=n)
+        both = ~lp & ~lq
+        pos = np.cumsum(~labelled) - 1
+        x[rest] = _cut(maxflow, d[rest], pos[p[both]], pos[q[both]], truncated[both])
+    return BinaryCut(x=x, labelled=labelled, exact=False)
 
 
 def solve_binary(delta, p, q, A, B, C, D, method="qpbo") -> BinaryCut:
@@ -159,13 +197,13 @@ def solve_binary(delta, p, q, A, B, C, D, method="qpbo") -> BinaryCut:
         ``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of every term (finite).
     method : {"qpbo", "truncate"}, default="qpbo"
         Treatment of non-submodular terms. ``"truncate"`` replaces each by a submodular
-        upper bound equal to it at ``x = 0`` (raising ``θ(0,1)`` and ``θ(1,0)`` by half
-        of ``A + D - B - C`` each; the truncation of Rother, Kumar, Kolmogorov & Blake
-        2005, §3.2, in its majorising form) and cuts once: ``E(x) <= E'(x) <= E'(0) =
-        E(0)``. ``"qpbo"`` cuts the QPBO graph first; the unlabelled variables are then
-        solved by the truncated cut with the labelled ones fixed (their terms with
-        labelled variables become unary terms). By autarky the QPBO step gives
-        ``E(x_L, 0) <= E(0)`` and the truncated step cannot raise that.
+        upper bound equal to it at ``x = 0`` (its ``[x_p != x_q]`` part, negative, is
+        dropped: the truncation of Rother, Kumar, Kolmogorov & Blake 2005, §3.2, in its
+        majorising form) and cuts once: ``E(x) <= E'(x) <= E'(0) = E(0)``. ``"qpbo"``
+        cuts the QPBO graph first; the unlabelled variables are then solved by the
+        truncated cut with the labelled ones fixed (their terms with labelled variables
+        become unary terms). By autarky the QPBO step gives ``E(x_L, 0) <= E(0)`` and
+        the truncated step cannot raise that.
 
     Returns
     -------
@@ -191,33 +229,11 @@ def solve_binary(delta, p, q, A, B, C, D, method="qpbo") -> BinaryCut:
     >>> cut.x.astype(int).tolist(), cut.exact
     ([1, 1], True)
     """
-    if method not in ("qpbo", "truncate"):
-        raise ValueError(f"method must be 'qpbo' or 'truncate'; got {method!r}.")
-    maxflow = load_maxflow()
-    n = np.shape(delta)[0]
+    delta = np.asarray(delta, dtype=np.float64)
     p = np.asarray(p, dtype=np.int64)
     q = np.asarray(q, dtype=np.int64)
-    u, half_lambda, non_sub = _split(delta, p, q, A, B, C, D)
-    if not non_sub.any():  # submodular: one graph, exact
-        return BinaryCut(x=_cut(maxflow, u, p, q, half_lambda), labelled=np.ones(n, dtype=bool), exact=True)
-    if method == "truncate":
-        Bt, Ct = _majorise(A, B, C, D, non_sub)
-        u, half_lambda, _ = _split(delta, p, q, A, Bt, Ct, D)
-        return BinaryCut(x=_cut(maxflow, u, p, q, half_lambda), labelled=np.zeros(n, dtype=bool), exact=False)
-    x, labelled = _qpbo(maxflow, u, p, q, half_lambda, non_sub)
-    rest = np.flatnonzero(~labelled)
-    if rest.size:
-        # fix the labelled variables; their terms with the rest become unary terms
-        lp, lq = labelled[p], labelled[q]
-        xp, xq = x[p], x[q]
-        d = np.asarray(delta, dtype=np.float64).copy()
-        on_p = ~lp & lq  # p free, q fixed at x_q: θ(1, x_q) - θ(0, x_q)
-        d += np.bincount(p[on_p], weights=np.where(xq, D - B, C - A)[on_p], minlength=n)
-        on_q = lp & ~lq
-        d += np.bincount(q[on_q], weights=np.where(xp, D - C, B - A)[on_q], minlength=n)
-        both = ~lp & ~lq
-        pos = np.cumsum(~labelled) - 1
-        sub = solve_binary(d[rest], pos[p[both]], pos[q[both]], A[both], B[both], C[both], D[both],
-                           method="truncate")
-        x[rest] = sub.x
-    return BinaryCut(x=x, labelled=labelled, exact=False)
+    A, B, C, D = (np.asarray(t, dtype=np.float64) for t in (A, B, C, D))
+    up, uq, half_lambda = split_terms(A, B, C, D)
+    n = delta.shape[0]
+    u = delta + np.bincount(p, weights=up, minlength=n) + np.bincount(q, weights=uq, minlength=n)
+    return solve_split(u, p, q, half_lambda, method)
