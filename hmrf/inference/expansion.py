@@ -238,9 +238,10 @@ class AlphaExpansion(InferenceEngine):
     ----------
     max_sweeps : int, default=100
         Maximum number of sweeps; a sweep tries one expansion move per label.
-    label_order : {"random", "fixed"}, default="random"
-        Order of the labels within a sweep: a fresh permutation drawn from ``rng``
-        every sweep, or ``0, 1, ..., k-1``.
+    label_order : {"fixed", "random"}, default="fixed"
+        Order of the labels within a sweep: ``0, 1, ..., k-1`` (GCO's default order,
+        which makes the labelling GCO's), or a fresh permutation drawn from ``rng``
+        every sweep (a different local minimum per seed, for restarts).
     nonsubmodular : {"qpbo", "truncate"}, default="qpbo"
         How moves with non-submodular terms (cannot-links, semi-metric tables) are
         solved: QPBO, then a truncated cut for the variables QPBO leaves unlabelled, or
@@ -317,14 +318,14 @@ class AlphaExpansion(InferenceEngine):
 
     _parameter_constraints = {
         "max_sweeps": [Interval(Integral, 1, None)],
-        "label_order": [Options("random", "fixed")],
+        "label_order": [Options("fixed", "random")],
         "nonsubmodular": [Options("qpbo", "truncate")],
         "tables": [Options("semi-metric", "any")],
     }
 
     monotone_from_init = True
 
-    def __init__(self, max_sweeps: int = 100, label_order: str = "random", nonsubmodular: str = "qpbo",
+    def __init__(self, max_sweeps: int = 100, label_order: str = "fixed", nonsubmodular: str = "qpbo",
                  tables: str = "semi-metric"):
         self.max_sweeps = max_sweeps
         self.label_order = label_order
