@@ -119,7 +119,7 @@ PUBLIC_NAMESPACES = [
     "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
     "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.initialization", "hmrf.estimators",
     "hmrf.metrics", "hmrf.datasets", "hmrf.datasets.text", "hmrf.datasets.files",
-    "hmrf.experiments", "hmrf.active",
+    "hmrf.experiments", "hmrf.experiments.engines", "hmrf.active",
     "hmrf.interop", "hmrf.exceptions",
 ]
 

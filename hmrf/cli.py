@@ -1,7 +1,9 @@
-"""The ``hmrf`` command.
+"""The ``hmrf`` command (also ``python -m hmrf``).
 
-Each sub-command lives in :mod:`hmrf.commands` as a module exposing ``add_parser``
-(register its arguments) and ``run(args) -> int``. Run ``hmrf <command> --help``.
+Each sub-command lives in :mod:`hmrf.commands` as a module with ``add_parser(sub)``
+(its arguments) and ``run(args) -> int``. ``main`` returns the exit code: 0 on success,
+2 for bad arguments, bad files or a clustering that cannot be done (the message is one
+line on stderr, and no result file is written).
 """
 
 from __future__ import annotations
@@ -10,40 +12,50 @@ import argparse
 import importlib
 import sys
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["main", "build_parser", "COMMANDS"]
 
-#: sub-command name -> module in hmrf.commands
-COMMANDS = {"fit": "fit", "compare": "compare", "curve": "curve", "active": "active"}
+#: sub-command names, in the order ``hmrf --help`` lists them (modules of hmrf.commands)
+COMMANDS = ("fit", "compare", "curve", "active")
+
+_DESCRIPTION = """\
+Semi-supervised clustering with Hidden Markov Random Fields (Basu 2005).
+
+Cluster your own points with your own must-link / cannot-link pairs:
+  hmrf fit --data points.csv --pairs pairs.csv --k 3 --plot
+Compare the E-step engines on Iris (thesis Fig. 4.13):
+  hmrf compare --dataset iris --engines icm,bp,lp --runs 10"""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every sub-command (imports neither scikit-learn nor matplotlib)."""
+    from . import __version__
+
     parser = argparse.ArgumentParser(
-        prog="hmrf",
-        description="Semi-supervised clustering with Hidden Markov Random Fields.",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="command")
-    sub.required = True
-    for module in COMMANDS.values():
-        try:
-            mod = importlib.import_module(f"hmrf.commands.{module}")
-        except ModuleNotFoundError as exc:  # command still being written
-            if exc.name != f"hmrf.commands.{module}":
-                raise
-            continue
-        p = mod.add_parser(sub)
-        p.set_defaults(_run=mod.run)
+        prog="hmrf", description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run 'hmrf <command> --help' for a command's options and their defaults.")
+    parser.add_argument("--version", action="version", version=f"hmrf {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="command", required=True)
+    for name in COMMANDS:
+        module = importlib.import_module(f"hmrf.commands.{name}")
+        module.add_parser(sub).set_defaults(_run=module.run)
     return parser
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``hmrf`` console script."""
+    """Run one command; return its exit code (see the module docstring)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return int(args._run(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
+    except (ValueError, TypeError, OSError, ImportError) as exc:
         print(f"hmrf {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"hmrf {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,7 +23,7 @@ def test_constraint_curve_writes_csv_png_and_summary(tmp_path, capsys):
                "--out", str(out), "--no-progress"])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "dataset iris (n=150, d=4, k=3)" in text and "hmrf-kmeans-i" in text and "±" in text
+    assert "iris (n=150, d=4, dense, 3 classes)" in text and "hmrf-kmeans-i" in text and "±" in text
     rows = _rows(out / "curve.csv")
     assert len(rows) == 3 * 3 * 2 * 2  # estimators x points x runs x folds
     assert {r["estimator"] for r in rows} == {"hmrf-kmeans", "kmeans", "hmrf-kmeans-i"}

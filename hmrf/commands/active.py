@@ -1,23 +1,15 @@
-"""``hmrf active``: active constraint acquisition curves (Basu 2005, ch. 5; Xiong et al. 2014).
-
-Example::
-
-    hmrf active --dataset wine --selector npu --clusterer mpckmeans --budget 100 --runs 10
-
-prints the learning curve (pairwise F, NMI, ARI against the number of queries, on all
-points and on the points never queried) and writes ``DIR/active-<dataset>-<selector>-
-<clusterer>.csv`` and ``.png``. ``--interactive`` asks you the queries at the terminal.
-"""
+"""``hmrf active``: active constraint acquisition curves (Basu 2005, ch. 5; Xiong et al. 2014)."""
 
 from __future__ import annotations
 
-import os
 import sys
 
-import numpy as np
+from ..estimators import ESTIMATORS
+from . import _common as common
 
-from ..datasets import DATASETS, load_dataset
+SUMMARY = "active constraint selection: learning curve against the number of queries"
 
+#: selector name -> what it is
 SELECTORS = {
     "random": "RandomPairs: random unasked, unimplied pairs",
     "explore": "Explore: farthest-first traversal only (Basu 2005, Fig. 5.1)",
@@ -25,81 +17,49 @@ SELECTORS = {
     "minmax": "MinMax: Explore, then Min-Max consolidation (Mallapragada et al. 2008)",
     "npu": "NPU: normalized point-based uncertainty (Xiong et al. 2014)",
 }
-CLUSTERERS = (
-    "mpckmeans",
-    "pckmeans",
-    "hmrf-kmeans",
-    "copkmeans",
-    "seeded-kmeans",
-    "constrained-kmeans",
-    "kmeans",
-)
+
+DESCRIPTION = """\
+Each run lets the selector ask an oracle "same cluster?" about pairs of points, up to
+the largest budget; after the first b queries, for every budget b, the estimator
+clusters all points with the answers (and their transitive closure) and is scored
+against the true classes, on all points and on the points no query involved. The
+oracle answers from the true classes (bundled data set, or --labels with --data), or
+you answer at the terminal with --interactive.
+
+Writes in --out: active-<data>-<selector>-<estimator>.csv (one row per run and budget)
+and .png.
+
+Example:
+  hmrf active --dataset wine --selector npu --estimator mpckmeans --budget 100 --runs 10"""
 
 
 def add_parser(sub):
-    p = sub.add_parser(
-        "active",
-        help="active constraint selection: learning curve vs queries",
-        description=__doc__.split("\n\n")[0],
-    )
-    p.add_argument("--dataset", default="wine", help=f"one of {sorted(DATASETS)} (default wine)")
-    p.add_argument(
-        "--selector", default="npu", choices=sorted(SELECTORS), help="query selector (default npu)"
-    )
-    p.add_argument("--clusterer", default="pckmeans", choices=CLUSTERERS, help="estimator (default pckmeans)")
-    p.add_argument("--budget", type=int, default=100, help="largest number of queries (default 100)")
-    p.add_argument("--step", type=int, default=10, help="budget step of the curve (default 10)")
-    p.add_argument("--runs", type=int, default=10, help="repetitions (default 10)")
-    p.add_argument(
-        "--scale",
-        choices=("standard", "none"),
-        default="standard",
-        help="feature scaling of dense data (default standard: zero mean, unit variance)",
-    )
-    p.add_argument(
-        "--emission",
-        default=None,
-        help="emission of hmrf-kmeans and of distances (default sqeuclidean)",
-    )
-    p.add_argument("--w", type=float, default=1.0, help="constraint weight (default 1)")
-    p.add_argument("--noise", type=float, default=0.0, help="oracle error rate (default 0)")
-    p.add_argument("--no-closure", action="store_true", help="cluster with the answered pairs only")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--out", default=".", metavar="DIR", help="directory for the CSV and PNG (default .)")
-    p.add_argument(
-        "--interactive",
-        action="store_true",
-        help="answer the queries yourself at the terminal (one run)",
-    )
+    epilog = "\n\n".join([common.listing("selectors", SELECTORS), common.estimator_listing(),
+                          common.dataset_listing()])
+    p = common.add_parser(sub, "active", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
+    common.add_data_options(p, labels_help="true class of every row of --data: the oracle's "
+                                           "answers and the reference of the scores",
+                            standardize=True)
+    p.add_argument("--selector", default="npu", choices=list(SELECTORS), metavar="NAME",
+                   help="query selector, listed below")
+    p.add_argument("--estimator", default="pckmeans", choices=list(ESTIMATORS), metavar="NAME",
+                   help="the estimator that clusters with the answers, listed below")
+    p.add_argument("--budget", type=common.nonneg_int, default=100, help="largest number of queries")
+    p.add_argument("--step", type=common.pos_int, default=10, help="budget step of the curve")
+    p.add_argument("--runs", type=common.pos_int, default=10, help="repetitions")
+    p.add_argument("--emission", metavar="NAME",
+                   help="emission family of the estimator and of the selector's distances "
+                        "(default: the estimator's own, sqeuclidean for most)")
+    p.add_argument("--w", type=common.nonneg_float, metavar="W",
+                   help="constraint weight (default: the estimator's own, 1)")
+    p.add_argument("--noise", type=common.fraction, default=0.0, help="oracle error rate")
+    p.add_argument("--no-closure", action="store_true",
+                   help="cluster with the answered pairs only, not their transitive closure")
+    p.add_argument("--seed", type=common.seed_int, default=0, help="random seed")
+    p.add_argument("--interactive", action="store_true",
+                   help="answer the queries yourself at the terminal (one run)")
+    common.add_run_options(p, out="results/active")
     return p
-
-
-def make_clusterer(name: str, k: int, *, w=1.0, emission=None, random_state=None):
-    """The estimator behind a ``--clusterer`` name."""
-    from .. import estimators as est
-
-    emission = emission or "sqeuclidean"
-    if name == "mpckmeans":
-        try:
-            from .. import MPCKMeans
-        except ImportError as exc:
-            raise ImportError(
-                "MPCKMeans is not available in this version of hmrf; use --clusterer pckmeans."
-            ) from exc
-        return MPCKMeans(k, w=w, random_state=random_state)
-    if name == "pckmeans":
-        return est.PCKMeans(k, w=w, random_state=random_state)
-    if name == "hmrf-kmeans":
-        return est.HMRFKMeans(k, emission=emission, w=w, random_state=random_state)
-    if name == "copkmeans":
-        return est.COPKMeans(k, emission=emission, random_state=random_state)
-    if name == "seeded-kmeans":
-        return est.SeededKMeans(k, emission=emission, random_state=random_state)
-    if name == "constrained-kmeans":
-        return est.ConstrainedKMeans(k, emission=emission, random_state=random_state)
-    if name == "kmeans":
-        return est.KMeans(k, emission=emission, random_state=random_state)
-    raise ValueError(f"unknown clusterer {name!r}; choose from {CLUSTERERS}.")
 
 
 def make_selector(name: str, k: int, clusterer=None, *, emission=None):
@@ -116,27 +76,27 @@ def make_selector(name: str, k: int, clusterer=None, *, emission=None):
         return active.MinMax(k, emission=emission)
     if name == "npu":
         return active.NPU(clusterer, emission=emission)
-    raise ValueError(f"unknown selector {name!r}; choose from {sorted(SELECTORS)}.")
-
-
-def scale(X, how: str):
-    """Standardise dense features (zero mean, unit variance); sparse data is left alone."""
-    if how == "none" or not isinstance(X, np.ndarray):
-        return X
-    sd = X.std(axis=0)
-    return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    raise ValueError(f"unknown selector {name!r}; choose from {', '.join(SELECTORS)}.")
 
 
 def run(args) -> int:
-    from ..active import TerminalOracle
-    from ..experiments import active_curve
+    import numpy as np
 
-    if args.budget < 0 or args.step < 1 or args.runs < 1:
-        raise ValueError("--budget must be >= 0, --step >= 1 and --runs >= 1.")
-    X_raw, y = load_dataset(args.dataset, random_state=args.seed)
-    X = scale(X_raw, args.scale)
+    from ..active import TerminalOracle
+    from ..estimators import make_estimator
+    from ..experiments import active_curve
+    from ..experiments.table import legend
+
+    spec = ESTIMATORS[args.estimator]
+    if args.w is not None and not spec.takes_w:
+        raise ValueError(f"{args.estimator} has no constraint weight w to set.")
+    if args.interactive and args.n_jobs not in (None, 1):
+        raise ValueError("--interactive asks one run at a time: drop --n-jobs.")
+    make_estimator(args.estimator, 2, args.emission, args.w)  # settings checked before reading
+    data = common.load(args, need_labels=True, complete_labels=True)
+    X, y = data.X, data.y
     k = int(np.unique(y).shape[0])
-    clusterer = make_clusterer(args.clusterer, k, w=args.w, emission=args.emission)
+    clusterer = make_estimator(args.estimator, k, args.emission, args.w)
     selector = make_selector(args.selector, k, clusterer, emission=args.emission)
     budgets = list(range(0, args.budget + 1, args.step))
     if budgets[-1] != args.budget:
@@ -146,42 +106,34 @@ def run(args) -> int:
         runs = 1
 
         def factory(run, budget):
-            return TerminalOracle(X_raw, budget=budget)  # shown unscaled
+            return TerminalOracle(data.raw, budget=budget)  # shown as in the file
 
-    print(f"dataset    {args.dataset} (n={X.shape[0]}, d={X.shape[1]}, k={k}, scaling={args.scale})")
+    print(f"data       {common.describe(data)}, standardized={data.source['standardized']}")
     print(f"selector   {args.selector}: {SELECTORS[args.selector]}")
-    print(f"clusterer  {args.clusterer}  w={args.w}  closure={not args.no_closure}")
+    print(f"estimator  {args.estimator}  closure={not args.no_closure}")
     print(f"budgets    {budgets[0]}..{budgets[-1]} step {args.step}, {runs} run(s), seed {args.seed}")
     sys.stdout.flush()
-    curve = active_curve(
-        selector,
-        clusterer,
-        X,
-        y,
-        budgets=budgets,
-        n_runs=runs,
-        closure=not args.no_closure,
-        noise=args.noise,
-        oracle_factory=factory,
-        random_state=args.seed,
-        dataset=args.dataset,
-        progress=lambda r, n: print(f"  run {r + 1}/{n} done", file=sys.stderr),
-    )
+    stem = f"active-{common.safe_name(data.name)}-{args.selector}-{args.estimator}"
+    with common.OutputDir(args.out) as out:
+        curve = active_curve(selector, clusterer, X, y, budgets=budgets, n_runs=runs,
+                             closure=not args.no_closure, noise=args.noise, oracle_factory=factory,
+                             random_state=args.seed, dataset=data.name,
+                             n_jobs=None if args.interactive else args.n_jobs,
+                             progress=not (args.no_progress or args.interactive)
+                             and f"active: {data.name}")
+        curve.to_csv(out.file(stem + ".csv"))
+        wrote = [out.file(stem + ".csv")]
+        if common.has_matplotlib():
+            curve.plot(path=out.file(stem + ".png"))
+            wrote.append(out.file(stem + ".png"))
+    metrics = ("pairwise_f", "pairwise_f_unqueried", "nmi", "ari", "n_constraints")
     print()
-    print(curve.table())
-    print(
-        f"\nselection time per run: {curve.select_seconds.mean():.2f} s "
-        f"(queries asked: {int(curve.n_queries.min())}..{int(curve.n_queries.max())})"
-    )
+    print(curve.table(metrics))
+    print()
+    print(legend(metrics))
+    print(f"\nselection time per run: {curve.select_seconds.mean():.2f} s "
+          f"(queries asked: {int(curve.n_queries.min())}..{int(curve.n_queries.max())})")
     if curve.failures:
         print(f"{len(curve.failures)} clustering(s) failed, e.g. {curve.failures[0]}")
-    os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"active-{args.dataset}-{args.selector}-{args.clusterer}")
-    curve.to_csv(stem + ".csv")
-    print(f"wrote {stem}.csv")
-    try:
-        curve.plot(path=stem + ".png")
-        print(f"wrote {stem}.png")
-    except ImportError:  # pragma: no cover - matplotlib is optional
-        print("matplotlib is not installed: no plot")
+    print("wrote " + ", ".join(wrote))
     return 0

@@ -1,179 +1,107 @@
-"""``hmrf compare``: E-step inference engines side by side (Basu 2005, §4.5.4, Fig. 4.13).
-
-Example (the README's main job, thesis Fig. 4.13)::
-
-    hmrf compare --dataset iris --engines icm,bp,lp --constraints 0,10,25,50,100,200,400 --runs 10
-
-For every run a random 2-fold split (§4.5.2); the constraints are random pairs of the
-training half (must-link if the classes agree, else cannot-link, unit weights); HMRF-
-KMeans with each engine clusters all points; NMI is measured on the held-out half;
-both folds are used. Every engine sees the same splits, constraints and initial
-random state. Prints mean NMI, mean fit time and the mean final objective (eq. 4.10,
-lower is better) per engine and constraint count,
-writes ``DIR/compare.csv`` (one row per fit), ``DIR/compare-summary.csv`` and, when
-matplotlib is installed, ``DIR/compare.png``.
-"""
+"""``hmrf compare``: the E-step engines side by side (Basu 2005, §4.5.4, Fig. 4.13)."""
 
 from __future__ import annotations
 
 import csv
-import os
 import time
 
-import numpy as np
+from ..inference import ENGINES
+from . import _common as common
 
-from ..datasets import DATASETS, load_dataset
-from .curve import parse_range
+SUMMARY = "compare E-step engines inside one estimator (thesis Fig. 4.13)"
 
-#: CLI engine names -> (description, factory of the engine)
-ENGINES = {
-    "icm": "iterated conditional modes (§4.4.4)",
-    "bp": "loopy max-product belief propagation (App. A.1)",
-    "bp+icm": "belief propagation, then ICM polish",
-    "bp-trw": "tree-reweighted max-product",
-    "lp": "Kleinberg-Tardos LP relaxation + randomized rounding (App. A.2)",
-    "lp+icm": "LP relaxation + rounding, then ICM polish",
-    "exact": "exact MILP (HiGHS); small problems only",
-}
+DESCRIPTION = """\
+The engine study of the thesis's Fig. 4.13, on a bundled data set or your own
+(--data with --labels, the true classes). Each run is a random 2-fold split
+(Basu 2005, §4.5.2); the constraints are random pairs of the training half (must-link
+when the classes agree), the estimator clusters all points with each engine, and NMI is
+measured on the held-out half. Every engine sees the same splits, constraints and
+initial state.
 
+Besides NMI (which often coincides between engines) it reports, per engine and number
+of constraints, what tells engines apart: the final objective J against the best engine
+on the same split, the gap between each E-step's energy and the best lower bound on the
+same problem (the engine's own LP, TRW-S or MILP bound, else the LP relaxation solved
+for it: --bound lp), EM iterations, and the time in the engine apart from the whole fit.
+Numba kernels are compiled before anything is timed; the compile time is printed apart.
 
-def make_engine(name):
-    """The inference engine behind a CLI engine name."""
-    from ..inference import ICM, BeliefPropagation, ExactMILP, LPRelaxation
+Writes in --out: compare.csv (one row per fit), compare-summary.csv (one row per engine
+and number of constraints) and compare.png (four panels).
 
-    factories = {
-        "icm": ICM,
-        "bp": BeliefPropagation,
-        "bp+icm": lambda: BeliefPropagation(polish="icm"),
-        "bp-trw": lambda: BeliefPropagation(reweight="trw", damping=0.5, max_iter=200),
-        "lp": LPRelaxation,
-        "lp+icm": lambda: LPRelaxation(polish="icm"),
-        "exact": lambda: ExactMILP(time_limit=30.0),
-    }
-    if name not in factories:
-        raise ValueError(f"unknown engine {name!r}; choose from {', '.join(ENGINES)}.")
-    return factories[name]()
+Example (the README's main job):
+  hmrf compare --dataset iris --engines icm,bp,lp --constraints 0,10,25,50,100,200,400 --runs 10"""
 
 
 def add_parser(sub):
-    p = sub.add_parser("compare", help="compare E-step inference engines (thesis Fig. 4.13)",
-                       description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", default="iris", help=f"one of {sorted(DATASETS)}")
-    p.add_argument("--engines", default="icm,bp,lp",
-                   help=f"comma-separated, from {', '.join(ENGINES)} (default icm,bp,lp)")
+    epilog = "\n\n".join([common.engine_listing(), common.dataset_listing()])
+    p = common.add_parser(sub, "compare", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
+    common.add_data_options(p, labels_help="true class of every row of --data (needed with --data)")
+    p.add_argument("--engines", default="icm,bp,lp", metavar="LIST",
+                   help="comma-separated engine names, listed below")
+    p.add_argument("--estimator", default="hmrf-kmeans", metavar="NAME",
+                   help="an estimator with an E-step engine: hmrf-kmeans, pckmeans, mpckmeans, "
+                        "mkmeans, spherical-kmeans")
     p.add_argument("--constraints", default="0,10,25,50,100,200,400", metavar="LIST|A:B:STEP",
-                   help="numbers of random pairs (default 0,10,25,50,100,200,400)")
-    p.add_argument("--runs", type=int, default=10, help="runs of 2-fold cross-validation (default 10)")
-    p.add_argument("--folds", type=int, default=2, help="folds per run (default 2, as in §4.5.2)")
-    p.add_argument("--emission", default="sqeuclidean", help="emission family (default sqeuclidean)")
-    p.add_argument("--w", type=float, default=1.0, help="constraint weight (default 1, unit costs)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (splits, constraints, inits)")
-    p.add_argument("--n-jobs", type=int, default=None, help="parallel fits (joblib)")
-    p.add_argument("--out", default=os.path.join("results", "compare"), metavar="DIR",
-                   help="output directory (default results/compare)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+                   help="numbers of random pairs")
+    p.add_argument("--runs", type=common.pos_int, default=10, help="runs of cross-validation")
+    p.add_argument("--folds", type=common.pos_int, default=2, help="folds per run (the thesis: 2)")
+    p.add_argument("--emission", metavar="NAME",
+                   help="emission family (default: the estimator's own, sqeuclidean for most)")
+    p.add_argument("--w", type=common.nonneg_float, metavar="W",
+                   help="constraint weight (default: the estimator's own, 1)")
+    p.add_argument("--bound", default="lp", choices=("lp", "none"),
+                   help="reference lower bound of the E-step gap: lp solves the LP relaxation of "
+                        "each E-step that has no bound as good; none uses the engines' own bounds")
+    p.add_argument("--seed", type=common.seed_int, default=0,
+                   help="random seed (splits, constraints, initial states)")
+    common.add_run_options(p, out="results/compare")
     return p
 
 
-def summarise(table, engines, points) -> list:
-    """Mean/std NMI and mean fit time per (engine, number of constraints)."""
-    rows = []
-    for point in points:
-        for name in engines:
-            recs = [r for r in table if r["estimator"] == name and r["point"] == point]
-            ok = [r for r in recs if not r.get("error")]
-            nmi = np.array([r["nmi"] for r in ok], dtype=np.float64)
-            obj = np.array([r["objective"] for r in ok], dtype=np.float64)
-            t = np.array([r["fit_time"] for r in recs], dtype=np.float64)
-            rows.append(dict(engine=name, constraints=point, n_fits=len(ok),
-                             n_failed=len(recs) - len(ok),
-                             nmi_mean=float(nmi.mean()) if nmi.size else np.nan,
-                             nmi_std=float(nmi.std(ddof=1)) if nmi.size > 1 else 0.0,
-                             objective_mean=float(obj.mean()) if obj.size else np.nan,
-                             time_mean=float(t.mean()) if t.size else np.nan))
-    return rows
-
-
-def format_table(rows, engines, points) -> str:
-    """Constraint counts down; per engine: NMI (mean ± std), mean fit time, mean objective."""
-    cell = {(r["engine"], r["constraints"]): r for r in rows}
-    head = ["constraints", *(f"{e} NMI" for e in engines), *(f"{e} time" for e in engines),
-            *(f"{e} objective" for e in engines)]
-    body = []
-    for p in points:
-        line = [str(p)]
-        for e in engines:
-            r = cell[(e, p)]
-            fail = f" ({r['n_failed']} failed)" if r["n_failed"] else ""
-            line.append(f"{r['nmi_mean']:.3f} ± {r['nmi_std']:.3f}{fail}")
-        line += [f"{cell[(e, p)]['time_mean']:.3f}s" for e in engines]
-        line += [f"{cell[(e, p)]['objective_mean']:.3f}" for e in engines]
-        body.append(line)
-    width = [max(len(x) for x in col) for col in zip(head, *body)]
-    return "\n".join("  ".join(x.rjust(w) for x, w in zip(line, width)) for line in [head, *body])
-
-
-def plot(rows, engines, path, title) -> None:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(9, 3.6), layout="constrained")
-    ax_nmi, ax_t = fig.subplots(1, 2)
-    for e in engines:
-        rs = sorted((r for r in rows if r["engine"] == e), key=lambda r: r["constraints"])
-        x = np.array([r["constraints"] for r in rs], dtype=float)
-        mu = np.array([r["nmi_mean"] for r in rs])
-        sem = np.array([r["nmi_std"] / np.sqrt(max(r["n_fits"], 1)) for r in rs])
-        (line,) = ax_nmi.plot(x, mu, marker="o", ms=3, label=e)
-        ax_nmi.fill_between(x, mu - sem, mu + sem, color=line.get_color(), alpha=0.15, lw=0)
-        ax_t.plot(x, [r["time_mean"] for r in rs], marker="o", ms=3, label=e)
-    ax_nmi.set(xlabel="number of constraints", ylabel="NMI (held-out half)", title=title)
-    ax_t.set(xlabel="number of constraints", ylabel="mean fit time (s)", yscale="log",
-             title="time per fit")
-    ax_nmi.legend()
-    fig.savefig(path, dpi=110)
-
-
 def run(args) -> int:
-    from ..estimators import HMRFKMeans
-    from ..experiments import learning_curve
+    from ..estimators import ESTIMATORS, make_estimator
+    from ..experiments.engines import (
+        SUMMARY_COLUMNS,
+        compare_engines,
+        format_engine_summary,
+        plot_engine_summary,
+        summarise_engines,
+    )
 
-    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    if not engines:
-        raise ValueError("--engines is empty.")
-    for e in engines:
-        make_engine(e)  # validate names before any work
-    points = parse_range(args.constraints, integer=True)
-    if args.runs < 1 or args.folds < 2:
-        raise ValueError("--runs must be >= 1 and --folds >= 2.")
-    X, y = load_dataset(args.dataset, random_state=args.seed)
-    k = int(np.unique(y).shape[0])
-    models = {e: HMRFKMeans(k, emission=args.emission, inference=make_engine(e), w=args.w)
-              for e in engines}
-    t0 = time.perf_counter()
-    table = learning_curve(models, X, y, supervision="constraints", points=points, runs=args.runs,
-                           folds=args.folds, metrics=("nmi", "objective"), random_state=args.seed,
-                           n_jobs=args.n_jobs, progress=not args.no_progress, errors="record")
-    elapsed = time.perf_counter() - t0
-    rows = summarise(table, engines, points)
-    print(f"dataset {args.dataset} (n={X.shape[0]}, d={X.shape[1]}, k={k}), HMRF-KMeans, "
-          f"emission {args.emission}, w={args.w:g}; {args.runs} run(s) x {args.folds}-fold CV; "
-          f"NMI on held-out points (mean ± std), mean time per fit, mean final objective J")
-    print(format_table(rows, engines, points))
-    print(f"total {elapsed:.1f}s")
-    os.makedirs(args.out, exist_ok=True)
-    fits = os.path.join(args.out, "compare.csv")
-    table.to_csv(fits)
-    summary = os.path.join(args.out, "compare-summary.csv")
-    with open(summary, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    print(f"wrote {fits} and {summary}")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return 0
-    png = os.path.join(args.out, "compare.png")
-    plot(rows, engines, png, f"{args.dataset}: E-step engines")
-    print(f"wrote {png}")
+    engines = common.names(args.engines, ENGINES, "engine", "--engines")
+    if args.estimator not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {args.estimator!r}; choose from {', '.join(ESTIMATORS)}.")
+    if not ESTIMATORS[args.estimator].takes_engine:
+        make_estimator(args.estimator, 2, engine="icm")  # raises: this estimator has no engine
+    points = common.parse_range(args.constraints, integer=True)
+    if args.folds < 2:
+        raise ValueError("--folds must be >= 2.")
+    data = common.load(args, need_labels=True, complete_labels=True)
+    make_estimator(args.estimator, 2, args.emission, args.w)  # settings checked before any fit
+    with common.OutputDir(args.out) as out:
+        t0 = time.perf_counter()
+        table = compare_engines(data.X, data.y, engines, estimator=args.estimator,
+                                emission=args.emission, w=args.w, points=points, runs=args.runs,
+                                folds=args.folds, bound=args.bound, random_state=args.seed,
+                                n_jobs=args.n_jobs,
+                                progress=False if args.no_progress else f"compare: {data.name}")
+        elapsed = time.perf_counter() - t0
+        rows = summarise_engines(table)
+        table.to_csv(out.file("compare.csv"))
+        with open(out.file("compare-summary.csv"), "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(SUMMARY_COLUMNS))
+            w.writeheader()
+            w.writerows({k: repr(v) if isinstance(v, float) else v for k, v in r.items()}
+                        for r in rows)
+        wrote = [out.file("compare.csv"), out.file("compare-summary.csv")]
+        if common.has_matplotlib():
+            plot_engine_summary(rows, out.file("compare.png"),
+                                f"{data.name}: E-step engines in {args.estimator}")
+            wrote.append(out.file("compare.png"))
+    print(f"data {common.describe(data)}; {args.estimator}, emission "
+          f"{args.emission or 'default'}, w={args.w if args.w is not None else 'default'}; "
+          f"{args.runs} run(s) x {args.folds}-fold CV; bound {args.bound}")
+    print(format_engine_summary(rows))
+    print(f"total {elapsed:.1f} s")
+    print("wrote " + ", ".join(wrote))
     return 0

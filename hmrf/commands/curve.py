@@ -1,178 +1,128 @@
-"""``hmrf curve``: learning curves of the thesis's experiments (Basu 2005, §3.5, §4.5, §5.5).
-
-Example::
-
-    hmrf curve --dataset 3-news-similar --estimator hmrf-kmeans --emission cosine \\
-        --constraints 0:1000:100 --runs 20 --folds 2 --out results/curve
-
-prints the mean ± std table and writes ``DIR/curve.csv`` and ``DIR/curve-<metric>.png``.
-"""
+"""``hmrf curve``: learning curves of the thesis's experiments (Basu 2005, §3.5, §4.5, §5.5)."""
 
 from __future__ import annotations
 
 import os
 
-import numpy as np
+from ..estimators import ESTIMATORS
+from . import _common as common
+from ._common import parse_range
 
-from ..datasets import DATASETS, load_dataset
+__all__ = ["add_parser", "run", "parse_range"]
 
-#: CLI name -> what it is
-ESTIMATORS = {
-    "hmrf-kmeans": "HMRF-KMeans-I-C: constraints in initialisation and assignment (ch. 4)",
-    "hmrf-kmeans-i": "HMRF-KMeans-I: constraints in the initialisation only (w = 0)",
-    "pckmeans": "PCKMeans (squared Euclidean only)",
-    "mpckmeans": "MPCKMeans: PCKMeans plus a learned diagonal Mahalanobis metric",
-    "copkmeans": "COP-KMeans: all constraints hard",
-    "seeded-kmeans": "Seeded-KMeans (labels only)",
-    "constrained-kmeans": "Constrained-KMeans (labels only)",
-    "kmeans": "unsupervised KMeans from perturbed global centroids (the thesis's random KMeans)",
-}
+SUMMARY = "learning curves: scores against the amount of supervision"
+
+DESCRIPTION = """\
+Learning curves as in Basu (2005), §3.5, §4.5 and §5.5: runs of k-fold cross-validation;
+at every point the supervision (random pairs with --constraints, or labelled seeds with
+--seeds) is drawn from the training part only, each estimator clusters all points, and
+NMI / pairwise F are measured on the held-out part. Every estimator sees the same splits
+and supervision. Works on a bundled data set or your own (--data with --labels, the
+true classes).
+
+Writes in --out: curve.csv (one row per fit) and curve-<metric>.png per metric.
+
+Example:
+  hmrf curve --dataset 3-news-similar --estimator hmrf-kmeans --emission cosine \\
+      --constraints 0:1000:100 --runs 20 --folds 2"""
 
 
 def add_parser(sub):
-    import argparse
-
-    epilog = "estimators:\n" + "\n".join(f"  {k:<19} {v}" for k, v in ESTIMATORS.items())
-    p = sub.add_parser("curve", help="learning curve: scores vs amount of supervision",
-                       description="Learning curves as in Basu (2005), §3.5, §4.5, §5.5: "
-                                   "supervision drawn from the training part, NMI / pairwise F "
-                                   "on the held-out part.",
-                       epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", default="iris", help=f"one of {sorted(DATASETS)}")
+    epilog = "\n\n".join([common.estimator_listing(), common.engine_listing(),
+                          common.dataset_listing()])
+    p = common.add_parser(sub, "curve", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
+    common.add_data_options(p, labels_help="true class of every row of --data (needed with --data)")
     p.add_argument("--estimator", action="append", metavar="NAME",
-                   help=f"one of {sorted(ESTIMATORS)}; repeat or comma-separate to compare several "
+                   help="estimator(s), listed below; repeat or comma-separate to compare several "
                         "(default hmrf-kmeans)")
-    p.add_argument("--emission", default="sqeuclidean",
-                   help="emission family (default sqeuclidean)")
+    p.add_argument("--emission", metavar="NAME",
+                   help="emission family (default: each estimator's own, sqeuclidean for most)")
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--constraints", metavar="A:B:STEP",
-                     help="numbers of random pairs, e.g. 0:1000:100 (inclusive) or 0,50,200")
-    how.add_argument("--seeds", metavar="A:B:STEP", help="seed fractions, e.g. 0:1:0.1")
-    p.add_argument("--noise", default="0", metavar="F|A:B:STEP",
-                   help="noise fraction(s) (default 0)")
-    p.add_argument("--runs", type=int, default=1,
-                   help="repetitions of the cross-validation (default 1)")
-    p.add_argument("--folds", type=int, default=None, help="k-fold cross-validation (default 10)")
-    p.add_argument("--test-fraction", type=float, default=None,
+    how.add_argument("--constraints", metavar="LIST|A:B:STEP",
+                     help="numbers of random pairs, e.g. 0:1000:100 (both ends included) or "
+                          "0,50,200 (default 0:500:100)")
+    how.add_argument("--seeds", metavar="LIST|A:B:STEP",
+                     help="seed fractions instead of pairs, e.g. 0:1:0.1")
+    p.add_argument("--noise", default="0", metavar="F|LIST|A:B:STEP",
+                   help="fraction(s) of the supervision made wrong")
+    p.add_argument("--runs", type=common.pos_int, default=1, help="repetitions of the cross-validation")
+    p.add_argument("--folds", type=common.pos_int, default=None,
+                   help="k-fold cross-validation (default 10)")
+    p.add_argument("--test-fraction", type=common.fraction, default=None,
                    help="instead of --folds: one random split per run holding out this fraction")
-    p.add_argument("--w", type=float, default=1.0, help="constraint weight (default 1)")
-    p.add_argument("--engine", default=None,
-                   help="E-step inference engine (icm, bp, lp, exact; default: the estimator's own)")
-    p.add_argument("--metrics", default="nmi,pairwise_f,objective", help="comma-separated")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--w", type=common.nonneg_float, metavar="W",
+                   help="constraint weight (default: each estimator's own, 1)")
+    p.add_argument("--engine", metavar="NAME",
+                   help="E-step engine, listed below (default: each estimator's own)")
+    p.add_argument("--metrics", default="nmi,pairwise_f,objective",
+                   help="comma-separated, from nmi, ari, pairwise_f, pairwise_precision, "
+                        "pairwise_recall, objective, n_iter")
+    p.add_argument("--seed", type=common.seed_int, default=0,
                    help="random seed (data sample, splits, supervision)")
-    p.add_argument("--n-jobs", type=int, default=None, help="parallel fits (joblib)")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="write curve.csv and curve-<metric>.png here")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    common.add_run_options(p, out="results/curve")
     return p
 
 
-def parse_range(text: str, integer: bool) -> list:
-    """``"a:b:step"`` (both ends included) or ``"x,y,z"`` as a list of numbers.
-
-    >>> parse_range("0:1000:250", integer=True)
-    [0, 250, 500, 750, 1000]
-    >>> parse_range("0:1:0.25", integer=False)
-    [0.0, 0.25, 0.5, 0.75, 1.0]
-    """
-    conv = int if integer else float
-    try:
-        if ":" in text:
-            parts = [float(v) for v in text.split(":")]
-            if len(parts) != 3 or parts[2] <= 0 or parts[1] < parts[0]:
-                raise ValueError
-            a, b, step = parts
-            m = int(np.floor((b - a) / step + 1e-9))
-            vals = [round(a + i * step, 10) for i in range(m + 1)]
-        else:
-            vals = [float(v) for v in text.split(",") if v.strip()]
-        if integer and any(v != int(v) for v in vals):
-            raise ValueError
-    except ValueError:
-        kind = "integers" if integer else "numbers"
-        raise ValueError(f"cannot read {text!r} as A:B:STEP (A <= B, STEP > 0) or a comma "
-                         f"list of {kind}.") from None
-    if not vals:
-        raise ValueError(f"{text!r} gives no points.")
-    return [conv(v) for v in vals]
-
-
-def make_estimator(name, k, emission, w, engine):
-    """The unfitted estimator behind a CLI name (random_state set by the driver)."""
-    from .. import estimators as est
-
-    inf = {} if engine is None else {"inference": engine}  # None: the estimator's default
-    if name == "hmrf-kmeans":
-        return est.HMRFKMeans(k, emission=emission, w=w, **inf)
-    if name == "hmrf-kmeans-i":
-        return est.HMRFKMeans(k, emission=emission, w=0.0, **inf)
-    if name == "pckmeans":
-        if emission not in ("sqeuclidean", "euclidean"):
-            raise ValueError(f"pckmeans uses squared Euclidean distance; --emission {emission} "
-                             "is not possible.")
-        return est.PCKMeans(k, w=w, **inf)
-    if name == "mpckmeans":
-        if emission not in ("sqeuclidean", "euclidean", "mahalanobis"):
-            raise ValueError(f"mpckmeans learns a Mahalanobis metric; --emission {emission} "
-                             "is not possible.")
-        return est.MPCKMeans(k, w=w, **inf)
-    if name == "copkmeans":
-        return est.COPKMeans(k, emission=emission)
-    if name == "seeded-kmeans":
-        return est.SeededKMeans(k, emission=emission)
-    if name == "constrained-kmeans":
-        return est.ConstrainedKMeans(k, emission=emission)
-    if name == "kmeans":
-        return est.KMeans(k, emission=emission, init="neighborhoods")
-    raise ValueError(f"unknown estimator {name!r}; choose from {sorted(ESTIMATORS)}.")
-
-
 def run(args) -> int:
+    from ..estimators import make_estimator
     from ..experiments import learning_curve
+    from ..experiments.learning import SCORES
+    from ..experiments.table import legend
 
     given = args.estimator or ["hmrf-kmeans"]
-    names = [n.strip() for a in given for n in a.split(",") if n.strip()]
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    names = [n.strip().lower() for a in given for n in a.split(",") if n.strip()]
+    for n in names:
+        if n not in ESTIMATORS:
+            raise ValueError(f"unknown estimator {n!r}; choose from {', '.join(ESTIMATORS)}.")
+    metrics = common.names(args.metrics, dict.fromkeys(SCORES), "metric", "--metrics")
     if args.seeds is not None:
         supervision, points = "labels", parse_range(args.seeds, integer=False)
     else:
         points = parse_range(args.constraints or "0:500:100", integer=True)
         supervision = "constraints"
-    label_only = {"seeded-kmeans", "constrained-kmeans"} & set(names)
+    label_only = sorted(n for n in names if ESTIMATORS[n].supervision == "labels")
     if supervision == "constraints" and label_only:
-        raise ValueError(f"{sorted(label_only)} take labelled seeds: use --seeds instead of "
-                         "--constraints.")
+        raise ValueError(f"{label_only} take labelled seeds: use --seeds instead of --constraints.")
     noise = parse_range(args.noise, integer=False)
     folds = args.folds if args.folds is not None or args.test_fraction is not None else 10
-    X, y = load_dataset(args.dataset, random_state=args.seed)
-    k = int(np.unique(y).shape[0])
-    models = {n: make_estimator(n, k, args.emission, args.w, args.engine) for n in names}
-    table = learning_curve(models, X, y, supervision=supervision, points=points, runs=args.runs,
-                           folds=folds, test_fraction=args.test_fraction, noise=noise,
-                           metrics=metrics, random_state=args.seed, n_jobs=args.n_jobs,
-                           progress=not args.no_progress, errors="record")
-    print(f"dataset {args.dataset} (n={X.shape[0]}, d={X.shape[1]}, k={k}), "
-          f"emission {args.emission}, "
-          f"{args.runs} run(s) x {folds or 1} fold(s); scores on held-out points")
+    if args.folds is not None and args.test_fraction is not None:
+        raise ValueError("give --folds or --test-fraction, not both.")
+    # --engine and --w apply to the estimators that have them; settings are checked
+    # before the data is read or anything is fitted
+    if args.engine is not None and not any(ESTIMATORS[n].takes_engine for n in names):
+        make_estimator(names[0], 2, engine=args.engine)  # raises: says which estimators have one
+    if args.w is not None and not any(ESTIMATORS[n].takes_w for n in names):
+        raise ValueError(f"--w: none of {names} has a constraint weight.")
+
+    def build(name, k):
+        spec = ESTIMATORS[name]
+        return make_estimator(name, k, args.emission, args.w if spec.takes_w else None,
+                              args.engine if spec.takes_engine else None)
+
+    for n in names:
+        build(n, 2)
+    data = common.load(args, need_labels=True, complete_labels=True)
+    k = int(len(set(data.y.tolist())))
+    models = {n: build(n, k) for n in names}
+    with common.OutputDir(args.out) as out:
+        table = learning_curve(models, data.X, data.y, supervision=supervision, points=points,
+                               runs=args.runs, folds=folds, test_fraction=args.test_fraction,
+                               noise=noise, metrics=metrics, random_state=args.seed,
+                               n_jobs=args.n_jobs,
+                               progress=False if args.no_progress else f"curve: {data.name}",
+                               errors="record")
+        csv_path = out.file("curve.csv")
+        table.to_csv(csv_path)
+        wrote = [csv_path]
+        if common.has_matplotlib():
+            for m in metrics:
+                png = out.file(f"curve-{m}.png")
+                table.plot(m, path=png, title=f"{data.name} ({args.emission or 'default emission'})")
+                wrote.append(png)
+    print(f"data {common.describe(data)}, emission {args.emission or 'default'}, "
+          f"{args.runs} run(s) x {folds or 1} fold(s); scores on held-out points (mean ± std)")
     print(table.format_summary(metrics))
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        csv = os.path.join(args.out, "curve.csv")
-        table.to_csv(csv)
-        print(f"wrote {csv}")
-        for m in metrics:
-            png = os.path.join(args.out, f"curve-{m}.png")
-            _plot(table, m, png, f"{args.dataset} ({args.emission})")
-            print(f"wrote {png}")
+    print()
+    print(legend(metrics))
+    print("wrote " + ", ".join(os.path.relpath(w) if not os.path.isabs(args.out) else w for w in wrote))
     return 0
-
-
-def _plot(table, metric, path, title):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6, 4), layout="constrained")
-    ax = fig.add_subplot()
-    table.plot(metric, ax=ax)
-    ax.set_title(title)
-    fig.savefig(path, dpi=100)

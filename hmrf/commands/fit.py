@@ -1,56 +1,204 @@
-"""``hmrf fit``: cluster a data set with random constraints and report the scores."""
+"""``hmrf fit``: cluster one data set and write the labels, a summary and a plot."""
 
 from __future__ import annotations
 
+import csv
+import json
 import time
 
 import numpy as np
 
-from ..constraints import Constraints
-from ..datasets import DATASETS, load_dataset
-from ..metrics import evaluate
-from .curve import make_estimator
+from ..estimators import ESTIMATORS
+from . import _common as common
 
-#: estimators that take pairwise constraints (see ``hmrf curve --help``), and KMeans
-ESTIMATORS = ("hmrf-kmeans", "hmrf-kmeans-i", "pckmeans", "mpckmeans", "copkmeans", "kmeans")
+SUMMARY = "cluster one data set (bundled or your own files); write labels, summary, plot"
+
+DESCRIPTION = """\
+Fit one estimator and write, in --out:
+  labels.csv     one cluster per input row, in input order (with the ids of --id-column)
+  summary.json   objective, its history, iterations, engine, timing, parameters, scores,
+                 violated constraints, hmrf version
+  clusters.png   with --plot: a 2-D projection coloured by cluster, violated constraints drawn
+
+Supervision (one of):
+  --pairs FILE     your constraints: a table with columns i, j, kind (must or cannot) and
+                   optionally weight (a number, inf = hard); i and j are 0-based positions
+                   of rows of --data
+  --constraints N  N random pairs drawn from the labels (must-link when classes agree)
+  --seeds F        a fraction F of the labelled points keep their class, the rest are unknown
+  --labels FILE    alone: the labels as given (-1 or an empty cell = unknown)
+With a bundled data set and none of them: 100 random pairs (for seeded-kmeans and
+constrained-kmeans: 10 % seeds).
+
+Examples:
+  hmrf fit --data points.csv --pairs pairs.csv --k 3 --plot
+  hmrf fit --data points.csv --labels labels.csv --constraints 200 --engine bp
+  hmrf fit --data docs.txt --k 4 --estimator spherical-kmeans
+  hmrf fit --dataset wine --estimator seeded-kmeans --seeds 0.2"""
 
 
 def add_parser(sub):
-    p = sub.add_parser("fit", help="fit one estimator on a data set with random constraints")
-    p.add_argument("--dataset", default="iris", help=f"one of {sorted(DATASETS)}")
-    p.add_argument("--estimator", default="hmrf-kmeans", choices=ESTIMATORS)
-    p.add_argument("--emission", default="sqeuclidean", help="emission family (default sqeuclidean)")
-    p.add_argument("--constraints", type=int, default=100, help="number of random labelled pairs")
-    p.add_argument("--engine", default=None,
-                   help="E-step inference engine (icm, bp, lp, exact; default: the estimator's own)")
-    p.add_argument("--w", type=float, default=1.0, help="constraint weight")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    epilog = "\n\n".join([common.estimator_listing(), common.engine_listing(),
+                          common.dataset_listing()])
+    p = common.add_parser(sub, "fit", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
+    common.add_data_options(p, labels_help="class labels of --data, one per row (-1 or empty: "
+                                           "unknown): seeds, or the source of --constraints/--seeds, "
+                                           "and the reference of the scores")
+    p.add_argument("--k", type=common.pos_int, metavar="K",
+                   help="number of clusters (default: the number of classes in the labels)")
+    p.add_argument("--estimator", default="hmrf-kmeans", choices=list(ESTIMATORS), metavar="NAME",
+                   help="the estimator, listed below")
+    p.add_argument("--emission", metavar="NAME",
+                   help="emission family: sqeuclidean, kl, idiv, itakura_saito, cosine, mahalanobis "
+                        "(default: the estimator's own, sqeuclidean for most)")
+    p.add_argument("--engine", metavar="NAME",
+                   help="E-step engine, listed below (default: the estimator's own, icm)")
+    p.add_argument("--w", type=common.nonneg_float, metavar="W",
+                   help="constraint weight (default: the estimator's own, 1)")
+    sup = p.add_mutually_exclusive_group()
+    sup.add_argument("--pairs", metavar="FILE", help="your constraints (see above)")
+    sup.add_argument("--constraints", type=common.nonneg_int, metavar="N",
+                     help="number of random pairs drawn from the labels")
+    sup.add_argument("--seeds", type=common.fraction, metavar="F",
+                     help="fraction of the labelled points given as seeds")
+    p.add_argument("--seed", type=common.seed_int, default=0,
+                   help="random seed (supervision draws, initialisation)")
+    p.add_argument("--plot", action="store_true", help="also write clusters.png")
+    common.add_run_options(p, out="results/fit", many_fits=False)
     return p
 
 
+def _supervision(args, spec, y, n, rng):
+    """``(supervision, description, points used)`` from the flags (see DESCRIPTION)."""
+    from ..constraints import Constraints
+    from ..datasets import read_pairs
+
+    given = next((f for f, v in (("--pairs", args.pairs), ("--constraints", args.constraints),
+                                 ("--seeds", args.seeds)) if v is not None), None)
+    if spec.supervision == "none" and given:
+        raise ValueError(f"{args.estimator} takes no supervision; drop {given}.")
+    if spec.supervision == "labels" and given in ("--pairs", "--constraints"):
+        raise ValueError(f"{args.estimator} takes labelled seeds, not pairs: use --seeds F or "
+                         "--labels FILE.")
+    if given in ("--constraints", "--seeds") and y is None:
+        raise ValueError(f"{given} draws from labels: give --labels FILE.")
+    known = np.flatnonzero(y >= 0) if y is not None else np.empty(0, dtype=np.int64)
+    if given is None and args.data is None:  # a bundled data set: the defaults of DESCRIPTION
+        given = {"constraints": "--constraints", "labels": "--seeds", "none": None}[spec.supervision]
+        args.constraints, args.seeds = 100, 0.1
+    if given == "--pairs":
+        c = read_pairs(args.pairs, n)
+        return c, f"pairs from {args.pairs}", c.constrained_points
+    if given == "--constraints":
+        c = Constraints.sample_from_labels(y, args.constraints, rng, among=known)
+        return c, "random pairs from the labels", c.constrained_points
+    if given == "--seeds":
+        seeds = np.sort(rng.choice(known, size=int(round(args.seeds * known.size)), replace=False))
+        partial = np.full(n, -1, dtype=np.int64)
+        partial[seeds] = y[seeds]
+        return partial, f"{seeds.size} seeds ({args.seeds:g} of the labelled points)", seeds
+    if y is not None and spec.supervision != "none":
+        return y, f"{known.size} labelled points from {args.labels}", known
+    return None, "none", np.empty(0, dtype=np.int64)
+
+
+def _json_safe(value):
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_json_safe(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+    if isinstance(value, (np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else str(float(value))
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return repr(value)
+
+
 def run(args) -> int:
-    X, y = load_dataset(args.dataset, random_state=args.seed)
-    k = int(np.unique(y).shape[0])
+    from .. import __version__
+    from ..estimators import fit_supervised, make_estimator
+    from ..metrics import evaluate
+
+    spec = ESTIMATORS[args.estimator]
+    data = common.load(args, need_labels=False)
+    X, y, n = data.X, data.y, data.X.shape[0]
+    k = args.k
+    if k is None:
+        if y is None or not np.any(y >= 0):
+            raise ValueError("--k is needed: there are no labels to count the classes of.")
+        k = int(np.unique(y[y >= 0]).size)
+    est = make_estimator(args.estimator, k, args.emission, args.w, args.engine,
+                         random_state=args.seed)
     rng = np.random.default_rng(args.seed)
-    c = Constraints.sample_from_labels(y, args.constraints, rng)
-    model = make_estimator(args.estimator, k, args.emission, args.w, args.engine)
-    model.set_params(random_state=args.seed)
-    t0 = time.perf_counter()
-    if args.estimator == "kmeans":
-        model.fit(X)
-    else:
-        model.fit(X, constraints=c)
-    elapsed = time.perf_counter() - t0
-    unconstrained = np.ones(y.shape[0], dtype=bool)
-    unconstrained[c.constrained_points] = False
-    all_scores = evaluate(y, model.labels_)
-    held = evaluate(y, model.labels_, unconstrained)
-    print(f"dataset      {args.dataset} (n={X.shape[0]}, d={X.shape[1]}, k={k})")
-    engine = model.get_params().get("inference", "-")
-    print(f"estimator    {args.estimator}  engine={engine}  emission={args.emission}  w={args.w}")
-    print(f"constraints  {len(c)} ({c.n_must_link} must-link, {c.n_cannot_link} cannot-link)")
-    print(f"NMI          {all_scores['nmi']:.4f}  (unconstrained points: {held['nmi']:.4f})")
-    print(f"pairwise F   {all_scores['pairwise_f']:.4f}  (unconstrained points: {held['pairwise_f']:.4f})")
-    print(f"objective    {model.objective_:.4f}")
-    print(f"iterations   {model.n_iter_}  converged={model.converged_}  time={elapsed:.3f}s")
+    supervision, sup_text, used = _supervision(args, spec, y, n, rng)
+    with common.OutputDir(args.out) as out:
+        t0 = time.perf_counter()
+        fit_supervised(est, X, supervision)
+        elapsed = time.perf_counter() - t0
+        labels = np.asarray(est.labels_, dtype=np.int64)
+        c = getattr(est, "constraints_", None)
+        violated = c.violations(labels) if c is not None and len(c) else np.zeros(0, dtype=bool)
+        must = c.kind[violated] > 0 if c is not None and len(c) else np.zeros(0, dtype=bool)
+        scores = {}
+        if y is not None and np.any(y >= 0):
+            known = y >= 0
+            held = known.copy()
+            held[used] = False
+            scores["all"] = evaluate(y[known], labels[known])
+            if held.sum() >= 2:
+                scores["unsupervised_points"] = evaluate(y[held], labels[held])
+        params = est.get_params(deep=False)
+        engine = params.get("inference") if spec.takes_engine else None
+        summary = dict(
+            hmrf_version=__version__,
+            arguments={a: v for a, v in vars(args).items() if not a.startswith("_")},
+            data=dict(data.source, name=data.name, n=n, d=int(X.shape[1]),
+                      sparse=not isinstance(X, np.ndarray)),
+            estimator=args.estimator, engine=engine, parameters=params, n_clusters=k,
+            supervision=dict(description=sup_text,
+                             n_must_link=None if c is None else c.n_must_link,
+                             n_cannot_link=None if c is None else c.n_cannot_link),
+            violated=dict(must_link=int(must.sum()), cannot_link=int((~must).sum())),
+            objective=getattr(est, "objective_", None), history=getattr(est, "history_", None),
+            n_iter=getattr(est, "n_iter_", None), converged=getattr(est, "converged_", None),
+            fit_time=elapsed, seed=args.seed, scores=scores,
+            files=dict(labels=out.file("labels.csv"), summary=out.file("summary.json"),
+                       plot=out.file("clusters.png") if args.plot else None))
+        id_name = "id" if args.id_column is None or str(args.id_column).isdigit() else args.id_column
+        with open(out.file("labels.csv"), "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            if data.ids is None:
+                w.writerow(["row", "label"])
+                w.writerows(zip(range(n), labels.tolist()))
+            else:
+                w.writerow(["row", id_name, "label"])
+                w.writerows(zip(range(n), data.ids.tolist(), labels.tolist()))
+        with open(out.file("summary.json"), "w", encoding="utf-8") as f:
+            json.dump(_json_safe(summary), f, indent=2)
+            f.write("\n")
+        if args.plot:
+            from ._plot import plot_clusters
+
+            plot_clusters(X, labels, c, out.file("clusters.png"),
+                          f"{data.name}: {args.estimator}, k={k}")
+    engine_text = engine if engine is not None else f"none ({spec.no_engine})"
+    print(f"data         {common.describe(data)}")
+    print(f"estimator    {args.estimator}  engine={engine_text}  "
+          f"emission={args.emission or 'default'}  w={params.get('w', '-')}")
+    pairs = ("" if c is None or spec.supervision != "constraints" else
+             f"{len(c)} ({c.n_must_link} must-link, {c.n_cannot_link} cannot-link): ")
+    print(f"supervision  {pairs}{sup_text}")
+    if "all" in scores:
+        held = scores.get("unsupervised_points", {})
+        for key, name in (("nmi", "NMI"), ("pairwise_f", "pairwise F")):
+            extra = f"  (points not in the supervision: {held[key]:.4f})" if held else ""
+            print(f"{name:<12} {scores['all'][key]:.4f}{extra}")
+    print(f"violated     {int(must.sum())} must-link, {int((~must).sum())} cannot-link")
+    print(f"objective    {est.objective_:.4f}")
+    print(f"iterations   {est.n_iter_}  converged={est.converged_}  time={elapsed:.3f}s")
+    written = ["summary.json", *(["clusters.png"] if args.plot else [])]
+    print(f"wrote        {out.file('labels.csv')}, " + ", ".join(written))
     return 0
+

@@ -149,7 +149,7 @@ def _numeric(table: _Table, columns, what="a number") -> np.ndarray:
     except ValueError:
         values = None
     if values is None:  # find the first cell that is not a number (error path only)
-        for r, row in enumerate(cells):
+        for r, row in enumerate(cells.tolist()):
             for c, cell in enumerate(row):
                 if not _is_number(cell):
                     text = "an empty cell" if cell == "" else f"{cell!r}"
@@ -158,7 +158,7 @@ def _numeric(table: _Table, columns, what="a number") -> np.ndarray:
     bad = np.argwhere(~np.isfinite(values))
     if bad.size:
         r, c = (int(v) for v in bad[0])
-        raise DataFileError(table.path, f"{cells[r, c]!r} is not a finite number", row=r,
+        raise DataFileError(table.path, f"{str(cells[r, c])!r} is not a finite number", row=r,
                             line=table.lines[r], column=table.name(columns[c]))
     return values
 
@@ -205,7 +205,7 @@ def _check_finite(path, X, columns=None):
     bad = np.argwhere(~np.isfinite(X))
     if bad.size:
         r, c = (int(v) for v in bad[0])
-        raise DataFileError(path, f"{X[r, c]!r} is not a finite number", row=r,
+        raise DataFileError(path, f"{float(X[r, c])!r} is not a finite number", row=r,
                             column=columns[c] if columns is not None else c)
 
 
@@ -275,7 +275,7 @@ def read_data(path, *, id_column=None, min_df=5, max_df=0.95):
         for name, a in zip(names, arrays):
             if a.dtype.kind not in "biuf":
                 first = next((r for r, v in enumerate(a) if not _is_number(str(v))), 0)
-                raise DataFileError(path, f"{a[first]!r} is not a number (column type {a.dtype})",
+                raise DataFileError(path, f"{str(a[first])!r} is not a number (column type {a.dtype})",
                                     row=first, column=name)
         if not names:
             raise DataFileError(path, "no feature column")
@@ -288,7 +288,7 @@ def read_data(path, *, id_column=None, min_df=5, max_df=0.95):
             if not np.isfinite(X.data).all():
                 k = int(np.flatnonzero(~np.isfinite(X.data))[0])
                 r = int(np.searchsorted(X.indptr, k, side="right") - 1)
-                raise DataFileError(path, f"{X.data[k]!r} is not a finite number", row=r,
+                raise DataFileError(path, f"{float(X.data[k])!r} is not a finite number", row=r,
                                     column=int(X.indices[k]))
         else:
             if X.ndim != 2:
@@ -310,7 +310,7 @@ def read_data(path, *, id_column=None, min_df=5, max_df=0.95):
 def _check_unique_ids(path, ids, lines):
     uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
     if (counts > 1).any():
-        dup = uniq[counts > 1][0]
+        dup = str(uniq[counts > 1][0])
         rows = np.flatnonzero(ids == dup)[:2]
         raise DataFileError(path, f"id {dup!r} appears again (first at row {int(rows[0])})",
                             row=int(rows[1]), line=None if lines is None else lines[rows[1]])

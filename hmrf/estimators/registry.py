@@ -59,6 +59,8 @@ class EstimatorSpec:
         return getattr(importlib.import_module(f"hmrf.estimators.{module}"), name)
 
 
+_FAMILY = {"sqeuclidean": "squared Euclidean distance", "mahalanobis": "a learned Mahalanobis metric",
+           "cosine": "cosine similarity"}
 _ARGMIN = "its E-steps have no pairwise terms, so each point takes its nearest centre"
 
 #: Estimator name -> :class:`EstimatorSpec`.
@@ -159,8 +161,8 @@ def make_estimator(name, n_clusters, emission=None, w=None, engine=None, *, rand
         if spec.emissions is None:
             kwargs["emission"] = emission
         elif not (isinstance(emission, str) and emission.lower() in spec.emissions):
-            raise ValueError(f"{key} fits with the {spec.emissions[0]} family; emission {emission!r} "
-                             "is not possible.")
+            raise ValueError(f"{key} uses {_FAMILY[spec.emissions[0]]}; emission {emission!r} is not "
+                             f"possible (use {' or '.join(spec.emissions)}, or omit it).")
     if w is not None:
         if not spec.takes_w:
             raise ValueError(f"{key} has no constraint weight w to set.")

@@ -1,0 +1,409 @@
+"""The engine study: E-step engines inside one estimator, on the same splits.
+
+:func:`compare_engines` runs the protocol of Basu (2005), §4.5.2 and Fig. 4.13 — random
+2-fold splits, random pairs from the training half, every engine on the same splits,
+constraints and initial state — and records, besides NMI, what distinguishes engines
+when their NMI curves coincide (as they do on Iris):
+
+* the final objective J of each fit, and (:func:`summarise_engines`) its excess over the
+  best engine on the same split, ``(J_e - min_e J_e) / |min_e J_e|``;
+* for every E-step, the energy the engine returned minus the best lower bound
+  available on that same problem: the engine's own bound (LP value, TRW-S bound,
+  MILP bound) or, with ``bound="lp"``, the value of the Kleinberg–Tardos LP relaxation
+  (Appendix A.2) solved on it. A gap of 0 proves the E-step optimal;
+* EM iterations, the time spent in the engine's ``map`` (E-step time) and the whole fit.
+
+Timings exclude compilation: before the first timed fit of each estimator in each
+process (joblib workers included) clones are fitted on the data with the study's
+smallest and largest number of pairs (:func:`warm_up`), so numba kernels are compiled
+or loaded from the disk cache untimed; the first fits' extra time is recorded as
+``warm_time`` and reported as compile time. The E-step
+problems are recorded during the fit and their reference bounds computed after it, so
+they are not timed either.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import numpy as np
+
+from ..constraints import Constraints
+from ..estimators import fit_supervised, make_estimator
+from ..inference import InferenceEngine, LPRelaxation, get_engine, reduce_problem
+from .learning import learning_curve
+from .table import CurveTable
+
+__all__ = ["compare_engines", "summarise_engines", "format_engine_summary", "plot_engine_summary",
+           "estep_stats", "RecordingEngine", "warm_up", "BOUNDS", "SUMMARY_COLUMNS"]
+
+#: Reference lower bounds of the E-step gap: "lp" solves the LP relaxation of every
+#: E-step of engines that give no bound as good; "none" uses the engines' own bounds.
+BOUNDS = ("lp", "none")
+
+#: Columns of :func:`summarise_engines`, with what each holds.
+SUMMARY_COLUMNS = {
+    "engine": "engine name (hmrf.inference.ENGINES)",
+    "constraints": "number of random pairs from the training half",
+    "n_fits": "successful fits (runs x folds)",
+    "n_failed": "fits that raised (e.g. InfeasibleError)",
+    "nmi_mean": "mean NMI on the held-out half",
+    "nmi_std": "its sample standard deviation",
+    "objective_mean": "mean final objective J (eq. 4.10)",
+    "objective_excess": "mean of (J - best J on the same split) / |best J| (0: best engine)",
+    "best_share": "share of splits on which the engine reached the best J (rel. 1e-9)",
+    "estep_gap": "mean over E-steps of energy - best lower bound on that E-step",
+    "estep_gap_rel": "mean over E-steps of that gap / |bound|",
+    "estep_optimal": "share of E-steps proven optimal (gap <= 1e-9 |bound|)",
+    "n_iter_mean": "mean EM iterations",
+    "estep_time_mean": "mean time in the engine per fit (s), all E-steps",
+    "fit_time_mean": "mean time per fit (s)",
+    "compile_time": "time of the engine's first, compiling warm-up fit beyond a warm one (s)",
+    "startup_time": "process start-up of the first warm-up fit (imports, emission kernels; s)",
+}
+
+_TOL = 1e-9
+
+
+class RecordingEngine(InferenceEngine):
+    """An engine that runs another and keeps every E-step problem and result it saw.
+
+    Behaves exactly as ``engine`` (same arguments, same random stream); ``calls`` holds
+    ``(unary, graph, result, seconds)`` per :meth:`map`, ``seconds`` being the time of
+    the wrapped engine's ``map``.
+
+    Parameters
+    ----------
+    engine : str or InferenceEngine
+    """
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.calls = []
+
+    @property
+    def monotone_from_init(self):
+        return getattr(get_engine(self.engine), "monotone_from_init", False)
+
+    def map(self, unary, graph=None, init=None, rng=None, callback=None):
+        engine = get_engine(self.engine)
+        t0 = time.perf_counter()
+        res = engine.map(unary, graph, init=init, rng=rng, callback=callback)
+        self.calls.append((unary, graph, res, time.perf_counter() - t0))
+        return res
+
+    def __repr__(self) -> str:
+        return f"RecordingEngine({self.engine!r})"
+
+
+def _lp_bound(unary, graph) -> float:
+    """Value of the LP relaxation (Appendix A.2) of one E-step problem: a lower bound."""
+    red = reduce_problem(unary, graph)
+    if red.active.size == 0:
+        return float(red.offset)
+    return float(LPRelaxation().relax(red.unary, red.graph)[1] + red.offset)
+
+
+def estep_stats(estimator, bound="lp") -> dict:
+    """E-step statistics of a fitted estimator whose engine is a :class:`RecordingEngine`.
+
+    Returns ``n_estep``, ``estep_time`` (s; NaN when the engine never ran),
+    ``estep_gap`` (mean of energy minus the best lower bound available),
+    ``estep_gap_rel`` (the same over ``|bound|``) and ``estep_optimal`` (share of
+    E-steps with a zero gap).
+    """
+    recorder = estimator.inference
+    engine = get_engine(recorder.engine)
+    gaps, rel = [], []
+    for unary, graph, res, _ in recorder.calls:  # a handful of E-steps per fit
+        bounds = [] if res.lower_bound is None else [res.lower_bound]
+        proven = bounds and res.energy - bounds[0] <= _TOL * max(1.0, abs(bounds[0]))
+        if bound == "lp" and not proven and not isinstance(engine, LPRelaxation):
+            bounds.append(_lp_bound(unary, graph))
+        if not bounds:
+            continue
+        best = max(bounds)
+        gap = max(0.0, res.energy - best)
+        gaps.append(gap)
+        rel.append(gap / max(abs(best), np.finfo(float).tiny))
+    gaps, rel = np.asarray(gaps), np.asarray(rel)
+    return dict(n_estep=len(recorder.calls),
+                estep_time=float(sum(c[3] for c in recorder.calls)) if recorder.calls else np.nan,
+                estep_gap=float(gaps.mean()) if gaps.size else np.nan,
+                estep_gap_rel=float(rel.mean()) if rel.size else np.nan,
+                estep_optimal=float(np.mean(rel <= _TOL)) if rel.size else np.nan)
+
+
+_WARMED = {}  # per process: estimator settings -> seconds of compilation measured
+
+
+def _fit_twice(estimator, Xs, c) -> float:
+    """Excess time of a first fit of a clone of ``estimator`` over a second, identical one."""
+    from sklearn.base import clone
+
+    times = []
+    for _ in range(2):
+        est = clone(estimator)
+        if "random_state" in est.get_params(deep=False):
+            est.set_params(random_state=0)
+        t0 = time.perf_counter()
+        try:
+            fit_supervised(est, Xs, c)
+        except Exception:  # noqa: BLE001 - a failing warm-up fit is retried by the timed fit
+            pass
+        times.append(time.perf_counter() - t0)
+    return max(0.0, times[0] - times[1])
+
+
+def warm_up(estimator, X, y=None, *, n_pairs=(40,), max_points=2000) -> dict:
+    """Fit clones of ``estimator`` on ``X`` so that later fits run warm.
+
+    The first fit in a process imports modules and compiles (or loads from numba's disk
+    cache) the kernels of the emission family; an engine compiles its kernels when it
+    first meets a kind of problem (e.g. belief propagation's node order on a large
+    component). Both happen here, on the data itself (at most ``max_points`` rows of it)
+    with each number of random pairs in ``n_pairs`` (a study's smallest and largest):
+    first with ICM as the engine (process start-up), then with the estimator's own
+    engine, each fit twice. Returns ``startup_time`` and ``warm_time``, the excess of
+    the first fits over the second ones, once per process and estimator setting (0.0
+    when already warm).
+    """
+    params = estimator.get_params(deep=False)
+    key = (type(estimator).__name__, repr(sorted((k, repr(v)) for k, v in params.items()
+                                                 if k != "random_state")))
+    if key in _WARMED:
+        return {"startup_time": 0.0, "warm_time": 0.0}
+    rng = np.random.default_rng(0)
+    n = X.shape[0]
+    idx = np.sort(rng.choice(n, size=min(n, max_points), replace=False))
+    Xs = X[idx]
+    half = rng.permutation(idx.size)[: max(2, idx.size // 2)]  # pairs from a training half
+    supervision = [Constraints.sample_from_labels(np.asarray(y)[idx], int(m), rng, among=half)
+                   if y is not None and m else Constraints.empty(idx.size) for m in n_pairs]
+    startup = 0.0
+    if "startup" not in _WARMED:
+        from sklearn.base import clone
+
+        base = clone(estimator)
+        if "inference" in params:
+            base.set_params(inference="icm")
+        _WARMED["startup"] = startup = sum(_fit_twice(base, Xs, c) for c in supervision)
+    _WARMED[key] = sum(_fit_twice(estimator, Xs, c) for c in supervision)
+    return {"startup_time": startup, "warm_time": _WARMED[key]}
+
+
+def _prepare(estimator, X, y, n_pairs):
+    return warm_up(estimator, X, y, n_pairs=n_pairs)
+
+
+def _fit_stats(estimator, bound):
+    return estep_stats(estimator, bound)
+
+
+def compare_engines(X, y, engines=("icm", "bp", "lp"), *, estimator="hmrf-kmeans", emission=None,
+                    w=None, points=(0, 10, 25, 50, 100, 200, 400), runs=10, folds=2, bound="lp",
+                    random_state=0, n_jobs=None, progress=True) -> CurveTable:
+    """E-step engines inside one estimator on the protocol of Basu (2005), §4.5.2.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix (n, d)
+    y : array-like (n,)
+        True classes: the source of the random pairs and the reference of NMI.
+    engines : sequence of str or dict
+        Names of :data:`hmrf.inference.ENGINES`, or ``{name: engine}``.
+    estimator : str, default="hmrf-kmeans"
+        A name of :data:`hmrf.estimators.ESTIMATORS` that takes an engine.
+    emission, w : optional
+        Passed to :func:`~hmrf.estimators.make_estimator`.
+    points : sequence of int
+        Numbers of random pairs.
+    runs, folds : int
+        ``runs`` repetitions of ``folds``-fold cross-validation (the thesis: 2 folds).
+    bound : {"lp", "none"}, default="lp"
+        Reference lower bound of the E-step gap (:data:`BOUNDS`).
+    random_state : int, default=0
+    n_jobs : int, optional
+        Parallel fits (joblib); each worker warms up on its own.
+    progress : bool or str, default=True
+
+    Returns
+    -------
+    CurveTable
+        One record per (engine, run, fold, point), ``estimator`` being the engine
+        name, with ``nmi``, ``objective``, ``n_iter``, ``fit_time``, ``warm_time`` and
+        the columns of :func:`estep_stats`; :func:`summarise_engines` condenses it.
+
+    Examples
+    --------
+    >>> from hmrf.datasets import load_dataset
+    >>> X, y = load_dataset("iris")
+    >>> t = compare_engines(X, y, ["icm", "exact"], points=[20], runs=1, progress=False)
+    >>> rows = summarise_engines(t)
+    >>> [r["engine"] for r in rows], [r["estep_optimal"] for r in rows][1]
+    (['icm', 'exact'], 1.0)
+    """
+    if bound not in BOUNDS:
+        raise ValueError(f"bound must be one of {BOUNDS}; got {bound!r}.")
+    named = dict(engines) if isinstance(engines, dict) else {e: e for e in engines}
+    if not named:
+        raise ValueError("engines is empty.")
+    y = np.asarray(y)
+    k = int(np.unique(y).shape[0])
+    nonzero = [int(p) for p in points if p]
+    n_pairs = sorted({min(nonzero), max(nonzero)}) if nonzero else [0]
+    models = {name: make_estimator(estimator, k, emission, w, RecordingEngine(get_engine(eng)))
+              for name, eng in named.items()}
+    return learning_curve(models, X, y, supervision="constraints", points=points, runs=runs,
+                          folds=folds, metrics=("nmi", "objective", "n_iter"),
+                          random_state=random_state, n_jobs=n_jobs, progress=progress,
+                          errors="record", prepare=partial(_prepare, X=X, y=y, n_pairs=n_pairs),
+                          fit_stats=partial(_fit_stats, bound=bound))
+
+
+def summarise_engines(table) -> list:
+    """One row per (engine, number of constraints) with :data:`SUMMARY_COLUMNS`.
+
+    The objective excess compares engines on the same (run, fold, point): the best J
+    there is the smallest among the engines whose fit succeeded.
+    """
+    recs = list(table)
+    best = {}
+    for r in recs:
+        if not r.get("error"):
+            key = (r["run"], r["fold"], r["point"])
+            best[key] = min(best.get(key, np.inf), float(r["objective"]))
+    engines = list(dict.fromkeys(r["estimator"] for r in recs))
+    points = sorted({r["point"] for r in recs})
+    def most(name, e=None):
+        return max((float(r.get(name, 0.0) or 0.0) for r in recs
+                    if e is None or r["estimator"] == e), default=0.0)
+
+    compile_time = {e: most("warm_time", e) for e in engines}
+    startup = most("startup_time")
+    rows = []
+    for point in points:
+        for e in engines:
+            group = [r for r in recs if r["estimator"] == e and r["point"] == point]
+            ok = [r for r in group if not r.get("error")]
+
+            def col(name, rs=ok):
+                return np.array([float(r[name]) for r in rs], dtype=np.float64)
+
+            def mean(v):
+                v = v[np.isfinite(v)]
+                return float(v.mean()) if v.size else np.nan
+
+            J = col("objective")
+            Jb = np.array([best[(r["run"], r["fold"], r["point"])] for r in ok])
+            excess = (J - Jb) / np.maximum(np.abs(Jb), np.finfo(float).tiny)
+            nmi = col("nmi")
+            rows.append(dict(
+                engine=e, constraints=point, n_fits=len(ok), n_failed=len(group) - len(ok),
+                nmi_mean=mean(nmi), nmi_std=float(nmi.std(ddof=1)) if nmi.size > 1 else 0.0,
+                objective_mean=mean(J), objective_excess=mean(excess),
+                best_share=mean((excess <= _TOL).astype(float)),
+                estep_gap=mean(col("estep_gap")), estep_gap_rel=mean(col("estep_gap_rel")),
+                estep_optimal=mean(col("estep_optimal")), n_iter_mean=mean(col("n_iter")),
+                estep_time_mean=mean(col("estep_time")), fit_time_mean=mean(col("fit_time", group)),
+                compile_time=compile_time[e], startup_time=startup))
+    return rows
+
+
+#: printed columns of :func:`format_engine_summary`: (header, key, format, legend)
+_PRINTED = (
+    ("NMI", "nmi_mean", "{:.3f}", "mean NMI on the held-out half (± sample std)"),
+    ("J excess", "objective_excess", "{:.3%}", "final objective J above the best engine's on "
+                                               "the same split (mean; 0 %: always the best)"),
+    ("best J", "best_share", "{:.0%}", "share of splits on which the engine reached the best J"),
+    ("E gap", "estep_gap_rel", "{:.3%}", "E-step energy above the best lower bound on the "
+                                        "same problem (mean over E-steps, % of the bound)"),
+    ("E opt.", "estep_optimal", "{:.0%}", "share of E-steps proven optimal (gap 0)"),
+    ("EM it.", "n_iter_mean", "{:.1f}", "EM iterations (mean)"),
+    ("E-step s", "estep_time_mean", "{:.4f}", "time in the engine per fit, all E-steps (mean)"),
+    ("fit s", "fit_time_mean", "{:.4f}", "time per fit (mean), compilation excluded"),
+)
+
+
+def format_engine_summary(rows) -> str:
+    """The rows of :func:`summarise_engines` as a text table, one line per (constraints,
+    engine), followed by a legend of the columns and each engine's compile time."""
+    head = ["constraints", "engine", *(h for h, *_ in _PRINTED)]
+    body = []
+    for r in rows:
+        cells = [str(r["constraints"]), r["engine"]]
+        for _h, key, fmt, _ in _PRINTED:
+            v = r[key]
+            text = "-" if not np.isfinite(v) else fmt.format(v)
+            if key == "nmi_mean" and np.isfinite(v):
+                text += f" ± {r['nmi_std']:.3f}"
+            cells.append(text)
+        if r["n_failed"]:
+            cells[1] += f" ({r['n_failed']} failed)"
+        body.append(cells)
+    width = [max(len(x) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(x.rjust(w) for x, w in zip(line, width)) for line in [head, *body]]
+    lines.append("")
+    lines += [f"  {h}: {legend}" for h, _, _, legend in _PRINTED]
+    compile_times = {r["engine"]: r["compile_time"] for r in rows}
+    lines.append("  compile time, not in any timed fit: " + ", ".join(
+        f"{e} {t:.2f} s" for e, t in compile_times.items())
+        + (f"; process start-up {rows[0]['startup_time']:.2f} s" if rows else ""))
+    lines.append("  -: the engine never ran (no constraints: every point takes its nearest centre)")
+    return "\n".join(lines)
+
+
+def plot_engine_summary(rows, path=None, title="E-step engines"):
+    """Four panels against the number of constraints: NMI, J excess over the best engine,
+    E-step gap to the best bound, and time (E-step solid, whole fit dashed).
+
+    The constraint counts are equally spaced categories; engines get distinct markers
+    and small horizontal offsets, so curves that coincide (as NMI often does) stay
+    visible. Returns the matplotlib Figure (saved to ``path`` if given).
+    """
+    from matplotlib.figure import Figure
+
+    engines = list(dict.fromkeys(r["engine"] for r in rows))
+    points = sorted({r["constraints"] for r in rows})
+    markers = "osD^vP*Xh<>"
+    fig = Figure(figsize=(10, 7), layout="constrained")
+    axes = fig.subplots(2, 2)
+    panels = [(axes[0, 0], "nmi_mean", "NMI on the held-out half (± s.e.m.)"),
+              (axes[0, 1], "objective_excess", "J above the best engine on the split (%)"),
+              (axes[1, 0], "estep_gap_rel", "E-step energy above the best bound (%)"),
+              (axes[1, 1], "estep_time_mean", "time per fit (s): E-steps solid, fit dashed")]
+    width = 0.5 / max(len(engines), 1)
+    for e_i, e in enumerate(engines):
+        rs = sorted((r for r in rows if r["engine"] == e), key=lambda r: r["constraints"])
+        x = np.array([points.index(r["constraints"]) for r in rs], dtype=float)
+        x = x + (e_i - (len(engines) - 1) / 2) * width  # keep coinciding curves apart
+        mk = markers[e_i % len(markers)]
+        for ax, key, _label in panels:
+            v = np.array([r[key] for r in rs], dtype=float)
+            if key in ("objective_excess", "estep_gap_rel"):
+                v = 100 * v
+            if key == "estep_time_mean":
+                v[v <= 0] = np.nan  # the engine never ran
+            (line,) = ax.plot(x, v, marker=mk, ms=5, mfc="none", label=e)
+            if key == "nmi_mean":
+                sem = np.array([r["nmi_std"] / np.sqrt(max(r["n_fits"], 1)) for r in rs])
+                ax.errorbar(x, v, yerr=sem, fmt="none", ecolor=line.get_color(), capsize=2, lw=0.8)
+            if key == "estep_time_mean":
+                ax.plot(x, [r["fit_time_mean"] for r in rs], marker=mk, ms=4, ls="--",
+                        color=line.get_color(), mfc="none")
+    for ax, key, label in panels:
+        if key in ("objective_excess", "estep_gap_rel"):
+            top = max([100 * r[key] for r in rows if np.isfinite(r[key])], default=0.0)
+            ax.set_yscale("symlog", linthresh=1e-3)
+            ax.set_ylim(-1e-4, max(1e-2, 3 * top))
+        elif key == "estep_time_mean":
+            ax.set_yscale("log")
+        ax.set_xticks(range(len(points)), [str(p) for p in points])
+        ax.set(xlabel="number of constraints", ylabel=label)
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(title="engine", fontsize=8)
+    fig.suptitle(title)
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
