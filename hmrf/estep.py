@@ -24,10 +24,11 @@ import numpy as np
 
 from . import _blocks
 from .inference.base import argmin_rows
+from .inference.meanfield import softmax_free_energy
 from .model import block_unary
 
-__all__ = ["AssignmentPass", "BlockResult", "assign_block", "assignment_pass", "nearest_clusters",
-           "reduce_rows"]
+__all__ = ["AssignmentPass", "BlockResult", "SoftPass", "assign_block", "assignment_pass",
+           "nearest_clusters", "reduce_rows", "soft_assign_block", "soft_pass"]
 
 _NUMBA = {}
 
@@ -210,3 +211,68 @@ def nearest_clusters(family, X, params, normalizer: str = "constant") -> np.ndar
         U = family.unary(X[rows], params, normalizer, data=None if data is None else data[rows])
         out[rows] = reduce_rows(U)[0]
     return out
+
+
+@dataclass
+class SoftPass:
+    """A pass of soft EM (see :func:`soft_pass`).
+
+    Attributes
+    ----------
+    labels : ndarray (n,)
+        Most probable label of every point under its local posterior.
+    free_energy : float
+        ``Σ_i -log Σ_h exp(-U_ih)`` over the unconstrained points: their part of the
+        variational free energy at their exact posteriors.
+    constrained_unary : ndarray (n_c, k)
+        Cost rows of the constrained points.
+    stats : ClusterStats
+        Statistics of the unconstrained points weighted by their posteriors.
+    """
+
+    labels: np.ndarray
+    free_energy: float
+    constrained_unary: np.ndarray
+    stats: object
+
+
+def soft_assign_block(family, X_block, params, normalizer: str, n_clusters: int, *, data=None,
+                      clamped=None, constrained_mask=None, shift=None):
+    """Soft E-step of one block: posteriors ``q_ih ∝ exp(-U_ih)`` of its unconstrained
+    rows (never stored beyond the block), their free energy and weighted statistics, and
+    the cost rows of its constrained rows. Returns ``(labels, free_energy, rows, stats)``."""
+    U = block_unary(family, X_block, params, normalizer, data, clamped)
+    labels = reduce_rows(U)[0]
+    q, f = softmax_free_energy(U)
+    rows = np.empty((0, U.shape[1]))
+    if constrained_mask is not None and constrained_mask.any():
+        rows = np.asarray(U[constrained_mask], dtype=np.float64)
+        q[constrained_mask] = 0.0  # the engine's posteriors replace these
+        f[constrained_mask] = 0.0
+    stats = family.statistics(X_block, q, n_clusters, normalizer, shift)
+    return labels, float(f.sum()), rows, stats
+
+
+def soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
+    """:func:`soft_assign_block` over ``model.X`` in row blocks."""
+    n, k = model.n_samples, model.n_clusters
+    labels = np.empty(n, dtype=np.int64)
+    mask = None
+    if constrained is not None and len(constrained):
+        mask = np.zeros(n, dtype=bool)
+        mask[constrained] = True
+    data = model.data_terms
+    rows, free, stats = [], 0.0, None
+    for sl in _blocks.row_blocks(n, max(k, model.X.shape[1])):  # a loop over blocks of rows
+        lab, f, r, st = soft_assign_block(
+            model.emission, model.X[sl], params, model.normalizer, k,
+            data=None if data is None else data[sl],
+            clamped=None if model.clamped is None else model.clamped[sl],
+            constrained_mask=None if mask is None else mask[sl], shift=shift)
+        labels[sl] = lab
+        free += f
+        if r.shape[0]:
+            rows.append(r)
+        stats = st if stats is None else stats + st
+    unary_c = np.vstack(rows) if rows else np.empty((0, k))
+    return SoftPass(labels, free, unary_c, stats)

@@ -71,6 +71,9 @@ class GraphCache:
         (:func:`hmrf.inference.base.reduce_problem`).
     icm_blocks : list or None
         Independent sets with their incident factors (:mod:`hmrf.inference.icm`).
+    mean_field : object or None
+        Colour classes with their factors for mean-field sweeps
+        (:mod:`hmrf.inference.meanfield`).
     bp_layout, bp_colours, bp_bfs, bp_dense : object or None
         Belief propagation's message layout, colour classes, breadth-first order and
         dense frustrated part (:mod:`hmrf.inference.bp`).
@@ -83,6 +86,7 @@ class GraphCache:
     constrained: tuple | None = None
     reduction: object | None = None
     icm_blocks: list | None = None
+    mean_field: object | None = None
     bp_layout: object | None = None
     bp_colours: list | None = None
     bp_bfs: np.ndarray | None = None

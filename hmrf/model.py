@@ -29,8 +29,12 @@ __all__ = ["HMRF", "block_unary"]
 def block_unary(family, X_block, params, normalizer: str = "constant", data=None, clamped=None):
     """Unary costs of a block of rows (b, k) in the block's precision; ``clamped`` (b,)
     fixes the label of rows with a value >= 0 (the others get infinite cost:
-    CONSTRAINED-KMEANS, Basu 2005, Fig. 3.2)."""
+    CONSTRAINED-KMEANS, Basu 2005, Fig. 3.2). Mixing weights, when ``params`` has them,
+    add ``-log π_h``."""
     cost = family.unary(X_block, params, normalizer, data=data)
+    if params.weights is not None:
+        with np.errstate(divide="ignore"):
+            cost -= np.log(params.weights).astype(cost.dtype)[None, :]
     if clamped is not None:
         fixed = np.flatnonzero(clamped >= 0)
         if fixed.size:

@@ -53,10 +53,14 @@ class EmissionParams:
         Per-cluster scale when the normaliser is kept: the variance σ_h² of the
         isotropic Gaussian, the concentration κ_h of the von Mises-Fisher. ``None``
         means the family's default scale.
+    weights : ndarray of shape (k,), optional
+        Mixing weights ``π_h`` (learned by soft EM with the closed-form normaliser);
+        the model then adds ``-log π_h`` to every unary cost. ``None``: uniform, no term.
     """
 
     centers: np.ndarray
     scale: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
     @property
     def n_clusters(self) -> int:

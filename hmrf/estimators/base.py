@@ -9,21 +9,25 @@ its arguments; all validation happens in ``fit``; randomness comes only from
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_data, check_partial_labels
+from .._blocks import row_blocks
+from .._params import Check, Interval, Options, validate_params
+from .._validation import check_data, check_partial_labels, check_random_state
 from ..constraints import Constraints
 from ..em import run_em
+from ..emissions import EmissionFamily, get_emission
 from ..estep import nearest_clusters
-from ..emissions import get_emission
-from ..inference import get_engine
-from ..initialization import initial_centers
-from ..model import HMRF
+from ..inference import InferenceEngine, get_engine
+from ..inference.meanfield import MeanField, softmax_free_energy
+from ..initialization import INIT_METHODS, initial_centers
+from ..model import HMRF, block_unary
+from ..soft_em import run_soft_em
 
 __all__ = ["HMRFClusterMixin", "emission_of"]
 
@@ -35,20 +39,28 @@ def emission_of(estimator):
     return get_emission(estimator._spec_emission())
 
 
-def _check_positive_int(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-    return int(value)
+def _is_array_init(value) -> bool:
+    return not isinstance(value, str) and np.ndim(value) == 2
 
 
-def _check_nonneg_float(value, name, allow_inf=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a number; got {value!r}.")
-    v = float(value)
-    if np.isnan(v) or v < 0 or (np.isinf(v) and not allow_inf):
-        bound = " (np.inf allowed)" if allow_inf else " and finite"
-        raise ValueError(f"{name} must be >= 0{bound}; got {value!r}.")
-    return v
+#: What every parameter of the HMRF estimators may be (scikit-learn's
+#: ``_parameter_constraints`` idea); a class checks the ones it has (``validate_params``).
+#: ``n_clusters`` is checked against the data (``1 <= k <= n``) when the model is built.
+PARAMETERS = {
+    "max_iter": [Interval(Integral, 1, None)],
+    "tol": [Interval(Real, 0, None, closed="left")],
+    "n_init": [Interval(Integral, 1, None)],
+    "w": [Interval(Real, 0, None)],
+    "em": [Options("hard", "soft")],
+    "normalizer": [Options("constant", "closed_form")],
+    "closure": [Options(True, False)],
+    "init": [Options(*INIT_METHODS), Check(_is_array_init, "an array of initial centres (k, d)")],
+    "inference": [str, InferenceEngine, MeanField,
+                  Check(lambda v: callable(getattr(v, "map", None)), "an object with a .map() method")],
+    "emission": [str, EmissionFamily],
+    "random_state": [Options(None), Interval(Integral, 0, 2**32 - 1), np.random.RandomState,
+                     np.random.Generator],
+}
 
 
 def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, weight=1.0) -> Constraints:
@@ -71,8 +83,11 @@ def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, w
 class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     """Common ``fit``/``predict`` for estimators that run EM on an HMRF.
 
-    Subclasses declare their hyper-parameters in ``__init__`` and may override the
-    ``_spec_*`` hooks to fix the emission family, initialisation, engine or weight.
+    Subclasses declare their hyper-parameters in ``__init__`` (checked against
+    :data:`PARAMETERS` and their own ``_parameter_constraints``) and fix the settings they
+    do not expose in ``_fixed`` (PCKMeans fixes the emission and the initialisation,
+    SphericalKMeans the emission). The methods ``_spec_emission``, ``_supervision``,
+    ``_model`` and ``_initial_params`` are the places a subclass changes the model.
 
     Attributes
     ----------
@@ -94,27 +109,44 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    #: Settings an estimator fixes instead of exposing them as parameters (a parameter of
+    #: the same name takes precedence); subclasses override entries.
+    _fixed = dict(emission="sqeuclidean", inference="icm", init="neighborhoods", w=1.0,
+                  normalizer="constant", n_init=1, closure=False, em="hard")
+    #: Checks of a subclass's own parameters, beyond :data:`PARAMETERS`.
+    _parameter_constraints: dict = {}
+
     # ------------------------------------------------------------------- hooks
+    def _setting(self, name):
+        """The value of a setting: the parameter if the class has one, else ``_fixed``."""
+        return getattr(self, name) if name in self._get_param_names() else self._fixed[name]
+
+    def _validate_params(self):
+        names = self._get_param_names()
+        table = {n: PARAMETERS[n] for n in names if n in PARAMETERS}
+        table.update({n: c for n, c in self._parameter_constraints.items() if n in names})
+        validate_params(self, table)
+
     def _spec_emission(self):
-        return getattr(self, "emission", "sqeuclidean")
+        return self._setting("emission")
 
     def _spec_inference(self):
-        return getattr(self, "inference", "icm")
+        return self._setting("inference")
 
     def _spec_init(self):
-        return getattr(self, "init", "neighborhoods")
+        return self._setting("init")
 
     def _spec_w(self):
-        return getattr(self, "w", 1.0)
+        return self._setting("w")
 
     def _spec_normalizer(self):
-        return getattr(self, "normalizer", "constant")
+        return self._setting("normalizer")
 
     def _spec_n_init(self):
-        return getattr(self, "n_init", 1)
+        return self._setting("n_init")
 
     def _spec_closure(self):
-        return getattr(self, "closure", False)
+        return self._setting("closure")
 
     def _supervision(self, n, y, must_link, cannot_link, constraints) -> Constraints:
         """All supervision as one Constraints object (partial labels -> pairs)."""
@@ -158,22 +190,27 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         -------
         self
         """
+        self._validate_params()
         Xc = check_data(X, keep_float32=True)
         validate_data(self, X, skip_check_array=True, reset=True)
         n = Xc.shape[0]
-        _check_positive_int(self.max_iter, "max_iter")
-        tol = _check_nonneg_float(self.tol, "tol")
-        n_init = _check_positive_int(self._spec_n_init(), "n_init")
-        _check_nonneg_float(self._spec_w(), "w", allow_inf=True)
-        engine = get_engine(self._spec_inference())
+        soft = self._setting("em") == "soft"
+        if soft:
+            def em(model, params, rng):
+                return run_soft_em(model, params, self._spec_inference(), max_iter=self.max_iter,
+                                   tol=float(self.tol), rng=rng)
+        else:
+            engine = get_engine(self._spec_inference())
+
+            def em(model, params, rng):
+                return run_em(model, params, engine, max_iter=self.max_iter, tol=float(self.tol), rng=rng)
         c = self._supervision(n, y, must_link, cannot_link, constraints)
         model = self._model(Xc, c, y, potentials)
-        rs = check_random_state(self.random_state)
-        rng = np.random.default_rng(rs.randint(np.iinfo(np.int32).max))
+        rng = check_random_state(self.random_state)
         best = None
-        for _ in range(n_init):
+        for _ in range(int(self._spec_n_init())):
             params = self._initial_params(model, c, y, rng)
-            res = run_em(model, params, engine, max_iter=self.max_iter, tol=tol, rng=rng)
+            res = em(model, params, rng)
             if best is None or res.objective < best.objective:
                 best = res
         self.labels_ = best.labels.astype(np.int64)
@@ -203,10 +240,63 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         labels : ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "params_")
+        family, Xp = self._prepared(X)
+        return nearest_clusters(family, Xp, self.params_, self._spec_normalizer())
+
+    def _prepared(self, X):
         family = get_emission(self._spec_emission())
         Xc = check_data(X, accept_sparse=family.accepts_sparse, keep_float32=True)
         validate_data(self, X, skip_check_array=True, reset=False)
-        return nearest_clusters(family, family.prepare(Xc), self.params_, self._spec_normalizer())
+        return family, family.prepare(Xc)
+
+    def _is_soft(self) -> bool:
+        return self._setting("em") == "soft"
+
+    def _has_density(self) -> bool:
+        return self._is_soft() and self._spec_normalizer() == "closed_form"
+
+    @available_if(_is_soft)
+    def predict_proba(self, X):
+        """Posterior ``p(y = h | x)`` of new points under the fitted model (no constraints):
+        ``π_h p(x | h, Θ) / Σ_g π_g p(x | g, Θ)``, i.e. ``softmax(-U)`` (after ``em="soft"``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_clusters)
+        """
+        check_is_fitted(self, "params_")
+        family, Xp = self._prepared(X)
+        out = np.empty((Xp.shape[0], self.params_.n_clusters))
+        for rows in row_blocks(Xp.shape[0], max(out.shape[1], Xp.shape[1])):  # blocks of rows
+            out[rows] = softmax_free_energy(block_unary(family, Xp[rows], self.params_,
+                                                        self._spec_normalizer()))[0]
+        return out
+
+    @available_if(_has_density)
+    def score_samples(self, X):
+        """Log-likelihood ``log Σ_h π_h p(x | h, Θ)`` of each new point (after ``em="soft"``
+        with ``normalizer="closed_form"``, where ``p(x | h, Θ)`` is a normalised density:
+        the isotropic Gaussian, the von Mises-Fisher on the unit sphere).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, "params_")
+        family, Xp = self._prepared(X)
+        out = np.empty(Xp.shape[0])
+        for rows in row_blocks(Xp.shape[0], max(self.params_.n_clusters, Xp.shape[1])):
+            out[rows] = -softmax_free_energy(block_unary(family, Xp[rows], self.params_,
+                                                         self._spec_normalizer()))[1]
+        return out
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

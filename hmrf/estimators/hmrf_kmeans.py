@@ -41,6 +41,13 @@ class HMRFKMeans(HMRFClusterMixin):
         thesis's experiments do ("unit constraint costs for all constraints, original
         and inferred", §4.5.2). Off by default so that the energy is exactly that of the
         constraints given.
+    em : {"hard", "soft"}, default="hard"
+        ``"hard"``: MAP labels in every E-step (HMRF-KMeans, :mod:`hmrf.em`). ``"soft"``:
+        posteriors and the variational free energy (:mod:`hmrf.soft_em`), with
+        ``inference`` naming the posterior method (``"icm"``/``"mean_field"``: mean-field,
+        ``"bp"``: sum-product); then :meth:`predict_proba` and, with
+        ``normalizer="closed_form"`` (which also learns mixing weights),
+        :meth:`score_samples`.
     random_state : int, RandomState or None, default=None
 
     Attributes
@@ -65,7 +72,7 @@ class HMRFKMeans(HMRFClusterMixin):
 
     def __init__(self, n_clusters=8, *, emission="sqeuclidean", inference="icm", w=1.0,
                  init="neighborhoods", n_init=1, max_iter=100, tol=1e-4, normalizer="constant",
-                 closure=False, random_state=None):
+                 closure=False, em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.emission = emission
         self.inference = inference
@@ -76,6 +83,7 @@ class HMRFKMeans(HMRFClusterMixin):
         self.tol = tol
         self.normalizer = normalizer
         self.closure = closure
+        self.em = em
         self.random_state = random_state
 
 
@@ -100,24 +108,23 @@ class PCKMeans(HMRFClusterMixin):
         Augment the constraints by their transitive closure (ICML 2004, §3.1).
     max_iter : int, default=100
     tol : float, default=1e-4
+    em : {"hard", "soft"}, default="hard"
+        As :class:`HMRFKMeans`.
     random_state : int, RandomState or None, default=None
     """
 
+    _fixed = dict(HMRFClusterMixin._fixed, emission="sqeuclidean", init="pckmeans")
+
     def __init__(self, n_clusters=8, *, w=1.0, inference="icm", closure=True, max_iter=100,
-                 tol=1e-4, random_state=None):
+                 tol=1e-4, em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.w = w
         self.inference = inference
         self.closure = closure
         self.max_iter = max_iter
         self.tol = tol
+        self.em = em
         self.random_state = random_state
-
-    def _spec_emission(self):
-        return "sqeuclidean"
-
-    def _spec_init(self):
-        return "pckmeans"
 
 
 class KMeans(HMRFClusterMixin):
@@ -134,17 +141,24 @@ class KMeans(HMRFClusterMixin):
     n_init : int, default=1
     max_iter : int, default=300
     tol : float, default=1e-4
+    normalizer : {"constant", "closed_form"}, default="constant"
+    em : {"hard", "soft"}, default="hard"
+        ``"soft"`` with ``normalizer="closed_form"`` is the EM of a mixture of isotropic
+        Gaussians (or vMF), mixing weights included (the "spherical" model of
+        scikit-learn's ``GaussianMixture``).
     random_state : int, RandomState or None, default=None
     """
 
     def __init__(self, n_clusters=8, *, emission="sqeuclidean", init="k-means++", n_init=1,
-                 max_iter=300, tol=1e-4, random_state=None):
+                 max_iter=300, tol=1e-4, normalizer="constant", em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.emission = emission
         self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
+        self.normalizer = normalizer
+        self.em = em
         self.random_state = random_state
 
     def _supervision(self, n, y, must_link, cannot_link, constraints):
@@ -168,18 +182,24 @@ class SphericalKMeans(HMRFClusterMixin):
     n_init : int, default=1
     max_iter : int, default=100
     tol : float, default=1e-4
+    normalizer : {"constant", "closed_form"}, default="constant"
+        ``"closed_form"`` fits a von Mises-Fisher concentration per cluster.
+    em : {"hard", "soft"}, default="hard"
+        ``"soft"``: a mixture of von Mises-Fisher distributions fitted by EM (Banerjee et
+        al. 2005, soft-moVMF with ``normalizer="closed_form"``).
     random_state : int, RandomState or None, default=None
     """
 
+    _fixed = dict(HMRFClusterMixin._fixed, emission="cosine")
+
     def __init__(self, n_clusters=8, *, w=1.0, init="k-means++", n_init=1, max_iter=100,
-                 tol=1e-4, random_state=None):
+                 tol=1e-4, normalizer="constant", em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.w = w
         self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
+        self.normalizer = normalizer
+        self.em = em
         self.random_state = random_state
-
-    def _spec_emission(self):
-        return "cosine"

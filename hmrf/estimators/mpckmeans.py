@@ -9,9 +9,12 @@ without it (§4.2).
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 
-from ..emissions.mahalanobis import Mahalanobis
+from .._params import Interval, Options
+from ..emissions.mahalanobis import METRICS, Mahalanobis
 from ..initialization import initial_centers
 from ..model import HMRF
 from ..potentials import DistanceScaledPotts
@@ -26,17 +29,23 @@ ALPHA_MAX = ("auto", "must_link", "data")
 class _MetricLearner(HMRFClusterMixin):
     """Shared parts: the emission family and the ``metric_`` attribute."""
 
+    _parameter_constraints = {
+        "metric": [Options(*METRICS)],
+        "per_cluster": [Options(True, False)],
+        "alpha_min": [Interval(Real, 0, None, closed="left")],
+        "alpha_max": [Options(*ALPHA_MAX), Interval(Real, 0, None, closed="left")],
+        "penalty": [Options(*PENALTIES)],
+        "shrinkage": [Interval(Real, 0, 1, closed="left")],
+    }
+
     def _spec_emission(self):
         return Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage)
 
     def _distance_potential(self, constraints):
         mirrored = getattr(self, "penalty", "distance") == "mirrored"
         alpha_max = self.alpha_max
-        if isinstance(alpha_max, str):
-            if alpha_max not in ALPHA_MAX:
-                raise ValueError(f"alpha_max must be one of {ALPHA_MAX} or a number; got {alpha_max!r}.")
-            if alpha_max == "auto":  # Bilenko et al.'s f_C uses the diameter (class docstring)
-                alpha_max = "data" if mirrored else "must_link"
+        if alpha_max == "auto":  # Bilenko et al.'s f_C uses the diameter (class docstring)
+            alpha_max = "data" if mirrored else "must_link"
         return DistanceScaledPotts(constraints, self.w, alpha_min=self.alpha_min,
                                    alpha_max=alpha_max, mirrored=mirrored)
 
@@ -168,8 +177,6 @@ class MPCKMeans(_MetricLearner):
         self.random_state = random_state
 
     def _model(self, X, constraints, y, potentials=None):
-        if self.penalty not in PENALTIES:
-            raise ValueError(f"penalty must be one of {PENALTIES}; got {self.penalty!r}.")
         family = self._spec_emission()
         extra = [] if potentials is None else (
             list(potentials) if isinstance(potentials, (list, tuple)) else [potentials])

@@ -46,6 +46,12 @@ class SeededKMeans(HMRFClusterMixin):
         ``"cosine"`` gives the SP-KMeans variant used for text in the thesis.
     max_iter : int, default=100
     tol : float, default=1e-4
+    normalizer : {"constant", "closed_form"}, default="constant"
+    em : {"hard", "soft"}, default="hard"
+        ``"soft"``: EM with posteriors (:mod:`hmrf.soft_em`); for
+        :class:`ConstrainedKMeans` the seeds' posteriors stay on their class, which is the
+        semi-supervised EM of the clustering slides (Nigam et al. 2000) with this
+        emission family.
     random_state : int, RandomState or None, default=None
 
     Attributes
@@ -57,11 +63,13 @@ class SeededKMeans(HMRFClusterMixin):
     _clamp = False
 
     def __init__(self, n_clusters=8, *, emission="sqeuclidean", max_iter=100, tol=1e-4,
-                 random_state=None):
+                 normalizer="constant", em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.emission = emission
         self.max_iter = max_iter
         self.tol = tol
+        self.normalizer = normalizer
+        self.em = em
         self.random_state = random_state
 
     def _supervision(self, n, y, must_link, cannot_link, constraints):
@@ -72,7 +80,7 @@ class SeededKMeans(HMRFClusterMixin):
     def _model(self, X, constraints, y, potentials=None):
         seeds, self.seed_classes_ = _seed_clusters(y, X.shape[0], self.n_clusters)
         return HMRF(X, self.n_clusters, emission=self._spec_emission(), potentials=potentials,
-                    clamped=seeds if self._clamp else None)
+                    normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None)
 
     def _initial_params(self, model, constraints, y, rng):
         seeds, _ = _seed_clusters(y, model.n_samples, model.n_clusters)
