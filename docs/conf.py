@@ -4,15 +4,18 @@ Build (what ``tests/test_docs.py`` runs; warnings are errors, broken references 
 
     sphinx-build -W --keep-going -b html docs docs/_build/html
 
-The notebooks in ``notebooks/`` are rendered as stored (without outputs): the test
-suite executes them (``tests/test_notebooks.py``), so the docs build does not run them
-a second time. For a site with the notebooks' figures, execute them during the build::
-
-    sphinx-build -W --keep-going -b html -D nb_execution_mode=auto docs docs/_build/html
+The build executes each notebook of ``notebooks/`` once, in a fresh kernel, and the
+site shows its figures and tables; an error in a cell fails the build, so this
+execution is the notebooks' test. Outputs are cached by jupyter-cache in
+``docs/_build/.jupyter_cache``: a notebook whose code did not change is not run again
+by the next build (``tests/test_docs.py`` gives its build an empty cache, so the test
+always runs them). A notebook that needs a data package (its metadata
+``{"hmrf": {"requires": [...]}}``) is shown without outputs when the package is
+missing.
 
 The "how to add an emission family / a potential" pages and the other pages written
 as executable MyST notebooks (``file_format: mystnb`` front matter with
-``execution_mode: force``) are always executed, so their code is tested by every build.
+``execution_mode: force``) are executed by every build.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ root_doc = "index"
 # ----------------------------------------------------------------------- HTML
 html_theme = "pydata_sphinx_theme"
 html_title = f"hmrf {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["hmrf.css"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
@@ -65,14 +69,34 @@ html_show_sourcelink = False
 # --------------------------------------------------------------- MyST and nb
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
-# The notebooks are executed by the test suite (tests/test_notebooks.py, a fresh
-# kernel each, 120 s timeout); executing them here as well would double the CI time
-# for no extra check. Pages that set ``execution_mode: force`` are still executed.
-nb_execution_mode = "off"
-nb_execution_timeout = 120
+nb_execution_mode = "cache"
+nb_execution_cache_path = os.path.join(HERE, "_build", ".jupyter_cache")
+nb_execution_timeout = 120  # seconds per cell
 nb_execution_raise_on_error = True  # an error in an executed page fails the build
 nb_execution_show_tb = True
 nb_merge_streams = True
+
+
+def _missing_requirements() -> list:
+    """Notebooks whose data packages (metadata ``hmrf.requires``) are not installed."""
+    import importlib.metadata
+    import json
+
+    skip = []
+    for name in sorted(os.listdir(os.path.join(HERE, "notebooks"))):
+        if not name.endswith(".ipynb"):
+            continue
+        with open(os.path.join(HERE, "notebooks", name), encoding="utf-8") as f:
+            meta = json.load(f).get("metadata", {})
+        for package in meta.get("hmrf", {}).get("requires", []):
+            try:
+                importlib.metadata.distribution(package)
+            except importlib.metadata.PackageNotFoundError:
+                skip.append(f"notebooks/{name}")
+    return skip
+
+
+nb_execution_excludepatterns = _missing_requirements()
 
 # ------------------------------------------------------------ API reference
 autosummary_generate = True
@@ -117,7 +141,9 @@ PUBLIC_NAMESPACES = [
     "hmrf.model", "hmrf.inference", "hmrf.inference.lp", "hmrf.inference.lp_cvxpy",
     "hmrf.inference.bp.messages", "hmrf.inference.base", "hmrf.inference.icm",
     "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
-    "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.initialization", "hmrf.estimators",
+    "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.estep", "hmrf.soft_em",
+    "hmrf.initialization", "hmrf.estimators", "hmrf.inference.meanfield", "hmrf.emissions.stats",
+    "hmrf.classic",
     "hmrf.metrics", "hmrf.datasets", "hmrf.datasets.text", "hmrf.datasets.files",
     "hmrf.experiments", "hmrf.experiments.engines", "hmrf.active",
     "hmrf.interop", "hmrf.exceptions",

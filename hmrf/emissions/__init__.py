@@ -6,18 +6,20 @@ Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
 family with ``BregmanFamily(phi, grad_phi)``.
 """
 
-from .base import EmissionFamily, EmissionParams, cluster_sums
+from .base import EmissionFamily, EmissionParams, MStepContext, cluster_sums
 from .bregman import BregmanFamily
 from .euclidean import SquaredEuclidean
 from .itakura_saito import ItakuraSaito
 from .kl import KL, IDivergence, SmoothedParams
 from .mahalanobis import Mahalanobis, MahalanobisParams
+from .stats import ClusterStats
 from .vmf import VonMisesFisher, log_vmf_normalizer
 
 __all__ = [
     "EmissionFamily", "EmissionParams", "BregmanFamily", "SquaredEuclidean", "KL",
     "IDivergence", "ItakuraSaito", "VonMisesFisher", "SmoothedParams", "cluster_sums",
-    "log_vmf_normalizer", "get_emission", "Mahalanobis", "MahalanobisParams",
+    "log_vmf_normalizer", "get_emission", "Mahalanobis", "MahalanobisParams", "MStepContext",
+    "ClusterStats",
 ]
 
 _ALIASES = {
