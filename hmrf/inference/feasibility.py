@@ -125,7 +125,9 @@ def violating_nodes(unary, graph: PairwiseGraph, labels) -> np.ndarray:
     """Sorted nodes that sit on a violated hard factor or hold a forbidden label."""
     labels = np.asarray(labels)
     bad = np.isinf(unary[np.arange(labels.shape[0]), labels])
-    if graph.n_edges:
+    hard_edges = graph.n_edges and (np.isinf(graph.weight).any()
+                                    or (graph.tables is not None and np.isinf(graph.tables).any()))
+    if hard_edges:  # soft graphs (the common case) skip the edge pass
         broken = np.isinf(graph.edge_costs(labels))
         bad[graph.edges[broken].ravel()] = True
     return np.flatnonzero(bad)
