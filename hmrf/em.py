@@ -179,7 +179,7 @@ def _move_statistics(model, stats, rows, new, old):
 
 
 def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: float = 1e-4,
-           rng=None, callback=None) -> EMResult:
+           rng=None, callback=None, data_pass=None) -> EMResult:
     """Alternate E- and M-steps on ``model`` from ``params``.
 
     Each iteration is one pass over the data (:func:`hmrf.estep.assignment_pass`) under
@@ -206,6 +206,11 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
     rng : numpy Generator
     callback : callable, optional
         ``callback(iteration, labels, params, objective)`` after each M-step.
+    data_pass : callable, optional
+        The pass over the data, with the signature and result of
+        :func:`hmrf.estep.assignment_pass` (the default); a distributed model supplies
+        its own. When ``model.incremental_statistics`` is false the statistics are
+        accumulated by every pass instead of updated from the points that moved.
 
     Returns
     -------
@@ -217,6 +222,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
     k = model.n_clusters
     family = model.emission
+    data_pass = assignment_pass if data_pass is None else data_pass
     movable = None if model.clamped is None else model.clamped < 0
     labels, stats, stats_labels = None, None, None
     age, moved_fraction = 0, 1.0
@@ -228,9 +234,10 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         t0 = time.perf_counter()
         graph = model.graph(params)
         nodes, sub = graph.constrained_part()
-        accumulate = stats is None or age >= REFRESH_EVERY or moved_fraction > MOVED_FRACTION
-        step = assignment_pass(model, params, previous=labels, constrained=nodes,
-                               accumulate=accumulate, shift=model.statistics_shift)
+        accumulate = stats is None or age >= REFRESH_EVERY or moved_fraction > MOVED_FRACTION \
+            or not model.incremental_statistics
+        step = data_pass(model, params, previous=labels, constrained=nodes, accumulate=accumulate,
+                         shift=model.statistics_shift)
         if labels is not None:
             obj = step.previous_cost + graph.pairwise_energy(labels)
             history.append(obj)

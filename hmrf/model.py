@@ -75,9 +75,14 @@ class HMRF:
     X : ndarray or csr_matrix
         The prepared data (domain-checked, normalised by the family; never the
         caller's array modified in place).
+    incremental_statistics : bool
+        Whether EM may update the M-step statistics from the points that moved instead
+        of accumulating them in every pass (true for data in memory).
     emission : EmissionFamily
     potentials : list of PairwisePotential
     """
+
+    incremental_statistics = True
 
     def __init__(self, X, n_clusters, emission="sqeuclidean", constraints=None, w=1.0,
                  potentials=None, normalizer="constant", clamped=None):

@@ -86,7 +86,7 @@ def _posteriors(engine, unary, graph, init, rng):
 
 
 def run_soft_em(model, params, engine=None, *, max_iter: int = 100, tol: float = 1e-4, rng=None,
-                callback=None) -> EMResult:
+                callback=None, data_pass=None) -> EMResult:
     """Soft EM on ``model`` from ``params`` (module docstring).
 
     Parameters
@@ -101,6 +101,9 @@ def run_soft_em(model, params, engine=None, *, max_iter: int = 100, tol: float =
     rng : numpy Generator
     callback : callable, optional
         ``callback(iteration, labels, params, free_energy)`` after each E-step.
+    data_pass : callable, optional
+        The pass over the data, with the signature and result of
+        :func:`hmrf.estep.soft_pass` (the default); a distributed model supplies its own.
 
     Returns
     -------
@@ -128,7 +131,7 @@ def run_soft_em(model, params, engine=None, *, max_iter: int = 100, tol: float =
         t0 = time.perf_counter()
         graph = model.graph(params)
         nodes, sub = graph.constrained_part()
-        step = soft_pass(model, params, nodes, model.statistics_shift)
+        step = (soft_pass if data_pass is None else data_pass)(model, params, nodes, model.statistics_shift)
         free = step.free_energy
         labels = step.labels
         stats = step.stats
