@@ -1,0 +1,76 @@
+"""Data at extreme scales and degenerate directions (issue 14, items 4 and 5)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris
+
+from hmrf import HMRFKMeans, MPCKMeans, PCKMeans, SphericalKMeans
+from hmrf.emissions import VonMisesFisher
+
+X_IRIS, Y_IRIS = load_iris(return_X_y=True)
+
+
+@pytest.mark.parametrize("scale", [1e155, 1e-300])
+@pytest.mark.parametrize("make", [lambda: HMRFKMeans(3, random_state=0), lambda: PCKMeans(3, random_state=0),
+                                  lambda: MPCKMeans(3, random_state=0)])
+def test_squared_distances_out_of_range_are_named(scale, make):
+    """Squares of 1e155 overflow float64 and squares of 1e-300 vanish: the error says so
+    and what to do, instead of NaN costs and overflow warnings."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"X's entries reach .* Rescale X"):
+            make().fit(X_IRIS * scale, must_link=[(0, 1)])
+
+
+def test_float32_overflow_is_judged_in_float32():
+    with pytest.raises(ValueError, match="overflow float32"):
+        HMRFKMeans(3, random_state=0).fit((X_IRIS * 1e18).astype(np.float32))
+    HMRFKMeans(3, random_state=0).fit((X_IRIS * 1e17).astype(np.float64))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e155, 1e300])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_cosine_is_scale_free(scale, sparse):
+    """Cosine clustering ignores the scale of each row, however extreme."""
+    ref = SphericalKMeans(3, random_state=0).fit(X_IRIS)
+    X = X_IRIS * scale
+    est = SphericalKMeans(3, random_state=0).fit(sp.csr_matrix(X) if sparse else X)
+    np.testing.assert_array_equal(est.labels_, ref.labels_)
+    np.testing.assert_allclose(est.cluster_centers_, ref.cluster_centers_, rtol=1e-12)
+
+
+def test_cosine_rows_of_mixed_extreme_scales():
+    X = X_IRIS.copy()
+    X[::2] *= 1e-300
+    X[1::2] *= 1e300
+    ref = SphericalKMeans(3, random_state=0).fit(X_IRIS)
+    np.testing.assert_array_equal(SphericalKMeans(3, random_state=0).fit(X).labels_, ref.labels_)
+
+
+def test_zero_row_is_still_refused():
+    X = X_IRIS.copy()
+    X[7] = 0.0
+    with pytest.raises(ValueError, match="row 7 of X is all zeros"):
+        SphericalKMeans(3).fit(X)
+
+
+def test_must_link_between_opposite_points_has_a_direction():
+    """A neighbourhood whose mean is the zero vector still gives an initial centre."""
+    X = np.array([[1.0]] * 8 + [[-1.0]])
+    est = SphericalKMeans(1, random_state=0).fit(X, must_link=[(0, 8)])
+    assert est.labels_.tolist() == [0] * 9
+    np.testing.assert_allclose(np.abs(est.cluster_centers_), 1.0)
+    X2 = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
+    est = SphericalKMeans(2, random_state=0).fit(X2, must_link=[(0, 1)])
+    assert np.all(np.isfinite(est.cluster_centers_))
+    np.testing.assert_allclose(np.linalg.norm(est.cluster_centers_, axis=1), 1.0)
+
+
+def test_zero_centre_takes_the_mean_direction_of_the_data():
+    X = np.array([[1.0, 1.0], [2.0, 1.0], [1.0, 3.0]])
+    p = VonMisesFisher().init_params(X, np.array([[0.0, 0.0], [1.0, 0.0]]))
+    np.testing.assert_allclose(p.centers[0], X.sum(0) / np.linalg.norm(X.sum(0)))
+    np.testing.assert_allclose(p.centers[1], [1.0, 0.0])
