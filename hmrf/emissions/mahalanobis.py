@@ -35,8 +35,8 @@ eq. 4.9), (★) is the exact minimiser of the objective, and it is positive defi
 ``T^-1/2 A⁻¹ T^-1/2`` are clipped at ``eig_floor`` (for diagonal metrics,
 ``1 / a_d >= eig_floor · t_d``). Every floor is relative to each feature's own
 variance, so rescaling a feature rescales its metric entry and no floor binds because
-of the units (a floor relative to the *mean* variance clipped the small-variance
-features of breast cancer, whose variances span 11 orders of magnitude). Clipping and
+of the units (features whose variances span many orders of magnitude keep their own
+scale). Clipping and
 the thresholds that (★) holds fixed are why :meth:`Mahalanobis.update` checks
 the objective before it accepts a new metric.
 """

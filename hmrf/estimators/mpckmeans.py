@@ -111,17 +111,15 @@ class MPCKMeans(_MetricLearner):
         ``"pckmeans"`` is the paper's seeding (§3.1: the k *largest* must-link
         neighbourhoods); ``"neighborhoods"`` is the thesis's weighted farthest-first
         choice among them (Basu 2005, §4.4.3), which avoids seeding two clusters from
-        one class (better with few constraints, worse with many: see
-        docs/metric_learning.md).
+        one class (which is better depends on the number of constraints: see
+        :doc:`/metric_learning`).
     inference : str or InferenceEngine, default="bp"
         E-step engine (Fig. 1, step 2a). The paper assigns points greedily, one at a
         time (ICM, Basu 2005, §4.4.4). Single-point moves cannot move a must-link
-        neighbourhood as a whole, and under the distance-scaled penalties ``"icm"``
-        stops at a far higher ``J`` than loopy belief propagation (``"bp"``), which
-        minimises the same E-step energy over all constrained points jointly: on
-        ``benchmarks/peer_mpckmeans.py`` BP's ``J`` is lower in every constrained cell
-        and its mean NMI 0.04 higher (docs/metric_learning.md). ``"icm"`` is 3-7x
-        faster.
+        neighbourhood as a whole, so under the distance-scaled penalties ``"icm"``
+        stops at a higher ``J`` than loopy belief propagation (``"bp"``), which
+        minimises the same E-step energy over all constrained points jointly, at a
+        higher cost per E-step (the measurements are in :doc:`/metric_learning`).
     max_iter : int, default=100
     tol : float, default=1e-4
     random_state : int, RandomState or None, default=None
