@@ -84,8 +84,8 @@ class BeliefPropagation(InferenceEngine):
         a better labelling), keeping per connected component the cheaper labelling
         (``info["flooding_iter"]``): sequential max-product can lock a dense must-link
         clique onto a wrong label early. The callback sees the sequential iterations.
-    rel_gap : float in [0, 1), default=1e-2
-        A TRW-S component stops as soon as its decoded labelling is proven within
+    rel_gap : float in [0, 1), default=1e-3
+        A TRW-S component stops as soon as its best labelling is proven within
         ``rel_gap`` (relative) of that component's optimum by the TRW-S bound.
     kernel : {"auto", "numba", "numpy"}, default="auto"
         Max-product passes compiled with numba (``pip install hmrf[fast]``) or
@@ -154,7 +154,7 @@ class BeliefPropagation(InferenceEngine):
     """
 
     def __init__(self, mode="max", max_iter=100, damping="auto", tol=1e-6, reweight="auto", polish=None,
-                 patience=None, schedule="auto", rel_gap=1e-2, kernel="auto", order="auto"):
+                 patience=None, schedule="auto", rel_gap=1e-3, kernel="auto", order="auto"):
         self.mode = mode
         self.max_iter = max_iter
         self.damping = damping

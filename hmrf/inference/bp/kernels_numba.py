@@ -354,6 +354,10 @@ class CompiledSequentialMessages(PassState):
         else:
             self.sync(msgs)
 
+    def restore_messages(self, msgs, which, saved):
+        super().restore_messages(msgs, which, saved)
+        self.sync(msgs)
+
     def sync(self, msgs):
         """Recompute the sums of incoming messages after ``msgs`` was changed directly."""
         _sums(msgs, self.layout.dst, self.m, self.into_f, self.into_b)

@@ -9,9 +9,11 @@ reference (:mod:`~hmrf.inference.bp.sequential_numpy`,
 connected component:
 
 * attractive components (soft must-links only) with ``reweight="auto"``: ordinary
-  max-product (warm-up) until its messages settle, ``AUTO_SWITCH`` iterations pass or
-  ``WARM_UP_PATIENCE`` pass without a better labelling; then TRW-S (Kolmogorov 2006)
-  from zero messages until its bound proves the best labelling within ``rel_gap``;
+  max-product until its messages settle or ``WARM_UP_PATIENCE`` iterations pass
+  without a better labelling; then cycles of ``TRW_BLOCK`` iterations of TRW-S
+  (Kolmogorov 2006), which raises a lower bound, and ordinary max-product started from
+  the TRW-S messages, which decodes them; until the bound proves the best labelling
+  within ``rel_gap`` or the cycles stop improving (:class:`_Phases`);
 * frustrated components: ordinary max-product, undamped for ``AUTO_SWITCH``
   iterations and then damped, until the messages settle or (``schedule="auto"``) the
   labelling has not improved for ``max(AUTO_PATIENCE, AUTO_PATIENCE_WORK / n_c)``
@@ -47,6 +49,12 @@ AUTO_PATIENCE_WORK = 5000
 WARM_UP_PATIENCE = 3
 #: ``schedule="auto"``: frustrated components of at least this mean degree also run flooding
 DENSE_DEGREE = 8
+#: ``reweight="auto"``: iterations of one TRW-S phase
+TRW_BLOCK = 5
+#: ``reweight="auto"``: an attractive component stops after
+#: ``max(LABEL_PATIENCE, LABEL_PATIENCE_WORK / n_c)`` iterations without a better labelling
+LABEL_PATIENCE = 10
+LABEL_PATIENCE_WORK = 250_000
 
 
 @dataclass(frozen=True)
@@ -134,6 +142,8 @@ class _Progress:
         self.best_e, self.best_lb = np.full(n_comp, np.inf), np.full(n_comp, -np.inf)
         self.lb_ref = np.full(n_comp, -np.inf)  # the bound when progress was last counted
         self.stale = np.zeros(n_comp, dtype=np.int64)
+        self.progressed = np.zeros(n_comp, dtype=bool)  # since the driver last cleared it
+        self.since_better = np.zeros(n_comp, dtype=np.int64)  # iterations since a better labelling
         self.done = np.zeros(n_comp, dtype=bool)
 
     def keep_best(self, labels, node_e):
@@ -141,9 +151,12 @@ class _Progress:
         e = np.bincount(self.comp, weights=node_e, minlength=self.n_comp)
         better = e < self.best_e
         self.stale += 1
-        if np.count_nonzero(better):  # (count_nonzero: cheaper than .any() on small masks)
+        self.since_better += 1
+        if np.count_nonzero(better):
+            self.since_better[better] = 0  # (count_nonzero: cheaper than .any() on small masks)
             np.copyto(self.best, labels, where=better[self.comp])
             self.best_e[better], self.stale[better] = e[better], 0
+            self.progressed |= better
 
     def gap_closed(self, trw, tol, rel_gap):
         """TRW-S components whose best labelling is proven within ``rel_gap`` (or ``tol``)."""
@@ -158,6 +171,7 @@ class _Progress:
         with np.errstate(invalid="ignore"):  # -inf - -inf before the first bound
             rising = trw & ~(self.best_lb - self.lb_ref <= rel_gap * np.abs(self.best_e))
         self.stale[rising], self.lb_ref[rising] = 0, self.best_lb[rising]
+        self.progressed |= rising
 
 
 def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> dict:
@@ -179,35 +193,34 @@ def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> 
     u_p = np.ascontiguousarray(problem.u0[perm])
     msgs = sm.new_messages()
     trw_target = trw_components(settings.reweight, graph) if max_mode else np.zeros(n_comp, dtype=bool)
-    # "auto": the attractive components warm up with ordinary max-product, then run
-    # TRW-S; "trw": TRW-S from the start
-    warm_up = settings.reweight == "auto" and bool(trw_target.any())
-    trw = np.zeros(n_comp, dtype=bool) if warm_up else trw_target
-    sm.set_gamma(trw[comp])
+    # "auto": the attractive components alternate ordinary max-product and TRW-S (phases
+    # below); "trw": TRW-S from the start to the end
+    phases = _Phases(sm, msgs, trw_target, cycle=settings.reweight == "auto")
     lam = settings.fixed_damping or 0.0
     patience = component_patience(settings, trw_target, np.bincount(comp, minlength=n_comp))
-    warm_patience = WARM_UP_PATIENCE if settings.patience is None else settings.patience
+    mp_patience = WARM_UP_PATIENCE if settings.patience is None else settings.patience
     base = float(np.min(unary, axis=1).sum())
     labels = np.zeros(n, dtype=np.int64)
     prog = _Progress(comp, n_comp, n)
     beliefs = np.zeros((n, k)) if not max_mode else None
-    converged, stopped, it, info_switch = False, "max_iter", 0, None
+    converged, stopped, it = False, "max_iter", 0
+    bounded = bool(trw_target.all())  # every component has a TRW-S bound (once it ran)
 
     def unpermute(y):
         out = np.empty(n, dtype=np.int64)
         out[perm] = y
         return out
 
-    n_done, all_trw = 0, bool(trw.all())
+    n_done = 0
     for it in range(1, settings.max_iter + 1):
         node_e, moved_f = sm.forward(u_p, msgs, labels, mode, lam)
         if max_mode:  # labels: decoded from the messages of iteration it - 1
             prog.keep_best(labels, node_e)
-            bound_now = prog.best_lb.sum() + base if all_trw and np.isfinite(prog.best_lb).all() else None
+            bound_now = prog.best_lb.sum() + base if bounded and np.isfinite(prog.best_lb).all() else None
             notify(it, unpermute(labels), bound_now)
-            closed = prog.gap_closed(trw, tol, rel_gap)
-            # a warming-up component still has its TRW-S phase to run
-            prog.done |= closed | ((prog.stale >= patience) & ~(trw_target & ~trw))
+            closed = prog.gap_closed(trw_target, tol, rel_gap)
+            # a component with a TRW-S phase still to run goes on
+            prog.done |= closed | ((prog.stale >= patience) & ~phases.pending)
             if np.count_nonzero(prog.done) > n_done:
                 n_done = np.count_nonzero(prog.done)
                 sm.freeze(prog.done[comp])
@@ -215,28 +228,21 @@ def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> 
                 converged = np.count_nonzero(closed) == n_comp
                 stopped = "gap" if converged else "patience"
                 break
-        moved_b, lb = sm.backward(u_p, msgs, mode, lam, bound=np.count_nonzero(trw & ~prog.done) > 0,
+        moved_b, lb = sm.backward(u_p, msgs, mode, lam, bound=np.count_nonzero(phases.trw & ~prog.done) > 0,
                                   beliefs=beliefs)
         if lb is not None:  # a TRW-S component also progresses while its bound rises
-            prog.add_bound(lb, trw, rel_gap)
+            prog.add_bound(lb, phases.trw, rel_gap)
         settled = not (moved_f or moved_b)
         if settings.fixed_damping is None and it == AUTO_SWITCH:
             lam = 0.5  # undamped updates did not settle: damp the plain updates from now on
-        if warm_up and (settled or it == AUTO_SWITCH
-                        or np.count_nonzero(prog.stale[trw_target & ~prog.done] < warm_patience) == 0):
-            warm_up, trw, all_trw = False, trw_target, bool(trw_target.all())  # switch to TRW-S
-            sm.set_gamma(trw[comp])
-            sm.zero_messages(msgs, trw[comp[sm.layout.src]])  # TRW-S starts cold (engine Notes)
-            sm.wake(trw[comp])  # only their messages changed
-            prog.stale[trw] = 0
-            info_switch = it
+        if phases.step(it, settled, prog, mp_patience):
             continue
         if settled:
             converged, stopped = True, "tol"
             break
     info = {"damping": lam, "big": problem.big, "stopped": stopped, "schedule": "sequential",
             "n_colours": sm.n_colours, "trw_components": int(trw_target.sum()),
-            "n_components": n_comp, "trw_from_iter": None if not trw.any() else (info_switch or 0) + 1}
+            "n_components": n_comp, "trw_from_iter": phases.trw_from, "trw_cycles": phases.cycles}
     if not max_mode:
         marg = marginals_from_beliefs(beliefs[np.argsort(perm)])
         y = np.argmax(marg, axis=1)
@@ -248,9 +254,75 @@ def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> 
         prog.keep_best(labels, node_e)
     out = {"labels": [unpermute(labels), unpermute(prog.best)], "n_iter": it, "converged": converged,
            "info": info}
-    if trw.all():
+    if bounded and np.isfinite(prog.best_lb).all():
         out["lower_bound"] = float(prog.best_lb.sum()) + base
     return out
+
+
+class _Phases:
+    """Which update the attractive components run: ordinary max-product or TRW-S.
+
+    With ``cycle`` (``reweight="auto"``) the components in ``trw_target`` alternate: a
+    max-product phase (until the messages settle or ``mp_patience`` iterations pass
+    without a better labelling), then ``TRW_BLOCK`` iterations of TRW-S, the first time
+    from zero messages and later from where the previous TRW-S phase stopped, then
+    max-product again *from the TRW-S messages*, and so on. A component stops when its
+    gap closes (in the driver), after a cycle that brought neither a better labelling
+    nor a bound higher by ``rel_gap * |E|``, or after
+    ``max(LABEL_PATIENCE, LABEL_PATIENCE_WORK / n_c)`` iterations without a better
+    labelling (a bounded amount of work where the relaxation is not tight and the bound
+    creeps up without closing the gap). TRW-S raises the bound quickly but decodes
+    slowly; max-product started from its messages decodes sharply (docs/inference.md).
+    Without ``cycle`` the components in ``trw_target`` run TRW-S throughout.
+    """
+
+    def __init__(self, sm, msgs, trw_target, cycle):
+        self.sm, self.msgs, self.target, self.cycle = sm, msgs, trw_target, cycle and bool(trw_target.any())
+        self.trw = np.zeros_like(trw_target) if self.cycle else trw_target.copy()
+        self.pending = self.target & ~self.trw if self.cycle else np.zeros_like(trw_target)
+        self.saved, self.block, self.cycles = None, 0, 0
+        self.trw_from = 1 if self.trw.any() else None
+        size = np.bincount(sm.comp, minlength=trw_target.size)
+        self.label_patience = np.maximum(LABEL_PATIENCE, np.ceil(LABEL_PATIENCE_WORK / np.maximum(size, 1)))
+        sm.set_gamma(self.trw[sm.comp])
+
+    def step(self, it, settled, prog, mp_patience) -> bool:
+        """After iteration ``it``: switch phase if this one is over; returns whether it switched."""
+        if not self.cycle:
+            return False
+        sm, live = self.sm, self.target & ~prog.done
+        if self.trw.any():
+            self.block += 1
+            if self.block < TRW_BLOCK and not settled:
+                return False
+            # to max-product, from the TRW-S messages (kept for the next TRW-S phase)
+            self.saved = self.msgs.copy()
+            self.trw = np.zeros_like(self.trw)
+            sm.set_gamma(self.trw[sm.comp])
+            sm.wake(live[sm.comp])
+            prog.stale[self.target] = 0
+            return True
+        if not (settled or np.count_nonzero(prog.stale[live] < mp_patience) == 0):
+            return False
+        if self.cycles:  # a cycle without progress ends a component
+            prog.done |= live & (~prog.progressed | (prog.since_better >= self.label_patience))
+            live = self.target & ~prog.done
+            if not live.any():
+                return False
+        # to TRW-S: from zero messages the first time, then from where it stopped
+        self.cycles += 1
+        self.trw, self.pending, self.block = live.copy(), np.zeros_like(live), 0
+        which = self.trw[sm.comp[sm.layout.src]]
+        if self.saved is None:
+            sm.zero_messages(self.msgs, which)
+            self.trw_from = it + 1
+        else:
+            sm.restore_messages(self.msgs, which, self.saved)
+        sm.set_gamma(self.trw[sm.comp])
+        sm.wake(self.trw[sm.comp])
+        prog.stale[self.trw] = 0
+        prog.progressed[:] = False
+        return True
 
 
 def run_flooding(settings: BPSettings, problem: BPProblem, rounds, notify, patience=None) -> dict:

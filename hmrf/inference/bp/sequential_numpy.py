@@ -171,6 +171,10 @@ class PassState:
         else:
             msgs[:-1][which] = 0.0
 
+    def restore_messages(self, msgs, which, saved):
+        """Set the messages ``which`` (bool mask over the 2m messages) to those of ``saved``."""
+        msgs[:-1][which] = saved[:-1][which]
+
 
 class SequentialMessages(PassState):
     """Messages, costs and passes of the sequential schedule (module docstring).

@@ -67,7 +67,7 @@ class BPSettings:
     polish: str | None = None
     patience: int | None = None
     schedule: str = "auto"
-    rel_gap: float = 1e-2
+    rel_gap: float = 1e-3
     kernel: str = "auto"
     order: str = "auto"
     compiled: bool = field(init=False)
