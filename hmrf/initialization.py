@@ -12,6 +12,10 @@
   of the global centroid.
 * ``"k-means++"`` — neighbourhood centroids as above, remaining centres by k-means++
   seeding (Arthur & Vassilvitskii 2007) under the family's divergence.
+* ``"buckshot"`` — Buckshot (Cutting et al. 1992): group-average HAC on a random sample
+  of ``√(k n)`` points, the centroids of its k clusters
+  (:func:`hmrf.classic.buckshot_centers`, under the family's divergence); the
+  constraints are not used.
 * ``"random"`` — k distinct data points.
 
 Distances respect the emission family (``family.divergence``), so cosine data gets
@@ -33,7 +37,7 @@ from .emissions.base import EmissionFamily
 
 __all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS"]
 
-INIT_METHODS = ("neighborhoods", "pckmeans", "k-means++", "random")
+INIT_METHODS = ("neighborhoods", "pckmeans", "k-means++", "buckshot", "random")
 
 #: Size of the perturbation of the global centroid, as a fraction of the way to a
 #: random data point (convex combinations stay inside every family's domain).
@@ -190,7 +194,7 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
     family : EmissionFamily
         Supplies the divergence used for farthest-first and k-means++.
     constraints : Constraints, optional
-    method : {"neighborhoods", "pckmeans", "k-means++", "random"} or array (k, d)
+    method : {"neighborhoods", "pckmeans", "k-means++", "buckshot", "random"} or array (k, d)
     rng : numpy Generator
 
     Returns
@@ -210,6 +214,11 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
         raise ValueError(f"init must be one of {INIT_METHODS} or an array of shape (k, d); got {method!r}.")
     if method == "random":
         return _rows(X, rng.choice(n, size=k, replace=False))
+    if method == "buckshot":
+        # NumPy/SciPy only: hmrf.classic.buckshot imports nothing above the emissions
+        from .classic.buckshot import buckshot_centers
+
+        return buckshot_centers(X, k, rng, family)
     c = constraints if constraints is not None else Constraints.empty(n)
     members, group, lam = _neighbourhood_groups(c, include_singletons=method != "pckmeans")
     cents, sizes = _group_centroids(X, members, group, lam)

@@ -215,3 +215,15 @@ def test_energy_terms_split_learned_metric_distortion_from_log_det():
     assert terms["distortion"] == pytest.approx(by_hand)
     assert terms["distortion"] + terms["normalizer"] == pytest.approx(
         model.unary(p)[np.arange(150), est.labels_].sum())
+
+
+def test_buckshot_init_is_deterministic_and_uses_the_family():
+    from hmrf.classic import buckshot_centers
+    from hmrf.emissions import VonMisesFisher
+
+    model = HMRF(X_IRIS, 3, emission="cosine")
+    a = initial_centers(model.X, 3, model.emission, None, "buckshot", np.random.default_rng(4))
+    b = buckshot_centers(model.X, 3, np.random.default_rng(4), VonMisesFisher())
+    np.testing.assert_array_equal(a, b)
+    c = initial_centers(model.X, 3, model.emission, None, "buckshot", np.random.default_rng(4))
+    np.testing.assert_array_equal(a, c)
