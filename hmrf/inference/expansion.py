@@ -110,11 +110,12 @@ def classify_tables(graph: PairwiseGraph) -> bool:
 class ExpansionMoves:
     """An E-step energy prepared for α-expansion moves.
 
-    Hard factors (``inf`` Potts weights, ``inf`` table entries) are replaced by one
-    finite penalty ``M`` larger than the spread of the finite energy over all
-    labellings, so that any labelling with fewer violated hard factors has the lower
-    penalised energy: a move never breaks a hard constraint that holds, and moves repair
-    violated ones first. Labels with infinite unary cost are never proposed to a node.
+    Hard factors (``inf`` Potts weights, ``inf`` table entries, ``inf`` unary costs)
+    are replaced by one finite penalty ``M`` larger than the spread of the finite energy
+    over all labellings, so that any labelling with fewer violated hard factors has the
+    lower penalised energy: a move never breaks a hard constraint that holds, and moves
+    repair violated ones first. A label with infinite unary cost is never proposed to
+    a node.
 
     Parameters
     ----------
@@ -131,15 +132,14 @@ class ExpansionMoves:
     """
 
     def __init__(self, unary, graph: PairwiseGraph):
-        self.unary = np.asarray(unary, dtype=np.float64)
-        n, k = self.unary.shape
-        self.n_labels = k
-        self.allowed = np.isfinite(self.unary)
+        unary = np.asarray(unary, dtype=np.float64)
+        self.n_labels = unary.shape[1]
+        self.allowed = np.isfinite(unary)
         self.p, self.q = graph.edges[:, 0], graph.edges[:, 1]
         kind, w = graph.kind, graph.weight
         potts = kind != TABLE
         hard = potts & np.isinf(w)
-        finite_u = np.where(self.allowed, self.unary, np.nan)
+        finite_u = np.where(self.allowed, unary, np.nan)
         with np.errstate(invalid="ignore"):
             spread = float(np.nansum(np.nanmax(finite_u, axis=1) - np.nanmin(finite_u, axis=1)))
         spread += float(w[potts & ~hard].sum())
@@ -151,6 +151,9 @@ class ExpansionMoves:
             fin = np.where(finite, cost, np.nan)
             spread += float(np.nansum(np.nanmax(fin, axis=(1, 2)) - np.nanmin(fin, axis=(1, 2))))
         self.penalty = 2.0 * spread + 1.0
+        # a forbidden label costs the penalty too: a labelling that uses one is worse
+        # than any that does not, and no move proposes one
+        self.unary = np.where(self.allowed, unary, self.penalty)
         if self.tab.size:
             self.tab_cost = np.where(finite, cost, self.penalty)
         # Potts cost = wc - wk [a == b]: must-link w (1 - [a == b]), cannot-link w [a == b]
