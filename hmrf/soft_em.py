@@ -125,6 +125,8 @@ def run_soft_em(model, params, engine=None, *, max_iter: int = 100, tol: float =
     engine = posterior_engine("mean_field" if engine is None else engine)
     monotone = isinstance(engine, MeanField) and model.emission.exact_m_step
     learn_weights = model.normalizer == "closed_form"
+    if learn_weights and params.weights is None:  # uniform π: the prior's log k is part of F
+        params = params.replace(weights=np.full(model.n_clusters, 1.0 / model.n_clusters))
     history, trace = [], []
     q_c, prev, converged, labels, it = None, np.inf, False, None, 0
     for it in range(1, int(max_iter) + 1):  # noqa: B007 (it is reported)

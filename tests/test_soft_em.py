@@ -75,6 +75,17 @@ def test_mean_field_without_factors_is_exact_and_hard_must_links_share_a_posteri
     assert res.free_energy == pytest.approx(neg_logz, abs=1e-12)
 
 
+def test_free_energy_never_rises_from_the_first_iteration_with_learned_weights():
+    y = np.where(np.arange(150) % 5 == 0, Y_IRIS, -1)
+    for est in (KMeans(3, em="soft", normalizer="closed_form", random_state=0),
+                ConstrainedKMeans(3, em="soft", normalizer="closed_form", random_state=0)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            est.fit(X_IRIS, y) if isinstance(est, ConstrainedKMeans) else est.fit(X_IRIS)
+        h = est.history_
+        assert np.all(np.diff(h) <= 1e-9 * np.maximum(1.0, np.abs(h[:-1])))
+
+
 @pytest.mark.parametrize("posterior", ["mean_field", "bp"])
 def test_soft_em_free_energy_history(posterior):
     c = Constraints.sample_from_labels(Y_IRIS, 60, rng=0)
@@ -96,7 +107,7 @@ def test_unconstrained_free_energy_is_minus_log_likelihood():
     model = HMRF(X_IRIS, 3, normalizer="closed_form")
     params = model.emission.init_params(model.X, X_IRIS[[0, 50, 100]])
     res = run_soft_em(model, params, max_iter=1)
-    U = model.unary(params)
+    U = model.unary(params) + np.log(3.0)  # uniform mixing weights until the first M-step
     assert res.objective == pytest.approx(-logsumexp(-U, axis=1).sum(), rel=1e-12)
 
 
