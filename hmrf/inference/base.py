@@ -31,7 +31,8 @@ from ..exceptions import InfeasibleError
 from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, as_graph, segment_sum
 from .feasibility import raise_if_infeasible
 
-__all__ = ["InferenceResult", "InferenceEngine", "ReducedProblem", "reduce_problem", "check_unary"]
+__all__ = ["InferenceResult", "InferenceEngine", "ReducedProblem", "reduce_problem", "check_unary",
+           "argmin_rows"]
 
 
 @dataclass
@@ -96,8 +97,18 @@ def argmin_rows(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     of the indicator ``[cost_h == min]`` with the rows ``(0, 1, ..., k-1)`` and
     ``(1, ..., 1)`` gives each row's minimiser and its number of minimisers (sums of at
     most k small integers: exact in float32). Rows with a tie (or NaN) fall back to
-    ``argmin``. About 2.5x faster than ``argmin`` for n = 200000, k = 10, and identical
-    to it (first minimiser).
+    ``argmin``, so the result is identical to ``argmin`` (first minimiser).
+
+    Parameters
+    ----------
+    cost : ndarray of shape (n, k)
+
+    Returns
+    -------
+    labels : ndarray of shape (n,)
+        ``argmin`` of every row.
+    minima : ndarray of shape (n,)
+        ``cost[i, labels[i]]``.
     """
     n, k = cost.shape
     if not cost.flags.f_contiguous or k == 1 or k >= 2**24:
