@@ -14,7 +14,7 @@ problem, ``x_i = 1`` meaning "node i takes α", with the energy
 over ``(x_i, x_j) = (0,0), (0,1), (1,0), (1,1)``, solved by one s–t minimum cut
 (:func:`~hmrf.inference.qpbo.solve_binary`). For must-links, ``V = w [y_i != y_j]``
 is a metric, every term is submodular (``V(a,b) + V(α,α) <= V(a,α) + V(α,b)`` is the
-triangle inequality; Boykov et al. 2001, §4), so each move is optimal and the
+triangle inequality; Boykov et al. 2001, §5), so each move is optimal and the
 converged labelling ``ŷ`` is within a factor 2 of the optimum ``y*``:
 ``E(ŷ) <= sum_i U_{i,y*_i} + 2 sum_e V_e(y*)`` (Theorem 6.1, with ``c = 1`` for Potts).
 
@@ -22,7 +22,7 @@ A cannot-link ``w [y_i = y_j]`` between two nodes that may both switch has
 ``θ(1,1) = w > 0 = θ(0,1) = θ(1,0)``: not submodular, so no graph cut solves the move
 exactly. Such moves are solved by QPBO (Kolmogorov & Rother 2007): nodes the QPBO cut
 labels are fixed, which by QPBO's autarky property never raises the energy (the fusion
-move of Lempitsky, Rother, Roth & Blake 2010, §2, with the constant labelling ``α`` as
+move of Lempitsky, Rother, Roth & Blake 2010, with the constant labelling ``α`` as
 the proposal); the nodes it leaves unlabelled are then decided by a cut of a submodular
 upper bound that is tight at their current labels (truncation, Rother et al. 2005),
 which cannot raise it either.
@@ -70,7 +70,7 @@ def classify_tables(graph: PairwiseGraph) -> bool:
 
     A table ``T`` (scaled by a non-negative edge weight) is a *semi-metric* when
     ``T[a, b] = T[b, a] >= 0`` and ``T[a, a] = 0``, and a *metric* when moreover
-    ``T[a, b] <= T[a, c] + T[c, b]`` for all labels (Boykov, Veksler & Zabih 2001, §3;
+    ``T[a, b] <= T[a, c] + T[c, b]`` for all labels (Boykov, Veksler & Zabih 2001;
     ``inf`` entries allowed). For a metric every expansion term is submodular; for a
     semi-metric some are not and the moves fall back to QPBO. Only tables used by an
     edge of positive weight are checked.
@@ -98,7 +98,7 @@ def classify_tables(graph: PairwiseGraph) -> bool:
             t, what = problem
             raise ValueError(
                 f"AlphaExpansion needs metric or semi-metric cost tables (Boykov, Veksler & "
-                f"Zabih 2001, §3); table {int(ids[t])} {what}. Pass "
+                f"Zabih 2001); table {int(ids[t])} {what}. Pass "
                 "AlphaExpansion(tables='any') to run QPBO moves on it anyway (no "
                 "approximation bound), or use BeliefPropagation, LPRelaxation or ExactMILP."
             )
@@ -253,7 +253,7 @@ class AlphaExpansion(InferenceEngine):
     tables : {"semi-metric", "any"}, default="semi-metric"
         Which cost tables are accepted. ``"semi-metric"`` refuses a table that is not a
         semi-metric with a ``ValueError`` (:func:`classify_tables`), the setting under
-        which expansion is defined (Boykov et al. 2001, §3); ``"any"`` runs the moves on
+        which expansion is defined (Boykov et al. 2001); ``"any"`` runs the moves on
         every table, with exact cuts where the terms are submodular and QPBO elsewhere:
         still never raising the energy, but without an approximation bound.
 
@@ -261,7 +261,7 @@ class AlphaExpansion(InferenceEngine):
     -----
     Minimises ``E(y) = sum_i U[i, y_i] + sum_e V_e(y_a, y_b)`` by moves that let any set
     of nodes switch to one label ``α``; each move is one s–t minimum cut (module
-    docstring, Boykov et al. 2001, §4 and Fig. 4). A sweep visits every label; the
+    docstring, Boykov et al. 2001, §5). A sweep visits every label; the
     engine stops when a sweep changes nothing (``converged``) or after ``max_sweeps``.
     A move is kept only if it lowers the energy; the energy change is recomputed from
     the move's terms after each cut, and a move that would raise it is discarded and
@@ -275,10 +275,10 @@ class AlphaExpansion(InferenceEngine):
       expansion improves is a global minimum).
     * **Cannot-links**: the expansion terms between two nodes that may both switch are
       not submodular. Moves with such terms are solved by QPBO (Kolmogorov & Rother
-      2007, §2); by QPBO's autarky property fixing the nodes it labels never raises the
-      energy (a fusion move, Lempitsky et al. 2010, §2), and the nodes it leaves
+      2007); by QPBO's autarky property fixing the nodes it labels never raises the
+      energy (a fusion move, Lempitsky et al. 2010), and the nodes it leaves
       unlabelled get a truncated cut tight at their current labels (Rother et al.
-      2005, §3.2), which cannot raise it either. No approximation factor holds then.
+      2005), which cannot raise it either. No approximation factor holds then.
     * **Tables**: metric tables give exact moves as must-links do (within ``2c`` of the
       optimum, ``c`` the ratio of the largest to the smallest non-zero entry; Theorem
       6.1); semi-metric tables (symmetric, zero diagonal, non-negative) get QPBO moves;
@@ -301,11 +301,11 @@ class AlphaExpansion(InferenceEngine):
     References
     ----------
     Boykov, Veksler & Zabih (2001), "Fast approximate energy minimization via graph
-    cuts", TPAMI 23(11), §3–4, Theorem 6.1. Kolmogorov & Zabih (2004), TPAMI 26(2).
+    cuts", TPAMI 23(11), §5 and Theorem 6.1. Kolmogorov & Zabih (2004), TPAMI 26(2).
     Kolmogorov & Rother (2007), "Minimizing nonsubmodular functions with graph cuts —
-    a review", TPAMI 29(7), §2. Lempitsky, Rother, Roth & Blake (2010), "Fusion moves
-    for Markov random field optimization", TPAMI 32(8), §2. Rother, Kumar, Kolmogorov
-    & Blake (2005), "Digital tapestry", CVPR, §3.2.
+    a review", TPAMI 29(7). Lempitsky, Rother, Roth & Blake (2010), "Fusion moves
+    for Markov random field optimization", TPAMI 32(8). Rother, Kumar, Kolmogorov
+    & Blake (2005), "Digital tapestry", CVPR.
 
     Examples
     --------

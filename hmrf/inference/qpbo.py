@@ -15,16 +15,16 @@ with ``x = 0`` the current labelling. Each pairwise table
     \\theta_{pq}(x_p, x_q) = A + \\tfrac{D - A + C - B}{2} x_p + \\tfrac{D - A + B - C}{2} x_q
         + \\tfrac{\\lambda}{2} [x_p \\ne x_q], \\qquad \\lambda = B + C - A - D,
 
-so a term is *submodular* (Kolmogorov & Zabih 2004, eq. 3: ``A + D <= B + C``) exactly
+so a term is *submodular* (the regularity condition of Kolmogorov & Zabih 2004: ``A + D <= B + C``) exactly
 when its ``[x_p != x_q]`` weight is non-negative. If every term is submodular the cut of
 one graph with ``n`` nodes gives a global minimum. Otherwise this is the QPBO graph of
-Kolmogorov & Rother (2007, §2.2): two nodes ``p`` and ``p̄`` per variable (``p̄``
+Kolmogorov & Rother (2007): two nodes ``p`` and ``p̄`` per variable (``p̄``
 stands for ``1 - x_p``); a submodular term joins ``p–q`` and ``p̄–q̄``, a non-submodular
 one (``-λ/2 [x_p = x_q] = -λ/2 [x_p != 1 - x_q]``) joins ``p–q̄`` and ``p̄–q``, every
 capacity non-negative. After the cut ``x_p = 0`` when ``p`` is on the source side and
 ``p̄`` on the sink side, ``x_p = 1`` in the mirror case, and ``p`` is *unlabelled*
 otherwise. Unlabelled variables keep ``x_p = 0``: by the autarky (weak persistency)
-property of the QPBO partial labelling (Kolmogorov & Rother 2007, §2.3; Boros & Hammer
+property of the QPBO partial labelling (Kolmogorov & Rother 2007; Boros & Hammer
 2002), fusing it with any complete labelling never raises that labelling's energy, so
 fusing with the current labelling ``x = 0`` gives ``E(x) <= E(0)``.
 
@@ -122,7 +122,7 @@ def _cut(maxflow, u, p, q, half_lambda) -> np.ndarray:
 
 
 def _qpbo(maxflow, u, p, q, half_lambda) -> tuple[np.ndarray, np.ndarray]:
-    """QPBO partial labelling ``(x, labelled)`` (Kolmogorov & Rother 2007, §2.2)."""
+    """QPBO partial labelling ``(x, labelled)`` (Kolmogorov & Rother 2007)."""
     n = u.shape[0]
     src, snk = _terminal_caps(u)
     non_sub = half_lambda < 0
@@ -198,7 +198,7 @@ def solve_binary(delta, p, q, A, B, C, D, method="qpbo") -> BinaryCut:
     method : {"qpbo", "truncate"}, default="qpbo"
         Treatment of non-submodular terms. ``"truncate"`` replaces each by a submodular
         upper bound equal to it at ``x = 0`` (its ``[x_p != x_q]`` part, negative, is
-        dropped: the truncation of Rother, Kumar, Kolmogorov & Blake 2005, §3.2, in its
+        dropped: the truncation of Rother, Kumar, Kolmogorov & Blake 2005, in its
         majorising form) and cuts once: ``E(x) <= E'(x) <= E'(0) = E(0)``. ``"qpbo"``
         cuts the QPBO graph first; the unlabelled variables are then solved by the
         truncated cut with the labelled ones fixed (their terms with labelled variables
@@ -214,9 +214,10 @@ def solve_binary(delta, p, q, A, B, C, D, method="qpbo") -> BinaryCut:
     References
     ----------
     Kolmogorov & Zabih (2004), "What energy functions can be minimized via graph cuts?",
-    TPAMI 26(2), Theorem 4.1. Kolmogorov & Rother (2007), "Minimizing nonsubmodular
-    functions with graph cuts — a review", TPAMI 29(7), §2.2–2.3. Rother, Kumar,
-    Kolmogorov & Blake (2005), "Digital tapestry", CVPR, §3.2.
+    TPAMI 26(2). Kolmogorov & Rother (2007), "Minimizing nonsubmodular
+    functions with graph cuts — a review", TPAMI 29(7). Boros & Hammer (2002),
+    "Pseudo-Boolean optimization", Discrete Applied Mathematics 123. Rother, Kumar,
+    Kolmogorov & Blake (2005), "Digital tapestry", CVPR.
 
     Examples
     --------
