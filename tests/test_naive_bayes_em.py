@@ -46,7 +46,7 @@ def test_all_labelled_equals_multinomial_nb(sparse, alpha):
     np.testing.assert_allclose(ours.feature_log_prob_, ref.feature_log_prob_, rtol=1e-12)
     np.testing.assert_allclose(ours.class_log_prior_, ref.class_log_prior_, rtol=1e-12)
     np.testing.assert_array_equal(ours.predict(Xt), ref.predict(Xt))
-    # Laplace-smoothed prior (Nigam et al., eq. 6): (1 + N_c) / (k + N), computed by hand
+    # Nigam et al.'s Laplace-smoothed prior: (1 + N_c) / (k + N), computed by hand
     counts = np.bincount(y, minlength=3)
     prior = (1.0 + counts) / (3 + counts.sum())
     smoothed = NaiveBayesEM(3, alpha=alpha).fit(Xin, y)
@@ -102,7 +102,7 @@ def test_one_em_iteration_matches_a_hand_computation():
     np.testing.assert_allclose(np.exp(est.feature_log_prob_), theta1, rtol=1e-12)
     np.testing.assert_allclose(np.exp(est.class_log_prior_), prior1, rtol=1e-12)
     np.testing.assert_allclose(est.responsibilities_, R2, rtol=1e-12)
-    # the reported objective is eq. 8 plus the Dirichlet log priors, at θ1
+    # the reported objective: λ-weighted log-likelihood plus the Dirichlet log priors, at θ1
     joint = [[math.log(prior1[c]) + sum(X[i, v] * math.log(theta1[c][v]) for v in range(d))
               for c in range(k)] for i in range(5)]
     ll = joint[0][0] + joint[1][1] + sum(lam * math.log(sum(math.exp(v) for v in joint[i])) for i in (2, 3, 4))

@@ -102,7 +102,7 @@ def buckshot_centers(X, n_clusters, rng=None, family=None, *, return_sample=Fals
     References
     ----------
     Cutting, Karger, Pedersen & Tukey (1992), "Scatter/Gather: a cluster-based approach
-    to browsing large document collections", SIGIR, §3.2. Mooney, CS 391L clustering
+    to browsing large document collections", SIGIR (Buckshot). Mooney, CS 391L clustering
     slides ("Buckshot Algorithm").
 
     Examples

@@ -47,7 +47,7 @@ class HAC(ClusterMixin, BaseEstimator):
     The tree is cut at ``n_clusters`` clusters or at ``distance_threshold`` (exactly one
     of the two).
 
-    With constraints (Davidson & Ravi 2005, §4), the must-link closure components are
+    With constraints (Davidson & Ravi 2005), the must-link closure components are
     merged first and are the leaves; a merge that would put two cannot-linked points
     in one cluster is never made. Every constraint is enforced, whatever its weight.
 
@@ -78,8 +78,8 @@ class HAC(ClusterMixin, BaseEstimator):
         the merging stops early and ``r < n_leaves_ - 1`` (a forest).
     leaves_ : ndarray (n,)
         Leaf of every point (its must-link component; ``arange(n)`` without).
-    leaf_sizes_ : ndarray (n_leaves_,)
-        Points in every leaf.
+    leaf_sizes_ : ndarray of int
+        Number of points in each of the ``n_leaves_`` leaves.
     n_leaves_ : int
     n_merges_ : int
         Rows of ``linkage_matrix_`` applied to obtain ``labels_``.
@@ -101,13 +101,13 @@ class HAC(ClusterMixin, BaseEstimator):
     condensed distance matrix of the must-link components with forbidden merges at
     ``+inf``, by the nearest-neighbour chain: O(n²) time and memory. Deciding whether
     ``k`` clusters can satisfy a set of cannot-links is NP-complete (it contains graph
-    colouring, Davidson & Ravi 2005, §3), and greedy merging may end at a dead end
+    colouring; Davidson & Ravi 2005), and greedy merging may end at a dead end
     although a different merge order would reach ``k``; the error says so.
 
     References
     ----------
     Davidson & Ravi (2005), "Agglomerative hierarchical clustering with constraints:
-    theoretical and empirical results", PKDD, §3-§4. Mooney, CS 391L clustering slides
+    theoretical and empirical results", PKDD. Mooney, CS 391L clustering slides
     ("Hierarchical Agglomerative Clustering"). Lance & Williams (1967).
 
     Examples
@@ -192,7 +192,7 @@ class HAC(ClusterMixin, BaseEstimator):
         self.n_clusters_ = int(self.labels_.max()) + 1
         self.linkage_matrix_ = Z
         self.leaves_ = leaves
-        self.leaf_sizes_ = leaf_sizes
+        self.leaf_sizes_ = leaf_sizes.astype(np.int64)
         self.n_leaves_ = int(n_leaves)
         self.n_merges_ = int(n_merges)
         self.constraints_ = c

@@ -184,7 +184,7 @@ def _leaf_distances(D, n, method, components, n_leaves):
 
     Afterwards the distance between two components is the min (single), max
     (complete) or mean (average) over their cross pairs, as if HAC had merged the
-    must-linked points first (Davidson & Ravi 2005, §4, step 4).
+    must-linked points first (Davidson & Ravi 2005).
     """
     cd = _Condensed(D, n)
     order = np.argsort(components, kind="stable")
@@ -210,7 +210,7 @@ def _leaf_distances(D, n, method, components, n_leaves):
 def constrained_linkage(D, n, method, components=None, cannot_link=None):
     """Agglomerative clustering under must-link and cannot-link constraints.
 
-    Davidson & Ravi (2005), §4: the must-link closure components are merged first and
+    Davidson & Ravi (2005): the must-link closure components are merged first and
     are the leaves of the hierarchy; then the two closest clusters are merged
     repeatedly, never two clusters joined by a cannot-link, until one cluster remains
     or every remaining pair is joined by a cannot-link (a dead end).
@@ -246,7 +246,7 @@ def constrained_linkage(D, n, method, components=None, cannot_link=None):
     Forbidden merges are ``+inf`` entries of the condensed matrix between components,
     kept ``+inf`` by the Lance-Williams updates (:func:`_lance_williams`), so single,
     complete and average link stay *reducible* (``d(A ∪ B, C) >= min(d(A, C), d(B, C))``)
-    and the nearest-neighbour-chain algorithm (Murtagh 1983; Müllner 2011, §3) finds the
+    and the nearest-neighbour-chain algorithm (Murtagh 1983; Müllner 2011) finds the
     same merges as the greedy closest-pair loop, in O(L²) time. A cluster whose every
     distance is ``+inf`` can never merge again and leaves the chain. Memory is the
     condensed matrix: ``4 n²`` bytes (float64), O(n²) by nature of HAC. SciPy's
@@ -258,8 +258,8 @@ def constrained_linkage(D, n, method, components=None, cannot_link=None):
     References
     ----------
     Davidson & Ravi (2005), "Agglomerative hierarchical clustering with constraints:
-    theoretical and empirical results", PKDD, §4. Müllner (2011), "Modern hierarchical,
-    agglomerative clustering algorithms", arXiv:1109.2378, Fig. 6.
+    theoretical and empirical results", PKDD. Müllner (2011), "Modern hierarchical,
+    agglomerative clustering algorithms", arXiv:1109.2378 (the NN-chain algorithm).
     """
     if components is None:
         components = np.arange(n)

@@ -1,6 +1,6 @@
 """Naive-Bayes EM: a multinomial mixture over word counts, unsupervised or semi-supervised.
 
-The model of Nigam, McCallum, Thrun & Mitchell (2000), §3-§5 (and the "Naive Bayes EM"
+The model of Nigam, McCallum, Thrun & Mitchell (2000) (and the "Naive Bayes EM"
 and "Semi-Supervised EM" slides of Mooney's clustering lecture): a document ``x`` (a row
 of word counts) is drawn from class ``c`` with probability ``π_c`` and then word by word
 from the class's word distribution ``θ_c``, so that
@@ -83,7 +83,8 @@ def m_step(X, resp, weights, alpha=1.0, prior_smoothing=1.0):
 
     Notes
     -----
-    Nigam et al. (2000), eqs. 5-6 with the λ-weights of §5.1::
+    Nigam et al. (2000): the Laplace-smoothed naive-Bayes estimates on soft counts, the
+    unlabelled documents weighted by λ (their EM-λ)::
 
         θ_cw = (α + N_cw) / (α d + Σ_w' N_cw'),    N_cw = Σ_i Λ(i) P(c | x_i) x_iw
         π_c  = (β + Σ_i Λ(i) P(c | x_i)) / (k β + Σ_i Λ(i))
@@ -156,11 +157,11 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
     alpha : float, default=1.0
         Laplace pseudo-count of every word in every class (> 0).
     unlabeled_weight : float, default=1.0
-        ``λ`` of EM-λ (Nigam et al. 2000, §5.1): the weight of an unlabelled document
+        ``λ`` of EM-λ (Nigam et al. 2000): the weight of an unlabelled document
         against a labelled one. When unlabelled documents vastly outnumber labelled ones,
         ``λ < 1`` keeps the labels from being swamped. ``0`` ignores unlabelled data.
     prior_smoothing : float, default=1.0
-        Pseudo-count ``β`` of every class in the class prior (Nigam et al., eq. 6 uses
+        Pseudo-count ``β`` of every class in the class prior (Nigam et al. use
         1; ``0`` gives the maximum-likelihood prior of ``MultinomialNB``).
     init : {"auto", "labeled", "random"}, default="auto"
         Responsibilities the first M-step sees. ``"labeled"``: labelled documents only
@@ -200,7 +201,7 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
 
     Notes
     -----
-    EM maximises (Nigam et al. 2000, eq. 8 with the weights of §5.1)::
+    EM maximises the λ-weighted log posterior of Nigam et al. (2000)::
 
         ℓ(θ) = Σ_{i labelled} log P(y_i, x_i | θ) + λ Σ_{i unlabelled} log Σ_c P(c, x_i | θ)
                + α Σ_c Σ_w log θ_cw + β Σ_c log π_c
@@ -218,7 +219,7 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
     References
     ----------
     Nigam, McCallum, Thrun & Mitchell (2000), "Text classification from labeled and
-    unlabeled documents using EM", Machine Learning 39, §4-§5. Mooney, CS 391L
+    unlabeled documents using EM", Machine Learning 39. Mooney, CS 391L
     clustering slides ("Naive Bayes EM", "Semi-Supervised EM").
 
     Examples
