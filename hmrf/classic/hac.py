@@ -207,7 +207,9 @@ class HAC(ClusterMixin, BaseEstimator):
 
     def _n_merges(self, Z, n_leaves, leaves, c) -> int:
         if self.n_clusters is None:
-            return int(np.searchsorted(Z[:, 2], float(self.distance_threshold), side="right"))
+            # cophenetic heights (a merge is never below its children's), as fcluster uses
+            heights = np.maximum.accumulate(Z[:, 2]) if Z.shape[0] else Z[:, 2]
+            return int(np.searchsorted(heights, float(self.distance_threshold), side="right"))
         k = int(self.n_clusters)
         if k > n_leaves:
             raise InfeasibleError(
