@@ -104,7 +104,8 @@ ESTIMATORS = {
     "spherical-kmeans": EstimatorSpec(
         "hmrf_kmeans:SphericalKMeans",
         "SP-KMeans: cosine similarity on the unit sphere (text)",
-        "constraints", takes_engine=True, takes_w=True, emissions=("cosine", "vmf")),
+        "constraints", takes_w=True, emissions=("cosine", "vmf"),
+        no_engine="its E-steps always use ICM"),
     "kmeans": EstimatorSpec(
         "hmrf_kmeans:KMeans",
         "KMeans from perturbed global centroids, no supervision (the thesis's baseline)",
