@@ -37,7 +37,7 @@ __all__ = ["EmissionFamily", "EmissionParams", "MStepContext", "cluster_sums", "
            "NORMALIZERS", "M_STEP_NEEDS", "work_dtype", "check_squared_scale"]
 
 NORMALIZERS = ("constant", "closed_form")
-#: what an M-step may ask the EM loop for (:attr:`EmissionFamily.m_step_needs`)
+#: what an M-step may ask the EM loop for (``EmissionFamily.m_step_needs``)
 M_STEP_NEEDS = ("statistics", "data", "pairwise")
 
 
@@ -146,7 +146,7 @@ def cluster_sums(X, assignment, n_clusters: int):
 class MStepContext:
     """What the EM loop hands an M-step besides the cluster statistics.
 
-    A family says which of these it reads in :attr:`EmissionFamily.m_step_needs`
+    A family says which of these it reads in ``EmissionFamily.m_step_needs``
     (``"data"``: ``X`` and ``labels``; ``"pairwise"``: ``potentials`` and
     ``pairwise_energy``), so that the loop (and the out-of-core path, which cannot hand
     over ``X``) knows what to provide.
@@ -176,7 +176,7 @@ class EmissionFamily(ABC):
     """Base class of emission families (see module docstring for the protocol).
 
     Subclasses implement :meth:`divergence` and :meth:`update`; they may override
-    :meth:`prepare`, :meth:`data_terms`, :meth:`init_params`, :meth:`cluster_cost`,
+    :meth:`prepare`, ``data_terms``, :meth:`init_params`, :meth:`cluster_cost`,
     :meth:`unary` and :meth:`second_moment`.
 
     Attributes
@@ -224,7 +224,7 @@ class EmissionFamily(ABC):
     def divergence(self, X, centers, data=None) -> np.ndarray:
         """Distortion ``D(x_i, c_h)`` for every row of ``X`` and of ``centers``, (n, k).
 
-        ``data`` holds the rows of :meth:`data_terms` for ``X`` when the caller has them.
+        ``data`` holds the rows of ``data_terms`` for ``X`` when the caller has them.
         The result has the precision of ``X`` (float32 stays float32).
         """
 
@@ -275,7 +275,7 @@ class EmissionFamily(ABC):
 
         Clusters with no points keep their previous parameters (the EM loop re-seeds
         empty clusters before calling this). ``context`` carries what
-        :attr:`m_step_needs` asks for.
+        ``m_step_needs`` asks for.
         """
 
     def m_step(self, X, assignment, params: EmissionParams | None = None,

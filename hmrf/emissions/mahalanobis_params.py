@@ -75,7 +75,7 @@ class MahalanobisParams(EmissionParams):
     metric_step : float
         Fraction of the paper's metric update that was accepted in the last M-step
         (1 = all of it, 0 = the previous metric was kept; see
-        :meth:`Mahalanobis.m_step_model`).
+        :meth:`Mahalanobis.update`).
     """
 
     metric: np.ndarray | None = None

@@ -20,6 +20,7 @@ from .._blocks import row_blocks
 from .._params import Check, Interval, Options, validate_params
 from .._validation import check_data, check_partial_labels, check_random_state
 from ..constraints import Constraints
+from ..distributed import is_dask_collection
 from ..em import run_em
 from ..emissions import EmissionFamily, get_emission
 from ..estep import nearest_clusters
@@ -84,7 +85,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     """Common ``fit``/``predict`` for estimators that run EM on an HMRF.
 
     Subclasses declare their hyper-parameters in ``__init__`` (checked against
-    :data:`PARAMETERS` and their own ``_parameter_constraints``) and fix the settings they
+    ``PARAMETERS`` and their own ``_parameter_constraints``) and fix the settings they
     do not expose in ``_fixed`` (PCKMeans fixes the emission and the initialisation,
     SphericalKMeans the emission). The methods ``_spec_emission``, ``_supervision``,
     ``_model`` and ``_initial_params`` are the places a subclass changes the model.
@@ -113,7 +114,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     #: the same name takes precedence); subclasses override entries.
     _fixed = dict(emission="sqeuclidean", inference="icm", init="neighborhoods", w=1.0,
                   normalizer="constant", n_init=1, closure=False, em="hard")
-    #: Checks of a subclass's own parameters, beyond :data:`PARAMETERS`.
+    #: Checks of a subclass's own parameters, beyond ``PARAMETERS``.
     _parameter_constraints: dict = {}
 
     # ------------------------------------------------------------------- hooks
@@ -190,6 +191,10 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         -------
         self
         """
+        if is_dask_collection(X):  # a Dask array: EM on its chunks, where they are (hmrf.distributed)
+            from ..distributed.estimators import fit_dask
+            return fit_dask(self, X, y, must_link=must_link, cannot_link=cannot_link,
+                            constraints=constraints, potentials=potentials)
         self._validate_params()
         Xc = check_data(X, keep_float32=True)
         validate_data(self, X, skip_check_array=True, reset=True)
@@ -238,7 +243,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            (a lazy Dask array for a Dask array ``X``)
         """
+        if is_dask_collection(X):
+            from ..distributed.estimators import predict_dask
+            return predict_dask(self, X)
         check_is_fitted(self, "params_")
         family, Xp = self._prepared(X)
         return nearest_clusters(family, Xp, self.params_, self._spec_normalizer())

@@ -45,9 +45,9 @@ class HMRFKMeans(HMRFClusterMixin):
         ``"hard"``: MAP labels in every E-step (HMRF-KMeans, :mod:`hmrf.em`). ``"soft"``:
         posteriors and the variational free energy (:mod:`hmrf.soft_em`), with
         ``inference`` naming the posterior method (``"icm"``/``"mean_field"``: mean-field,
-        ``"bp"``: sum-product); then :meth:`predict_proba` and, with
+        ``"bp"``: sum-product); then ``predict_proba`` and, with
         ``normalizer="closed_form"`` (which also learns mixing weights),
-        :meth:`score_samples`.
+        ``score_samples``.
     random_state : int, RandomState or None, default=None
 
     Attributes

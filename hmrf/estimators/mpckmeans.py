@@ -135,7 +135,7 @@ class MPCKMeans(_MetricLearner):
     Notes
     -----
     The metric step applies the paper's update only as far as it lowers ``J`` (see
-    :meth:`Mahalanobis.m_step_model`), so ``history_`` never increases, whatever the
+    :meth:`Mahalanobis.update`), so ``history_`` never increases, whatever the
     engine (``hmrf.em`` keeps the previous labels if an engine returns worse ones).
     ``params_.metric_step`` says how much of the last update was accepted.
 
