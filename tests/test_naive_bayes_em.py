@@ -310,3 +310,55 @@ def test_sklearn_estimator_checks_without_supervision():
     assert failed <= {"check_clustering", "check_estimator_sparse_array",
                       "check_estimator_sparse_matrix"}, failed
     assert sum(r["status"] == "passed" for r in results) >= 30
+
+
+# ----------------------------------------------------------- constraints (soft HMRF)
+def _topic_docs(seed=0, n=240, d=40, length=12):
+    rng = np.random.default_rng(seed)
+    topics = rng.dirichlet(np.full(d, 0.3), size=3)
+    t = rng.integers(0, 3, n)
+    X = np.vstack([rng.multinomial(length, topics[i]) for i in t]).astype(float)
+    return X, t
+
+
+def test_zero_weight_constraints_change_nothing():
+    from hmrf import Constraints, NaiveBayesEM
+
+    X, t = _topic_docs()
+    y = np.where(np.arange(len(t)) < 6, t, -1)
+    plain = NaiveBayesEM(3, random_state=0).fit(X, y)
+    pairs = np.column_stack([np.arange(0, 100, 2), np.arange(1, 100, 2)])
+    zero = Constraints.from_pairs(must_link=pairs, n=len(t), weight=0.0)
+    constrained = NaiveBayesEM(3, random_state=0).fit(X, y, constraints=zero)
+    np.testing.assert_allclose(constrained.responsibilities_, plain.responsibilities_, atol=1e-9)
+    np.testing.assert_allclose(constrained.log_likelihood_history_, plain.log_likelihood_history_,
+                               rtol=1e-9)
+
+
+def test_constrained_objective_never_decreases_and_hard_links_hold():
+    from hmrf import Constraints, NaiveBayesEM
+
+    X, t = _topic_docs(seed=1, length=6)  # short documents: the constraints matter
+    rng = np.random.default_rng(2)
+    c = Constraints.sample_from_labels(t, 150, rng=3)
+    est = NaiveBayesEM(3, init="random", random_state=0, tol=0.0, max_iter=30).fit(X, constraints=c)
+    h = est.log_likelihood_history_
+    assert np.all(np.diff(h) >= -1e-9 * np.abs(h[:-1]))
+    hard = c.with_weight(np.inf)
+    est = NaiveBayesEM(3, init="random", random_state=0).fit(X, constraints=hard)
+    ml, cl = hard.must_link, hard.cannot_link
+    assert np.all(est.labels_[ml[:, 0]] == est.labels_[ml[:, 1]])
+    np.testing.assert_allclose(est.responsibilities_[ml[:, 0]], est.responsibilities_[ml[:, 1]])
+    assert rng is not None and np.mean(est.labels_[cl[:, 0]] != est.labels_[cl[:, 1]]) > 0.95
+
+
+def test_constraints_help_on_short_documents():
+    from hmrf import Constraints, NaiveBayesEM
+    from hmrf.metrics import nmi
+
+    X, t = _topic_docs(seed=4, length=4)
+    c = Constraints.sample_from_labels(t, 400, rng=0)
+    runs = [nmi(t, NaiveBayesEM(3, init="random", n_init=3, random_state=s).fit(X).labels_) for s in range(3)]
+    with_c = [nmi(t, NaiveBayesEM(3, init="random", n_init=3, random_state=s).fit(X, constraints=c).labels_)
+              for s in range(3)]
+    assert np.mean(with_c) > np.mean(runs) + 0.05

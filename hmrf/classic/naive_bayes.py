@@ -14,9 +14,12 @@ Labelled documents keep their class ("frozen"); unlabelled ones weigh ``λ``.
 Everything is one sparse product per step: the E-step is ``X θ_logᵀ`` (n × k), the
 M-step ``Rᵀ X`` (k × d); ``X`` is never densified.
 
-Constraints enter later through the soft HMRF (DESIGN.md, layer 6): its E-step replaces
-:func:`posteriors` on the constrained documents by the marginals of an HMRF whose unary
-costs are ``-log P(c, x_i | θ)`` (:func:`log_joint`), the rest of the loop unchanged.
+Must-links and cannot-links between documents enter through the soft HMRF
+(:mod:`hmrf.soft_em`): the E-step replaces :func:`posteriors` on the constrained
+documents by mean-field posteriors of an HMRF whose unary costs are
+``-λ_i log P(c, x_i | θ)`` (:func:`log_joint`, labelled documents clamped to their
+class) and whose factors are the Potts constraints; the objective becomes the negative
+variational free energy, which EM still never decreases.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from .._params import Check, Interval, Options, validate_params
 from .._validation import check_data, check_partial_labels, check_random_state
 from ..emissions.base import cluster_sums
 from ..emissions.bregman import _cross
+from ..estimators.base import as_constraints
+from ..graph import PairwiseGraph
+from ..inference.meanfield import MeanField
 
 __all__ = ["NaiveBayesEM", "m_step", "log_joint", "posteriors"]
 
@@ -291,16 +297,24 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         resp[unl, rng.integers(k, size=unl.size)] = 1.0
         return resp
 
-    def _run(self, X, labels, weights, resp):
+    def _run(self, X, labels, weights, resp, graph=None):
         alpha, beta = float(self.alpha), float(self.prior_smoothing)
         log_prior, log_theta = m_step(X, resp, weights, alpha, beta)
         history = []
         converged = False
         n_iter = 0
+        nodes, sub = graph.constrained_part() if graph is not None else (np.empty(0, np.int64), None)
+        q_c = None
         while True:
             joint = log_joint(X, log_prior, log_theta)
             resp, log_evidence = posteriors(joint, labels)
-            history.append(self._objective(joint, log_evidence, labels, weights, log_prior, log_theta))
+            objective = self._objective(joint, log_evidence, labels, weights, log_prior, log_theta)
+            if nodes.size:
+                q_c, correction = self._constrained_posteriors(joint, log_evidence, labels, weights,
+                                                               nodes, sub, q_c)
+                resp[nodes] = q_c
+                objective += correction
+            history.append(objective)
             if len(history) > 1 and history[-1] - history[-2] <= float(self.tol) * abs(history[-1]):
                 converged = True
                 break
@@ -311,8 +325,24 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         return dict(resp=resp, log_prior=log_prior, log_theta=log_theta,
                     history=np.asarray(history), n_iter=n_iter, converged=converged)
 
+    @staticmethod
+    def _constrained_posteriors(joint, log_evidence, labels, weights, nodes, sub, q_prev):
+        """Mean-field posteriors of the constrained documents and the change of the
+        objective: their independent terms out, minus their free energy in."""
+        U = -weights[nodes, None] * joint[nodes]
+        frozen = labels[nodes] >= 0
+        if frozen.any():
+            rows = np.flatnonzero(frozen)
+            keep = U[rows, labels[nodes][rows]]
+            U[rows] = np.inf
+            U[rows, labels[nodes][rows]] = keep
+        res = MeanField().marginals(U, sub, init=q_prev)
+        lab = labels[nodes]
+        independent = np.where(lab >= 0, joint[nodes, np.maximum(lab, 0)], weights[nodes] * log_evidence[nodes])
+        return res.marginals, float(-res.free_energy - independent.sum())
+
     # ------------------------------------------------------------------------ API
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None):
         """Fit the mixture by EM.
 
         Parameters
@@ -322,6 +352,10 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         y : array-like of shape (n_documents,), optional
             Class ``0..k-1`` of labelled documents, ``-1`` for unlabelled ones
             (scikit-learn's semi-supervised convention); ``None``: all unlabelled.
+        must_link, cannot_link : sequence of (i, j) pairs, optional
+        constraints : Constraints, optional
+            Pairwise supervision between documents (module docstring): Potts penalties
+            with the constraints' weights, in the units of the log-likelihood.
 
         Returns
         -------
@@ -340,10 +374,12 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         if weights.sum() <= 0:
             raise ValueError("no document carries weight: give labels (y >= 0) or "
                              "unlabeled_weight > 0.")
+        c = as_constraints(constraints, must_link, cannot_link, n=n)
+        graph = PairwiseGraph.from_constraints(c) if len(c) else None
         rng = check_random_state(self.random_state)
         best = None
         for _ in range(int(self.n_init)):
-            run = self._run(Xc, labels, weights, self._initial_resp(labels, k, rng))
+            run = self._run(Xc, labels, weights, self._initial_resp(labels, k, rng), graph)
             if best is None or run["history"][-1] > best["history"][-1]:
                 best = run
         self.responsibilities_ = best["resp"]
