@@ -143,6 +143,7 @@ PUBLIC_NAMESPACES = [
     "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
     "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.estep", "hmrf.soft_em",
     "hmrf.initialization", "hmrf.estimators", "hmrf.inference.meanfield", "hmrf.emissions.stats",
+    "hmrf.inference.expansion", "hmrf.inference.qpbo",
     "hmrf.classic",
     "hmrf.metrics", "hmrf.datasets", "hmrf.datasets.text", "hmrf.datasets.files",
     "hmrf.experiments", "hmrf.experiments.engines", "hmrf.active",

@@ -338,7 +338,8 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
             U[rows, labels[nodes][rows]] = keep
         res = MeanField().marginals(U, sub, init=q_prev)
         lab = labels[nodes]
-        independent = np.where(lab >= 0, joint[nodes, np.maximum(lab, 0)], weights[nodes] * log_evidence[nodes])
+        independent = np.where(lab >= 0, joint[nodes, np.maximum(lab, 0)],
+                               weights[nodes] * log_evidence[nodes])
         return res.marginals, float(-res.free_energy - independent.sum())
 
     # ------------------------------------------------------------------------ API
