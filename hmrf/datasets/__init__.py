@@ -1,11 +1,11 @@
 """Data in: the data sets of the papers, the user's own files, text pre-processing.
 
-* :mod:`hmrf.datasets.loaders` — :func:`load_dataset` and :func:`available`: the
+* ``hmrf.datasets.loaders`` — :func:`load_dataset` and :func:`available`: the
   data sets of the papers by name (Iris, the newsgroup subsets, ...);
-* :mod:`hmrf.datasets.files` — :func:`read_data`, :func:`read_pairs`,
+* ``hmrf.datasets.files`` — :func:`read_data`, :func:`read_pairs`,
   :func:`read_labels`: points, constraints and labels from the user's CSV, TSV, NPY,
   NPZ, Parquet or text files, with errors that name the file, the row and the column;
-* :mod:`hmrf.datasets.text` — the thesis's TF-IDF (§2.5) and the corpus readers.
+* ``hmrf.datasets.text`` — the thesis's TF-IDF (§2.5) and the corpus readers.
 
 Nothing here imports scikit-learn until a loader or the TF-IDF runs.
 """

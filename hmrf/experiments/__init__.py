@@ -1,13 +1,13 @@
 """Experiments: learning curves, active-learning curves and their one result table.
 
-* :func:`learning_curve` (:mod:`hmrf.experiments.learning`) — the protocols of
+* :func:`learning_curve` (``hmrf.experiments.learning``) — the protocols of
   Basu (2005): supervision drawn from a training part, scores on the held-out part;
-* :func:`active_curve` (:mod:`hmrf.experiments.active`) — an active selector and a
+* :func:`active_curve` (``hmrf.experiments.active``) — an active selector and a
   clusterer over budgets and repetitions;
-* :func:`compare_engines` (:mod:`hmrf.experiments.engines`) — the engine study of
+* :func:`compare_engines` (``hmrf.experiments.engines``) — the engine study of
   ``hmrf compare``: E-step engines inside one estimator on the same splits, with the
   objective against the best engine and each E-step's energy against a lower bound;
-* :class:`CurveTable` (:mod:`hmrf.experiments.table`) — what all of them return: one
+* :class:`CurveTable` (``hmrf.experiments.table``) — what all of them return: one
   record per fit, CSV, summaries, paired comparisons, plots; :data:`METRICS` says what
   each score measures.
 """

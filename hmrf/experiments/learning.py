@@ -271,7 +271,7 @@ def learning_curve(make_estimator, X, y, supervision="constraints",
         kind is flipped (the nearest integer count). A sequence makes noise a second axis
         of the curve. Not available with a supervision callable.
     metrics : sequence of str, default=("nmi", "pairwise_f", "objective")
-        From :data:`SCORES` (explained in :data:`~hmrf.experiments.METRICS`). External
+        From ``SCORES`` of this module (explained in :data:`~hmrf.experiments.METRICS`). External
         scores use the held-out points only; the objective is the estimator's
         ``objective_`` on the whole data set.
     random_state : int, default=0
