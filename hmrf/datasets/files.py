@@ -26,6 +26,18 @@ import scipy.sparse as sp
 
 from ..constraints import CANNOT_LINK, MUST_LINK, Constraints
 from ..exceptions import InconsistentConstraintsError
+from ._tables import (
+    DataFileError,
+    check_exists,
+    check_finite,
+    check_unique_ids,
+    extension,
+    is_number,
+    load_array,
+    numeric_columns,
+    parquet_columns,
+    read_text_table,
+)
 
 __all__ = ["DataFileError", "read_data", "read_pairs", "read_labels", "FORMATS"]
 
@@ -39,174 +51,14 @@ FORMATS = {
     ".txt": "one document a line: TF-IDF vectors (Basu 2005, §2.5); labels: one a line",
 }
 
-_MUST = ("must", "must-link", "must_link", "ml")
-_CANNOT = ("cannot", "cannot-link", "cannot_link", "cl")
-_UNKNOWN = ("", "-1")
-
-
-class DataFileError(ValueError):
-    """A problem in a user's file, located by row, line and column.
-
-    Parameters
-    ----------
-    path : str
-    message : str
-    row : int, optional
-        0-based data row (the position pairs files use).
-    line : int, optional
-        1-based line of a text file.
-    column : int or str, optional
-        Column name (header) or 0-based position.
-    """
-
-    def __init__(self, path, message, *, row=None, line=None, column=None):
-        self.path, self.row, self.line, self.column = os.fspath(path), row, line, column
-        where = []
-        if row is not None:
-            where.append(f"row {row}" + (f" (line {line})" if line is not None else ""))
-        elif line is not None:
-            where.append(f"line {line}")
-        if column is not None:
-            where.append(f"column {column!r}" if isinstance(column, str) else f"column {column}")
-        prefix = ", ".join([self.path, *where])
-        super().__init__(f"{prefix}: {message}")
-
-
-# ------------------------------------------------------------------ text tables
-class _Table:
-    """Cells of a text table as strings, with the file line of every data row."""
-
-    def __init__(self, path, header, rows, lines):
-        self.path, self.header, self.rows, self.lines = path, header, rows, lines
-
-    def name(self, j: int):
-        return self.header[j] if self.header is not None else j
-
-    def column_index(self, spec, what: str) -> int:
-        """Position of a column given by header name or 0-based position."""
-        if isinstance(spec, str) and not spec.lstrip("-").isdigit():
-            if self.header is None:
-                raise DataFileError(self.path, f"{what} {spec!r} is a column name, but the file "
-                                               "has no header row")
-            if spec not in self.header:
-                raise DataFileError(self.path, f"no column named {spec!r} for {what}; the columns "
-                                               f"are {self.header}")
-            return self.header.index(spec)
-        j = int(spec)
-        width = len(self.rows[0]) if self.rows else 0
-        if not 0 <= j < width:
-            raise DataFileError(self.path, f"{what} {j} is not a column position in [0, {width - 1}]")
-        return j
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
-
-
-def _read_text_table(path, delimiter, skip=None) -> _Table:
-    """Rows of a CSV/TSV file; blank lines are skipped; a header is detected (module notes)."""
-    rows, lines = [], []
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f, delimiter=delimiter)
-            for record in reader:
-                if not record or all(not c.strip() for c in record):
-                    continue
-                rows.append([c.strip() for c in record])
-                lines.append(reader.line_num)
-    except UnicodeDecodeError as exc:
-        raise DataFileError(path, f"not a UTF-8 text file ({exc.reason})") from None
-    except csv.Error as exc:
-        raise DataFileError(path, f"cannot parse the file: {exc}") from None
-    if not rows:
-        raise DataFileError(path, "the file has no rows")
-    first = [c for j, c in enumerate(rows[0]) if j != skip]
-    header = None
-    if first and not any(_is_number(c) for c in first):
-        header, rows, lines = rows[0], rows[1:], lines[1:]
-        if not rows:
-            raise DataFileError(path, "the file has a header but no data rows")
-    width = len(header) if header is not None else len(rows[0])
-    for r, row in enumerate(rows):
-        if len(row) != width:
-            raise DataFileError(path, f"{len(row)} fields, expected {width} as in the "
-                                      f"{'header' if header is not None else 'first row'}",
-                                row=r, line=lines[r])
-    return _Table(path, header, rows, lines)
-
-
-def _numeric(table: _Table, columns, what="a number") -> np.ndarray:
-    """The given columns as a float64 matrix; the first bad cell raises DataFileError."""
-    cells = np.asarray([[row[j] for j in columns] for row in table.rows], dtype=str)
-    if cells.size == 0:
-        return np.empty((len(table.rows), len(columns)))
-    try:
-        values = cells.astype(np.float64)
-    except ValueError:
-        values = None
-    if values is None:  # find the first cell that is not a number (error path only)
-        for r, row in enumerate(cells.tolist()):
-            for c, cell in enumerate(row):
-                if not _is_number(cell):
-                    text = "an empty cell" if cell == "" else f"{cell!r}"
-                    raise DataFileError(table.path, f"{text} is not {what}", row=r,
-                                        line=table.lines[r], column=table.name(columns[c]))
-    bad = np.argwhere(~np.isfinite(values))
-    if bad.size:
-        r, c = (int(v) for v in bad[0])
-        raise DataFileError(table.path, f"{str(cells[r, c])!r} is not a finite number", row=r,
-                            line=table.lines[r], column=table.name(columns[c]))
-    return values
-
-
-def _ext(path) -> str:
-    ext = os.path.splitext(os.fspath(path))[1].lower()
-    return {".tab": ".tsv", ".pq": ".parquet"}.get(ext, ext)
-
-
-def _check_exists(path):
-    if not os.path.isfile(path):
-        raise DataFileError(path, "no such file" if not os.path.exists(path) else "not a file")
-
-
 def _unsupported(path, ext, what):
     raise DataFileError(path, f"cannot read {what} from a {ext or 'extension-less'} file; use one "
                               f"of {', '.join(sorted(FORMATS))}")
 
 
-# -------------------------------------------------------------------- parquet
-def _parquet_columns(path) -> tuple[list, list]:
-    """Column names and NumPy arrays of a Parquet file (pyarrow)."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportError(f"{path}: reading Parquet needs pyarrow; install it with:  "
-                          "pip install pyarrow") from None
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow's errors have many types
-        raise DataFileError(path, f"not a readable Parquet file ({exc})") from None
-    names = list(table.column_names)
-    cols = []
-    for name in names:
-        col = table.column(name)
-        if col.null_count:
-            r = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise DataFileError(path, "missing value", row=r, column=name)
-        cols.append(col.to_numpy())
-    return names, cols
-
-
-def _check_finite(path, X, columns=None):
-    bad = np.argwhere(~np.isfinite(X))
-    if bad.size:
-        r, c = (int(v) for v in bad[0])
-        raise DataFileError(path, f"{float(X[r, c])!r} is not a finite number", row=r,
-                            column=columns[c] if columns is not None else c)
+_MUST = ("must", "must-link", "must_link", "ml")
+_CANNOT = ("cannot", "cannot-link", "cannot_link", "cl")
+_UNKNOWN = ("", "-1")
 
 
 # ----------------------------------------------------------------------- data
@@ -241,15 +93,15 @@ def read_data(path, *, id_column=None, min_df=5, max_df=0.95):
         A Parquet file without pyarrow.
     """
     path = os.fspath(path)
-    _check_exists(path)
-    ext = _ext(path)
+    check_exists(path)
+    ext = extension(path)
     if id_column is not None and ext not in (".csv", ".tsv", ".parquet"):
         raise DataFileError(path, "an id column applies to CSV, TSV and Parquet tables only")
     ids = None
     if ext in (".csv", ".tsv"):
         skip = int(id_column) if isinstance(id_column, int) or (
             isinstance(id_column, str) and id_column.isdigit()) else None
-        table = _read_text_table(path, "," if ext == ".csv" else "\t", skip=skip)
+        table = read_text_table(path, "," if ext == ".csv" else "\t", skip=skip)
         cols = list(range(len(table.rows[0])))
         if id_column is not None:
             j = table.column_index(id_column, "the id column")
@@ -257,11 +109,11 @@ def read_data(path, *, id_column=None, min_df=5, max_df=0.95):
             cols.remove(j)
         if not cols:
             raise DataFileError(path, "no feature column")
-        X = _numeric(table, cols)
+        X = numeric_columns(table, cols)
         if ids is not None:
-            _check_unique_ids(path, ids, table.lines)
+            check_unique_ids(path, ids, table.lines)
     elif ext == ".parquet":
-        names, arrays = _parquet_columns(path)
+        names, arrays = parquet_columns(path)
         if id_column is not None:
             key = names[int(id_column)] if str(id_column).isdigit() and int(id_column) < len(names) \
                 else id_column
@@ -271,18 +123,18 @@ def read_data(path, *, id_column=None, min_df=5, max_df=0.95):
             j = names.index(key)
             ids = np.asarray(arrays[j]).astype(str)
             del names[j], arrays[j]
-            _check_unique_ids(path, ids, None)
+            check_unique_ids(path, ids, None)
         for name, a in zip(names, arrays):
             if a.dtype.kind not in "biuf":
-                first = next((r for r, v in enumerate(a) if not _is_number(str(v))), 0)
+                first = next((r for r, v in enumerate(a) if not is_number(str(v))), 0)
                 raise DataFileError(path, f"{str(a[first])!r} is not a number (column type {a.dtype})",
                                     row=first, column=name)
         if not names:
             raise DataFileError(path, "no feature column")
         X = np.column_stack([np.asarray(a, dtype=np.float64) for a in arrays])
-        _check_finite(path, X, names)
+        check_finite(path, X, names)
     elif ext in (".npy", ".npz"):
-        X = _load_array(path, ext, prefer="X")
+        X = load_array(path, ext, prefer="X")
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=np.float64)
             if not np.isfinite(X.data).all():
@@ -297,7 +149,7 @@ def read_data(path, *, id_column=None, min_df=5, max_df=0.95):
             if X.dtype.kind not in "biuf":
                 raise DataFileError(path, f"the array has dtype {X.dtype}; points need numbers")
             X = X.astype(np.float64)
-            _check_finite(path, X)
+            check_finite(path, X)
     elif ext == ".txt":
         X = _read_documents(path, min_df, max_df)
     else:
@@ -305,32 +157,6 @@ def read_data(path, *, id_column=None, min_df=5, max_df=0.95):
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise DataFileError(path, f"no data: the points have shape {X.shape}")
     return X, ids
-
-
-def _check_unique_ids(path, ids, lines):
-    uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
-    if (counts > 1).any():
-        dup = str(uniq[counts > 1][0])
-        rows = np.flatnonzero(ids == dup)[:2]
-        raise DataFileError(path, f"id {dup!r} appears again (first at row {int(rows[0])})",
-                            row=int(rows[1]), line=None if lines is None else lines[rows[1]])
-
-
-def _load_array(path, ext, prefer):
-    try:
-        if ext == ".npy":
-            return np.load(path, allow_pickle=False)
-        with np.load(path, allow_pickle=False) as z:
-            keys = list(z.keys())
-            if {"format", "shape", "data"} <= set(keys):
-                return sp.load_npz(path)
-            if prefer in keys:
-                return z[prefer]
-            if len(keys) == 1:
-                return z[keys[0]]
-    except (ValueError, OSError, EOFError) as exc:
-        raise DataFileError(path, f"not a readable NumPy file ({exc})") from None
-    raise DataFileError(path, f"the archive holds {keys}; name the array {prefer!r} or keep one")
 
 
 def _read_documents(path, min_df, max_df):
@@ -384,15 +210,15 @@ def read_pairs(path, n: int) -> Constraints:
         kind, a bad weight, contradictory hard constraints (naming the row).
     """
     path = os.fspath(path)
-    _check_exists(path)
-    ext = _ext(path)
+    check_exists(path)
+    ext = extension(path)
     if ext in (".csv", ".tsv"):
-        table = _read_text_table(path, "," if ext == ".csv" else "\t")
+        table = read_text_table(path, "," if ext == ".csv" else "\t")
         names = table.header
         columns = [[row[j] for row in table.rows] for j in range(len(table.rows[0]))]
         lines = table.lines
     elif ext == ".parquet":
-        names, arrays = _parquet_columns(path)
+        names, arrays = parquet_columns(path)
         columns = [[str(v) for v in a] for a in arrays]
         lines = None
     else:
@@ -500,8 +326,8 @@ def read_labels(path, n: int, ids=None):
         A wrong number of labels, ids that do not match the data, a NaN label.
     """
     path = os.fspath(path)
-    _check_exists(path)
-    ext = _ext(path)
+    check_exists(path)
+    ext = extension(path)
     lines = None
     if ext in (".csv", ".tsv", ".txt"):
         rows, lines = [], []
@@ -521,10 +347,10 @@ def read_labels(path, n: int, ids=None):
                                 line=lines[bad])
         columns = [list(c) for c in zip(*rows)] if rows else [[]]
     elif ext == ".parquet":
-        _, arrays = _parquet_columns(path)
+        _, arrays = parquet_columns(path)
         columns = [[str(v) for v in a] for a in arrays]
     elif ext in (".npy", ".npz"):
-        a = _load_array(path, ext, prefer="y")
+        a = load_array(path, ext, prefer="y")
         if sp.issparse(a) or a.ndim != 1:
             raise DataFileError(path, f"labels need a 1-D array; got shape {a.shape}")
         if a.dtype.kind == "f" and np.isnan(a).any():
