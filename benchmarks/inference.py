@@ -33,10 +33,16 @@ cannot-link across) with 10 % of them flipped, as a noisy oracle would. Must-lin
 instances draw pairs inside components (and flip 10 % of them to cross-component
 must-links). Every engine receives the same ``(unary, graph)`` arrays.
 
+Part 3 (``--scale``, issue 17): must-link-only and mixed E-steps of 5,000, 50,000 and
+200,000 constrained points and the 40 small instances, every engine of the package and
+GCO's α-expansion and PGMax as external references, against the best labelling and the
+best lower bound found (:mod:`inference_scale`).
+
 Run from the repository root::
 
     python benchmarks/inference.py                 # full run, writes results/bench_inference/
     python benchmarks/inference.py --quick         # 4 + 4 small instances, smaller part 2
+    python benchmarks/inference.py --scale         # part 3 only (GCO: pip install gco-wrapper)
 """
 
 from __future__ import annotations
@@ -288,12 +294,35 @@ def main(argv=None):
     p.add_argument("--cl-stress", action="store_true",
                    help="add a third group: cannot-links only, k = 3, weak unary costs (x 0.25), "
                         "40-80 points -- where the LP relaxation is weak")
+    p.add_argument("--scale", action="store_true", help="part 3 only: E-steps up to 200,000 points")
+    p.add_argument("--scale-sizes", type=lambda v: [int(x) for x in v.split(",")],
+                   default=[5000, 50000, 200000],
+                   help="constrained points of the --scale instances (default 5000,50000,200000)")
+    p.add_argument("--scale-instances", type=int, default=1, help="--scale instances per group and size")
+    p.add_argument("--no-scale-small", dest="scale_small", action="store_false",
+                   help="--scale without the 40 small instances of part 1")
+    p.add_argument("--lp-max-n", type=int, default=5000, help="--scale: run LP up to this many points")
+    p.add_argument("--pgmax-python", default=None,
+                   help="--scale: a Python with pgmax and jax==0.4.30 (PGMax runs in a subprocess)")
+    p.add_argument("--pgmax-max-n", type=int, default=50000, help="--scale: run PGMax up to this many points")
+    p.add_argument("--trace", action="store_true", help="--scale: write BP's energy and bound per iteration")
     args = p.parse_args(argv)
     u_small, g_small = make_instance(np.random.default_rng(0), True, n=30, k=3, m=40)
     for name in ENGINES:  # load what is loaded once per process (numba's kernels) untimed
         ENGINES[name]().map(u_small, g_small)
     t0 = time.perf_counter()
     out, rows = [], []
+    if args.scale:
+        import inference_scale
+
+        for factory in inference_scale.optional_engines().values():
+            factory().map(u_small, g_small)
+        os.makedirs(args.out, exist_ok=True)
+        text = inference_scale.part_scale(args) + f"\n\ntotal time {time.perf_counter() - t0:.1f}s"
+        print(text)
+        with open(os.path.join(args.out, "scale.txt"), "w") as f:
+            f.write(text + "\n")
+        return 0
     if not args.skip_part1:
         rows = part1(args, np.random.default_rng(args.seed))
         table, _ = summarise(rows)

@@ -1,0 +1,285 @@
+"""E-step engines at scale (issue 17): ``python benchmarks/inference.py --scale``.
+
+Instances (``k = 10``, average degree 4, i.e. ``m = 2n`` constraints):
+
+* ``must-link`` — :func:`inference.make_instance` with must-links only (pairs inside
+  the Gaussian-mixture components, 10 % between them), unary costs with their row
+  minimum removed;
+* ``must-link, uniform`` — what a new user tries first: unary costs uniform in [0, 1),
+  random pairs, weights uniform in [0, 2);
+* ``mixed`` — :func:`inference.make_instance` with must- and cannot-links;
+
+at 5,000, 50,000 and 200,000 constrained points (``--scale-sizes``), plus the 40 small
+instances of part 1 (must-link only and mixed, 50–200 points; ``--scale-small``).
+Every cost is rounded to a multiple of ``1 / SCALE`` so that GCO, which works in
+integers, minimises exactly the function the other engines see.
+
+Engines: ICM, BP (the default engine), TRW-S (``BeliefPropagation(reweight="trw")``),
+LP (up to ``--lp-max-n`` points), ExactMILP (the small instances), AlphaExpansion,
+``inference="auto"`` when the package has them, and as external references GCO's
+α-expansion (``pip install gco-wrapper``; costs ``x SCALE`` as integers with
+``down_weight_factor=1``; a cannot-link is handed to it as a negative Potts weight,
+which it accepts without being able to optimise it, so its mixed rows are marked) and
+PGMax's loopy max-product (``--pgmax-python``: a Python with ``pgmax`` and a jax it
+supports, run in a subprocess; see :func:`run_pgmax`). For every instance: the energy
+relative to the best labelling any engine found, relative to the best lower bound
+(TRW-S, LP, ExactMILP), and the time (one cold call each, on a fresh copy of the graph;
+numba's kernels are loaded before any timing).
+
+``--trace`` also writes BP's energy and bound per iteration on every large instance
+(``trace_<group>_<n>.csv``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from hmrf import PairwiseGraph
+from hmrf.inference import ICM, BeliefPropagation, ExactMILP, LPRelaxation
+
+#: every cost is a multiple of 1 / SCALE (GCO's integer costs are the costs x SCALE)
+SCALE = 1000
+GROUPS = ("must-link", "must-link, uniform", "mixed")
+
+
+def optional_engines() -> dict:
+    """Engines of the package that may not exist in every version: AlphaExpansion, auto."""
+    out = {}
+    try:
+        from hmrf.inference.expansion import AlphaExpansion
+        out["expansion"] = AlphaExpansion
+    except ImportError:
+        pass
+    try:
+        from hmrf.inference.auto import AutoEngine
+        out["auto"] = AutoEngine
+    except ImportError:
+        pass
+    return out
+
+
+def rounded(unary, graph):
+    """The instance with every cost rounded to a multiple of ``1 / SCALE``."""
+    u = np.rint(unary * SCALE) / SCALE
+    w = np.rint(graph.weight * SCALE) / SCALE
+    return u, PairwiseGraph.potts(graph.n_nodes, graph.edges, w, graph.kind)
+
+
+def uniform_instance(rng, n, k=10):
+    """Unary costs uniform in [0, 1), 2n random must-links with weights uniform in [0, 2)."""
+    unary = rng.random((n, k))
+    pairs = rng.integers(n, size=(2 * n, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    return unary, PairwiseGraph.potts(n, pairs, 2.0 * rng.random(len(pairs)), np.ones(len(pairs), np.int64))
+
+
+def scale_instance(group, n, seed):
+    from inference import make_instance
+
+    rng = np.random.default_rng([seed, n, GROUPS.index(group)])
+    if group == "must-link, uniform":
+        return rounded(*uniform_instance(rng, n))
+    return rounded(*make_instance(rng, group == "mixed", n=n, k=10, m=2 * n))
+
+
+def run_gco(unary, graph):
+    """GCO's α-expansion from the unary argmin; returns (labels, seconds) or None."""
+    try:
+        import gco  # benchmark-only dependency
+    except ImportError:
+        return None
+    k = unary.shape[1]
+    weight = np.where(graph.kind == 1, graph.weight, -graph.weight)  # cannot-link: w[=] = -w[!=] + w
+    t0 = time.perf_counter()
+    labels = gco.cut_general_graph(
+        np.sort(graph.edges, axis=1).astype(np.int32), np.rint(weight * SCALE).astype(np.int32),
+        np.rint(unary * SCALE).astype(np.int32), (1 - np.eye(k)).astype(np.int32), n_iter=-1,
+        algorithm="expansion", init_labels=np.argmin(unary, axis=1).astype(np.int32), down_weight_factor=1)
+    return np.asarray(labels, dtype=np.int64), time.perf_counter() - t0
+
+
+PGMAX_SCRIPT = r'''
+import json, sys, time
+import numpy as np
+from pgmax import fgraph, fgroup, infer, vgroup
+d = np.load(sys.argv[1])
+unary, edges, weight, kind = d["unary"], d["edges"], d["weight"], d["kind"]
+n, k = unary.shape
+eye = np.eye(k)
+cost = np.where(kind[:, None, None] == 1, weight[:, None, None] * (1 - eye), weight[:, None, None] * eye)
+pairs, inverse = np.unique(np.sort(edges, axis=1), axis=0, return_inverse=True)
+merged = np.zeros((len(pairs), k, k))   # PGMax wants one factor per pair
+np.add.at(merged, inverse.ravel(), cost)
+t0 = time.perf_counter()
+variables = vgroup.NDVarArray(num_states=k, shape=(n,))
+fg = fgraph.FactorGraph(variable_groups=variables)
+fg.add_factors(fgroup.PairwiseFactorGroup(
+    variables_for_factors=[[variables[int(a)], variables[int(b)]] for a, b in pairs],
+    log_potential_matrix=-merged))
+bp = infer.build_inferer(fg.bp_state, backend="bp")
+t_build = time.perf_counter() - t0
+times = []
+for _ in range(2):  # the first run compiles; the second is timed
+    t1 = time.perf_counter()
+    arrays = bp.run(bp.init(evidence_updates={variables: -unary}), num_iters=int(sys.argv[3]),
+                    damping=float(sys.argv[4]), temperature=0.0)
+    labels = np.asarray(infer.decode_map_states(bp.get_beliefs(arrays))[variables])
+    times.append(time.perf_counter() - t1)
+np.save(sys.argv[2], labels.astype(np.int64))
+print(json.dumps({"build": t_build, "first": times[0], "run": times[1]}))
+'''
+
+
+def run_pgmax(python, unary, graph, num_iters=200, damping=0.5):
+    """PGMax's loopy max-product (200 damped iterations) in the Python ``python``.
+
+    PGMax needs a jax release it supports (``pgmax 0.6.1`` runs with ``jax==0.4.30``, not
+    with jax 0.10, which dropped ``jax.lib.xla_bridge``), so it runs in its own
+    environment: ``python -m venv pgmax-env && pgmax-env/bin/pip install pgmax
+    jax==0.4.30 jaxlib==0.4.30``. Returns (labels, seconds of the second, compiled run)
+    or None.
+    """
+    if not python:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst, script = (os.path.join(tmp, f) for f in ("in.npz", "out.npy", "run.py"))
+        np.savez(src, unary=unary, edges=graph.edges, weight=graph.weight, kind=graph.kind)
+        with open(script, "w") as f:
+            f.write(PGMAX_SCRIPT)
+        proc = subprocess.run([python, script, src, dst, str(num_iters), str(damping)], capture_output=True,
+                              text=True, timeout=3600)
+        if proc.returncode != 0:
+            print(f"    pgmax failed: {proc.stderr.strip().splitlines()[-1]}", file=sys.stderr)
+            return None
+        times = json.loads(proc.stdout.strip().splitlines()[-1])
+        return np.load(dst), times["run"]
+
+
+def engines_for(n, args, group="") -> dict:
+    """The package's engines run on an instance of ``n`` constrained points.
+
+    LP runs up to ``--lp-max-n`` points, but not on the uniform-cost must-link group,
+    where HiGHS took 553 s at 2,000 points (3 s on the other must-link group).
+    """
+    out = {"icm": ICM, "bp": BeliefPropagation, "trws": lambda: BeliefPropagation(reweight="trw")}
+    if n <= args.lp_max_n and group != "must-link, uniform":
+        out["lp"] = LPRelaxation
+    if n <= 200:
+        out["exact"] = lambda: ExactMILP(time_limit=args.time_limit)
+    out.update(optional_engines())
+    return out
+
+
+def solve_all(unary, graph, args, trace_path=None, group="") -> dict:
+    """Every engine on one instance: ``{name: (energy, bound or None, seconds, note)}``."""
+    out = {}
+    for name, factory in engines_for(unary.shape[0], args, group).items():
+        fresh = PairwiseGraph.potts(graph.n_nodes, graph.edges, graph.weight, graph.kind)
+        trace, t0 = [], time.perf_counter()
+        callback = None
+        if trace_path and name == "bp":
+            def callback(it, y, e, b, t0=t0, trace=trace):
+                trace.append((it, e, b, time.perf_counter() - t0))
+        res = factory().map(unary, fresh, rng=0, callback=callback)
+        t = time.perf_counter() - t0
+        out[name] = (res.energy, res.lower_bound, t, f"{res.n_iter} it" if name in ("bp", "trws") else "")
+        if trace:
+            with open(trace_path, "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["iteration", "energy", "bound", "seconds"])
+                w.writerows(trace)
+    mixed = bool(np.any(graph.kind != 1))
+    gco_out = run_gco(unary, graph)
+    if gco_out is not None:
+        note = "CL as negative weights" if mixed else ""
+        out["gco"] = (graph.energy(gco_out[0], unary), None, gco_out[1], note)
+    if unary.shape[0] <= args.pgmax_max_n:
+        pg = run_pgmax(args.pgmax_python, unary, graph)
+        if pg is not None:
+            out["pgmax"] = (graph.energy(pg[0], unary), None, pg[1], "200 it, damping 0.5")
+    return out
+
+
+def relative(results):
+    """Best energy, best bound, and per engine (excess over best, excess over bound)."""
+    best = min(e for e, _, _, _ in results.values())
+    bounds = [b for _, b, _, _ in results.values() if b is not None]
+    bound = max(bounds) if bounds else None
+    rel = {}
+    for name, (e, _, t, note) in results.items():
+        over_best = (e - best) / abs(best)
+        over_bound = None if bound is None else (e - bound) / abs(bound)
+        rel[name] = (over_best, over_bound, t, note)
+    return best, bound, rel
+
+
+def part_scale(args) -> str:
+    lines = ["Part 3 (--scale): energy over the best labelling any engine found and over the best lower "
+             "bound; time of one cold call", ""]
+    rows = []
+    lines.append(f"{'instance':28s} {'engine':10s} {'E - best':>9s} {'E - bound':>9s} {'time':>9s} "
+                 f"{'/ GCO':>6s}")
+    for n in args.scale_sizes:
+        for group in GROUPS:
+            for seed in range(args.scale_instances):
+                unary, graph = scale_instance(group, n, seed)
+                t0 = time.perf_counter()
+                trace = (os.path.join(args.out, f"trace_{group.replace(', ', '_')}_{n}_{seed}.csv")
+                         if args.trace else None)
+                results = solve_all(unary, graph, args, trace, group)
+                best, bound, rel = relative(results)
+                name = f"{group} n={n} #{seed}"
+                t_gco = results["gco"][2] if "gco" in results else None
+                lines.append(f"{name:28s} best E = {best:.3f}, best bound = "
+                             f"{'-' if bound is None else f'{bound:.3f}'}")
+                for eng, (ob, obd, t, note) in rel.items():
+                    ratio = f"{t / t_gco:5.2f}x" if t_gco else "     -"
+                    obd_s = "        -" if obd is None else f"{100 * obd:8.3f}%"
+                    lines.append(f"{'':28s} {eng:10s} {100 * ob:8.3f}% {obd_s} {t:8.2f}s {ratio} {note}")
+                    rows.append({"group": group, "n": n, "seed": seed, "engine": eng,
+                                 "energy": results[eng][0], "bound": results[eng][1], "best": best,
+                                 "best_bound": bound, "time": t, "over_best": ob, "over_bound": obd,
+                                 "note": note})
+                print(f"  scale {name} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+    if args.scale_small:
+        lines += ["", small_instances(args, rows)]
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "scale.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return "\n".join(lines)
+
+
+def small_instances(args, rows) -> str:
+    """The 40 instances of part 1 (must-link only and mixed): excess over the best and
+    over the best bound per engine, aggregated per group."""
+    from inference import make_instance
+
+    rng = np.random.default_rng(args.seed)  # the stream of part 1: the same instances
+    lines = [f"{'small (part 1)':18s} {'engine':10s} {'mean E-best':>11s} {'max E-best':>10s} "
+             f"{'= best':>7s} {'mean time':>10s}"]
+    for gname, mixed in (("must-link only", False), ("mixed", True)):
+        per = {}
+        for i in range(args.instances):
+            unary, graph = rounded(*make_instance(rng, mixed))
+            results = solve_all(unary, graph, args)
+            _, _, rel = relative(results)
+            for eng, (ob, obd, t, note) in rel.items():
+                per.setdefault(eng, []).append((ob, t))
+                rows.append({"group": f"small {gname}", "n": unary.shape[0], "seed": i, "engine": eng,
+                             "energy": results[eng][0], "bound": results[eng][1], "best": None,
+                             "best_bound": None, "time": t, "over_best": ob, "over_bound": obd, "note": note})
+        for eng, v in per.items():
+            ob, t = np.array(v).T
+            lines.append(f"{gname:18s} {eng:10s} {100 * ob.mean():10.3f}% {100 * ob.max():9.3f}% "
+                         f"{100 * np.mean(ob <= 1e-9):6.0f}% {1e3 * t.mean():8.1f}ms")
+    return "\n".join(lines)
