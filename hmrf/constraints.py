@@ -36,6 +36,14 @@ _CONFLICT_POLICIES = ("raise", "warn", "soften", "drop")
 _KIND_NAMES = {MUST_LINK: "must-link", CANNOT_LINK: "cannot-link"}
 
 
+def _ranks_within(counts) -> np.ndarray:
+    """``0..c-1`` for every count ``c`` of ``counts``, concatenated (a vectorised
+    ``np.concatenate([np.arange(c) for c in counts])``)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    return np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
 class Constraints:
     """Immutable set of weighted must-link / cannot-link constraints on ``n`` points.
 
@@ -483,6 +491,26 @@ class Constraints:
         groups.sort(key=lambda g: (-g.shape[0], int(g[0])))
         return groups
 
+    def _hood_layout(self, include_singletons: bool):
+        """Neighbourhoods as flat arrays in the order of :meth:`neighborhoods`: members
+        grouped by neighbourhood (sorted within each), each one's start and size."""
+        comp = self.component_labels()
+        members = self.constrained_points if include_singletons else np.unique(self.must_link)
+        if members.size == 0:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty, empty
+        _, group = np.unique(comp[members], return_inverse=True)
+        n_groups = int(group.max()) + 1
+        sizes = np.bincount(group, minlength=n_groups)
+        first = np.full(n_groups, np.iinfo(np.int64).max)
+        np.minimum.at(first, group, members)
+        rank = np.empty(n_groups, dtype=np.int64)
+        rank[np.lexsort((first, -sizes))] = np.arange(n_groups)  # largest first, ties by member
+        order = np.lexsort((members, rank[group]))
+        sizes = sizes[np.argsort(rank)]
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        return members[order].astype(np.int64), starts, sizes
+
     def inferred_cannot_links(self, *, include_singletons: bool = True) -> np.ndarray:
         """Pairs of neighbourhoods joined by at least one cannot-link.
 
@@ -495,10 +523,9 @@ class Constraints:
         ndarray of shape (q, 2)
             Neighbourhood index pairs ``(p, p')`` with ``p < p'``, sorted.
         """
-        hoods = self.neighborhoods(include_singletons=include_singletons)
+        members, starts, sizes = self._hood_layout(include_singletons)
         which = np.full(self._n, -1, dtype=np.int64)
-        for p, g in enumerate(hoods):
-            which[g] = p
+        which[members] = np.repeat(np.arange(sizes.size), sizes)
         cl = self.cannot_link
         a, b = which[cl[:, 0]], which[cl[:, 1]]
         ok = (a >= 0) & (b >= 0) & (a != b)
@@ -518,20 +545,25 @@ class Constraints:
         ValueError
             If the closure would exceed ``max_pairs`` pairs.
         """
-        hoods = self.neighborhoods(include_singletons=True)
-        sizes = np.array([g.shape[0] for g in hoods], dtype=np.int64)
+        members, starts, sizes = self._hood_layout(include_singletons=True)
         q = self.inferred_cannot_links()
-        total = 0
-        if hoods:
-            total = int((sizes * (sizes - 1) // 2).sum() + (sizes[q[:, 0]] * sizes[q[:, 1]]).sum())
+        n_ml = sizes * (sizes - 1) // 2
+        n_cl = sizes[q[:, 0]] * sizes[q[:, 1]]
+        total = int(n_ml.sum() + n_cl.sum())
         if total > max_pairs:
             raise ValueError(f"the closure has {total} pairs, more than max_pairs={max_pairs}.")
-        ml_rows = [np.column_stack(np.triu_indices(g.shape[0], 1)) for g in hoods]
-        ml = [g[r] for g, r in zip(hoods, ml_rows) if r.size]
-        cl = [np.array(np.meshgrid(hoods[a], hoods[b], indexing="ij")).reshape(2, -1).T for a, b in q]
-        new_ml = np.vstack(ml) if ml else np.empty((0, 2), dtype=np.int64)
-        new_cl = np.vstack(cl) if cl else np.empty((0, 2), dtype=np.int64)
-        pairs = np.vstack([new_ml, new_cl])
+        # must-links: for the member at position i of a neighbourhood, the members after it
+        pos = np.arange(members.size)
+        after = np.repeat(starts + sizes, sizes) - pos - 1
+        first = np.repeat(pos, after)
+        second = first + 1 + _ranks_within(after)
+        new_ml = np.column_stack([members[first], members[second]])
+        # cannot-links: every member of neighbourhood a against every member of b (a outer)
+        t = _ranks_within(n_cl)
+        size_b = np.repeat(sizes[q[:, 1]], n_cl)
+        new_cl = np.column_stack([members[np.repeat(starts[q[:, 0]], n_cl) + t // np.maximum(size_b, 1)],
+                                  members[np.repeat(starts[q[:, 1]], n_cl) + t % np.maximum(size_b, 1)]])
+        pairs = np.vstack([new_ml, new_cl]).astype(np.int64)
         kind = np.r_[np.full(new_ml.shape[0], MUST_LINK), np.full(new_cl.shape[0], CANNOT_LINK)]
         pairs = np.sort(pairs, axis=1)
         # Keep existing weights; only genuinely new pairs get ``weight``.

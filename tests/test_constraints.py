@@ -269,3 +269,17 @@ def test_subset_and_with_weight_bad_arguments_are_named():
         c.subset([0, 7])
     with pytest.raises(TypeError, match=r"weight must be a number"):
         c.with_weight("x")
+
+
+def test_closure_of_many_neighbourhoods_is_vectorised_and_complete():
+    """Tens of thousands of neighbourhoods: the closure has every implied pair, once."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 10, 50_000)
+    c = Constraints.sample_from_labels(y, 20_000, rng=1)
+    full = c.closure()
+    comp = c.component_labels()
+    ml = full.must_link
+    assert np.all(comp[ml[:, 0]] == comp[ml[:, 1]])
+    sizes = np.bincount(comp[c.constrained_points])
+    assert len(ml) == int((sizes * (sizes - 1) // 2).sum())
+    assert len(np.unique(full.pairs, axis=0)) == len(full)
