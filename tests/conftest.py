@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
-settings.register_profile("ci", max_examples=12, deadline=None, suppress_health_check=_SLOW_OK,
+settings.register_profile("ci", max_examples=15, deadline=None, suppress_health_check=_SLOW_OK,
                           print_blob=True)
 settings.register_profile("soak", max_examples=300, deadline=None, suppress_health_check=_SLOW_OK,
                           print_blob=True)
