@@ -186,3 +186,19 @@ def test_numba_compilation_is_not_timed(tmp_path):
     slowest = max(float(r["fit_time"]) for r in fits)
     assert compile_time > 1.0  # the kernels were compiled in this process...
     assert slowest < compile_time / 5  # ...outside every timed fit
+
+
+class NeedsAPackage(ICM):
+    def _solve(self, unary, graph, init, rng, notify):
+        raise ImportError("this engine needs the package 'nothing'; pip install nothing")
+
+
+def test_a_missing_optional_package_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(ENGINES, "needs-a-package", EngineSpec(NeedsAPackage, "test engine"))
+    monkeypatch.setattr(study, "_WARMED", {})
+    out = tmp_path / "cmp"
+    assert main(["compare", "--engines", "icm,needs-a-package", "--constraints", "0,10", "--runs", "1",
+                 "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install nothing" in err
+    assert not out.exists()
