@@ -164,8 +164,8 @@ def add_data_options(p, *, labels_help, standardize=False):
     src.add_argument("--dataset", metavar="NAME",
                      help="a bundled data set (listed below; default iris unless --data is given)")
     src.add_argument("--data", metavar="FILE",
-                     help="your own points: .csv, .tsv, .npy, .npz, .parquet (one row per point), "
-                          "or .txt (one document a line, TF-IDF as in the thesis)")
+                     help="your own points: .csv, .tsv, .npy, .npz, .parquet (needs pyarrow; one row "
+                          "per point), or .txt (one document a line, TF-IDF as in the thesis)")
     p.add_argument("--labels", metavar="FILE", help=labels_help)
     p.add_argument("--id-column", metavar="NAME|POS",
                    help="column of --data (and of --labels) holding point ids, not a feature")
