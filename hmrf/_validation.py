@@ -16,7 +16,7 @@ __all__ = ["check_data", "check_n_clusters", "check_partial_labels", "as_float_a
            "check_random_state"]
 
 
-def check_random_state(seed) -> np.random.Generator:
+def check_random_state(seed, name: str = "random_state") -> np.random.Generator:
     """A NumPy ``Generator`` from any of the seeds the library accepts.
 
     ``None`` gives a fresh, unpredictable generator (NumPy's global state is neither
@@ -33,9 +33,9 @@ def check_random_state(seed) -> np.random.Generator:
         return np.random.default_rng(seed.randint(np.iinfo(np.int32).max))
     if isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(seed, bool):
         if not 0 <= int(seed) < 2**32:
-            raise ValueError(f"random_state must be an int in [0, 2**32 - 1]; got {seed}.")
+            raise ValueError(f"{name} must be an int in [0, 2**32 - 1]; got {seed}.")
         return np.random.default_rng(np.random.RandomState(int(seed)).randint(np.iinfo(np.int32).max))
-    raise ValueError(f"random_state must be None, an int, a numpy Generator or RandomState; got {seed!r}.")
+    raise ValueError(f"{name} must be None, an int, a numpy Generator or RandomState; got {seed!r}.")
 
 
 def _first_bad_position(values: np.ndarray) -> tuple[int, ...]:

@@ -322,7 +322,7 @@ class Constraints:
                 or n_pairs < 0:
             raise ValueError(f"n_pairs must be an integer >= 0; got {n_pairs!r}.")
         n = y.shape[0]
-        rng = check_random_state(rng)
+        rng = check_random_state(rng, "rng")
         if among is None:
             idx = np.arange(n)
         else:

@@ -312,10 +312,10 @@ class PairwiseGraph:
         return float(self.edge_costs(labels).sum()) if self.n_edges else 0.0
 
     def energy(self, labels, unary) -> float:
-        """Total E-step energy ``sum_i U[i, y_i] + sum_e cost_e``."""
+        """Total E-step energy ``sum_i U[i, y_i] + sum_e cost_e`` (summed in float64)."""
         labels = np.asarray(labels)
         unary = np.asarray(unary)
-        u = float(unary[np.arange(unary.shape[0]), labels].sum())
+        u = float(unary[np.arange(unary.shape[0]), labels].sum(dtype=np.float64))
         return u + self.pairwise_energy(labels)
 
     def neighbors(self) -> sp.csr_matrix:

@@ -201,7 +201,7 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
     -------
     ndarray of shape (k, d)
     """
-    rng = check_random_state(rng)
+    rng = check_random_state(rng, "rng")
     k, n = n_clusters, X.shape[0]
     if not isinstance(method, str):
         C = np.array(method, dtype=np.float64)
@@ -259,7 +259,7 @@ def seeded_centers(X, seeds, n_clusters: int, rng=None) -> np.ndarray:
         Seed-class means; clusters without seeds (incomplete seeding, §3.5.4) get random
         perturbations of the global centroid, following Dhillon et al. (2001).
     """
-    rng = check_random_state(rng)
+    rng = check_random_state(rng, "rng")
     lab = np.flatnonzero(seeds >= 0)
     centers = _perturbed_global(X, n_clusters, rng)
     if lab.size:

@@ -117,7 +117,7 @@ def buckshot_centers(X, n_clusters, rng=None, family=None, *, return_sample=Fals
     n = X.shape[0]
     k = check_n_clusters(n_clusters, n)
     family = SquaredEuclidean() if family is None else family
-    gen = check_random_state(rng)
+    gen = check_random_state(rng, "rng")
     s = sample_size(n, k)
     sample = np.sort(gen.choice(n, size=s, replace=False))
     Xs = X[sample]

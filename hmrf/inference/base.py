@@ -349,7 +349,7 @@ class InferenceEngine:
                 raise ValueError(f"init must have shape ({n},); got {init.shape}.")
             if init.dtype.kind not in "iu" or init.min() < 0 or init.max() >= k:
                 raise ValueError(f"init must hold integer labels in [0, {k - 1}].")
-        gen = check_random_state(rng)
+        gen = check_random_state(rng, "rng")
         if graph.n_edges == 0:  # KMeans' E-step: every node is isolated
             return self._map_isolated(unary, t0)
 
