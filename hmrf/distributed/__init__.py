@@ -1,0 +1,56 @@
+"""HMRF EM on Dask arrays and a Dask cluster (DESIGN.md, "Scale").
+
+The same model, E-step and M-step as in memory, with the data left where they are: in
+the chunks of a row-chunked :class:`dask.array.Array`, on the workers of a
+``dask.distributed`` cluster (or Dask's local threads when no client is running).
+
+* :class:`DaskHMRF` is the :class:`~hmrf.HMRF` of such an array: each chunk is
+  validated and prepared by the emission family on the worker that holds it, and only
+  the rows the model asks for by index (the endpoints of constraints, labelled seeds, a
+  few random rows for the initialisation) ever reach the client.
+* :func:`dask_assignment_pass` and :func:`dask_soft_pass` are the data passes of
+  :func:`hmrf.em.run_em` and :func:`hmrf.soft_em.run_soft_em`: one task per chunk runs
+  :func:`hmrf.estep.assign_block` (or :func:`~hmrf.estep.soft_assign_block`) over the
+  chunk's rows, the M-step statistics are tree-reduced on the workers, and the client
+  receives the labels and minimum costs (O(n)) and the cost rows of the constrained
+  points (O(m k)), on which the chosen engine runs as it does in memory.
+* :func:`fit_dask` and :func:`predict_dask` are what the estimators' ``fit`` and
+  ``predict`` call when given a Dask array.
+
+``import hmrf`` never imports Dask; this package loads its modules on first use
+(``pip install "hmrf[dask]"``). See ``docs/scaling_out.md`` for the memory model.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["DaskHMRF", "ChunkedData", "ColumnSummary", "GatheredRows", "dask_assignment_pass",
+           "dask_soft_pass", "fit_dask", "predict_dask", "initial_params_dask",
+           "initial_centers_dask", "is_dask_collection"]
+
+#: public name -> submodule of this package that defines it
+_LAZY = {
+    "DaskHMRF": "model", "ChunkedData": "data", "ColumnSummary": "data", "GatheredRows": "rows",
+    "dask_assignment_pass": "passes", "dask_soft_pass": "passes", "fit_dask": "estimators",
+    "predict_dask": "estimators", "initial_params_dask": "initialization",
+    "initial_centers_dask": "initialization",
+}
+
+
+def is_dask_collection(X) -> bool:
+    """Whether ``X`` is a Dask collection (array, data frame, ...), decided from its type's
+    module so that Dask is not imported to ask."""
+    return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hmrf.distributed' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

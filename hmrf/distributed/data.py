@@ -1,0 +1,398 @@
+"""The rows of a Dask array as prepared chunks on the cluster.
+
+:class:`ChunkedData` turns a row-chunked :class:`dask.array.Array` into one task per
+chunk that validates and prepares the chunk where it is: the checks of
+:func:`hmrf._validation.check_data` (NaN, infinite values, dtype) and the family's own
+``prepare`` (domain checks; row normalisation for KL and cosine), with the row numbers
+of any error counted from the first row of the whole array. Nothing is read until a
+pass runs; the first pass is :class:`ColumnSummary`, the column means and variances
+that the initialisation and the families' priors read instead of the data, so a bad
+chunk is reported when the model is built.
+
+Whether the prepared chunks stay in the workers' memory (``persist``) or are read
+again from their source by every pass (out of core: a Zarr store or memory-mapped files
+larger than the cluster's memory) is decided once, from their size and the workers'
+memory limits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+try:
+    import dask
+    import dask.array as da
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError('hmrf.distributed needs Dask: pip install "hmrf[dask]".') from exc
+
+from .._blocks import row_blocks
+from .._validation import check_data
+from ..emissions.base import EmissionFamily
+
+__all__ = ["ChunkedData", "ColumnSummary", "as_row_chunked", "tree_reduce", "label_dtype",
+           "PERSIST_FRACTION"]
+
+#: With ``persist="auto"`` the prepared chunks are kept in the workers' memory when they
+#: take at most this fraction of the workers' summed memory limits (Dask workers start
+#: spilling to disk at 60 % of their limit, and each task needs room for its temporaries).
+PERSIST_FRACTION = 0.4
+
+#: Number of partial results one task of a tree reduction adds up.
+FAN_IN = 8
+
+
+def as_row_chunked(X, name: str = "X"):
+    """``X`` as a 2-D Dask array of a real dtype with known row chunks and one chunk
+    along the columns (column chunks are merged lazily).
+
+    Raises the errors of :func:`hmrf._validation.check_data` for the shape and dtype,
+    and says how to get known chunk sizes when they are unknown.
+    """
+    if not isinstance(X, da.Array):
+        if hasattr(X, "to_dask_array"):
+            raise TypeError(f"{name} is a Dask {type(X).__name__}; pass "
+                            f"{name}.to_dask_array(lengths=True), a Dask array with known chunk sizes.")
+        raise TypeError(f"{name} must be a dask.array.Array here; got {type(X).__name__}.")
+    if X.ndim == 1:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features); got a 1-D array of shape {X.shape}. "
+            f"Reshape your data with {name}.reshape(-1, 1) for a single feature or "
+            f"{name}.reshape(1, -1) for a single sample.")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {X.shape}.")
+    if any(np.isnan(c) for c in X.chunks[0]) or any(np.isnan(c) for c in X.chunks[1]):
+        raise ValueError(f"{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() "
+                         "(or build it with known lengths) first.")
+    if X.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} has complex entries; hmrf needs real data.")
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric; got dtype {X.dtype}.")
+    n, d = (int(s) for s in X.shape)
+    if n < 1:
+        raise ValueError(f"{name} has {n} sample(s); at least 1 required.")
+    if d == 0:
+        raise ValueError(f"{name} has 0 feature(s) (shape=({n}, 0)) while a minimum of 1 is required.")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    return X
+
+
+def label_dtype(n_clusters: int) -> np.dtype:
+    """The smallest unsigned integer type for labels ``0..k-1``: labels travel between
+    the client and the workers in it (one byte a point for k <= 256)."""
+    return np.min_scalar_type(max(int(n_clusters) - 1, 0))
+
+
+def tree_reduce(parts, combine=None, fan_in: int = FAN_IN):
+    """Delayed sum of ``parts`` (Delayed objects whose values support ``+``, or are
+    combined by ``combine(*values)``) as a tree of tasks with ``fan_in`` inputs each, in
+    a fixed order: the result does not depend on how many workers there are."""
+    combine = _sum_all if combine is None else combine
+    parts = list(parts)
+    if not parts:
+        raise ValueError("nothing to reduce.")
+    while len(parts) > 1:  # a loop over the levels of the tree
+        parts = [dask.delayed(combine, pure=False)(*parts[i:i + fan_in])
+                 for i in range(0, len(parts), fan_in)]
+    return parts[0]
+
+
+def _sum_all(*values):
+    total = values[0]
+    for v in values[1:]:
+        total = total + v
+    return total
+
+
+_ROW_PATTERNS = (re.compile(r"(\brow )(\d+)"), re.compile(r"(\bX\[)(\d+)(?=, )"))
+
+
+def _global_rows(message: str, start: int) -> str:
+    """``message`` with the row numbers of a chunk's error counted from the first row of
+    the whole array (the chunk starts at row ``start``)."""
+    if start == 0:
+        return message
+    for pattern in _ROW_PATTERNS:
+        message = pattern.sub(lambda m: f"{m.group(1)}{int(m.group(2)) + start}", message)
+    return message
+
+
+def prepare_chunk(block, family: EmissionFamily, start: int, name: str = "X"):
+    """One chunk validated (:func:`~hmrf._validation.check_data`) and prepared by the
+    family, as the in-memory model does for the whole array; errors name rows of the
+    whole array."""
+    if not sp.issparse(block) and hasattr(block, "tocsr"):  # pydata/sparse chunks
+        block = block.tocsr()
+    try:
+        X = check_data(block, name=name, accept_sparse=family.accepts_sparse, keep_float32=True)
+        return family.prepare(X)
+    except ValueError as exc:
+        raise ValueError(_global_rows(str(exc), start)) from None
+
+
+def _data_terms(X, family):
+    return family.data_terms(X)
+
+
+def _take_rows(X, local):
+    return X[local]
+
+
+def _nbytes(X) -> int:
+    if sp.issparse(X):
+        return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
+    return int(X.nbytes)
+
+
+@dataclass
+class _Moments:
+    """Count, column sums and column second moments of some rows: for dense rows the sum
+    of squared deviations from their own mean (combined by Chan, Golub & LeVeque's
+    pairwise update, free of the cancellation of raw moments), for sparse rows the raw
+    sum of squares (what the in-memory families compute for sparse data)."""
+
+    count: float
+    sums: np.ndarray
+    second: np.ndarray
+    sparse: bool
+    nbytes: int
+
+    @classmethod
+    def of(cls, X) -> _Moments:
+        if sp.issparse(X):
+            sums = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+            sq = np.asarray(X.multiply(X).sum(axis=0), dtype=np.float64).ravel()
+            return cls(float(X.shape[0]), sums, sq, True, _nbytes(X))
+        total = None
+        for rows in row_blocks(X.shape[0], X.shape[1]):  # blocks of rows bound the temporaries
+            Z = np.asarray(X[rows], dtype=np.float64)
+            mean = Z.mean(axis=0)
+            part = cls(float(Z.shape[0]), Z.sum(axis=0), ((Z - mean) ** 2).sum(axis=0), False, 0)
+            total = part if total is None else total + part
+        total.nbytes = _nbytes(X)
+        return total
+
+    def __add__(self, other: _Moments) -> _Moments:
+        n = self.count + other.count
+        if self.sparse:
+            second = self.second + other.second
+        else:
+            delta = other.sums / other.count - self.sums / self.count
+            second = self.second + other.second + delta * delta * (self.count * other.count / n)
+        return _Moments(n, self.sums + other.sums, second, self.sparse, self.nbytes + other.nbytes)
+
+
+@dataclass(frozen=True)
+class ColumnSummary:
+    """What the initialisation and the families' priors read from the whole data, computed
+    in one pass over the chunks: the number of rows, the column sums, means and
+    (population) variances of the prepared data, and its size in memory.
+
+    Attributes
+    ----------
+    n : int
+    sums, mean, var : ndarray (d,)
+        float64.
+    nbytes : int
+        Bytes of the prepared chunks (data, indices and index pointers of sparse chunks).
+    """
+
+    n: int
+    sums: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray
+    nbytes: int
+
+    @classmethod
+    def from_moments(cls, m: _Moments) -> ColumnSummary:
+        mean = m.sums / m.count
+        if m.sparse:
+            var = np.maximum(m.second / m.count - mean**2, 0.0)
+        else:
+            var = m.second / m.count
+        return cls(int(m.count), m.sums, mean, var, int(m.nbytes))
+
+
+class ChunkedData:
+    """The prepared row chunks of a Dask array, left on the cluster.
+
+    Parameters
+    ----------
+    X : dask.array.Array (n, d)
+        Row-chunked data, dense or with scipy.sparse (or pydata ``sparse``) chunks.
+    family : EmissionFamily
+        Validates and prepares each chunk (:meth:`~hmrf.emissions.EmissionFamily.prepare`).
+    persist : {"auto", True, False}, default="auto"
+        Keep the prepared chunks (and the family's per-row data terms) in the workers'
+        memory. ``"auto"``: when they take at most :data:`PERSIST_FRACTION` of the
+        workers' summed memory limits (of this machine's memory without a
+        ``distributed`` client); otherwise every pass reads the chunks from their source
+        again (out of core).
+
+    Attributes
+    ----------
+    n, d : int
+    dtype : numpy dtype
+        float32 for float32 input, else float64 (as :func:`~hmrf._validation.check_data`).
+    sparse : bool
+    starts, stops : ndarray
+        First and one-past-last row of each non-empty chunk.
+    chunks : list of Delayed
+        The prepared chunks.
+    data_terms : list of Delayed or None
+        The family's per-row data terms of each chunk when persisted (else each pass
+        computes them with the chunk).
+    row_chunks : tuple of int
+        The row chunks of ``X`` (for arrays returned to the user).
+    persisted : bool
+    summary : ColumnSummary
+    """
+
+    def __init__(self, X, family: EmissionFamily, persist="auto"):
+        if persist not in ("auto", True, False):
+            raise ValueError(f"persist must be 'auto', True or False; got {persist!r}.")
+        X = as_row_chunked(X)
+        self.family = family
+        self.n, self.d = (int(s) for s in X.shape)
+        self.row_chunks = tuple(int(c) for c in X.chunks[0])
+        self.sparse = sp.issparse(X._meta) or type(X._meta).__module__.split(".")[0] == "sparse"
+        if self.sparse and not family.accepts_sparse:
+            raise TypeError(f"X is a Dask array of sparse chunks, but the {family.name} emission needs "
+                            "dense data; convert the chunks with X.map_blocks(lambda b: b.toarray()).")
+        self.dtype = np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
+        sizes = np.asarray(self.row_chunks, dtype=np.int64)
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        keep = sizes > 0
+        self.starts, self.stops = bounds[:-1][keep], bounds[1:][keep]
+        raw = [b for b, k in zip(X.to_delayed().ravel(), keep) if k]
+        self.family_key = dask.delayed(family, traverse=False)
+        self.chunks = [dask.delayed(prepare_chunk, pure=False)(b, self.family_key, int(s))
+                       for b, s in zip(raw, self.starts)]
+        self._has_terms = type(family).data_terms is not EmissionFamily.data_terms
+        self.data_terms = None
+        self.persisted = False
+        dense_bytes = self.n * self.d * self.dtype.itemsize + (8 * self.n if self._has_terms else 0)
+        if persist is True or (persist == "auto" and not self.sparse and self._fits(dense_bytes)):
+            self._persist()
+        self.summary = ColumnSummary.from_moments(dask.compute(tree_reduce(
+            [dask.delayed(_Moments.of, pure=False)(c) for c in self.chunks]))[0])
+        if persist == "auto" and self.sparse and self._fits(self.summary.nbytes + 8 * self.n):
+            self._persist()
+
+    # ------------------------------------------------------------------ memory
+    @staticmethod
+    def _fits(nbytes: int) -> bool:
+        return nbytes <= PERSIST_FRACTION * cluster_memory()
+
+    def _persist(self) -> None:
+        terms = [dask.delayed(_data_terms, pure=False)(c, self.family_key) for c in self.chunks] \
+            if self._has_terms else []
+        out = dask.persist(*self.chunks, *terms)
+        self.chunks = list(out[:len(self.chunks)])
+        self.data_terms = list(out[len(self.chunks):]) or None
+        self.persisted = True
+
+    # -------------------------------------------------------------------- rows
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunks)
+
+    def chunk_of(self, rows) -> np.ndarray:
+        """Index of the chunk that holds each of ``rows``."""
+        return np.searchsorted(self.stops, np.asarray(rows, dtype=np.int64), side="right")
+
+    def split(self, sorted_rows) -> list[np.ndarray]:
+        """``sorted_rows`` (increasing global indices) as per-chunk local indices."""
+        rows = np.asarray(sorted_rows, dtype=np.int64)
+        cut = np.searchsorted(rows, self.stops)
+        lo = np.concatenate([[0], cut[:-1]])
+        return [rows[a:b] - s for a, b, s in zip(lo, cut, self.starts)]
+
+    def take(self, sorted_rows):
+        """The prepared rows ``sorted_rows`` (increasing, distinct), fetched from the chunks
+        that hold them in one computation: a dense (r, d) array or a CSR matrix."""
+        rows = np.asarray(sorted_rows, dtype=np.int64)
+        if rows.size == 0:
+            return sp.csr_matrix((0, self.d), dtype=self.dtype) if self.sparse else \
+                np.empty((0, self.d), dtype=self.dtype)
+        parts = [dask.delayed(_take_rows, pure=False)(self.chunks[c], local)
+                 for c, local in enumerate(self.split(rows)) if local.size]
+        got = dask.compute(*parts)
+        return sp.vstack(got, format="csr") if self.sparse else np.concatenate(got)
+
+    def pieces(self, values) -> list:
+        """A vector of n values cut into the slices of the chunks (numpy views)."""
+        return [values[s:e] for s, e in zip(self.starts, self.stops)]
+
+    def send(self, pieces) -> list:
+        """Arrays held by the client (one per chunk), as arguments for the chunks' tasks:
+        scattered straight to the workers under a ``distributed`` client (never through
+        the scheduler's task graph), as they are under Dask's local schedulers."""
+        client = _current_client()
+        pieces = [np.ascontiguousarray(p) for p in pieces]
+        return client.scatter(pieces, hash=False) if client is not None else pieces
+
+    def to_dask(self, values, dtype=None):
+        """An (n,) vector held by the client as a Dask array chunked like the rows of ``X``,
+        its pieces held by the workers (scattered, one piece a chunk). ``dtype``: the type
+        the array computes to, when the pieces are stored in a narrower one."""
+        values = np.asarray(values)
+        if _current_client() is None:  # Dask's local schedulers share the client's memory
+            arr = da.from_array(values, chunks=(self.row_chunks,))
+        else:
+            bounds = np.concatenate([[0], np.cumsum(self.row_chunks)])
+            sent = self.send([values[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
+            parts = [da.from_delayed(p, shape=(b - a,), dtype=values.dtype)
+                     for p, a, b in zip(sent, bounds[:-1], bounds[1:])]
+            arr = da.concatenate(parts) if len(parts) > 1 else parts[0]
+        return arr if dtype is None or np.dtype(dtype) == values.dtype else arr.astype(dtype)
+
+    def __repr__(self) -> str:
+        kind = "sparse" if self.sparse else "dense"
+        where = "persisted" if self.persisted else "read by every pass"
+        return f"ChunkedData(n={self.n}, d={self.d}, {kind}, {self.n_chunks} chunks, {where})"
+
+
+def cluster_memory() -> float:
+    """Bytes of memory the work may use: the summed ``memory_limit`` of the workers of the
+    current ``distributed`` client (a worker without a limit counts as this machine's
+    memory), or this machine's physical memory without a client."""
+    physical = _physical_memory()
+    client = _current_client()
+    if client is None:
+        return physical
+    try:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:  # distributed before n_workers=
+        workers = client.scheduler_info()["workers"]
+    limits = [float(w.get("memory_limit") or 0) for w in workers.values()]
+    return float(sum(lim if lim > 0 else physical for lim in limits))
+
+
+def _current_client():
+    """The default ``distributed`` client, or ``None`` (no distributed, or none running)."""
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _physical_memory() -> float:
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # not POSIX
+        try:
+            import psutil
+
+            return float(psutil.virtual_memory().total)
+        except ImportError:
+            return 0.0

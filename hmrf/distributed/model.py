@@ -1,0 +1,217 @@
+"""The HMRF of a Dask array: the model of :class:`hmrf.HMRF` with its data on the workers.
+
+:class:`DaskHMRF` is an :class:`~hmrf.HMRF` whose ``X`` is a
+:class:`~hmrf.distributed.GatheredRows` (rows by index and the column summary) and whose
+data live in a :class:`~hmrf.distributed.ChunkedData`. Everything that does not read the
+data (the pairwise factors, the constraint graph, the energy of the pairwise part, the
+M-step from statistics) is the in-memory model's own code; what reads the data runs per
+chunk on the workers (:mod:`hmrf.distributed.passes`). The EM loops are the in-memory
+ones (:func:`hmrf.em.run_em`, :func:`hmrf.soft_em.run_soft_em`) with the passes of this
+package and ``incremental_statistics = False``: every pass accumulates the M-step
+statistics, since updating them from the points that moved would gather those rows.
+
+The client holds O(n) vectors (labels and costs, 8 bytes a point each, as the EM loop
+keeps them) and the rows and cost rows of the m constrained points; ``X`` stays on the
+workers.
+"""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+
+from .._blocks import row_blocks
+from ..emissions import get_emission
+from ..model import HMRF, block_unary
+from ..potentials import DistanceScaledPotts
+from .data import ChunkedData, as_row_chunked, label_dtype, tree_reduce
+from .passes import dask_assignment_pass
+from .rows import GatheredRows
+
+__all__ = ["DaskHMRF", "stand_in"]
+
+
+def stand_in(n_samples: int) -> np.ndarray:
+    """A one-column array of ``n_samples`` ones (4 bytes a point), on which an in-memory
+    :class:`~hmrf.HMRF` (or an estimator's ``_model``) checks and builds everything that
+    depends on the number of points only: the potentials, the clamped labels, the family
+    and its settings. :class:`DaskHMRF` then takes these over with the real data."""
+    return np.ones((int(n_samples), 1), dtype=np.float32)
+
+
+def _needs_all_rows(potential) -> str | None:
+    """Why a potential would read every row of ``X`` (the squared diameter of
+    :class:`~hmrf.potentials.DistanceScaledPotts`), or ``None``."""
+    if not isinstance(potential, DistanceScaledPotts) or not isinstance(potential.alpha_max, str):
+        return None
+    c = potential.constraints
+    has_ml = bool(np.any(c.kind == 1))
+    if potential.alpha_max == "must_link" and has_ml:
+        return None
+    if potential._decreasing().any() or potential.alpha_min != 0.0:
+        return (f"alpha_max={potential.alpha_max!r} here needs the squared diameter of X, a pass "
+                "over all pairs of points; on a Dask array give alpha_max a number")
+    return None
+
+
+class DaskHMRF(HMRF):
+    """An :class:`~hmrf.HMRF` on a row-chunked Dask array (module docstring).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+        Row-chunked data, dense or with sparse chunks (families that accept sparse data).
+    n_clusters, emission, constraints, w, potentials, normalizer, clamped :
+        As :class:`~hmrf.HMRF`.
+    persist : {"auto", True, False}, default="auto"
+        Keep the prepared chunks in the workers' memory (see
+        :class:`~hmrf.distributed.ChunkedData`).
+
+    Attributes
+    ----------
+    data : ChunkedData
+        The prepared chunks.
+    X : GatheredRows
+        Rows by index and the column summary (never every row).
+    incremental_statistics : bool
+        ``False``: every pass accumulates the statistics on the workers.
+
+    Notes
+    -----
+    ``unary(params)`` of all points and :meth:`energy_terms` would form n x k or
+    per-point arrays on the client and are refused; ``unary(params, rows=slice)`` fetches
+    those rows (the EM loop asks for single rows when it re-seeds an empty cluster),
+    :meth:`energy` and :meth:`statistics` run a pass on the workers.
+
+    Examples
+    --------
+    >>> import numpy as np, dask, dask.array as da
+    >>> from hmrf import Constraints
+    >>> from hmrf.em import run_em
+    >>> from hmrf.inference import ICM
+    >>> from hmrf.distributed import DaskHMRF, dask_assignment_pass
+    >>> X = da.from_array(np.array([[0.0], [0.2], [5.0], [5.2], [2.4]]), chunks=2)
+    >>> c = Constraints.from_pairs(must_link=[(0, 4)], n=5)
+    >>> with dask.config.set(scheduler="synchronous"):
+    ...     model = DaskHMRF(X, 2, constraints=c)
+    ...     params = model.emission.init_params(model.X, np.array([[0.0], [5.0]]))
+    ...     res = run_em(model, params, ICM(), data_pass=dask_assignment_pass)
+    >>> res.labels.tolist()
+    [0, 0, 1, 1, 0]
+    """
+
+    incremental_statistics = False
+
+    def __init__(self, X, n_clusters, emission="sqeuclidean", constraints=None, w=1.0,
+                 potentials=None, normalizer="constant", clamped=None, persist="auto"):
+        family = get_emission(emission)
+        X = as_row_chunked(X)
+        template = HMRF(stand_in(X.shape[0]), n_clusters, emission=family, constraints=constraints, w=w,
+                        potentials=potentials, normalizer=normalizer, clamped=clamped)
+        self._adopt(template, ChunkedData(X, family, persist))
+
+    @classmethod
+    def from_model(cls, template: HMRF, X, persist="auto") -> DaskHMRF:
+        """The distributed model of ``X`` with everything else taken from ``template``, an
+        :class:`~hmrf.HMRF` built on :func:`stand_in` (how the estimators build theirs)."""
+        model = cls.__new__(cls)
+        model._adopt(template, ChunkedData(X, template.emission, persist))
+        return model
+
+    def _adopt(self, template: HMRF, data: ChunkedData) -> None:
+        if template.n_samples != data.n:
+            raise ValueError(f"the model has {template.n_samples} points but X has {data.n} rows.")
+        if "data" in template.emission.m_step_needs:
+            raise ValueError(f"the M-step of {template.emission!r} reads the data matrix itself; "
+                             "it has no Dask path (its statistics would have to be additive).")
+        extra = getattr(template.emission, "metric_potential", None)
+        for p in [*template.potentials, *([extra] if extra is not None else [])]:
+            reason = _needs_all_rows(p)
+            if reason is not None:
+                raise ValueError(reason + ".")
+        self.__dict__.update(vars(template))
+        self.data = data
+        self.X = GatheredRows(data)
+        self.n_samples = data.n
+        self._data_terms = False
+        self._shift = None
+        self._static_graph = None
+        self._clamped_chunks = None
+
+    # -------------------------------------------------------------- data views
+    @property
+    def data_terms(self):
+        """``None``: the family's per-row data terms stay with the chunks on the workers."""
+        return None
+
+    @property
+    def statistics_shift(self):
+        """The column means of dense data from the summary pass (``None`` for sparse data
+        or families whose statistics have no second moment), as :class:`~hmrf.HMRF`."""
+        if self.emission.second_moment(self.normalizer) is None or self.data.sparse:
+            return None
+        return self.data.summary.mean
+
+    def clamped_chunks(self):
+        """The clamped labels cut into the chunks' slices and kept on the workers (sent
+        once), or ``None``."""
+        if self.clamped is None:
+            return None
+        if self._clamped_chunks is None:
+            small = self.clamped.astype(np.int16 if self.n_clusters < 2**15 else np.int64)
+            self._clamped_chunks = self.data.send(self.data.pieces(small))
+        return self._clamped_chunks
+
+    def unary(self, params, rows: slice | None = None) -> np.ndarray:
+        """Unary costs of the rows of the slice ``rows`` (fetched from the workers); all
+        n rows are refused (an n x k array on the client)."""
+        if not isinstance(rows, slice):
+            raise ValueError("a DaskHMRF gives unary costs for a slice of rows only; the passes of "
+                             "hmrf.distributed reduce all of them on the workers.")
+        idx = np.arange(self.n_samples)[rows]
+        return block_unary(self.emission, self.X[idx], params, self.normalizer, None,
+                           None if self.clamped is None else self.clamped[idx])
+
+    def statistics(self, assignment, rows=None):
+        """M-step statistics of ``assignment``: for all points (labels (n,)) by a pass on the
+        workers, for the points ``rows`` from their gathered rows (as :class:`~hmrf.HMRF`)."""
+        if rows is not None:
+            return super().statistics(assignment, rows)
+        labels = np.asarray(assignment)
+        if labels.shape != (self.n_samples,):
+            raise ValueError(f"a DaskHMRF accumulates statistics of hard labels of shape "
+                             f"({self.n_samples},); got {labels.shape}.")
+        shift, k = self.statistics_shift, self.n_clusters
+        pieces = self.data.send(self.data.pieces(labels.astype(label_dtype(k))))
+        parts = [dask.delayed(_chunk_statistics, pure=False)(self.data.family_key, x, lab, k,
+                                                             self.normalizer, shift)
+                 for x, lab in zip(self.data.chunks, pieces)]
+        return dask.compute(tree_reduce(parts))[0]
+
+    def energy(self, labels, params) -> float:
+        """The objective ``J(y, Θ)`` (as :meth:`hmrf.HMRF.energy`): the unary part by a pass
+        on the workers, the pairwise part on the client."""
+        y = self._check_labels(labels)
+        step = dask_assignment_pass(self, params, previous=y)
+        return float(step.previous_cost + self.graph(params).pairwise_energy(y))
+
+    def energy_terms(self, labels, params) -> dict:
+        raise ValueError("energy_terms reads every point's costs on the client; on a DaskHMRF use "
+                         "energy() (a pass on the workers).")
+
+    def to_pgmpy(self, params, factor_graph: bool = False):
+        raise ValueError("to_pgmpy builds a factor per point (k^n tables); not for a DaskHMRF.")
+
+    def __repr__(self) -> str:
+        return (f"DaskHMRF(n={self.n_samples}, d={self.X.shape[1]}, k={self.n_clusters}, "
+                f"emission={self.emission!r}, constraints={self.constraints!r}, "
+                f"normalizer={self.normalizer!r}, data={self.data!r})")
+
+
+def _chunk_statistics(family, X, labels, n_clusters, normalizer, shift):
+    """Statistics of one chunk's rows under ``labels``, in blocks of rows."""
+    total = None
+    for sl in row_blocks(X.shape[0], X.shape[1]):  # blocks of rows bound the temporaries
+        st = family.statistics(X[sl], labels[sl].astype(np.int64), n_clusters, normalizer, shift)
+        total = st if total is None else total + st
+    return total

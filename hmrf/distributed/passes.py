@@ -1,0 +1,164 @@
+"""The data passes of EM on a Dask cluster: one task per chunk, statistics tree-reduced.
+
+A pass over a :class:`~hmrf.distributed.DaskHMRF` is the in-memory pass
+(:func:`hmrf.estep.assignment_pass`, :func:`hmrf.estep.soft_pass`) with the loop over row
+blocks split at the chunks: each chunk's task runs :func:`hmrf.estep.assign_block` (or
+:func:`~hmrf.estep.soft_assign_block`) over blocks of the chunk's rows on the worker that
+holds it, and returns
+
+* the argmin label (one byte a point for k <= 256) and minimum cost of each row, which
+  the client gathers: the O(n) vectors the EM loop keeps (labels, costs);
+* the sum of the previous labelling's costs (the objective of the previous M-step);
+* the (k,) cost rows of the chunk's constrained points, which the client stacks in the
+  order of the points for the inference engine (O(m k));
+* the chunk's additive M-step statistics (:class:`~hmrf.emissions.ClusterStats`), which a
+  tree of tasks adds up on the workers, so the client receives one set.
+
+The whole pass is one Dask computation. ``X`` never leaves the workers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    import dask
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError('hmrf.distributed needs Dask: pip install "hmrf[dask]".') from exc
+
+from .._blocks import row_blocks
+from ..estep import AssignmentPass, SoftPass, assign_block, soft_assign_block
+from .data import label_dtype, tree_reduce
+
+__all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_soft_assignment"]
+
+
+def _block_args(b, width, data, clamped, previous, local):
+    """Row blocks of a chunk and the slices of its per-row arguments."""
+    mask = None
+    if local is not None and local.size:
+        mask = np.zeros(b, dtype=bool)
+        mask[local] = True
+    for sl in row_blocks(b, width):  # a loop over blocks of rows; each block is vectorised
+        yield sl, dict(data=None if data is None else data[sl],
+                       clamped=None if clamped is None else clamped[sl],
+                       constrained_mask=None if mask is None else mask[sl]), \
+            None if previous is None else previous[sl]
+
+
+def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, previous, local,
+                     accumulate, shift):
+    """The hard E-step pass over one chunk (the module docstring's five results).
+
+    Parameters
+    ----------
+    family : EmissionFamily
+    X : ndarray or csr_matrix (b, d)
+        The prepared chunk.
+    data : ndarray (b,) or None
+        The family's data terms of the chunk (computed per block when ``None``).
+    params : EmissionParams
+    normalizer : str
+    n_clusters : int
+    clamped, previous : ndarray (b,) or None
+    local : ndarray or None
+        Chunk-local indices of the constrained rows, increasing.
+    accumulate : bool
+    shift : ndarray (d,) or None
+
+    Returns
+    -------
+    labels : ndarray (b,) of :func:`label_dtype`
+    cost : ndarray (b,) float64
+    previous_cost : float
+    constrained_unary : ndarray (b_c, k)
+    stats : ClusterStats or None
+    """
+    b, k = X.shape[0], n_clusters
+    labels = np.empty(b, dtype=label_dtype(k))
+    cost = np.empty(b)
+    rows, total, stats = [], 0.0, None
+    for sl, kw, prev in _block_args(b, max(k, X.shape[1]), data, clamped, previous, local):
+        res = assign_block(family, X[sl], params, normalizer, k, previous=prev, accumulate=accumulate,
+                           shift=shift, **kw)
+        labels[sl] = res.labels
+        cost[sl] = res.cost
+        total += res.previous_cost
+        if res.constrained_unary.shape[0]:
+            rows.append(res.constrained_unary)
+        if accumulate:
+            stats = res.stats if stats is None else stats + res.stats
+    unary_c = np.vstack(rows) if rows else np.empty((0, k))
+    return labels, cost, total, unary_c, stats
+
+
+def chunk_soft_assignment(family, X, data, params, normalizer, n_clusters, clamped, local, shift):
+    """The soft E-step pass over one chunk: labels (b,), free energy of its unconstrained
+    rows, cost rows of its constrained rows and posterior-weighted statistics."""
+    b, k = X.shape[0], n_clusters
+    labels = np.empty(b, dtype=label_dtype(k))
+    rows, free, stats = [], 0.0, None
+    for sl, kw, _ in _block_args(b, max(k, X.shape[1]), data, clamped, None, local):
+        lab, f, r, st = soft_assign_block(family, X[sl], params, normalizer, k, shift=shift, **kw)
+        labels[sl] = lab
+        free += f
+        if r.shape[0]:
+            rows.append(r)
+        stats = st if stats is None else stats + st
+    unary_c = np.vstack(rows) if rows else np.empty((0, k))
+    return labels, free, unary_c, stats
+
+
+def _per_chunk(model, constrained):
+    """Per-chunk arguments every pass shares: data terms, clamped labels, local indices
+    of the constrained rows."""
+    data = model.data
+    terms = data.data_terms or [None] * data.n_chunks
+    clamped = model.clamped_chunks() or [None] * data.n_chunks
+    local = data.split(constrained) if constrained is not None and len(constrained) else \
+        [None] * data.n_chunks
+    return terms, clamped, local
+
+
+def _stack_rows(parts, k):
+    parts = [p for p in parts if p.shape[0]]
+    return np.vstack(parts) if parts else np.empty((0, k))
+
+
+def dask_assignment_pass(model, params, previous=None, constrained=None, accumulate: bool = False,
+                         shift=None) -> AssignmentPass:
+    """:func:`hmrf.estep.assignment_pass` over the chunks of a
+    :class:`~hmrf.distributed.DaskHMRF`, as one Dask computation (module docstring).
+
+    Parameters and result as :func:`hmrf.estep.assignment_pass`; ``previous`` is sent to
+    the chunks in :func:`~hmrf.distributed.data.label_dtype`.
+    """
+    data, k = model.data, model.n_clusters
+    terms, clamped, local = _per_chunk(model, constrained)
+    prev = [None] * data.n_chunks if previous is None else \
+        data.send(data.pieces(np.asarray(previous).astype(label_dtype(k))))
+    par = dask.delayed(params, traverse=False)
+    tasks = [dask.delayed(chunk_assignment, nout=5, pure=False)(
+        data.family_key, x, t, par, model.normalizer, k, c, p, loc, accumulate, shift)
+        for x, t, c, p, loc in zip(data.chunks, terms, clamped, prev, local)]
+    stats = tree_reduce([t[4] for t in tasks]) if accumulate else None
+    labels, cost, totals, rows, stats = dask.compute(
+        [t[0] for t in tasks], [t[1] for t in tasks], [t[2] for t in tasks], [t[3] for t in tasks], stats)
+    total = float(sum(totals))
+    return AssignmentPass(np.concatenate(labels).astype(np.int64), np.concatenate(cost),
+                          float("nan") if previous is None else total, _stack_rows(rows, k), stats)
+
+
+def dask_soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
+    """:func:`hmrf.estep.soft_pass` over the chunks of a :class:`~hmrf.distributed.DaskHMRF`,
+    as one Dask computation."""
+    data, k = model.data, model.n_clusters
+    terms, clamped, local = _per_chunk(model, constrained)
+    par = dask.delayed(params, traverse=False)
+    tasks = [dask.delayed(chunk_soft_assignment, nout=4, pure=False)(
+        data.family_key, x, t, par, model.normalizer, k, c, loc, shift)
+        for x, t, c, loc in zip(data.chunks, terms, clamped, local)]
+    stats = tree_reduce([t[3] for t in tasks])
+    labels, free, rows, stats = dask.compute(
+        [t[0] for t in tasks], [t[1] for t in tasks], [t[2] for t in tasks], stats)
+    return SoftPass(np.concatenate(labels).astype(np.int64), float(sum(free)), _stack_rows(rows, k), stats)
