@@ -1,0 +1,87 @@
+"""inference="auto": belief propagation, then α-expansion moves from its labelling."""
+
+import itertools
+import sys
+
+import numpy as np
+import pytest
+
+from hmrf import Constraints, PairwiseGraph
+from hmrf.inference import AlphaExpansion, BeliefPropagation
+from hmrf.inference.auto import AutoEngine, _component_energy
+
+pytest.importorskip("maxflow")
+
+
+def brute_force(unary, g):
+    n, k = unary.shape
+    return min(g.energy(np.array(y), unary) for y in itertools.product(range(k), repeat=n))
+
+
+def random_problem(rng, n, k, m, p_cl):
+    pairs = rng.integers(0, n, size=(m, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    kind = np.where(rng.random(len(pairs)) < p_cl, -1, 1)
+    return rng.random((n, k)) * 3, PairwiseGraph.potts(n, pairs, rng.uniform(0.2, 2.0, len(pairs)), kind)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("p_cl", [0.0, 0.4])
+def test_never_worse_than_bp_or_the_moves_from_its_labelling_per_component(seed, p_cl):
+    rng = np.random.default_rng(2000 + seed)
+    unary, g = random_problem(rng, 9, 3, 14, p_cl)
+    auto = AutoEngine().map(unary, g, rng=0)
+    bp = BeliefPropagation().map(unary, g, rng=0)
+    moves = AlphaExpansion().map(unary, g, init=bp.labels, rng=0)
+    assert brute_force(unary, g) - 1e-9 <= auto.energy <= min(bp.energy, moves.energy) + 1e-9
+    assert np.all(_component_energy(unary, g, auto.labels) <= _component_energy(unary, g, bp.labels) + 1e-9)
+    if auto.lower_bound is not None:  # BP's TRW-S bound (must-links only)
+        assert auto.lower_bound <= brute_force(unary, g) + 1e-9
+
+
+def test_component_energies_add_up_to_the_energy():
+    rng = np.random.default_rng(2100)
+    unary, g = random_problem(rng, 30, 4, 25, 0.3)
+    y = rng.integers(0, 4, 30)
+    assert _component_energy(unary, g, y).sum() == pytest.approx(g.energy(y, unary))
+
+
+def test_the_moves_repair_what_bp_misses():
+    # two must-link components; the moves lower the labelling BP would return on a
+    # component whose BP labelling is not expansion-optimal, never another one
+    rng = np.random.default_rng(2200)
+    found = False
+    for _ in range(40):
+        unary, g = random_problem(rng, 40, 4, 90, 0.0)
+        res = AutoEngine().map(unary, g, rng=0)
+        bp = BeliefPropagation().map(unary, g, rng=0)
+        assert res.energy <= bp.energy + 1e-9
+        assert (res.info["improved_components"] > 0) == (res.energy < bp.energy - 1e-9)
+        found |= res.info["improved_components"] > 0
+        assert res.info["expansion_sweeps"] >= 1
+    assert found
+
+
+def test_hard_constraints_are_honoured():
+    unary = np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
+    c = Constraints.from_pairs(must_link=[(2, 3)], cannot_link=[(0, 1)], n=4, weight=np.inf)
+    res = AutoEngine().map(unary, c, rng=0)
+    assert res.labels[0] != res.labels[1] and res.labels[2] == res.labels[3]
+    assert np.isfinite(res.energy)
+
+
+def test_without_pymaxflow_auto_is_belief_propagation(monkeypatch):
+    rng = np.random.default_rng(2300)
+    unary, g = random_problem(rng, 30, 3, 50, 0.3)
+    bp = BeliefPropagation().map(unary, g, rng=0)
+    monkeypatch.setitem(sys.modules, "maxflow", None)  # "import maxflow" now fails
+    res = AutoEngine().map(unary, g, rng=0)
+    assert res.labels.tolist() == bp.labels.tolist() and res.info["expansion_sweeps"] is None
+    with pytest.raises(ImportError):
+        AutoEngine(expansion=True).map(unary, g, rng=0)
+    assert AutoEngine(expansion=False).map(unary, g, rng=0).labels.tolist() == bp.labels.tolist()
+
+
+def test_bad_parameter_is_named():
+    with pytest.raises(ValueError, match="expansion"):
+        AutoEngine(expansion="sometimes").map(np.zeros((2, 2)), Constraints.from_pairs(must_link=[(0, 1)], n=2))
