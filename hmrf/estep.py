@@ -18,6 +18,7 @@ array elsewhere.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,6 +126,40 @@ def assign_block(family, X_block, params, normalizer: str, n_clusters: int, *, d
     return BlockResult(labels, mins, prev, rows, stats)
 
 
+def _threads() -> int:
+    return max(1, min(os.cpu_count() or 1, MAX_THREADS))
+
+
+#: Threads that work on row blocks at once (each block's BLAS call then runs on one
+#: thread, as scikit-learn's Lloyd loop does with OpenMP over chunks).
+MAX_THREADS = 8
+
+
+def _map_blocks(work, blocks):
+    """``work(block)`` for every block on a pool of threads, yielded in block order (so
+    sums are added in the same order whatever the number of threads). At most one
+    block per thread (and one waiting) is in flight, so memory stays that of a few
+    blocks."""
+    blocks = list(blocks)
+    n_threads = _threads()
+    if n_threads == 1 or len(blocks) < 2 * n_threads:
+        yield from map(work, blocks)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(n_threads) as pool:
+        pending = deque()
+        for b in blocks:
+            pending.append(pool.submit(work, b))
+            if len(pending) > n_threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
 @dataclass
 class AssignmentPass:
     """A whole pass (see the module docstring).
@@ -181,15 +216,18 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
         mask[constrained] = True
     rows, total, stats = [], 0.0, None
     data = model.data_terms
-    for start in range(0, n, step):  # a loop over blocks; each block is vectorised
-        stop = min(start + step, n)
-        rows_ = slice(start, stop)
-        res = assign_block(
+
+    def work(start):
+        rows_ = slice(start, min(start + step, n))
+        return start, assign_block(
             model.emission, model.X[rows_], params, model.normalizer, k,
             data=None if data is None else data[rows_],
             clamped=None if model.clamped is None else model.clamped[rows_],
             previous=None if previous is None else previous[rows_],
             constrained_mask=None if mask is None else mask[rows_], accumulate=accumulate, shift=shift)
+
+    for start, res in _map_blocks(work, range(0, n, step)):  # results in block order
+        stop = min(start + step, n)
         labels[start:stop] = res.labels
         cost[start:stop] = res.cost
         total += res.previous_cost
@@ -263,12 +301,15 @@ def soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
         mask[constrained] = True
     data = model.data_terms
     rows, free, stats = [], 0.0, None
-    for sl in _blocks.row_blocks(n, max(k, model.X.shape[1])):  # a loop over blocks of rows
-        lab, f, r, st = soft_assign_block(
+
+    def work(sl):
+        return sl, soft_assign_block(
             model.emission, model.X[sl], params, model.normalizer, k,
             data=None if data is None else data[sl],
             clamped=None if model.clamped is None else model.clamped[sl],
             constrained_mask=None if mask is None else mask[sl], shift=shift)
+
+    for sl, (lab, f, r, st) in _map_blocks(work, _blocks.row_blocks(n, max(k, model.X.shape[1]))):
         labels[sl] = lab
         free += f
         if r.shape[0]:
