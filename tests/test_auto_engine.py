@@ -85,3 +85,16 @@ def test_without_pymaxflow_auto_is_belief_propagation(monkeypatch):
 def test_bad_parameter_is_named():
     with pytest.raises(ValueError, match="expansion"):
         AutoEngine(expansion="sometimes").map(np.zeros((2, 2)), Constraints.from_pairs(must_link=[(0, 1)], n=2))
+
+
+def test_auto_is_a_registered_engine_name_for_the_estimators():
+    from hmrf import HMRFKMeans
+    from hmrf.inference import get_engine
+
+    assert isinstance(get_engine("auto"), AutoEngine)
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 0.5, (15, 2)), rng.normal(3, 0.5, (15, 2))])
+    est = HMRFKMeans(2, inference="auto", random_state=0).fit(
+        X, must_link=[(0, 1), (16, 17), (2, 20)], cannot_link=[(0, 16), (3, 18)])
+    assert est.labels_[0] == est.labels_[1] and est.labels_[0] != est.labels_[16]
+    assert np.all(np.diff(est.history_) <= 1e-9)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .auto import AutoEngine
 from .base import InferenceEngine, InferenceResult, reduce_problem
 from .bp import BeliefPropagation
 from .expansion import AlphaExpansion
@@ -70,6 +71,9 @@ ENGINES = {
     "exact": EngineSpec(ExactMILP,
                         "exact MILP (HiGHS), 60 s limit per E-step: small problems only",
                         gives_bound=True),
+    "auto": EngineSpec(AutoEngine,
+                       "belief propagation, then alpha-expansion moves from its labelling (with "
+                       "PyMaxflow), the lower energy per component"),
 }
 
 
