@@ -13,7 +13,7 @@ connected component:
   without a better labelling; then cycles of ``TRW_BLOCK`` iterations of TRW-S
   (Kolmogorov 2006), which raises a lower bound, and ordinary max-product started from
   the TRW-S messages, which decodes them; until the bound proves the best labelling
-  within ``rel_gap`` or the cycles stop improving (:class:`_Phases`);
+  within ``rel_gap`` or the cycles stop improving (``_Phases``);
 * frustrated components: ordinary max-product, undamped for ``AUTO_SWITCH``
   iterations and then damped, until the messages settle or (``schedule="auto"``) the
   labelling has not improved for ``max(AUTO_PATIENCE, AUTO_PATIENCE_WORK / n_c)``
