@@ -33,7 +33,7 @@ __all__ = ["DaskHMRF", "ChunkedData", "ColumnSummary", "GatheredRows", "dask_ass
 _LAZY = {
     "DaskHMRF": "model", "ChunkedData": "data", "ColumnSummary": "data", "GatheredRows": "rows",
     "dask_assignment_pass": "passes", "dask_soft_pass": "passes", "fit_dask": "estimators",
-    "predict_dask": "estimators", "initial_params_dask": "initialization",
+    "predict_dask": "estimators", "initial_params_dask": "estimators",
     "initial_centers_dask": "initialization",
 }
 

@@ -375,15 +375,15 @@ def cluster_memory() -> float:
 
 
 def _current_client():
-    """The default ``distributed`` client, or ``None`` (no distributed, or none running)."""
+    """The ``distributed`` client that ``dask.compute`` would use now, or ``None`` (no
+    ``distributed``, no client, or a local scheduler chosen in ``dask.config``)."""
     try:
-        from distributed import default_client
-    except ImportError:
+        from dask.base import get_scheduler
+    except ImportError:  # pragma: no cover - every supported Dask has it
         return None
-    try:
-        return default_client()
-    except ValueError:
-        return None
+    scheduler = get_scheduler()
+    client = getattr(scheduler, "__self__", None)
+    return client if type(client).__name__ == "Client" else None
 
 
 def _physical_memory() -> float:

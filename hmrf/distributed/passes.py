@@ -30,7 +30,13 @@ from .._blocks import row_blocks
 from ..estep import AssignmentPass, SoftPass, assign_block, soft_assign_block
 from .data import label_dtype, tree_reduce
 
-__all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_soft_assignment"]
+__all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_soft_assignment",
+           "run_chunks", "TREE_ABOVE"]
+
+#: Statistics of more floats than this per chunk are added up on the workers by a tree of
+#: tasks; smaller ones travel with each chunk's results and the client adds them up (one
+#: task a chunk instead of three: the per-task cost of the scheduler dominates small chunks).
+TREE_ABOVE = 2**16
 
 
 def _block_args(b, width, data, clamped, previous, local):
@@ -68,11 +74,9 @@ def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, p
 
     Returns
     -------
-    labels : ndarray (b,) of :func:`label_dtype`
-    cost : ndarray (b,) float64
-    previous_cost : float
-    constrained_unary : ndarray (b_c, k)
-    stats : ClusterStats or None
+    (labels, cost, previous_cost, constrained_unary), stats
+        ``labels`` (b,) of :func:`label_dtype`, ``cost`` (b,) float64, ``previous_cost``
+        a float, ``constrained_unary`` (b_c, k); ``stats`` a ClusterStats or ``None``.
     """
     b, k = X.shape[0], n_clusters
     labels = np.empty(b, dtype=label_dtype(k))
@@ -89,12 +93,13 @@ def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, p
         if accumulate:
             stats = res.stats if stats is None else stats + res.stats
     unary_c = np.vstack(rows) if rows else np.empty((0, k))
-    return labels, cost, total, unary_c, stats
+    return (labels, cost, total, unary_c), stats
 
 
 def chunk_soft_assignment(family, X, data, params, normalizer, n_clusters, clamped, local, shift):
-    """The soft E-step pass over one chunk: labels (b,), free energy of its unconstrained
-    rows, cost rows of its constrained rows and posterior-weighted statistics."""
+    """The soft E-step pass over one chunk: ``(labels (b,), free energy of its
+    unconstrained rows, cost rows of its constrained rows), posterior-weighted
+    statistics``."""
     b, k = X.shape[0], n_clusters
     labels = np.empty(b, dtype=label_dtype(k))
     rows, free, stats = [], 0.0, None
@@ -106,7 +111,7 @@ def chunk_soft_assignment(family, X, data, params, normalizer, n_clusters, clamp
             rows.append(r)
         stats = st if stats is None else stats + st
     unary_c = np.vstack(rows) if rows else np.empty((0, k))
-    return labels, free, unary_c, stats
+    return (labels, free, unary_c), stats
 
 
 def _per_chunk(model, constrained):
@@ -118,6 +123,37 @@ def _per_chunk(model, constrained):
     local = data.split(constrained) if constrained is not None and len(constrained) else \
         [None] * data.n_chunks
     return terms, clamped, local
+
+
+def _statistics_size(model) -> int:
+    """Floats in one chunk's statistics: counts and sums, plus the second moment."""
+    k, d = model.n_clusters, model.data.d
+    second = {None: 0, "norm": k, "diagonal": k * d, "full": k * d * d}
+    return k * (1 + d) + second[model.emission.second_moment(model.normalizer)]
+
+
+def run_chunks(model, function, arguments, statistics: bool = True):
+    """One task per chunk, ``function(*arguments[c]) -> (results, statistics)``, computed
+    at once; returns the list of every chunk's results (gathered to the client) and the
+    sum of their statistics in chunk order (``None`` if ``statistics`` is false).
+
+    Statistics of at most :data:`TREE_ABOVE` floats a chunk travel with the chunk's
+    results and the client adds them up; larger ones (full metrics) are added up by a tree
+    of tasks on the workers (:func:`~hmrf.distributed.data.tree_reduce`), so the client
+    receives one set. Either way the order of the additions is fixed by the chunks, not by
+    the workers.
+    """
+    tree = statistics and _statistics_size(model) > TREE_ABOVE
+    tasks = [dask.delayed(function, pure=False, nout=2 if tree else None)(*args) for args in arguments]
+    if tree:
+        results, total = dask.compute([t[0] for t in tasks], tree_reduce([t[1] for t in tasks]))
+        return results, total
+    out = dask.compute(tasks)[0]
+    total = None
+    if statistics:
+        for _, st in out:  # a loop over chunks: k x d additions each
+            total = st if total is None else total + st
+    return [r for r, _ in out], total
 
 
 def _stack_rows(parts, k):
@@ -138,15 +174,13 @@ def dask_assignment_pass(model, params, previous=None, constrained=None, accumul
     prev = [None] * data.n_chunks if previous is None else \
         data.send(data.pieces(np.asarray(previous).astype(label_dtype(k))))
     par = dask.delayed(params, traverse=False)
-    tasks = [dask.delayed(chunk_assignment, nout=5, pure=False)(
-        data.family_key, x, t, par, model.normalizer, k, c, p, loc, accumulate, shift)
-        for x, t, c, p, loc in zip(data.chunks, terms, clamped, prev, local)]
-    stats = tree_reduce([t[4] for t in tasks]) if accumulate else None
-    labels, cost, totals, rows, stats = dask.compute(
-        [t[0] for t in tasks], [t[1] for t in tasks], [t[2] for t in tasks], [t[3] for t in tasks], stats)
-    total = float(sum(totals))
+    args = [(data.family_key, x, t, par, model.normalizer, k, c, p, loc, accumulate, shift)
+            for x, t, c, p, loc in zip(data.chunks, terms, clamped, prev, local)]
+    results, stats = run_chunks(model, chunk_assignment, args, accumulate)
+    labels, cost, totals, rows = zip(*results)
     return AssignmentPass(np.concatenate(labels).astype(np.int64), np.concatenate(cost),
-                          float("nan") if previous is None else total, _stack_rows(rows, k), stats)
+                          float("nan") if previous is None else float(sum(totals)),
+                          _stack_rows(rows, k), stats)
 
 
 def dask_soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
@@ -155,10 +189,8 @@ def dask_soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)
     par = dask.delayed(params, traverse=False)
-    tasks = [dask.delayed(chunk_soft_assignment, nout=4, pure=False)(
-        data.family_key, x, t, par, model.normalizer, k, c, loc, shift)
-        for x, t, c, loc in zip(data.chunks, terms, clamped, local)]
-    stats = tree_reduce([t[3] for t in tasks])
-    labels, free, rows, stats = dask.compute(
-        [t[0] for t in tasks], [t[1] for t in tasks], [t[2] for t in tasks], stats)
+    args = [(data.family_key, x, t, par, model.normalizer, k, c, loc, shift)
+            for x, t, c, loc in zip(data.chunks, terms, clamped, local)]
+    results, stats = run_chunks(model, chunk_soft_assignment, args)
+    labels, free, rows = zip(*results)
     return SoftPass(np.concatenate(labels).astype(np.int64), float(sum(free)), _stack_rows(rows, k), stats)

@@ -1,0 +1,272 @@
+"""HMRF EM on Dask arrays (hmrf.distributed) against the in-memory path, on a real
+``dask.distributed`` cluster of two worker processes (the ``dask_client`` fixture).
+
+For the same seed a Dask array must give what the NumPy array gives: identical labels,
+the objective to 1e-9 relative, the same number of iterations. The out-of-core test
+writes a Zarr store several times larger than a worker's memory limit and checks the
+fit against the true classes, with no worker restarted.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+pytest.importorskip("distributed")
+
+from hmrf import (  # noqa: E402
+    ConstrainedKMeans,
+    Constraints,
+    COPKMeans,
+    HMRFKMeans,
+    MKMeans,
+    MPCKMeans,
+    PCKMeans,
+    SeededKMeans,
+    SphericalKMeans,
+)
+from hmrf.metrics import nmi  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("dask_client")
+
+ROW_CHUNKS = (130, 250, 70, 150)  # uneven, so block and chunk boundaries differ
+N, D, K = sum(ROW_CHUNKS), 6, 3
+
+
+def _blobs(seed=0, spread=2.5):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, N)
+    X = rng.normal(size=(N, D)) + rng.normal(size=(K, D))[y] * spread
+    return X, y
+
+
+def _counts(seed=0):
+    """Word-count-like rows (positive, so KL applies), classes by their word profile."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, N)
+    profile = rng.random((K, D)) ** 3 + 0.05
+    return rng.poisson(profile[y] * 8).astype(float) + 0.5, y
+
+
+def _sparse_text(seed=0, d=40):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, N)
+    profile = rng.random((K, d)) ** 6
+    X = sp.csr_matrix(rng.poisson(profile[y] * 4).astype(float))
+    X[np.flatnonzero(np.asarray(X.sum(axis=1)).ravel() == 0), 0] = 1.0  # no empty document
+    return sp.csr_matrix(X), y
+
+
+def _chunked(X):
+    if sp.issparse(X):
+        return da.from_array(X, chunks=(ROW_CHUNKS, -1), asarray=False)
+    return da.from_array(X, chunks=(ROW_CHUNKS, -1))
+
+
+def _same_fit(numpy_est, dask_est, rtol=1e-9):
+    labels = dask_est.labels_
+    assert isinstance(labels, da.Array) and labels.chunks[0] == ROW_CHUNKS
+    assert labels.dtype == np.int64
+    np.testing.assert_array_equal(labels.compute(), numpy_est.labels_)
+    assert dask_est.n_iter_ == numpy_est.n_iter_
+    assert dask_est.objective_ == pytest.approx(numpy_est.objective_, rel=rtol)
+    np.testing.assert_allclose(dask_est.history_, numpy_est.history_, rtol=rtol)
+    np.testing.assert_allclose(dask_est.cluster_centers_, numpy_est.cluster_centers_, rtol=1e-7, atol=1e-12)
+
+
+def _constraints(y, n_pairs=60, seed=1):
+    return Constraints.sample_from_labels(y, n_pairs=n_pairs, rng=seed)
+
+
+CASES = {
+    "hmrf-sqeuclidean": (lambda inf: HMRFKMeans(K, inference=inf, random_state=0), _blobs),
+    "hmrf-kl": (lambda inf: HMRFKMeans(K, emission="kl", inference=inf, random_state=0), _counts),
+    "pckmeans": (lambda inf: PCKMeans(K, inference=inf, random_state=0), _blobs),
+    "mpckmeans-diagonal": (lambda inf: MPCKMeans(K, metric="diagonal", inference=inf, random_state=0), _blobs),
+    "spherical-sparse": (lambda inf: (SphericalKMeans if inf == "icm" else _SphericalBP)(K, random_state=0),
+                         _sparse_text),
+}
+
+
+class _SphericalBP(SphericalKMeans):
+    """SphericalKMeans has no ``inference`` parameter; this one runs belief propagation."""
+
+    _fixed = dict(SphericalKMeans._fixed, inference="bp")
+
+
+@pytest.mark.parametrize("constrained", [True, False], ids=["constraints", "no-constraints"])
+@pytest.mark.parametrize("inference", ["icm", "bp"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_dask_array_fit_equals_numpy_fit(case, inference, constrained):
+    make, data = CASES[case]
+    X, y = data()
+    kw = dict(constraints=_constraints(y)) if constrained else {}
+    expected = make(inference).fit(X, **kw)
+    got = make(inference).fit(_chunked(X), **kw)
+    _same_fit(expected, got)
+    if case == "mpckmeans-diagonal":
+        np.testing.assert_allclose(got.metric_, expected.metric_, rtol=1e-7)
+
+
+@pytest.mark.parametrize("estimator", [
+    SeededKMeans(K, random_state=0), ConstrainedKMeans(K, random_state=0), COPKMeans(K, random_state=0),
+    MKMeans(K, random_state=0), HMRFKMeans(K, em="soft", inference="bp", random_state=0),
+    HMRFKMeans(K, em="soft", normalizer="closed_form", random_state=0),
+    HMRFKMeans(K, init="k-means++", inference="bp", random_state=0),
+], ids=["seeded", "constrained", "cop", "mkmeans", "soft-bp", "soft-closed-form", "kmeans++"])
+def test_every_estimator_takes_a_dask_array(estimator):
+    X, y = _blobs(seed=3)
+    if isinstance(estimator, SeededKMeans):
+        args, kw = (np.where(np.arange(N) % 7 == 0, y, -1),), {}
+    else:
+        args, kw = (), dict(constraints=_constraints(y, n_pairs=40, seed=2))
+    expected = estimator.fit(X, *args, **kw)
+    expected_labels, expected_objective = expected.labels_.copy(), expected.objective_
+    got = type(estimator)(**estimator.get_params()).fit(_chunked(X), *args, **kw)
+    np.testing.assert_array_equal(got.labels_.compute(), expected_labels)
+    assert got.objective_ == pytest.approx(expected_objective, rel=1e-9)
+
+
+def test_float32_stays_float32_and_predict_is_lazy():
+    X, y = _blobs(seed=4)
+    X32 = X.astype(np.float32)
+    c = _constraints(y)
+    expected = HMRFKMeans(K, random_state=0).fit(X32, constraints=c)
+    got = HMRFKMeans(K, random_state=0).fit(_chunked(X32), constraints=c)
+    _same_fit(expected, got)
+    assert got.cluster_centers_.dtype == np.float32
+    new = np.random.default_rng(9).normal(size=(333, D)) * 3
+    pred = got.predict(da.from_array(new, chunks=100))
+    assert isinstance(pred, da.Array) and pred.chunks[0] == (100, 100, 100, 33)
+    np.testing.assert_array_equal(pred.compute(), expected.predict(new))
+
+
+def test_same_result_on_any_number_of_workers():
+    """Two worker processes, and Dask's single-threaded scheduler in this process: the
+    additions follow the chunks, so the results are the same to the last bit."""
+    X, y = _blobs(seed=5)
+    c = _constraints(y)
+    two = HMRFKMeans(K, inference="bp", random_state=0).fit(_chunked(X), constraints=c)
+    with dask.config.set(scheduler="synchronous"):
+        one = HMRFKMeans(K, inference="bp", random_state=0).fit(_chunked(X), constraints=c)
+        one_labels = one.labels_.compute()
+    np.testing.assert_array_equal(two.labels_.compute(), one_labels)
+    assert two.objective_ == one.objective_
+    np.testing.assert_array_equal(two.cluster_centers_, one.cluster_centers_)
+
+
+def test_only_constrained_rows_reach_the_client():
+    """Run the pipeline of ``fit`` step by step: the rows on the client are those of the
+    constrained points (MPCKMeans reads their differences), and no other."""
+    from hmrf.distributed import DaskHMRF, dask_assignment_pass, initial_params_dask
+    from hmrf.distributed.model import stand_in
+    from hmrf.em import run_em
+    from hmrf.inference import BeliefPropagation
+
+    X, y = _blobs(seed=6)
+    est = MPCKMeans(K, random_state=0)
+    c = est._supervision(N, None, None, None, _constraints(y))
+    model = DaskHMRF.from_model(est._model(stand_in(N), c, None), _chunked(X))
+    assert model.X.n_gathered == 0
+    rng = np.random.default_rng(0)
+    res = run_em(model, initial_params_dask(est, model, c, None, rng), BeliefPropagation(), rng=rng,
+                 data_pass=dask_assignment_pass)
+    assert model.X.n_gathered == c.constrained_points.size
+    assert res.objective == pytest.approx(MPCKMeans(K, random_state=0).fit(X, constraints=_constraints(y)).objective_)
+    with pytest.raises(ValueError, match="never gathers"):
+        np.asarray(model.X)
+    with pytest.raises(ValueError, match="never gathers"):
+        model.X[0:10]
+    with pytest.raises(ValueError, match="slice of rows only"):
+        model.unary(res.params)
+
+
+def test_energy_and_statistics_of_the_dask_model_match_memory():
+    from hmrf import HMRF
+    from hmrf.distributed import DaskHMRF
+
+    X, y = _blobs(seed=7)
+    c = _constraints(y)
+    params = HMRFKMeans(K, random_state=0).fit(X, constraints=c).params_
+    labels = np.random.default_rng(0).integers(0, K, N)
+    mem, dist = HMRF(X, K, constraints=c), DaskHMRF(_chunked(X), K, constraints=c)
+    assert dist.energy(labels, params) == pytest.approx(mem.energy(labels, params), rel=1e-12)
+    np.testing.assert_allclose(dist.statistics(labels).sums, mem.statistics(labels).sums, rtol=1e-12)
+    np.testing.assert_allclose(dist.unary(params, rows=slice(140, 141)), mem.unary(params, rows=slice(140, 141)))
+
+
+@pytest.mark.parametrize("row, col", [(3, 0), (230, 1)])
+def test_nan_names_its_row_of_the_whole_array(row, col):
+    X, _ = _blobs()
+    X[row, col] = np.nan
+    with pytest.raises(ValueError, match=rf"NaN at row {row}, column {col}\."):
+        HMRFKMeans(K).fit(da.from_array(X, chunks=100))
+
+
+def test_domain_errors_name_the_row_of_the_whole_array():
+    X, _ = _counts()
+    X[321, 4] = -2.0
+    with pytest.raises(ValueError, match=r"X\[321, 4\] = -2.0"):
+        HMRFKMeans(K, emission="kl").fit(da.from_array(X, chunks=100))
+    Z, _ = _blobs()
+    Z[205] = 0.0
+    with pytest.raises(ValueError, match="row 205 of X is all zeros"):
+        SphericalKMeans(K).fit(da.from_array(Z, chunks=100))
+
+
+def test_shape_and_structure_errors():
+    X, _ = _blobs()
+    with pytest.raises(ValueError, match="must be 2-D"):
+        HMRFKMeans(K).fit(da.from_array(X[:, 0], chunks=100))
+    Xd = da.from_array(X, chunks=100)
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        HMRFKMeans(K).fit(Xd[Xd[:, 0] > 0])
+    with pytest.raises(TypeError, match="needs dense data"):
+        HMRFKMeans(K, emission="itakura_saito").fit(
+            da.from_array(sp.csr_matrix(np.abs(X) + 1), chunks=(100, -1), asarray=False))
+    with pytest.raises(ValueError, match="alpha_max"):
+        MPCKMeans(K, penalty="mirrored").fit(Xd, cannot_link=[(0, 1)])
+    with pytest.raises(ValueError, match="larger than the number of samples"):
+        HMRFKMeans(N + 1).fit(Xd)
+
+
+# ------------------------------------------------------------------ out of core
+_OOC_K, _OOC_D, _OOC_SEED = 4, 32, 11
+
+
+def _ooc_block(block, block_id=None):
+    """Rows of four separated classes (uniform noise around class corners), one
+    deterministic generator per block."""
+    rng = np.random.default_rng([_OOC_SEED, block_id[0]])
+    corners = np.random.default_rng(_OOC_SEED).random((_OOC_K, _OOC_D), dtype=np.float32) * 4
+    y = rng.integers(0, _OOC_K, block.shape[0])
+    X = rng.random(block.shape, dtype=np.float32)
+    X += corners[y]
+    return X
+
+
+def _ooc_classes(block, block_id=None):
+    """The classes of :func:`_ooc_block`'s rows (its generator's first draw)."""
+    return np.random.default_rng([_OOC_SEED, block_id[0]]).integers(0, _OOC_K, block.shape[0])
+
+
+def test_out_of_core_fit_from_a_zarr_store(dask_client, tmp_path):
+    zarr = pytest.importorskip("zarr")
+    limits = [w["memory_limit"] for w in dask_client.scheduler_info()["workers"].values()]
+    n = int(3 * max(limits) / (_OOC_D * 4)) + 1  # data: 3x one worker's memory limit
+    rows = 100_000
+    shape = da.zeros((n, _OOC_D), chunks=(rows, _OOC_D), dtype=np.float32)
+    no_compression = {"compressors": None} if int(zarr.__version__.split(".")[0]) >= 3 else {"compressor": None}
+    da.to_zarr(shape.map_blocks(_ooc_block, dtype=np.float32), str(tmp_path / "X.zarr"), **no_compression)
+    y = np.concatenate([_ooc_classes(np.empty(b), block_id=(i,)) for i, b in enumerate(shape.chunks[0])])
+    X = da.from_zarr(str(tmp_path / "X.zarr"))
+    assert X.nbytes >= 3 * max(limits)
+    pids = dask_client.run(os.getpid)
+    c = Constraints.sample_from_labels(y, n_pairs=2000, rng=0)
+    est = HMRFKMeans(_OOC_K, random_state=0, max_iter=10).fit(X, constraints=c)
+    assert dask_client.run(os.getpid) == pids  # no worker was restarted (for memory or else)
+    assert nmi(y, est.em_result_.labels) > 0.99
+    assert est.labels_.shape == (n,) and est.labels_.chunks[0] == X.chunks[0]
