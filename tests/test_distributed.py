@@ -116,9 +116,12 @@ def test_dask_array_fit_equals_numpy_fit(case, inference, constrained):
     MKMeans(K, random_state=0), HMRFKMeans(K, em="soft", inference="bp", random_state=0),
     HMRFKMeans(K, em="soft", normalizer="closed_form", random_state=0),
     HMRFKMeans(K, init="k-means++", inference="bp", random_state=0),
-], ids=["seeded", "constrained", "cop", "mkmeans", "soft-bp", "soft-closed-form", "kmeans++"])
+    MPCKMeans(K, metric="full", random_state=0), HMRFKMeans(K, emission="itakura_saito", random_state=0),
+], ids=["seeded", "constrained", "cop", "mkmeans", "soft-bp", "soft-closed-form", "kmeans++", "mpck-full",
+        "itakura-saito"])
 def test_every_estimator_takes_a_dask_array(estimator):
     X, y = _blobs(seed=3)
+    X = np.abs(X) + 0.1  # positive, for Itakura-Saito
     if isinstance(estimator, SeededKMeans):
         args, kw = (np.where(np.arange(N) % 7 == 0, y, -1),), {}
     else:
@@ -128,6 +131,20 @@ def test_every_estimator_takes_a_dask_array(estimator):
     got = type(estimator)(**estimator.get_params()).fit(_chunked(X), *args, **kw)
     np.testing.assert_array_equal(got.labels_.compute(), expected_labels)
     assert got.objective_ == pytest.approx(expected_objective, rel=1e-9)
+
+
+def test_statistics_added_up_by_a_tree_on_the_workers(monkeypatch):
+    """Large statistics (a full metric's) are tree-reduced on the workers instead of
+    gathered per chunk: the same fit either way."""
+    import hmrf.distributed.passes as passes
+
+    X, y = _blobs(seed=8)
+    c = _constraints(y)
+    gathered = MPCKMeans(K, metric="full", random_state=0).fit(_chunked(X), constraints=c)
+    monkeypatch.setattr(passes, "TREE_ABOVE", 0)
+    tree = MPCKMeans(K, metric="full", random_state=0).fit(_chunked(X), constraints=c)
+    np.testing.assert_array_equal(tree.labels_.compute(), gathered.labels_.compute())
+    assert tree.objective_ == pytest.approx(gathered.objective_, rel=1e-12)
 
 
 def test_float32_stays_float32_and_predict_is_lazy():

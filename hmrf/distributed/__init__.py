@@ -1,7 +1,7 @@
 """HMRF EM on Dask arrays and a Dask cluster (DESIGN.md, "Scale").
 
 The same model, E-step and M-step as in memory, with the data left where they are: in
-the chunks of a row-chunked :class:`dask.array.Array`, on the workers of a
+the chunks of a row-chunked ``dask.array.Array``, on the workers of a
 ``dask.distributed`` cluster (or Dask's local threads when no client is running).
 
 * :class:`DaskHMRF` is the :class:`~hmrf.HMRF` of such an array: each chunk is

@@ -1,8 +1,8 @@
 """The rows of a Dask array as prepared chunks on the cluster.
 
-:class:`ChunkedData` turns a row-chunked :class:`dask.array.Array` into one task per
+:class:`ChunkedData` turns a row-chunked ``dask.array.Array`` into one task per
 chunk that validates and prepares the chunk where it is: the checks of
-:func:`hmrf._validation.check_data` (NaN, infinite values, dtype) and the family's own
+``check_data`` (NaN, infinite values, dtype) and the family's own
 ``prepare`` (domain checks; row normalisation for KL and cosine), with the row numbers
 of any error counted from the first row of the whole array. Nothing is read until a
 pass runs; the first pass is :class:`ColumnSummary`, the column means and variances
@@ -50,7 +50,7 @@ def as_row_chunked(X, name: str = "X"):
     """``X`` as a 2-D Dask array of a real dtype with known row chunks and one chunk
     along the columns (column chunks are merged lazily).
 
-    Raises the errors of :func:`hmrf._validation.check_data` for the shape and dtype,
+    Raises the errors of ``check_data`` for the shape and dtype,
     and says how to get known chunk sizes when they are unknown.
     """
     if not isinstance(X, da.Array):
@@ -123,7 +123,7 @@ def _global_rows(message: str, start: int) -> str:
 
 
 def prepare_chunk(block, family: EmissionFamily, start: int, name: str = "X"):
-    """One chunk validated (:func:`~hmrf._validation.check_data`) and prepared by the
+    """One chunk validated (``check_data``) and prepared by the
     family, as the in-memory model does for the whole array; errors name rows of the
     whole array."""
     if not sp.issparse(block) and hasattr(block, "tocsr"):  # pydata/sparse chunks
@@ -229,7 +229,7 @@ class ChunkedData:
         Validates and prepares each chunk (:meth:`~hmrf.emissions.EmissionFamily.prepare`).
     persist : {"auto", True, False}, default="auto"
         Keep the prepared chunks (and the family's per-row data terms) in the workers'
-        memory. ``"auto"``: when they take at most :data:`PERSIST_FRACTION` of the
+        memory. ``"auto"``: when they take at most ``PERSIST_FRACTION`` (40 %) of the
         workers' summed memory limits (of this machine's memory without a
         ``distributed`` client); otherwise every pass reads the chunks from their source
         again (out of core).
@@ -238,7 +238,7 @@ class ChunkedData:
     ----------
     n, d : int
     dtype : numpy dtype
-        float32 for float32 input, else float64 (as :func:`~hmrf._validation.check_data`).
+        float32 for float32 input, else float64 (as ``check_data``).
     sparse : bool
     starts, stops : ndarray
         First and one-past-last row of each non-empty chunk.

@@ -3,10 +3,10 @@
 :meth:`HMRFClusterMixin.fit <hmrf.estimators.HMRFClusterMixin.fit>` hands a Dask array
 to :func:`fit_dask`, which does what the in-memory ``fit`` does with the distributed
 pieces: the estimator's own ``_supervision`` and ``_model`` (built on a
-:func:`~hmrf.distributed.model.stand_in` with the data's number of rows and taken over
+``stand_in`` with the data's number of rows and taken over
 by a :class:`~hmrf.distributed.DaskHMRF`), the initialisation of
-:mod:`hmrf.distributed.initialization`, and the in-memory EM loops with the passes of
-:mod:`hmrf.distributed.passes`. The fitted attributes are those of the in-memory fit,
+``hmrf.distributed.initialization``, and the in-memory EM loops with the passes of
+``hmrf.distributed.passes``. The fitted attributes are those of the in-memory fit,
 except that ``labels_`` is a Dask array chunked like the rows of ``X`` and persisted on
 the workers (the EM result keeps the client's copy).
 """
@@ -37,7 +37,7 @@ __all__ = ["fit_dask", "predict_dask", "initial_params_dask"]
 def initial_params_dask(estimator, model: DaskHMRF, constraints, y, rng):
     """The estimator's initial parameters on a :class:`~hmrf.distributed.DaskHMRF`: what its
     ``_initial_params`` computes in memory, with the initialisation of
-    :mod:`hmrf.distributed.initialization` (same centres for the same generator).
+    ``hmrf.distributed.initialization`` (same centres for the same generator).
 
     An estimator whose ``_initial_params`` is its own (COPKMeans: random rows of distinct
     must-link components) runs it on the model's

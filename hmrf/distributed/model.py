@@ -5,7 +5,7 @@
 data live in a :class:`~hmrf.distributed.ChunkedData`. Everything that does not read the
 data (the pairwise factors, the constraint graph, the energy of the pairwise part, the
 M-step from statistics) is the in-memory model's own code; what reads the data runs per
-chunk on the workers (:mod:`hmrf.distributed.passes`). The EM loops are the in-memory
+chunk on the workers (``hmrf.distributed.passes``). The EM loops are the in-memory
 ones (:func:`hmrf.em.run_em`, :func:`hmrf.soft_em.run_soft_em`) with the passes of this
 package and ``incremental_statistics = False``: every pass accumulates the M-step
 statistics, since updating them from the points that moved would gather those rows.
@@ -78,7 +78,7 @@ class DaskHMRF(HMRF):
 
     Notes
     -----
-    ``unary(params)`` of all points and :meth:`energy_terms` would form n x k or
+    ``unary(params)`` of all points and ``energy_terms`` would form n x k or
     per-point arrays on the client and are refused; ``unary(params, rows=slice)`` fetches
     those rows (the EM loop asks for single rows when it re-seeds an empty cluster),
     :meth:`energy` and :meth:`statistics` run a pass on the workers.
@@ -113,7 +113,7 @@ class DaskHMRF(HMRF):
     @classmethod
     def from_model(cls, template: HMRF, X, persist="auto") -> DaskHMRF:
         """The distributed model of ``X`` with everything else taken from ``template``, an
-        :class:`~hmrf.HMRF` built on :func:`stand_in` (how the estimators build theirs)."""
+        :class:`~hmrf.HMRF` built on ``stand_in(n)`` (how the estimators build theirs)."""
         model = cls.__new__(cls)
         model._adopt(template, ChunkedData(X, template.emission, persist))
         return model
@@ -168,7 +168,7 @@ class DaskHMRF(HMRF):
         if not isinstance(rows, slice):
             raise ValueError("a DaskHMRF gives unary costs for a slice of rows only; the passes of "
                              "hmrf.distributed reduce all of them on the workers.")
-        idx = np.arange(self.n_samples)[rows]
+        idx = np.arange(*rows.indices(self.n_samples))
         return block_unary(self.emission, self.X[idx], params, self.normalizer, None,
                            None if self.clamped is None else self.clamped[idx])
 

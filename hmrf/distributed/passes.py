@@ -11,10 +11,12 @@ holds it, and returns
 * the sum of the previous labelling's costs (the objective of the previous M-step);
 * the (k,) cost rows of the chunk's constrained points, which the client stacks in the
   order of the points for the inference engine (O(m k));
-* the chunk's additive M-step statistics (:class:`~hmrf.emissions.ClusterStats`), which a
-  tree of tasks adds up on the workers, so the client receives one set.
+* the chunk's additive M-step statistics (:class:`~hmrf.emissions.ClusterStats`), added
+  up in the order of the chunks: by the client when they are small (k x d, the usual
+  case), by a tree of tasks on the workers when they are large (a full metric's k x d x d
+  second moments), see ``run_chunks``.
 
-The whole pass is one Dask computation. ``X`` never leaves the workers.
+The whole pass is one Dask computation, one task a chunk. ``X`` never leaves the workers.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, p
     Returns
     -------
     (labels, cost, previous_cost, constrained_unary), stats
-        ``labels`` (b,) of :func:`label_dtype`, ``cost`` (b,) float64, ``previous_cost``
+        ``labels`` (b,) of ``label_dtype``, ``cost`` (b,) float64, ``previous_cost``
         a float, ``constrained_unary`` (b_c, k); ``stats`` a ClusterStats or ``None``.
     """
     b, k = X.shape[0], n_clusters
@@ -137,9 +139,9 @@ def run_chunks(model, function, arguments, statistics: bool = True):
     at once; returns the list of every chunk's results (gathered to the client) and the
     sum of their statistics in chunk order (``None`` if ``statistics`` is false).
 
-    Statistics of at most :data:`TREE_ABOVE` floats a chunk travel with the chunk's
+    Statistics of at most ``TREE_ABOVE`` floats a chunk travel with the chunk's
     results and the client adds them up; larger ones (full metrics) are added up by a tree
-    of tasks on the workers (:func:`~hmrf.distributed.data.tree_reduce`), so the client
+    of tasks on the workers (``tree_reduce``), so the client
     receives one set. Either way the order of the additions is fixed by the chunks, not by
     the workers.
     """
@@ -167,7 +169,7 @@ def dask_assignment_pass(model, params, previous=None, constrained=None, accumul
     :class:`~hmrf.distributed.DaskHMRF`, as one Dask computation (module docstring).
 
     Parameters and result as :func:`hmrf.estep.assignment_pass`; ``previous`` is sent to
-    the chunks in :func:`~hmrf.distributed.data.label_dtype`.
+    the chunks in ``label_dtype``.
     """
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)
