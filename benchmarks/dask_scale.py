@@ -1,0 +1,303 @@
+"""HMRF EM on a Dask cluster: time per EM iteration on 1 and 2 local workers against the
+in-memory path and against dask-ml's KMeans, peak memory per worker, and an out-of-core fit.
+
+Data: ``n`` points in ``d`` dimensions from ``k`` overlapping Gaussian classes (unit noise,
+class means ~ N(0, 0.25² I), as ``benchmarks/scale.py``: EM has work to do every
+iteration), made chunk by chunk by one deterministic generator per chunk, in the
+process for the in-memory path and on the workers for the Dask paths (persisted there),
+so every path sees the same numbers. Constraints: random pairs labelled by the true
+classes (``Constraints.sample_from_labels``).
+
+Per iteration: every path starts from the same ``k`` centres (random rows) and runs
+``--iters`` iterations with ``tol=0``.
+
+* hmrf (in memory and Dask): HMRFKMeans with ICM; the EM loop's own time per iteration
+  (``em_result_.trace``: the pass over the data, the engine on the constrained points,
+  the M-step), the median over the iterations. The Dask fit's model building (the
+  summary pass and keeping the prepared chunks) is not an iteration and is reported as
+  ``setup``.
+* dask-ml: ``dask_ml.cluster.KMeans`` (Lloyd) on the same persisted Dask array, no
+  constraints; per iteration = (fit with ``--iters``) - (fit with 1 iteration), over
+  ``--iters - 1``. Installed only for this benchmark (``pip install dask-ml``).
+
+Workers: a ``LocalCluster`` of W processes with one thread each (W = 1, 2); the in-memory
+path runs in one process with its BLAS threads. Every configuration runs in its own
+process. ``peak/worker`` is each worker's peak resident memory (VmHWM), libraries
+included (about 300 MB before any data).
+
+Out of core: a Zarr store of float32 rows, ``--ooc-factor`` times one worker's
+``--ooc-memory``, fit by HMRFKMeans (100,000 constraints by default, neighbourhood
+initialisation) on two workers; the peak resident memory of every worker against its
+limit, and whether a worker was restarted.
+
+    python benchmarks/dask_scale.py                          # n = 1e6, then out of core; ~4 min
+    python benchmarks/dask_scale.py --sizes 1000000,10000000 # also 1e7 (X is 4 GB a copy)
+    python benchmarks/dask_scale.py --ooc-only --ooc-memory 1GiB --ooc-factor 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+SEED = 0
+
+
+def make_chunk(rows: int, d: int, k: int, index: int, dtype=np.float64):
+    """Rows and classes of chunk ``index`` (its own generator: any process makes the same)."""
+    rng = np.random.default_rng([SEED, index])
+    centers = np.random.default_rng(SEED).normal(size=(k, d)) * 0.25
+    y = rng.integers(0, k, rows)
+    X = rng.standard_normal((rows, d)).astype(dtype, copy=False)
+    X += centers[y].astype(dtype)
+    return X, y
+
+
+def chunk_sizes(n, chunk):
+    return [min(chunk, n - s) for s in range(0, n, chunk)]
+
+
+def classes(n, d, k, chunk):
+    """The true classes of all points, without making the points."""
+    return np.concatenate([np.random.default_rng([SEED, i]).integers(0, k, rows)
+                           for i, rows in enumerate(chunk_sizes(n, chunk))])
+
+
+def in_memory_data(n, d, k, chunk):
+    X = np.empty((n, d))
+    for i, rows in enumerate(chunk_sizes(n, chunk)):  # chunk by chunk, no (n, d) temporary
+        X[i * chunk:i * chunk + rows] = make_chunk(rows, d, k, i)[0]
+    return X
+
+
+def _dask_chunk(block, d, k, dtype, block_id=None):
+    return make_chunk(block.shape[0], d, k, block_id[0], dtype)[0]
+
+
+def dask_data(n, d, k, chunk, dtype=np.float64):
+    import dask.array as da
+
+    template = da.zeros((n, d), chunks=(chunk, d), dtype=dtype)
+    return template.map_blocks(_dask_chunk, d, k, dtype, dtype=dtype)
+
+
+def start_points(n, k):
+    return np.sort(np.random.default_rng(1).choice(n, k, replace=False))
+
+
+def peak_rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        return int(fh.read().split("VmHWM:")[1].split()[0]) / 1024.0
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        return int(fh.read().split("VmRSS:")[1].split()[0]) / 1024.0
+
+
+def warm_up():
+    """Import everything and compile the numba kernels before any timing."""
+    from hmrf import Constraints, HMRFKMeans
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, 2000)
+    X = rng.normal(size=(2000, 5)) + y[:, None]
+    HMRFKMeans(3, random_state=0).fit(X, constraints=Constraints.sample_from_labels(y, 200, rng=0))
+
+
+def per_iteration(est) -> float:
+    return float(np.median([t["e_time"] + t["m_time"] for t in est.em_result_.trace]))
+
+
+def constraints_for(n, d, k, chunk, n_pairs):
+    from hmrf import Constraints
+
+    if n_pairs == 0:
+        return {}
+    return dict(constraints=Constraints.sample_from_labels(classes(n, d, k, chunk), n_pairs, rng=1))
+
+
+# ---------------------------------------------------------------- the jobs
+def job_memory(a):
+    from hmrf import HMRFKMeans
+
+    warm_up()
+    X = in_memory_data(a.n, a.d, a.k, a.chunk)
+    init = X[start_points(a.n, a.k)]
+    kw = constraints_for(a.n, a.d, a.k, a.chunk, a.pairs)
+    est = HMRFKMeans(a.k, init=init, tol=0.0, max_iter=a.iters, random_state=0).fit(X, **kw)
+    return dict(per_iter=per_iteration(est), n_iter=int(est.n_iter_), peak=peak_rss_mb(),
+                objective=est.objective_)
+
+
+def _cluster(workers, memory):
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                           memory_limit=memory, dashboard_address=None)
+    return cluster, Client(cluster)
+
+
+def job_dask(a):
+    from hmrf import HMRFKMeans
+
+    cluster, client = _cluster(a.n_workers, a.memory)
+    try:
+        warm_up()
+        client.run(warm_up)
+        base = client.run(rss_mb)
+        X = dask_data(a.n, a.d, a.k, a.chunk).persist()
+        init = X[start_points(a.n, a.k)].compute()
+        kw = constraints_for(a.n, a.d, a.k, a.chunk, a.pairs)
+        t0 = time.perf_counter()
+        est = HMRFKMeans(a.k, init=init, tol=0.0, max_iter=a.iters, random_state=0).fit(X, **kw)
+        fit = time.perf_counter() - t0
+        em = sum(t["e_time"] + t["m_time"] for t in est.em_result_.trace)
+        out = dict(per_iter=per_iteration(est), n_iter=int(est.n_iter_), setup=fit - em,
+                   peak=max(client.run(peak_rss_mb).values()), base=max(base.values()),
+                   objective=est.objective_)
+        if a.dask_ml:
+            from dask_ml.cluster import KMeans as DaskMLKMeans
+
+            def fit(iters):
+                t0 = time.perf_counter()
+                km = DaskMLKMeans(n_clusters=a.k, init=init, max_iter=iters, tol=0.0, random_state=0).fit(X)
+                return time.perf_counter() - t0, int(km.n_iter_)
+
+            fit(1)  # warm-up
+            runs = [(fit(1), fit(a.iters)) for _ in range(2)]  # interleaved, the machine drifts
+            m = runs[0][1][1]
+            out["dask_ml_per_iter"] = float(np.median([(tm - t1) / max(m - 1, 1)
+                                                       for (t1, _), (tm, _) in runs]))
+            out["dask_ml_n_iter"] = m
+        return out
+    finally:
+        client.close()
+        cluster.close()
+
+
+def job_ooc(a):
+    import dask.array as da
+    import zarr
+
+    from hmrf import HMRFKMeans
+
+    cluster, client = _cluster(2, a.ooc_memory)
+    try:
+        warm_up()
+        client.run(warm_up)
+        limit = min(w["memory_limit"] for w in client.scheduler_info()["workers"].values())
+        n = int(a.ooc_factor * limit / (a.d * 4)) + 1
+        path = a.ooc_path or tempfile.mkdtemp(prefix="hmrf-ooc-")
+        store = os.path.join(path, "X.zarr")
+        t0 = time.perf_counter()
+        kw = {"compressors": None} if int(zarr.__version__.split(".")[0]) >= 3 else {"compressor": None}
+        da.to_zarr(dask_data(n, a.d, a.k, a.ooc_chunk, np.float32), store, **kw)
+        write = time.perf_counter() - t0
+        X = da.from_zarr(store)
+        kw = constraints_for(n, a.d, a.k, a.ooc_chunk, a.pairs)
+        pids = client.run(os.getpid)
+        t0 = time.perf_counter()
+        est = HMRFKMeans(a.k, random_state=0, max_iter=a.iters).fit(X, **kw)
+        fit = time.perf_counter() - t0
+        peaks = client.run(peak_rss_mb)
+        return dict(n=n, gb=X.nbytes / 1e9, limit_mb=limit / 2**20, write=write, fit=fit,
+                    n_iter=int(est.n_iter_), per_iter=per_iteration(est), peaks=list(peaks.values()),
+                    restarted=client.run(os.getpid) != pids)
+    finally:
+        client.close()
+        cluster.close()
+
+
+JOBS = {"memory": job_memory, "dask": job_dask, "ooc": job_ooc}
+
+
+def spawn(**kw) -> dict:
+    cmd = [sys.executable, __file__] + [f"--{k.replace('_', '-')}={v}" for k, v in kw.items()]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode != 0 or not line:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(line[-1][7:])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000000")
+    ap.add_argument("--d", type=int, default=50)
+    ap.add_argument("--k", type=int, default=20)
+    ap.add_argument("--constraints", default="0,100000")
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--iters", type=int, default=6)
+    ap.add_argument("--chunk", type=int, default=250_000, help="rows per Dask chunk")
+    ap.add_argument("--memory", default="8GiB", help="memory limit of each worker (in-memory data)")
+    ap.add_argument("--no-dask-ml", action="store_true")
+    ap.add_argument("--ooc-memory", default="1GiB")
+    ap.add_argument("--ooc-factor", type=float, default=4.0)
+    ap.add_argument("--ooc-chunk", type=int, default=200_000)
+    ap.add_argument("--ooc-path", default="")
+    ap.add_argument("--ooc-only", action="store_true")
+    ap.add_argument("--skip-ooc", action="store_true")
+    ap.add_argument("--job", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--pairs", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--dask-ml", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--n-workers", type=int, default=1, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.job:
+        print("RESULT " + json.dumps(JOBS[a.job](a)))
+        return
+    common = dict(d=a.d, k=a.k, iters=a.iters, chunk=a.chunk)
+    pairs = [int(p) for p in a.constraints.split(",")]
+    started = time.perf_counter()
+    if not a.ooc_only:
+        print(f"d = {a.d}, k = {a.k}, {a.iters} iterations from the same centres, tol = 0; seconds per "
+              f"EM iteration (median); chunks of {a.chunk:,} rows; peak = largest worker's (or the "
+              "process's) peak resident memory, MB\n")
+        print("| n | constraints | in memory | 1 worker | 2 workers | 2 workers / in memory | "
+              "dask-ml 1 worker | dask-ml 2 workers | setup (2 workers) | peak in memory | peak/worker 1 | "
+              "peak/worker 2 |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n in [int(s) for s in a.sizes.split(",")]:
+            for p in pairs:
+                mem = spawn(job="memory", n=n, pairs=p, **common)
+                dist = {w: spawn(job="dask", n=n, pairs=p, n_workers=w, memory=a.memory,
+                                 dask_ml=int(p == 0 and not a.no_dask_ml), **common)
+                        for w in [int(w) for w in a.workers.split(",")]}
+                one, two = dist.get(1, {}), dist.get(2, {})
+
+                def cell(r, key, fmt="{:.3f}"):
+                    return fmt.format(r[key]) if key in r else "-"
+                print(f"| {n:,} | {p:,} | {mem['per_iter']:.3f} | {cell(one, 'per_iter')} | "
+                      f"{cell(two, 'per_iter')} | "
+                      f"{two['per_iter'] / mem['per_iter'] if two else float('nan'):.2f} | "
+                      f"{cell(one, 'dask_ml_per_iter')} | {cell(two, 'dask_ml_per_iter')} | "
+                      f"{cell(two, 'setup', '{:.1f}')} | {mem['peak']:.0f} | {cell(one, 'peak', '{:.0f}')} | "
+                      f"{cell(two, 'peak', '{:.0f}')} |", flush=True)
+                for w, r in dist.items():
+                    rel = abs(r["objective"] - mem["objective"]) / abs(mem["objective"])
+                    if rel > 1e-9:
+                        print(f"  (objective of the {w}-worker fit differs from in memory by {rel:.1e})")
+    if not a.skip_ooc:
+        r = spawn(job="ooc", pairs=pairs[-1], ooc_memory=a.ooc_memory, ooc_factor=a.ooc_factor,
+                  ooc_chunk=a.ooc_chunk, ooc_path=a.ooc_path, d=a.d, k=a.k, iters=a.iters)
+        print(f"\nOut of core: {r['n']:,} x {a.d} float32 in a Zarr store, {r['gb']:.2f} GB = "
+              f"{r['gb'] * 1e9 / (r['limit_mb'] * 2**20):.1f} x a worker's limit of {r['limit_mb']:.0f} MB; "
+              f"{pairs[-1]:,} constraints; 2 workers\n")
+        print("| write (s) | fit (s) | iterations | per iteration (s) | peak/worker (MB) | limit (MB) "
+              "| worker restarted |")
+        print("|---:|---:|---:|---:|---|---:|---|")
+        print(f"| {r['write']:.0f} | {r['fit']:.0f} | {r['n_iter']} | {r['per_iter']:.1f} | "
+              f"{', '.join(f'{p:.0f}' for p in r['peaks'])} | {r['limit_mb']:.0f} | {r['restarted']} |")
+    print(f"\n(total {time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
