@@ -148,6 +148,7 @@ PUBLIC_NAMESPACES = [
     "hmrf.metrics", "hmrf.datasets", "hmrf.datasets.text", "hmrf.datasets.files",
     "hmrf.experiments", "hmrf.experiments.engines", "hmrf.active",
     "hmrf.interop", "hmrf.exceptions",
+    "hmrf.distributed",
 ]
 
 
