@@ -201,6 +201,35 @@ def test_only_constrained_rows_reach_the_client():
         model.unary(res.params)
 
 
+def test_numpy_fits_never_import_dask():
+    """``import hmrf`` and a NumPy fit do not load Dask (the estimators tell a Dask array
+    by its type's module)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, hmrf; hmrf.HMRFKMeans(2, random_state=0).fit(np.eye(4)); "
+            "print([m for m in ('dask', 'distributed') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.mark.parametrize("persist", [True, False])
+def test_chunks_read_again_by_every_pass_give_the_same_fit(persist):
+    """Out of core (``persist=False``: every pass reads and prepares the chunks again) and
+    in the workers' memory: the same fit; ``hmrf.persist`` in the Dask configuration
+    chooses for the estimators."""
+    from hmrf.distributed import DaskHMRF
+
+    X, y = _counts(seed=9)
+    c = _constraints(y)
+    model = DaskHMRF(_chunked(X), K, emission="kl", constraints=c, persist=persist)
+    assert model.data.persisted is persist
+    expected = HMRFKMeans(K, emission="kl", random_state=0).fit(X, constraints=c)
+    with dask.config.set({"hmrf.persist": persist}):
+        got = HMRFKMeans(K, emission="kl", random_state=0).fit(_chunked(X), constraints=c)
+    _same_fit(expected, got)
+
+
 def test_energy_and_statistics_of_the_dask_model_match_memory():
     from hmrf import HMRF
     from hmrf.distributed import DaskHMRF
