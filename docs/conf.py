@@ -141,7 +141,7 @@ PUBLIC_NAMESPACES = [
     "hmrf.model", "hmrf.inference", "hmrf.inference.lp", "hmrf.inference.lp_cvxpy",
     "hmrf.inference.bp.messages", "hmrf.inference.base", "hmrf.inference.icm",
     "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
-    "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.estep", "hmrf.soft_em",
+    "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.em.loop", "hmrf.em.passes", "hmrf.em.soft",
     "hmrf.initialization", "hmrf.estimators", "hmrf.inference.meanfield", "hmrf.emissions.stats",
     "hmrf.inference.expansion", "hmrf.inference.qpbo",
     "hmrf.classic",

@@ -17,7 +17,7 @@ import pytest
 
 from hmrf import Constraints, HMRFKMeans, KMeans, MPCKMeans, PCKMeans, SphericalKMeans
 from hmrf._blocks import BLOCK_ELEMENTS
-from hmrf.estep import _threads
+from hmrf.em.passes import _threads
 
 N, D, K = 50_000, 10, 40
 #: the pass's blocks in flight: one (rows x k) float64 cost block per thread, one waiting

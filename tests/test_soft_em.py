@@ -1,4 +1,4 @@
-"""Soft (variational) HMRF-EM and mean-field posteriors (hmrf.soft_em, hmrf.inference.meanfield)."""
+"""Soft (variational) HMRF-EM and mean-field posteriors (hmrf.em.soft, hmrf.inference.meanfield)."""
 
 import itertools
 import warnings
@@ -10,10 +10,10 @@ from sklearn.datasets import load_iris, make_blobs
 from sklearn.mixture import GaussianMixture
 
 from hmrf import HMRF, ConstrainedKMeans, Constraints, HMRFKMeans, KMeans, PairwiseGraph, SphericalKMeans
+from hmrf.em.soft import run_soft_em
 from hmrf.emissions import EmissionParams
 from hmrf.inference import BeliefPropagation
 from hmrf.inference.meanfield import MeanField, factorised_free_energy
-from hmrf.soft_em import run_soft_em
 
 X_IRIS, Y_IRIS = load_iris(return_X_y=True)
 

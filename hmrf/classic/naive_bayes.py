@@ -15,7 +15,7 @@ Everything is one sparse product per step: the E-step is ``X θ_logᵀ`` (n × k
 M-step ``Rᵀ X`` (k × d); ``X`` is never densified.
 
 Must-links and cannot-links between documents enter through the soft HMRF
-(:mod:`hmrf.soft_em`): the E-step replaces :func:`posteriors` on the constrained
+(:mod:`hmrf.em.soft`): the E-step replaces :func:`posteriors` on the constrained
 documents by mean-field posteriors of an HMRF whose unary costs are
 ``-λ_i log P(c, x_i | θ)`` (:func:`log_joint`, labelled documents clamped to their
 class) and whose factors are the Potts constraints; the objective becomes the negative

@@ -9,8 +9,8 @@ the chunks of a row-chunked ``dask.array.Array``, on the workers of a
   the rows the model asks for by index (the endpoints of constraints, labelled seeds, a
   few random rows for the initialisation) ever reach the client.
 * :func:`dask_assignment_pass` and :func:`dask_soft_pass` are the data passes of
-  :func:`hmrf.em.run_em` and :func:`hmrf.soft_em.run_soft_em`: one task per chunk runs
-  :func:`hmrf.estep.assign_block` (or :func:`~hmrf.estep.soft_assign_block`) over the
+  :func:`hmrf.em.run_em` and :func:`hmrf.em.run_soft_em`: one task per chunk runs
+  :func:`hmrf.em.passes.assign_block` (or :func:`~hmrf.em.passes.soft_assign_block`) over the
   chunk's rows, the M-step statistics are tree-reduced on the workers, and the client
   receives the labels and minimum costs (O(n)) and the cost rows of the constrained
   points (O(m k)), on which the chosen engine runs as it does in memory.

@@ -19,13 +19,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_random_state
 from ..em import run_em
+from ..em.passes import nearest_clusters
+from ..em.soft import run_soft_em
 from ..emissions import get_emission
-from ..estep import nearest_clusters
 from ..estimators.base import HMRFClusterMixin
 from ..estimators.mpckmeans import MKMeans
 from ..estimators.seeded import SeededKMeans, _seed_clusters
 from ..inference import get_engine
-from ..soft_em import run_soft_em
 from .data import _global_rows, as_row_chunked, label_dtype, prepare_chunk
 from .initialization import initial_centers_dask, seeded_centers_dask
 from .model import DaskHMRF, stand_in

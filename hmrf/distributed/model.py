@@ -6,7 +6,7 @@ data live in a :class:`~hmrf.distributed.ChunkedData`. Everything that does not 
 data (the pairwise factors, the constraint graph, the energy of the pairwise part, the
 M-step from statistics) is the in-memory model's own code; what reads the data runs per
 chunk on the workers (``hmrf.distributed.passes``). The EM loops are the in-memory
-ones (:func:`hmrf.em.run_em`, :func:`hmrf.soft_em.run_soft_em`) with the passes of this
+ones (:func:`hmrf.em.run_em`, :func:`hmrf.em.run_soft_em`) with the passes of this
 package and ``incremental_statistics = False``: every pass accumulates the M-step
 statistics, since updating them from the points that moved would gather those rows.
 

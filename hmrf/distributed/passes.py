@@ -1,9 +1,9 @@
 """The data passes of EM on a Dask cluster: one task per chunk, statistics tree-reduced.
 
 A pass over a :class:`~hmrf.distributed.DaskHMRF` is the in-memory pass
-(:func:`hmrf.estep.assignment_pass`, :func:`hmrf.estep.soft_pass`) with the loop over row
-blocks split at the chunks: each chunk's task runs :func:`hmrf.estep.assign_block` (or
-:func:`~hmrf.estep.soft_assign_block`) over blocks of the chunk's rows on the worker that
+(:func:`hmrf.em.passes.assignment_pass`, :func:`hmrf.em.passes.soft_pass`) with the loop over row
+blocks split at the chunks: each chunk's task runs :func:`hmrf.em.passes.assign_block` (or
+:func:`~hmrf.em.passes.soft_assign_block`) over blocks of the chunk's rows on the worker that
 holds it, and returns
 
 * the argmin label (one byte a point for k <= 256) and minimum cost of each row, which
@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError('hmrf.distributed needs Dask: pip install "hmrf[dask]".') from exc
 
 from .._blocks import row_blocks
-from ..estep import AssignmentPass, SoftPass, assign_block, soft_assign_block
+from ..em.passes import AssignmentPass, SoftPass, assign_block, soft_assign_block
 from .data import label_dtype, tree_reduce
 
 __all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_soft_assignment",
@@ -165,10 +165,10 @@ def _stack_rows(parts, k):
 
 def dask_assignment_pass(model, params, previous=None, constrained=None, accumulate: bool = False,
                          shift=None) -> AssignmentPass:
-    """:func:`hmrf.estep.assignment_pass` over the chunks of a
+    """:func:`hmrf.em.passes.assignment_pass` over the chunks of a
     :class:`~hmrf.distributed.DaskHMRF`, as one Dask computation (module docstring).
 
-    Parameters and result as :func:`hmrf.estep.assignment_pass`; ``previous`` is sent to
+    Parameters and result as :func:`hmrf.em.passes.assignment_pass`; ``previous`` is sent to
     the chunks in ``label_dtype``.
     """
     data, k = model.data, model.n_clusters
@@ -186,7 +186,7 @@ def dask_assignment_pass(model, params, previous=None, constrained=None, accumul
 
 
 def dask_soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
-    """:func:`hmrf.estep.soft_pass` over the chunks of a :class:`~hmrf.distributed.DaskHMRF`,
+    """:func:`hmrf.em.passes.soft_pass` over the chunks of a :class:`~hmrf.distributed.DaskHMRF`,
     as one Dask computation."""
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)

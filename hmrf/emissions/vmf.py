@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._special import log_bessel_iv
+from ._special import log_bessel_iv
 from .base import EmissionFamily, EmissionParams, scale_rows
 from .bregman import _cross, row_dot
 
@@ -16,7 +16,7 @@ def log_vmf_normalizer(kappa, d: int) -> np.ndarray:
     """``log C_d(κ)`` of the vMF density ``C_d(κ) exp(κ μ^T x)`` on the sphere in R^d.
 
     ``log C_d(κ) = (d/2 - 1) log κ - (d/2) log 2π - log I_{d/2-1}(κ)``, with the Bessel
-    term from :func:`hmrf._special.log_bessel_iv`, finite for any d and κ > 0.
+    term from ``log_bessel_iv`` (:mod:`hmrf.emissions._special`), finite for any d and κ > 0.
     """
     kappa = np.asarray(kappa, dtype=np.float64)
     nu = d / 2.0 - 1.0

@@ -22,13 +22,13 @@ from .._validation import check_data, check_partial_labels, check_random_state
 from ..constraints import Constraints
 from ..distributed import is_dask_collection
 from ..em import run_em
+from ..em.passes import nearest_clusters
+from ..em.soft import run_soft_em
 from ..emissions import EmissionFamily, get_emission
-from ..estep import nearest_clusters
 from ..inference import InferenceEngine, get_engine
 from ..inference.meanfield import MeanField, softmax_free_energy
 from ..initialization import INIT_METHODS, initial_centers
 from ..model import HMRF, block_unary
-from ..soft_em import run_soft_em
 
 __all__ = ["HMRFClusterMixin", "emission_of"]
 

@@ -43,7 +43,7 @@ class HMRFKMeans(HMRFClusterMixin):
         constraints given.
     em : {"hard", "soft"}, default="hard"
         ``"hard"``: MAP labels in every E-step (HMRF-KMeans, :mod:`hmrf.em`). ``"soft"``:
-        posteriors and the variational free energy (:mod:`hmrf.soft_em`), with
+        posteriors and the variational free energy (:mod:`hmrf.em.soft`), with
         ``inference`` naming the posterior method (``"icm"``/``"mean_field"``: mean-field,
         ``"bp"``: sum-product); then ``predict_proba`` and, with
         ``normalizer="closed_form"`` (which also learns mixing weights),

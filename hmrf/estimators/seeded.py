@@ -48,7 +48,7 @@ class SeededKMeans(HMRFClusterMixin):
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
     em : {"hard", "soft"}, default="hard"
-        ``"soft"``: EM with posteriors (:mod:`hmrf.soft_em`); for
+        ``"soft"``: EM with posteriors (:mod:`hmrf.em.soft`); for
         :class:`ConstrainedKMeans` the seeds' posteriors stay on their class, which is the
         semi-supervised EM of the clustering slides (Nigam et al. 2000) with this
         emission family.

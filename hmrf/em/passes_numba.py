@@ -2,7 +2,7 @@
 previous labels, in one pass over a block of unary costs.
 
 Its NumPy twin is :func:`hmrf.inference.base.argmin_rows` plus one gather for the
-previous labels' costs (four passes over the block); ``tests/test_estep.py`` checks that
+previous labels' costs (four passes over the block); ``tests/test_em_passes.py`` checks that
 both give the same labels (first minimiser), minima and sums.
 """
 

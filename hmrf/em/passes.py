@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _blocks
-from .inference.base import argmin_rows
-from .inference.meanfield import softmax_free_energy
-from .model import block_unary
+from .. import _blocks
+from ..inference.base import argmin_rows
+from ..inference.meanfield import softmax_free_energy
+from ..model import block_unary
 
 __all__ = ["AssignmentPass", "BlockResult", "SoftPass", "assign_block", "assignment_pass",
            "nearest_clusters", "reduce_rows", "soft_assign_block", "soft_pass"]
@@ -38,7 +38,7 @@ def _compiled_reduce_rows():
     """The compiled row reduction, or ``None`` without numba (loaded on first use)."""
     if "reduce_rows" not in _NUMBA:
         try:
-            from .estep_numba import reduce_rows as kernel
+            from .passes_numba import reduce_rows as kernel
         except ImportError:
             kernel = None
         _NUMBA["reduce_rows"] = kernel

@@ -34,9 +34,9 @@ from functools import partial
 
 import numpy as np
 
-from .estep import assignment_pass
-from .graph import POTTS_CL, POTTS_ML, TABLE
-from .inference.base import InferenceEngine
+from ..graph import POTTS_CL, POTTS_ML, TABLE
+from ..inference.base import InferenceEngine
+from .passes import assignment_pass
 
 __all__ = ["EMResult", "run_em", "reseed_empty_clusters"]
 
@@ -182,7 +182,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
            rng=None, callback=None, data_pass=None) -> EMResult:
     """Alternate E- and M-steps on ``model`` from ``params``.
 
-    Each iteration is one pass over the data (:func:`hmrf.estep.assignment_pass`) under
+    Each iteration is one pass over the data (:func:`hmrf.em.passes.assignment_pass`) under
     the current parameters. It scores the previous labelling (the objective after the
     previous M-step), gives every unconstrained point its argmin label, and hands the
     cost rows of the constrained points, with the factors among them, to ``engine``.
@@ -208,7 +208,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         ``callback(iteration, labels, params, objective)`` after each M-step.
     data_pass : callable, optional
         The pass over the data, with the signature and result of
-        :func:`hmrf.estep.assignment_pass` (the default); a distributed model supplies
+        :func:`hmrf.em.passes.assignment_pass` (the default); a distributed model supplies
         its own. When ``model.incremental_statistics`` is false the statistics are
         accumulated by every pass instead of updated from the points that moved.
 

@@ -1,12 +1,12 @@
-"""The blocked E-step pass and the additive M-step statistics (hmrf.estep, hmrf.emissions.stats)."""
+"""The blocked E-step pass and the additive M-step statistics (hmrf.em.passes, hmrf.emissions.stats)."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_blobs
 
-import hmrf.em as em
-import hmrf.estep as estep
+import hmrf.em.loop as em
+import hmrf.em.passes as estep
 from hmrf import HMRF, Constraints, HMRFKMeans, PCKMeans
 from hmrf.em import run_em
 from hmrf.emissions import EmissionParams, Mahalanobis

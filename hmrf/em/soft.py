@@ -1,6 +1,6 @@
 """Soft (variational) EM for the HMRF: posteriors instead of MAP labels.
 
-Hard EM (:mod:`hmrf.em`) alternates MAP labels and parameters. Soft EM alternates
+Hard EM (:mod:`hmrf.em.loop`) alternates MAP labels and parameters. Soft EM alternates
 posteriors ``q`` over the labels and parameters, descending the variational free energy
 (Neal & Hinton 1998; for MRFs with a mean-field E-step, Zhang 1992)
 
@@ -10,7 +10,7 @@ posteriors ``q`` over the labels and parameters, descending the variational free
 with ``U_ih = -log p(x_i | h, Θ)`` (plus ``-log π_h`` when mixing weights are learned).
 ``F >= -log Z(Θ)``, the negative log-likelihood of the data up to the MRF normaliser.
 
-* **E-step**, in one pass over the data (:func:`hmrf.estep.soft_pass`): a point with no
+* **E-step**, in one pass over the data (:func:`hmrf.em.passes.soft_pass`): a point with no
   pairwise factor has the exact posterior ``q_i(h) ∝ exp(-U_ih)`` and contributes
   ``-log Σ_h exp(-U_ih)`` to ``F``; it is never stored beyond its block of rows. The
   constrained points get approximate posteriors from the chosen method:
@@ -42,10 +42,10 @@ import warnings
 
 import numpy as np
 
-from .em import EMResult
-from .estep import soft_pass
-from .inference.bp import BeliefPropagation
-from .inference.meanfield import MeanField, factorised_free_energy
+from ..inference.bp import BeliefPropagation
+from ..inference.meanfield import MeanField, factorised_free_energy
+from .loop import EMResult
+from .passes import soft_pass
 
 __all__ = ["run_soft_em", "posterior_engine", "POSTERIORS"]
 
@@ -103,7 +103,7 @@ def run_soft_em(model, params, engine=None, *, max_iter: int = 100, tol: float =
         ``callback(iteration, labels, params, free_energy)`` after each E-step.
     data_pass : callable, optional
         The pass over the data, with the signature and result of
-        :func:`hmrf.estep.soft_pass` (the default); a distributed model supplies its own.
+        :func:`hmrf.em.passes.soft_pass` (the default); a distributed model supplies its own.
 
     Returns
     -------
