@@ -17,15 +17,11 @@ import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_random_state
-from ..em import run_em
 from ..em.passes import nearest_clusters
-from ..em.soft import run_soft_em
 from ..emissions import get_emission
 from ..estimators.base import HMRFClusterMixin
 from ..estimators.mpckmeans import MKMeans
 from ..estimators.seeded import SeededKMeans, _seed_clusters
-from ..inference import get_engine
 from .data import _global_rows, as_row_chunked, label_dtype, prepare_chunk
 from .initialization import initial_centers_dask, seeded_centers_dask
 from .model import DaskHMRF, stand_in
@@ -91,36 +87,17 @@ def fit_dask(estimator, X, y=None, *, must_link=None, cannot_link=None, constrai
     persist = dask.config.get("hmrf.persist", "auto") if persist is None else persist
     n = int(X.shape[0])
     y = _labels(y)
-    if estimator._setting("em") == "soft":
-        def em(model, params, rng):
-            return run_soft_em(model, params, estimator._spec_inference(), max_iter=estimator.max_iter,
-                               tol=float(estimator.tol), rng=rng, data_pass=dask_soft_pass)
-    else:
-        engine = get_engine(estimator._spec_inference())
-
-        def em(model, params, rng):
-            return run_em(model, params, engine, max_iter=estimator.max_iter, tol=float(estimator.tol),
-                          rng=rng, data_pass=dask_assignment_pass)
+    em = estimator._em(dask_assignment_pass, dask_soft_pass)
     c = estimator._supervision(n, y, must_link, cannot_link, constraints)
     template = estimator._model(stand_in(n), c, y, potentials)
     model = DaskHMRF.from_model(template, X, persist=persist)
-    rng = check_random_state(estimator.random_state)
-    best = None
-    for _ in range(int(estimator._spec_n_init())):
-        params = initial_params_dask(estimator, model, c, y, rng)
-        res = em(model, params, rng)
-        if best is None or res.objective < best.objective:
-            best = res
-    estimator.labels_ = model.data.to_dask(best.labels.astype(label_dtype(model.n_clusters)), np.int64)
-    estimator.params_ = best.params
-    estimator.cluster_centers_ = best.params.centers.astype(model.X.dtype)
-    estimator.objective_ = float(best.objective)
-    estimator.history_ = np.asarray(best.history, dtype=np.float64)
-    estimator.n_iter_ = int(best.n_iter)
-    estimator.converged_ = bool(best.converged)
-    estimator.constraints_ = c
-    estimator.em_result_ = best
-    return estimator
+
+    def initial_params(model, constraints, y, rng):
+        return initial_params_dask(estimator, model, constraints, y, rng)
+
+    best = estimator._best_of_runs(model, c, y, em, initial_params)
+    labels = model.data.to_dask(best.labels.astype(label_dtype(model.n_clusters)), np.int64)
+    return estimator._set_fitted(best, model, c, labels)
 
 
 def _predict_chunk(block, family, params, normalizer, block_info=None):

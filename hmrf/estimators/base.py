@@ -198,34 +198,44 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         self._validate_params()
         Xc = check_data(X, keep_float32=True)
         validate_data(self, X, skip_check_array=True, reset=True)
-        n = Xc.shape[0]
-        soft = self._setting("em") == "soft"
-        if soft:
-            def em(model, params, rng):
-                return run_soft_em(model, params, self._spec_inference(), max_iter=self.max_iter,
-                                   tol=float(self.tol), rng=rng)
-        else:
-            engine = get_engine(self._spec_inference())
-
-            def em(model, params, rng):
-                return run_em(model, params, engine, max_iter=self.max_iter, tol=float(self.tol), rng=rng)
-        c = self._supervision(n, y, must_link, cannot_link, constraints)
+        em = self._em()
+        c = self._supervision(Xc.shape[0], y, must_link, cannot_link, constraints)
         model = self._model(Xc, c, y, potentials)
+        best = self._best_of_runs(model, c, y, em, self._initial_params)
+        return self._set_fitted(best, model, c, best.labels.astype(np.int64))
+
+    def _em(self, hard_pass=None, soft_pass=None):
+        """The EM loop this estimator runs, as ``em(model, params, rng) -> EMResult``
+        (hard or soft by ``em``; the passes over the data default to the in-memory ones)."""
+        kw = dict(max_iter=self.max_iter, tol=float(self.tol))
+        if self._setting("em") == "soft":
+            inference = self._spec_inference()
+            return lambda model, params, rng: run_soft_em(model, params, inference, rng=rng,
+                                                          data_pass=soft_pass, **kw)
+        engine = get_engine(self._spec_inference())
+        return lambda model, params, rng: run_em(model, params, engine, rng=rng, data_pass=hard_pass, **kw)
+
+    def _best_of_runs(self, model, constraints, y, em, initial_params):
+        """The run with the lowest objective of ``n_init`` runs of ``em`` from
+        ``initial_params(model, constraints, y, rng)``, all drawing on one generator."""
         rng = check_random_state(self.random_state)
         best = None
         for _ in range(int(self._spec_n_init())):
-            params = self._initial_params(model, c, y, rng)
-            res = em(model, params, rng)
+            res = em(model, initial_params(model, constraints, y, rng), rng)
             if best is None or res.objective < best.objective:
                 best = res
-        self.labels_ = best.labels.astype(np.int64)
+        return best
+
+    def _set_fitted(self, best, model, constraints, labels):
+        """Store the fitted attributes of the best run (``labels`` as the caller keeps them)."""
+        self.labels_ = labels
         self.params_ = best.params
         self.cluster_centers_ = best.params.centers.astype(model.X.dtype)
         self.objective_ = float(best.objective)
         self.history_ = np.asarray(best.history, dtype=np.float64)
         self.n_iter_ = int(best.n_iter)
         self.converged_ = bool(best.converged)
-        self.constraints_ = c
+        self.constraints_ = constraints
         self.em_result_ = best
         return self
 
