@@ -13,7 +13,13 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["check_data", "check_n_clusters", "check_partial_labels", "as_float_array_1d",
-           "check_random_state"]
+           "check_random_state", "is_dask_collection"]
+
+
+def is_dask_collection(X) -> bool:
+    """Whether ``X`` is a Dask collection (array, data frame, ...), decided from its type's
+    module so that Dask is not imported to ask."""
+    return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 def check_random_state(seed, name: str = "random_state") -> np.random.Generator:
@@ -76,6 +82,12 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
     TypeError
         Sparse input when ``accept_sparse=False``, complex or non-numeric input.
     """
+    if is_dask_collection(X):
+        raise TypeError(
+            f"{name} is a Dask collection, but this method works on data in memory: the HMRF "
+            "estimators (HMRFKMeans, PCKMeans, MPCKMeans, SphericalKMeans, ...) fit Dask arrays "
+            f"where they are; otherwise call {name}.compute() if it fits in memory."
+        )
     if sp.issparse(X):
         if not accept_sparse:
             raise TypeError(

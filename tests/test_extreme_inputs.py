@@ -74,3 +74,13 @@ def test_zero_centre_takes_the_mean_direction_of_the_data():
     p = VonMisesFisher().init_params(X, np.array([[0.0, 0.0], [1.0, 0.0]]))
     np.testing.assert_allclose(p.centers[0], X.sum(0) / np.linalg.norm(X.sum(0)))
     np.testing.assert_allclose(p.centers[1], [1.0, 0.0])
+
+
+def test_dask_array_given_to_an_in_memory_method_is_named():
+    da = pytest.importorskip("dask.array")
+    from hmrf import HAC, NaiveBayesEM
+
+    X = da.from_array(np.abs(X_IRIS), chunks=50)
+    for est in (HAC(3), NaiveBayesEM(3)):
+        with pytest.raises(TypeError, match="X is a Dask collection"):
+            est.fit(X)

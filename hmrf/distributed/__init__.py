@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import importlib
 
+from .._validation import is_dask_collection
+
 __all__ = ["DaskHMRF", "ChunkedData", "ColumnSummary", "GatheredRows", "dask_assignment_pass",
            "dask_soft_pass", "fit_dask", "predict_dask", "initial_params_dask",
            "initial_centers_dask", "is_dask_collection"]
@@ -36,12 +38,6 @@ _LAZY = {
     "predict_dask": "estimators", "initial_params_dask": "estimators",
     "initial_centers_dask": "initialization",
 }
-
-
-def is_dask_collection(X) -> bool:
-    """Whether ``X`` is a Dask collection (array, data frame, ...), decided from its type's
-    module so that Dask is not imported to ask."""
-    return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 def __getattr__(name):

@@ -18,9 +18,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._blocks import row_blocks
 from .._params import Check, Interval, Options, validate_params
-from .._validation import check_data, check_partial_labels, check_random_state
+from .._validation import check_data, check_partial_labels, check_random_state, is_dask_collection
 from ..constraints import Constraints
-from ..distributed import is_dask_collection
 from ..em import run_em
 from ..em.passes import nearest_clusters
 from ..em.soft import run_soft_em
