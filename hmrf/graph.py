@@ -79,6 +79,9 @@ class GraphCache:
         dense frustrated part (:mod:`hmrf.inference.bp`).
     bp_node_orders : dict
         Belief propagation's compiled node-order layouts, by order name.
+    auto_parts : tuple or None
+        The split of the graph by :class:`~hmrf.inference.auto.AutoEngine`'s rule (its
+        nodes and sub-graphs per engine).
     """
 
     adjacency: sp.csr_matrix | None = None
@@ -92,6 +95,7 @@ class GraphCache:
     bp_bfs: np.ndarray | None = None
     bp_dense: tuple | None = None
     bp_node_orders: dict = field(default_factory=dict)
+    auto_parts: tuple | None = None
 
 
 @dataclass(frozen=True, eq=False)
