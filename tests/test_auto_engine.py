@@ -98,3 +98,35 @@ def test_auto_is_a_registered_engine_name_for_the_estimators():
         X, must_link=[(0, 1), (16, 17), (2, 20)], cannot_link=[(0, 16), (3, 18)])
     assert est.labels_[0] == est.labels_[1] and est.labels_[0] != est.labels_[16]
     assert np.all(np.diff(est.history_) <= 1e-9)
+
+
+def test_large_must_link_components_go_to_expansion_alone():
+    """The rule of the module docstring: a must-link-only component of at least
+    LARGE_COMPONENT nodes is solved by α-expansion alone, every other component by BP
+    followed by expansion moves; the labelling is the union of the two."""
+    pytest.importorskip("maxflow")
+    from hmrf import PairwiseGraph
+    from hmrf.inference import AlphaExpansion, BeliefPropagation
+    from hmrf.inference.auto import LARGE_COMPONENT, AutoEngine
+
+    rng = np.random.default_rng(0)
+    big, small, k = LARGE_COMPONENT + 200, 60, 4
+    n = big + small
+    unary = rng.random((n, k))
+    chain = np.column_stack([np.arange(big - 1), np.arange(1, big)])          # one must-link component
+    extra = rng.integers(0, big, size=(big, 2))
+    extra = extra[extra[:, 0] != extra[:, 1]]
+    mixed = big + rng.integers(0, small, size=(120, 2))
+    mixed = mixed[mixed[:, 0] != mixed[:, 1]]
+    edges = np.vstack([chain, extra, mixed])
+    kind = np.r_[np.ones(len(chain) + len(extra), np.int8), rng.choice([1, -1], len(mixed)).astype(np.int8)]
+    g = PairwiseGraph.potts(n, edges, rng.random(len(edges)) * 0.5, kind)
+    res = AutoEngine().map(unary, g, rng=0)
+    assert res.info["expansion_nodes"] == big
+    cut = np.arange(big)
+    alone = AlphaExpansion().map(unary[cut], g.subgraph(cut), rng=0)
+    np.testing.assert_array_equal(res.labels[cut], alone.labels)
+    rest = np.arange(big, n)
+    sub = g.subgraph(rest)
+    bp = BeliefPropagation().map(unary[rest], sub, rng=0)
+    assert sub.energy(res.labels[rest], unary[rest]) <= bp.energy + 1e-9
