@@ -169,3 +169,26 @@ def test_mahalanobis_metric_update_from_statistics_is_the_direct_one():
         R = X[lab == h] - X[lab == h].mean(0)
         c = (1 - lam) * (R * R).sum(0) / (lab == h).sum() + lam * p0.prior
         np.testing.assert_allclose(p.metric[h], 1.0 / c, rtol=1e-9)
+
+
+@pytest.mark.parametrize("em_mode", ["hard", "soft"])
+def test_threaded_pass_gives_the_single_threaded_result(em_mode, monkeypatch):
+    """Blocks on a pool of threads, combined in block order: the same labels and the
+    same objective, to the last bit, as one thread."""
+    X, y = _blobs(n=3000, d=6, k=5, seed=7)
+    c = Constraints.sample_from_labels(y, 200, rng=0)
+
+    def fit():
+        return HMRFKMeans(5, em=em_mode, random_state=0, tol=0.0, max_iter=15).fit(X, constraints=c)
+
+    import hmrf._blocks as blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_ELEMENTS", 256 * 5)  # many blocks
+    monkeypatch.setattr(estep, "MAX_THREADS", 1)
+    one = fit()
+    monkeypatch.setattr(estep, "MAX_THREADS", 4)
+    monkeypatch.setattr(estep, "MIN_THREADED_ENTRIES", 0)
+    many = fit()
+    np.testing.assert_array_equal(one.labels_, many.labels_)
+    assert one.objective_ == many.objective_
+    np.testing.assert_array_equal(one.history_, many.history_)

@@ -133,24 +133,41 @@ def _threads() -> int:
 #: Threads that work on row blocks at once (each block's BLAS call then runs on one
 #: thread, as scikit-learn's Lloyd loop does with OpenMP over chunks).
 MAX_THREADS = 8
+#: Passes over fewer data entries (rows x max(k, d)) than this run on the calling
+#: thread: for them, handing blocks to threads costs more than it saves.
+MIN_THREADED_ENTRIES = 2**22
+
+_THREADING = {}
 
 
-def _map_blocks(work, blocks):
-    """``work(block)`` for every block on a pool of threads, yielded in block order (so
-    sums are added in the same order whatever the number of threads). At most one
+def _thread_pool(n_threads):
+    """A pool of ``n_threads`` threads and a BLAS thread-limit controller, made once per
+    process and reused by every pass."""
+    if _THREADING.get("n") != n_threads:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from threadpoolctl import ThreadpoolController
+
+        _THREADING.update(n=n_threads, pool=ThreadPoolExecutor(n_threads, thread_name_prefix="hmrf-pass"),
+                          controller=ThreadpoolController())
+    return _THREADING["pool"], _THREADING["controller"]
+
+
+def _map_blocks(work, blocks, entries: int = MIN_THREADED_ENTRIES):
+    """``work(block)`` for every block, yielded in block order (so sums are added in the
+    same order whatever the number of threads): on a pool of threads when the pass covers
+    at least ``MIN_THREADED_ENTRIES`` entries, else on the calling thread. At most one
     block per thread (and one waiting) is in flight, so memory stays that of a few
     blocks."""
+    from collections import deque
+
     blocks = list(blocks)
     n_threads = _threads()
-    if n_threads == 1 or len(blocks) < 2 * n_threads:
+    if n_threads == 1 or len(blocks) < 2 * n_threads or entries < MIN_THREADED_ENTRIES:
         yield from map(work, blocks)
         return
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(n_threads) as pool:
+    pool, controller = _thread_pool(n_threads)
+    with controller.limit(limits=1, user_api="blas"):
         pending = deque()
         for b in blocks:
             pending.append(pool.submit(work, b))
@@ -226,7 +243,8 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
             previous=None if previous is None else previous[rows_],
             constrained_mask=None if mask is None else mask[rows_], accumulate=accumulate, shift=shift)
 
-    for start, res in _map_blocks(work, range(0, n, step)):  # results in block order
+    entries = n * max(k, model.X.shape[1])
+    for start, res in _map_blocks(work, range(0, n, step), entries):  # results in block order
         stop = min(start + step, n)
         labels[start:stop] = res.labels
         cost[start:stop] = res.cost
@@ -309,7 +327,8 @@ def soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
             clamped=None if model.clamped is None else model.clamped[sl],
             constrained_mask=None if mask is None else mask[sl], shift=shift)
 
-    for sl, (lab, f, r, st) in _map_blocks(work, _blocks.row_blocks(n, max(k, model.X.shape[1]))):
+    width = max(k, model.X.shape[1])
+    for sl, (lab, f, r, st) in _map_blocks(work, _blocks.row_blocks(n, width), n * width):
         labels[sl] = lab
         free += f
         if r.shape[0]:
