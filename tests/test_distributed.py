@@ -316,3 +316,13 @@ def test_out_of_core_fit_from_a_zarr_store(dask_client, tmp_path):
     assert dask_client.run(os.getpid) == pids  # no worker was restarted (for memory or else)
     assert nmi(y, est.em_result_.labels) > 0.99
     assert est.labels_.shape == (n,) and est.labels_.chunks[0] == X.chunks[0]
+
+
+def test_empty_cluster_is_reseeded_the_same_way_on_dask():
+    """A centre nobody is closest to: the pass's row costs are fetched from the workers
+    only then, and the re-seeded fit equals the in-memory one."""
+    X, y = _blobs(seed=5)
+    init = np.vstack([X[[0, 1, 2]], np.full((1, D), 1e3)])  # the 4th centre attracts nobody
+    mem = HMRFKMeans(4, init=init, random_state=0).fit(X, constraints=_constraints(y))
+    assert any(t["reseeded"] for t in mem.em_result_.trace)
+    _same_fit(mem, HMRFKMeans(4, init=init, random_state=0).fit(_chunked(X), constraints=_constraints(y)))

@@ -55,8 +55,8 @@ def _block_args(b, width, data, clamped, previous, local):
 
 
 def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, previous, local,
-                     accumulate, shift):
-    """The hard E-step pass over one chunk (the module docstring's five results).
+                     accumulate, shift, return_costs=False):
+    """The hard E-step pass over one chunk (the module docstring's results).
 
     Parameters
     ----------
@@ -73,12 +73,16 @@ def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, p
         Chunk-local indices of the constrained rows, increasing.
     accumulate : bool
     shift : ndarray (d,) or None
+    return_costs : bool
+        Return every row's minimum cost instead of their sum (for re-seeding an empty
+        cluster, on demand).
 
     Returns
     -------
     (labels, cost, previous_cost, constrained_unary), stats
-        ``labels`` (b,) of ``label_dtype``, ``cost`` (b,) float64, ``previous_cost``
-        a float, ``constrained_unary`` (b_c, k); ``stats`` a ClusterStats or ``None``.
+        ``labels`` (b,) of ``label_dtype``, ``cost`` the sum of the rows' minimum costs
+        (or, with ``return_costs``, the (b,) float64 minima), ``previous_cost`` a float,
+        ``constrained_unary`` (b_c, k); ``stats`` a ClusterStats or ``None``.
     """
     b, k = X.shape[0], n_clusters
     labels = np.empty(b, dtype=label_dtype(k))
@@ -95,7 +99,7 @@ def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, p
         if accumulate:
             stats = res.stats if stats is None else stats + res.stats
     unary_c = np.vstack(rows) if rows else np.empty((0, k))
-    return (labels, cost, total, unary_c), stats
+    return (labels, cost if return_costs else float(cost.sum()), total, unary_c), stats
 
 
 def chunk_soft_assignment(family, X, data, params, normalizer, n_clusters, clamped, local, shift):
@@ -180,9 +184,14 @@ def dask_assignment_pass(model, params, previous=None, constrained=None, accumul
             for x, t, c, p, loc in zip(data.chunks, terms, clamped, prev, local)]
     results, stats = run_chunks(model, chunk_assignment, args, accumulate)
     labels, cost, totals, rows = zip(*results)
-    return AssignmentPass(np.concatenate(labels).astype(np.int64), np.concatenate(cost),
+
+    def costs():  # only for re-seeding an empty cluster: one more pass, minima gathered
+        again = [(*a[:9], False, a[10], True) for a in args]
+        return np.concatenate([r[1] for r in run_chunks(model, chunk_assignment, again, False)[0]])
+
+    return AssignmentPass(np.concatenate(labels).astype(np.int64), float(sum(cost)),
                           float("nan") if previous is None else float(sum(totals)),
-                          _stack_rows(rows, k), stats)
+                          _stack_rows(rows, k), stats, costs=costs)
 
 
 def dask_soft_pass(model, params, constrained=None, shift=None) -> SoftPass:

@@ -263,11 +263,12 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
             prev_obj = obj
         it += 1
         new, energy, res, rejected = _e_step(step, nodes, sub, labels, engine, rng)
-        cost = step.cost.copy()
-        if nodes.size:
-            cost[nodes] = step.constrained_unary[np.arange(nodes.size), new[nodes]]
-
-        new, reseeded = _reseed(new, cost, graph, k, partial(_finite_cost, model, params), movable)
+        reseeded = 0
+        if np.bincount(new, minlength=k).min() == 0:  # an empty cluster: its point costs
+            cost = np.array(step.costs(), dtype=np.float64)
+            if nodes.size:
+                cost[nodes] = step.constrained_unary[np.arange(nodes.size), new[nodes]]
+            new, reseeded = _reseed(new, cost, graph, k, partial(_finite_cost, model, params), movable)
         t1 = time.perf_counter()
         n_changed = int(new.shape[0] if labels is None else np.count_nonzero(new != labels))
         trace.append(dict(objective=prev_obj, e_energy=energy,
@@ -297,9 +298,11 @@ def _finite_cost(model, params, rows, h) -> np.ndarray:
 
 
 def _free_energy(step, nodes) -> float:
-    """Summed minimum cost of the unconstrained points of a pass."""
-    total = float(step.cost.sum())
-    return total - float(step.cost[nodes].sum()) if nodes.size else total
+    """Summed minimum cost of the unconstrained points of a pass (all points' minima
+    less those of the constrained points, whose cost rows the pass kept)."""
+    if not nodes.size:
+        return step.cost_total
+    return step.cost_total - float(step.constrained_unary.min(axis=1).sum())
 
 
 def _e_step(step, nodes, sub, previous, engine, rng):

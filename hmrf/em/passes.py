@@ -185,8 +185,8 @@ class AssignmentPass:
     ----------
     labels : ndarray (n,)
         Argmin label of every point (the E-step of the unconstrained ones).
-    cost : ndarray (n,)
-        Each point's minimum unary cost, float64.
+    cost_total : float
+        ``Σ_i min_h U[i, h]`` over all points.
     previous_cost : float
         ``Σ_i U[i, previous_i]``: the unary part of the objective of the previous
         labelling under these parameters (``nan`` without previous labels).
@@ -194,13 +194,18 @@ class AssignmentPass:
         Cost rows of the constrained points, in the order of ``constrained``.
     stats : ClusterStats or None
         Statistics of all points under ``labels`` (when accumulated).
+    costs : callable
+        ``costs() -> ndarray (n,)``: each point's minimum unary cost, float64. Only the
+        re-seeding of an empty cluster needs them, so a distributed pass computes them
+        on demand instead of sending n floats to the client every iteration.
     """
 
     labels: np.ndarray
-    cost: np.ndarray
+    cost_total: float
     previous_cost: float
     constrained_unary: np.ndarray
     stats: object = None
+    costs: object = None
 
 
 def assignment_pass(model, params, previous=None, constrained=None, accumulate: bool = False,
@@ -254,7 +259,8 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
         if accumulate:
             stats = res.stats if stats is None else stats + res.stats
     unary_c = np.vstack(rows) if rows else np.empty((0, k))
-    return AssignmentPass(labels, cost, float("nan") if previous is None else total, unary_c, stats)
+    return AssignmentPass(labels, float(cost.sum()), float("nan") if previous is None else total, unary_c,
+                          stats, costs=lambda: cost)
 
 
 def nearest_clusters(family, X, params, normalizer: str = "constant") -> np.ndarray:
