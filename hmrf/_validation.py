@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["check_data", "check_n_clusters", "check_partial_labels", "as_float_array_1d",
-           "check_random_state", "is_dask_collection"]
+           "check_random_state", "is_dask_collection", "first_negative"]
 
 
 def is_dask_collection(X) -> bool:
@@ -139,6 +139,20 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
     if d == 0:
         raise ValueError(f"{name} has 0 feature(s) (shape=({n}, 0)) while a minimum of 1 is required.")
     return X
+
+
+def first_negative(X):
+    """``(row, column, value)`` of the first negative entry of dense or sparse ``X``, or
+    ``None`` (for the error messages of families and estimators that need counts)."""
+    data = X.data if sp.issparse(X) else X
+    if not data.size or data.min() >= 0:
+        return None
+    if sp.issparse(X):
+        k = int(np.argmin(X.data))
+        r = int(np.searchsorted(X.indptr, k, side="right") - 1)
+        return r, int(X.indices[k]), X.data[k]
+    r, c = (int(t) for t in np.argwhere(X < 0)[0])
+    return r, c, X[r, c]
 
 
 def check_n_clusters(n_clusters, n_samples: int, name: str = "n_clusters") -> int:

@@ -491,9 +491,17 @@ class Constraints:
         groups.sort(key=lambda g: (-g.shape[0], int(g[0])))
         return groups
 
-    def _hood_layout(self, include_singletons: bool):
-        """Neighbourhoods as flat arrays in the order of :meth:`neighborhoods`: members
-        grouped by neighbourhood (sorted within each), each one's start and size."""
+    def neighborhood_layout(self, *, include_singletons: bool = False):
+        """Neighbourhoods as flat arrays, in the order of :meth:`neighborhoods` (largest
+        first, ties by first member), without a list of arrays.
+
+        Returns
+        -------
+        members : ndarray (m,)
+            Points grouped by neighbourhood, sorted within each.
+        starts, sizes : ndarray (g,)
+            Where each neighbourhood's members begin in ``members``, and how many.
+        """
         comp = self.component_labels()
         members = self.constrained_points if include_singletons else np.unique(self.must_link)
         if members.size == 0:
@@ -523,7 +531,7 @@ class Constraints:
         ndarray of shape (q, 2)
             Neighbourhood index pairs ``(p, p')`` with ``p < p'``, sorted.
         """
-        members, starts, sizes = self._hood_layout(include_singletons)
+        members, starts, sizes = self.neighborhood_layout(include_singletons=include_singletons)
         which = np.full(self._n, -1, dtype=np.int64)
         which[members] = np.repeat(np.arange(sizes.size), sizes)
         cl = self.cannot_link
@@ -545,7 +553,7 @@ class Constraints:
         ValueError
             If the closure would exceed ``max_pairs`` pairs.
         """
-        members, starts, sizes = self._hood_layout(include_singletons=True)
+        members, starts, sizes = self.neighborhood_layout(include_singletons=True)
         q = self.inferred_cannot_links()
         n_ml = sizes * (sizes - 1) // 2
         n_cl = sizes[q[:, 0]] * sizes[q[:, 1]]

@@ -35,7 +35,8 @@ from ._validation import check_random_state
 from .constraints import Constraints
 from .emissions.base import EmissionFamily
 
-__all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS"]
+__all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS",
+           "centers_from_constraints"]
 
 INIT_METHODS = ("neighborhoods", "pckmeans", "k-means++", "buckshot", "random")
 
@@ -74,21 +75,10 @@ def _group_centroids(X, members, which, n_groups):
 
 
 def _neighbourhood_groups(constraints: Constraints, include_singletons: bool):
-    """Neighbourhoods as flat arrays, in the order of
-    :meth:`~hmrf.Constraints.neighborhoods` (largest first, ties by first member):
-    ``(members, group of each member, number of groups)``, without a list of arrays."""
-    comp = constraints.component_labels()
-    members = constraints.constrained_points if include_singletons else np.unique(constraints.must_link)
-    if members.size == 0:
-        return members.astype(np.int64), np.empty(0, dtype=np.int64), 0
-    _, group = np.unique(comp[members], return_inverse=True)
-    n_groups = int(group.max()) + 1
-    sizes = np.bincount(group, minlength=n_groups)
-    first = np.full(n_groups, np.iinfo(np.int64).max)
-    np.minimum.at(first, group, members)
-    rank = np.empty(n_groups, dtype=np.int64)
-    rank[np.lexsort((first, -sizes))] = np.arange(n_groups)
-    return members.astype(np.int64), rank[group], n_groups
+    """Neighbourhoods as ``(members, group of each member, number of groups)``
+    (:meth:`~hmrf.Constraints.neighborhood_layout`)."""
+    members, _, sizes = constraints.neighborhood_layout(include_singletons=include_singletons)
+    return members, np.repeat(np.arange(sizes.size), sizes), int(sizes.size)
 
 
 def weighted_farthest_first(centroids, sizes, k, family: EmissionFamily, rng=None) -> np.ndarray:
@@ -219,9 +209,17 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
         from .classic.buckshot import buckshot_centers
 
         return buckshot_centers(X, k, rng, family)
-    c = constraints if constraints is not None else Constraints.empty(n)
+    return centers_from_constraints(X, k, family, constraints, method, rng, _group_centroids, _kmeanspp)
+
+
+def centers_from_constraints(X, k, family, constraints, method, rng, group_centroids, kmeanspp):
+    """The neighbourhood-based rules of :func:`initial_centers` (module docstring), with
+    the two steps that read the data passed in: ``group_centroids(X, members, group,
+    n_groups) -> (centroids, sizes)`` and ``kmeanspp(X, m, centers, family, rng)``, so that
+    data held elsewhere (a Dask array) gives the same centres."""
+    c = constraints if constraints is not None else Constraints.empty(X.shape[0])
     members, group, lam = _neighbourhood_groups(c, include_singletons=method != "pckmeans")
-    cents, sizes = _group_centroids(X, members, group, lam)
+    cents, sizes = group_centroids(X, members, group, lam)
     if method == "pckmeans":
         if lam >= k:
             return cents[:k]  # neighbourhoods are sorted largest first
@@ -239,7 +237,7 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
         return cents
     if method == "neighborhoods":
         return np.vstack([cents, _perturbed_global(X, k - lam, rng)])
-    return _kmeanspp(X, k - lam, cents, family, rng)
+    return kmeanspp(X, k - lam, cents, family, rng)
 
 
 def seeded_centers(X, seeds, n_clusters: int, rng=None) -> np.ndarray:

@@ -27,13 +27,12 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._params import Check, Interval, Options, validate_params
-from .._validation import check_data, check_partial_labels, check_random_state
+from .._validation import check_data, check_partial_labels, check_random_state, first_negative
 from ..emissions.base import cluster_sums
 from ..emissions.bregman import _cross
 from ..estimators.base import as_constraints
@@ -49,15 +48,9 @@ def _finite_nonnegative(value) -> bool:
 
 def _check_counts(X, name="X") -> None:
     """Word counts (or any non-negative weights, e.g. TF-IDF) only."""
-    data = X.data if sp.issparse(X) else X
-    if data.size and data.min() < 0:
-        if sp.issparse(X):
-            k = int(np.argmin(X.data))
-            r = int(np.searchsorted(X.indptr, k, side="right") - 1)
-            c, v = int(X.indices[k]), X.data[k]
-        else:
-            r, c = (int(t) for t in np.argwhere(X < 0)[0])
-            v = X[r, c]
+    bad = first_negative(X)
+    if bad is not None:
+        r, c, v = bad
         raise ValueError(
             f"Negative values in data: naive Bayes needs non-negative word counts; "
             f"{name}[{r}, {c}] = {v}."

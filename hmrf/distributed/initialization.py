@@ -28,14 +28,12 @@ from .._blocks import row_blocks
 from .._validation import check_random_state
 from ..constraints import Constraints
 from ..initialization import (
-    _cannot_linked_to_all,
     _group_centroids,
     _in_domain,
-    _neighbourhood_groups,
     _perturbed_global,
     _rows,
+    centers_from_constraints,
     initial_centers,
-    weighted_farthest_first,
 )
 from .data import tree_reduce
 
@@ -71,30 +69,12 @@ def initial_centers_dask(model, n_clusters: int, family, constraints: Constraint
     ndarray of shape (k, d)
     """
     rng = check_random_state(rng)
-    X, k, n = model.X, n_clusters, model.n_samples
+    X, k = model.X, n_clusters
     if not isinstance(method, str) or method not in ("neighborhoods", "pckmeans", "k-means++"):
         return initial_centers(X, k, family, constraints, method, rng)  # rows by index only
-    c = constraints if constraints is not None else Constraints.empty(n)
-    members, group, lam = _neighbourhood_groups(c, include_singletons=method != "pckmeans")
-    cents, sizes = _centroids(X, members, group, lam)
-    if method == "pckmeans":
-        if lam >= k:
-            return cents[:k]
-        parts = [cents]
-        x = _cannot_linked_to_all(c, members, group, lam)
-        if x is not None:
-            parts.append(_rows(X, [x]))
-        filled = sum(p.shape[0] for p in parts)
-        parts.append(_perturbed_global(X, k - filled, rng))
-        return np.vstack(parts)
-    if lam > k:
-        proj = _in_domain(X, cents, family)
-        return cents[weighted_farthest_first(proj, sizes, k, family, rng)]
-    if lam == k:
-        return cents
-    if method == "neighborhoods":
-        return np.vstack([cents, _perturbed_global(X, k - lam, rng)])
-    return kmeanspp_dask(model, k - lam, cents, family, rng)
+    return centers_from_constraints(X, k, family, constraints, method, rng, _centroids,
+                                    lambda X, m, centers, family, rng: kmeanspp_dask(model, m, centers,
+                                                                                   family, rng))
 
 
 def seeded_centers_dask(model, seeds, n_clusters: int, rng=None) -> np.ndarray:

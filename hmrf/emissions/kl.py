@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import first_negative
 from .base import EmissionParams, scale_rows, work_dtype
 from .bregman import BregmanFamily, _cross
 
@@ -42,15 +43,9 @@ def _xlogx_minus_x(A) -> np.ndarray:
 
 
 def _check_nonnegative(X, family: str) -> None:
-    data = X.data if sp.issparse(X) else X
-    if data.size and data.min() < 0:
-        if sp.issparse(X):
-            k = int(np.argmin(X.data))
-            r = int(np.searchsorted(X.indptr, k, side="right") - 1)
-            c, v = int(X.indices[k]), X.data[k]
-        else:
-            r, c = (int(t) for t in np.argwhere(X < 0)[0])
-            v = X[r, c]
+    bad = first_negative(X)
+    if bad is not None:
+        r, c, v = bad
         raise ValueError(
             f"the {family} emission needs non-negative data (counts or frequencies); "
             f"X[{r}, {c}] = {v}."
