@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["check_data", "check_n_clusters", "check_partial_labels", "as_float_array_1d",
-           "check_random_state", "is_dask_collection", "first_negative"]
+           "check_random_state", "is_dask_collection", "first_negative", "convert_data"]
 
 
 def is_dask_collection(X) -> bool:
@@ -98,8 +98,7 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
             raise ValueError(f"{name} must be 2-D; got a sparse array of shape {X.shape}.")
         if np.issubdtype(X.dtype, np.complexfloating):
             raise ValueError(f"Complex data not supported: {name} has complex entries; hmrf needs real data.")
-        dtype = np.float32 if keep_float32 and X.dtype == np.float32 else np.float64
-        X = sp.csr_matrix(X, dtype=dtype)  # copies only if format/dtype differ
+        X = sp.csr_matrix(X, dtype=_work_dtype(X, keep_float32))  # copies only if format/dtype differ
         if not np.all(np.isfinite(X.data)):
             k = _first_bad_position(X.data)[0]
             row = int(np.searchsorted(X.indptr, k, side="right") - 1)
@@ -128,7 +127,7 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
             )
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}.")
-        X = np.asarray(arr, dtype=np.float32 if keep_float32 and arr.dtype == np.float32 else np.float64)
+        X = np.asarray(arr, dtype=_work_dtype(arr, keep_float32))
         if not np.all(np.isfinite(X)):
             r, c = _first_bad_position(X)
             kind = "NaN" if np.isnan(X[r, c]) else "an infinite value"
@@ -139,6 +138,19 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
     if d == 0:
         raise ValueError(f"{name} has 0 feature(s) (shape=({n}, 0)) while a minimum of 1 is required.")
     return X
+
+
+def _work_dtype(X, keep_float32: bool):
+    return np.float32 if keep_float32 and X.dtype == np.float32 else np.float64
+
+
+def convert_data(X, keep_float32: bool = True):
+    """The conversion :func:`check_data` makes (CSR for sparse input, float64 or kept
+    float32), without its checks: for data that :func:`check_data` has already accepted
+    and that is read again (a Dask chunk read by a later pass)."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=_work_dtype(X, keep_float32))
+    return np.asarray(X, dtype=_work_dtype(np.asarray(X), keep_float32))
 
 
 def first_negative(X):

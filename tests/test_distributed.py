@@ -213,20 +213,28 @@ def test_numpy_fits_never_import_dask():
     assert out.stdout.strip() == "[]", out.stderr
 
 
+@pytest.mark.parametrize("emission, transformed", [("kl", True), ("sqeuclidean", False)])
 @pytest.mark.parametrize("persist", [True, False])
-def test_chunks_read_again_by_every_pass_give_the_same_fit(persist):
-    """Out of core (``persist=False``: every pass reads and prepares the chunks again) and
-    in the workers' memory: the same fit; ``hmrf.persist`` in the Dask configuration
-    chooses for the estimators."""
+def test_chunks_read_again_by_every_pass_give_the_same_fit(persist, emission, transformed):
+    """Out of core (``persist=False``: every pass reads the chunks again) and in the
+    workers' memory: the same fit; ``hmrf.persist`` in the Dask configuration chooses for
+    the estimators. Chunks read again are converted only, and prepared again only by a
+    family whose ``prepare`` changed them (KL normalises rows); the data terms of a
+    Bregman family stay on the workers either way."""
     from hmrf.distributed import DaskHMRF
+    from hmrf.distributed.data import load_chunk
 
     X, y = _counts(seed=9)
     c = _constraints(y)
-    model = DaskHMRF(_chunked(X), K, emission="kl", constraints=c, persist=persist)
+    model = DaskHMRF(_chunked(X), K, emission=emission, constraints=c, persist=persist)
     assert model.data.persisted is persist
-    expected = HMRFKMeans(K, emission="kl", random_state=0).fit(X, constraints=c)
+    assert model.data.data_terms is not None
+    if not persist:
+        tasks = [dict(chunk.dask)[chunk.key] for chunk in model.data.chunks]
+        assert all(t.func is load_chunk and t.args[-1] is transformed for t in tasks)
+    expected = HMRFKMeans(K, emission=emission, random_state=0).fit(X, constraints=c)
     with dask.config.set({"hmrf.persist": persist}):
-        got = HMRFKMeans(K, emission="kl", random_state=0).fit(_chunked(X), constraints=c)
+        got = HMRFKMeans(K, emission=emission, random_state=0).fit(_chunked(X), constraints=c)
     _same_fit(expected, got)
 
 
@@ -244,11 +252,13 @@ def test_energy_and_statistics_of_the_dask_model_match_memory():
     np.testing.assert_allclose(dist.unary(params, rows=slice(140, 141)), mem.unary(params, rows=slice(140, 141)))
 
 
+@pytest.mark.parametrize("persist", [True, False])
 @pytest.mark.parametrize("row, col", [(3, 0), (230, 1)])
-def test_nan_names_its_row_of_the_whole_array(row, col):
+def test_nan_names_its_row_of_the_whole_array(row, col, persist):
     X, _ = _blobs()
     X[row, col] = np.nan
-    with pytest.raises(ValueError, match=rf"NaN at row {row}, column {col}\."):
+    with dask.config.set({"hmrf.persist": persist}), \
+            pytest.raises(ValueError, match=rf"NaN at row {row}, column {col}\."):
         HMRFKMeans(K).fit(da.from_array(X, chunks=100))
 
 

@@ -12,7 +12,9 @@ chunk is reported when the model is built.
 Whether the prepared chunks stay in the workers' memory (``persist``) or are read
 again from their source by every pass (out of core: a Zarr store or memory-mapped files
 larger than the cluster's memory) is decided once, from their size and the workers'
-memory limits.
+memory limits. Chunks read again are checked once: the summary pass validates them,
+later passes only convert them (and re-apply ``prepare`` where it changed the chunk),
+and the families' per-row data terms stay on the workers when they fit.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError('hmrf.distributed needs Dask: pip install "hmrf[dask]".') from exc
 
 from .._blocks import row_blocks
-from .._validation import check_data
+from .._validation import check_data, convert_data
 from ..emissions.base import EmissionFamily
 
 __all__ = ["ChunkedData", "ColumnSummary", "as_row_chunked", "tree_reduce", "label_dtype",
@@ -126,13 +128,37 @@ def prepare_chunk(block, family: EmissionFamily, start: int, name: str = "X"):
     """One chunk validated (``check_data``) and prepared by the
     family, as the in-memory model does for the whole array; errors name rows of the
     whole array."""
+    return _checked(block, family, start, name)[1]
+
+
+def _checked(block, family, start, name="X"):
+    """``(X, prepared)``: the chunk after ``check_data`` and after the family's ``prepare``."""
     if not sp.issparse(block) and hasattr(block, "tocsr"):  # pydata/sparse chunks
         block = block.tocsr()
     try:
         X = check_data(block, name=name, accept_sparse=family.accepts_sparse, keep_float32=True)
-        return family.prepare(X)
+        return X, family.prepare(X)
     except ValueError as exc:
         raise ValueError(_global_rows(str(exc), start)) from None
+
+
+def load_chunk(block, family: EmissionFamily, transformed: bool):
+    """A chunk that :func:`prepare_chunk` accepted, read again by a later pass: the
+    conversion of ``check_data`` and, if ``prepare`` changed the chunk the first time
+    (``transformed``: KL and cosine normalise rows), the family's ``prepare`` again; the
+    checks of the first read are not repeated (the chunk comes from the same source)."""
+    if not sp.issparse(block) and hasattr(block, "tocsr"):  # pydata/sparse chunks
+        block = block.tocsr()
+    X = convert_data(block)
+    return family.prepare(X) if transformed else X
+
+
+def first_read(block, family: EmissionFamily, start: int, keep_terms: bool):
+    """The first read of a chunk that is not kept in memory: :func:`prepare_chunk`, its
+    moments for :class:`ColumnSummary`, the family's data terms when ``keep_terms`` (else
+    ``None``), and whether ``prepare`` changed the chunk (see :func:`load_chunk`)."""
+    X, prepared = _checked(block, family, start)
+    return _Moments.of(prepared), family.data_terms(prepared) if keep_terms else None, prepared is not X
 
 
 def _data_terms(X, family):
@@ -279,10 +305,29 @@ class ChunkedData:
         dense_bytes = self.n * self.d * self.dtype.itemsize + (8 * self.n if self._has_terms else 0)
         if persist is True or (persist == "auto" and not self.sparse and self._fits(dense_bytes)):
             self._persist()
-        self.summary = ColumnSummary.from_moments(dask.compute(tree_reduce(
-            [dask.delayed(_Moments.of, pure=False)(c) for c in self.chunks]))[0])
+            self.summary = ColumnSummary.from_moments(dask.compute(tree_reduce(
+                [dask.delayed(_Moments.of, pure=False)(c) for c in self.chunks]))[0])
+            return
+        self._read_once(raw)
         if persist == "auto" and self.sparse and self._fits(self.summary.nbytes + 8 * self.n):
             self._persist()
+
+    def _read_once(self, raw) -> None:
+        """The summary pass over chunks not kept in memory, which also validates them and
+        keeps their data terms on the workers when those fit (8 bytes a row): later passes
+        then read each chunk with :func:`load_chunk`, the conversion alone."""
+        keep_terms = self._has_terms and self._fits(8 * self.n)
+        reads = [dask.delayed(first_read, pure=False, nout=3)(b, self.family_key, int(s), keep_terms)
+                 for b, s in zip(raw, self.starts)]
+        moments = tree_reduce([r[0] for r in reads])
+        transformed = dask.delayed(list, pure=False)([r[2] for r in reads])
+        if keep_terms:  # one computation: the reads are shared by the terms and the summary
+            *terms, moments, transformed = dask.persist(*[r[1] for r in reads], moments, transformed)
+            self.data_terms = list(terms)
+        moments, transformed = dask.compute(moments, transformed)
+        self.summary = ColumnSummary.from_moments(moments)
+        self.chunks = [dask.delayed(load_chunk, pure=False)(b, self.family_key, t)
+                       for b, t in zip(raw, transformed)]
 
     # ------------------------------------------------------------------ memory
     @staticmethod
@@ -291,10 +336,10 @@ class ChunkedData:
 
     def _persist(self) -> None:
         terms = [dask.delayed(_data_terms, pure=False)(c, self.family_key) for c in self.chunks] \
-            if self._has_terms else []
+            if self._has_terms and self.data_terms is None else []
         out = dask.persist(*self.chunks, *terms)
         self.chunks = list(out[:len(self.chunks)])
-        self.data_terms = list(out[len(self.chunks):]) or None
+        self.data_terms = list(out[len(self.chunks):]) or self.data_terms
         self.persisted = True
 
     # -------------------------------------------------------------------- rows
