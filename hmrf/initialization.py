@@ -240,7 +240,7 @@ def centers_from_constraints(X, k, family, constraints, method, rng, group_centr
     return kmeanspp(X, k - lam, cents, family, rng)
 
 
-def seeded_centers(X, seeds, n_clusters: int, rng=None) -> np.ndarray:
+def seeded_centers(X, seeds, n_clusters: int, rng=None, *, group_centroids=None) -> np.ndarray:
     """Centres from labelled seeds (Basu 2005, Figs. 3.1-3.2).
 
     Parameters
@@ -250,6 +250,10 @@ def seeded_centers(X, seeds, n_clusters: int, rng=None) -> np.ndarray:
         Cluster index ``0..k-1`` of each seed, ``-1`` for unlabelled points.
     n_clusters : int
     rng : numpy Generator
+    group_centroids : callable, optional
+        ``group_centroids(X, members, group, n_groups) -> (centroids, sizes)``, the one
+        step that reads rows (as in :func:`centers_from_constraints`); by default a sparse
+        indicator product over ``X``.
 
     Returns
     -------
@@ -261,7 +265,7 @@ def seeded_centers(X, seeds, n_clusters: int, rng=None) -> np.ndarray:
     lab = np.flatnonzero(seeds >= 0)
     centers = _perturbed_global(X, n_clusters, rng)
     if lab.size:
-        means, counts = _group_centroids(X, lab, seeds[lab], n_clusters)
+        means, counts = (group_centroids or _group_centroids)(X, lab, seeds[lab], n_clusters)
         has = counts > 0
         centers[has] = means[has]
     return centers

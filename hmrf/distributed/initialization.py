@@ -30,10 +30,10 @@ from ..constraints import Constraints
 from ..initialization import (
     _group_centroids,
     _in_domain,
-    _perturbed_global,
     _rows,
     centers_from_constraints,
     initial_centers,
+    seeded_centers,
 )
 from .data import tree_reduce
 
@@ -80,15 +80,7 @@ def initial_centers_dask(model, n_clusters: int, family, constraints: Constraint
 def seeded_centers_dask(model, seeds, n_clusters: int, rng=None) -> np.ndarray:
     """:func:`hmrf.initialization.seeded_centers` for a :class:`~hmrf.distributed.DaskHMRF`:
     seed-class means from the gathered seed rows, perturbed global centroids elsewhere."""
-    rng = check_random_state(rng)
-    X = model.X
-    lab = np.flatnonzero(seeds >= 0)
-    centers = _perturbed_global(X, n_clusters, rng)
-    if lab.size:
-        means, counts = _centroids(X, lab, seeds[lab], n_clusters)
-        has = counts > 0
-        centers[has] = means[has]
-    return centers
+    return seeded_centers(model.X, seeds, n_clusters, check_random_state(rng), group_centroids=_centroids)
 
 
 # ------------------------------------------------------------------ k-means++

@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError('hmrf.distributed needs Dask: pip install "hmrf[dask]".') from exc
 
 from .._blocks import row_blocks
-from ..em.passes import AssignmentPass, SoftPass, assign_block, soft_assign_block
+from ..em.passes import AssignmentPass, SoftPass, assign_block, collect_blocks, soft_assign_block
 from .data import label_dtype, tree_reduce
 
 __all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_soft_assignment",
@@ -87,18 +87,10 @@ def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, p
     b, k = X.shape[0], n_clusters
     labels = np.empty(b, dtype=label_dtype(k))
     cost = np.empty(b)
-    rows, total, stats = [], 0.0, None
-    for sl, kw, prev in _block_args(b, max(k, X.shape[1]), data, clamped, previous, local):
-        res = assign_block(family, X[sl], params, normalizer, k, previous=prev, accumulate=accumulate,
-                           shift=shift, **kw)
-        labels[sl] = res.labels
-        cost[sl] = res.cost
-        total += res.previous_cost
-        if res.constrained_unary.shape[0]:
-            rows.append(res.constrained_unary)
-        if accumulate:
-            stats = res.stats if stats is None else stats + res.stats
-    unary_c = np.vstack(rows) if rows else np.empty((0, k))
+    blocks = ((sl, assign_block(family, X[sl], params, normalizer, k, previous=prev, accumulate=accumulate,
+                                shift=shift, **kw))
+              for sl, kw, prev in _block_args(b, max(k, X.shape[1]), data, clamped, previous, local))
+    total, unary_c, stats = collect_blocks(blocks, labels, cost, k)
     return (labels, cost if return_costs else float(cost.sum()), total, unary_c), stats
 
 

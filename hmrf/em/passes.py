@@ -29,7 +29,7 @@ from ..inference.meanfield import softmax_free_energy
 from ..model import block_unary
 
 __all__ = ["AssignmentPass", "BlockResult", "SoftPass", "assign_block", "assignment_pass",
-           "nearest_clusters", "reduce_rows", "soft_assign_block", "soft_pass"]
+           "collect_blocks", "nearest_clusters", "reduce_rows", "soft_assign_block", "soft_pass"]
 
 _NUMBA = {}
 
@@ -236,12 +236,11 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
     if constrained is not None and len(constrained):
         mask = np.zeros(n, dtype=bool)
         mask[constrained] = True
-    rows, total, stats = [], 0.0, None
     data = model.data_terms
 
     def work(start):
         rows_ = slice(start, min(start + step, n))
-        return start, assign_block(
+        return rows_, assign_block(
             model.emission, model.X[rows_], params, model.normalizer, k,
             data=None if data is None else data[rows_],
             clamped=None if model.clamped is None else model.clamped[rows_],
@@ -249,18 +248,26 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
             constrained_mask=None if mask is None else mask[rows_], accumulate=accumulate, shift=shift)
 
     entries = n * max(k, model.X.shape[1])
-    for start, res in _map_blocks(work, range(0, n, step), entries):  # results in block order
-        stop = min(start + step, n)
-        labels[start:stop] = res.labels
-        cost[start:stop] = res.cost
-        total += res.previous_cost
-        if res.constrained_unary.shape[0]:
-            rows.append(res.constrained_unary)
-        if accumulate:
-            stats = res.stats if stats is None else stats + res.stats
-    unary_c = np.vstack(rows) if rows else np.empty((0, k))
+    total, unary_c, stats = collect_blocks(_map_blocks(work, range(0, n, step), entries), labels, cost, k)
     return AssignmentPass(labels, float(cost.sum()), float("nan") if previous is None else total, unary_c,
                           stats, costs=lambda: cost)
+
+
+def collect_blocks(results, labels, cost, n_clusters: int):
+    """Put the :class:`BlockResult` of each ``(rows, result)`` of ``results`` (in block
+    order) together: labels and minimum costs into ``labels[rows]`` and ``cost[rows]``;
+    returns the summed previous cost, the stacked constrained cost rows (n_c, k) and the
+    summed statistics (``None`` if not accumulated)."""
+    parts, total, stats = [], 0.0, None
+    for rows, res in results:
+        labels[rows] = res.labels
+        cost[rows] = res.cost
+        total += res.previous_cost
+        if res.constrained_unary.shape[0]:
+            parts.append(res.constrained_unary)
+        if res.stats is not None:
+            stats = res.stats if stats is None else stats + res.stats
+    return total, np.vstack(parts) if parts else np.empty((0, n_clusters)), stats
 
 
 def nearest_clusters(family, X, params, normalizer: str = "constant") -> np.ndarray:
