@@ -36,7 +36,7 @@ from .constraints import Constraints
 from .emissions.base import EmissionFamily
 
 __all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS",
-           "centers_from_constraints"]
+           "centers_from_constraints", "kmeanspp_candidates"]
 
 INIT_METHODS = ("neighborhoods", "pckmeans", "k-means++", "buckshot", "random")
 
@@ -122,6 +122,17 @@ def _min_divergence(X, centers, family, data) -> np.ndarray:
     return out
 
 
+def kmeanspp_candidates(closest, trials: int, rng) -> np.ndarray:
+    """``trials`` candidate rows for the next k-means++ centre, drawn with probability
+    proportional to ``closest`` (each row's divergence to its nearest centre; Arthur &
+    Vassilvitskii 2007), uniformly when those are all zero or not finite."""
+    n = closest.shape[0]
+    total = closest.sum()
+    if not np.isfinite(total) or total <= 0:
+        return rng.choice(n, size=trials)
+    return np.minimum(np.searchsorted(np.cumsum(closest), rng.random(trials) * total), n - 1)
+
+
 def _kmeanspp(X, m, centers, family, rng) -> np.ndarray:
     """``m`` more centres by greedy k-means++ seeding given existing ``centers``
     (Arthur & Vassilvitskii 2007, with ``2 + log k`` candidates per step as
@@ -135,11 +146,7 @@ def _kmeanspp(X, m, centers, family, rng) -> np.ndarray:
     trials = 2 + int(np.log(m + centers.shape[0]))
     picked = []
     for _ in range(m):
-        total = closest.sum()
-        if not np.isfinite(total) or total <= 0:
-            cand = rng.choice(n, size=trials)
-        else:
-            cand = np.minimum(np.searchsorted(np.cumsum(closest), rng.random(trials) * total), n - 1)
+        cand = kmeanspp_candidates(closest, trials, rng)
         cand_centers = _in_domain(X, _rows(X, cand), family)
         best, best_pot, best_d = 0, np.inf, None
         for t in range(trials):  # a few candidates, each a pass over the points

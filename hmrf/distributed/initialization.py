@@ -33,6 +33,7 @@ from ..initialization import (
     _rows,
     centers_from_constraints,
     initial_centers,
+    kmeanspp_candidates,
     seeded_centers,
 )
 from .data import tree_reduce
@@ -136,11 +137,7 @@ def kmeanspp_dask(model, m: int, centers, family, rng) -> np.ndarray:
     trials = 2 + int(np.log(m + centers.shape[0]))
     picked = []
     for _ in range(m):  # one centre per step; each step is two passes
-        total = closest.sum()
-        if not np.isfinite(total) or total <= 0:
-            cand = rng.choice(n, size=trials)
-        else:
-            cand = np.minimum(np.searchsorted(np.cumsum(closest), rng.random(trials) * total), n - 1)
+        cand = kmeanspp_candidates(closest, trials, rng)
         cand_centers = _in_domain(X, _rows(X, cand), family)
         pots = dask.compute(tree_reduce(
             [dask.delayed(_chunk_potentials, pure=False)(data.family_key, x, t, c, cand_centers)
