@@ -99,17 +99,11 @@ def chunk_soft_assignment(family, X, data, params, normalizer, n_clusters, clamp
     unconstrained rows, cost rows of its constrained rows), posterior-weighted
     statistics``."""
     b, k = X.shape[0], n_clusters
-    labels = np.empty(b, dtype=label_dtype(k))
-    rows, free, stats = [], 0.0, None
-    for sl, kw, _ in _block_args(b, max(k, X.shape[1]), data, clamped, None, local):
-        lab, f, r, st = soft_assign_block(family, X[sl], params, normalizer, k, shift=shift, **kw)
-        labels[sl] = lab
-        free += f
-        if r.shape[0]:
-            rows.append(r)
-        stats = st if stats is None else stats + st
-    unary_c = np.vstack(rows) if rows else np.empty((0, k))
-    return (labels, free, unary_c), stats
+    labels, free = np.empty(b, dtype=label_dtype(k)), np.empty(b)
+    blocks = ((sl, soft_assign_block(family, X[sl], params, normalizer, k, shift=shift, **kw))
+              for sl, kw, _ in _block_args(b, max(k, X.shape[1]), data, clamped, None, local))
+    _, unary_c, stats = collect_blocks(blocks, labels, free, k)
+    return (labels, float(free.sum()), unary_c), stats
 
 
 def _per_chunk(model, constrained):

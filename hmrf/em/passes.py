@@ -255,9 +255,10 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
 
 def collect_blocks(results, labels, cost, n_clusters: int):
     """Put the :class:`BlockResult` of each ``(rows, result)`` of ``results`` (in block
-    order) together: labels and minimum costs into ``labels[rows]`` and ``cost[rows]``;
-    returns the summed previous cost, the stacked constrained cost rows (n_c, k) and the
-    summed statistics (``None`` if not accumulated)."""
+    order) together: labels and per-row costs (minimum costs, or free-energy terms) into
+    ``labels[rows]`` and ``cost[rows]``; returns the summed previous cost, the stacked
+    constrained cost rows (n_c, k) and the summed statistics (``None`` if not
+    accumulated)."""
     parts, total, stats = [], 0.0, None
     for rows, res in results:
         labels[rows] = res.labels
@@ -309,7 +310,9 @@ def soft_assign_block(family, X_block, params, normalizer: str, n_clusters: int,
                       clamped=None, constrained_mask=None, shift=None):
     """Soft E-step of one block: posteriors ``q_ih ∝ exp(-U_ih)`` of its unconstrained
     rows (never stored beyond the block), their free energy and weighted statistics, and
-    the cost rows of its constrained rows. Returns ``(labels, free_energy, rows, stats)``."""
+    the cost rows of its constrained rows, as a :class:`BlockResult` whose ``cost`` is each
+    row's free-energy term ``Σ_h q_ih (U_ih + log q_ih)`` (0 for constrained rows, whose
+    term the engine's posteriors give) and whose ``previous_cost`` is 0."""
     U = block_unary(family, X_block, params, normalizer, data, clamped)
     labels = reduce_rows(U)[0]
     q, f = softmax_free_energy(U)
@@ -319,19 +322,18 @@ def soft_assign_block(family, X_block, params, normalizer: str, n_clusters: int,
         q[constrained_mask] = 0.0  # the engine's posteriors replace these
         f[constrained_mask] = 0.0
     stats = family.statistics(X_block, q, n_clusters, normalizer, shift)
-    return labels, float(f.sum()), rows, stats
+    return BlockResult(labels, np.asarray(f, dtype=np.float64), 0.0, rows, stats)
 
 
 def soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
     """:func:`soft_assign_block` over ``model.X`` in row blocks."""
     n, k = model.n_samples, model.n_clusters
-    labels = np.empty(n, dtype=np.int64)
+    labels, free = np.empty(n, dtype=np.int64), np.empty(n)
     mask = None
     if constrained is not None and len(constrained):
         mask = np.zeros(n, dtype=bool)
         mask[constrained] = True
     data = model.data_terms
-    rows, free, stats = [], 0.0, None
 
     def work(sl):
         return sl, soft_assign_block(
@@ -341,11 +343,6 @@ def soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
             constrained_mask=None if mask is None else mask[sl], shift=shift)
 
     width = max(k, model.X.shape[1])
-    for sl, (lab, f, r, st) in _map_blocks(work, _blocks.row_blocks(n, width), n * width):
-        labels[sl] = lab
-        free += f
-        if r.shape[0]:
-            rows.append(r)
-        stats = st if stats is None else stats + st
-    unary_c = np.vstack(rows) if rows else np.empty((0, k))
-    return SoftPass(labels, free, unary_c, stats)
+    _, unary_c, stats = collect_blocks(_map_blocks(work, _blocks.row_blocks(n, width), n * width),
+                                       labels, free, k)
+    return SoftPass(labels, float(free.sum()), unary_c, stats)
