@@ -13,6 +13,7 @@ Layers (DESIGN.md): :class:`Constraints` → :mod:`hmrf.emissions` →
 loaded on first use, so ``import hmrf`` stays fast.
 """
 
+from ._lazy import lazy_names
 from .constraints import Constraints
 from .exceptions import InconsistentConstraintsError, InfeasibleError
 from .graph import PairwiseGraph
@@ -38,20 +39,4 @@ __all__ = ["Constraints", "PairwiseGraph", "HMRF", "InconsistentConstraintsError
            "InfeasibleError", *_LAZY]
 
 
-def __getattr__(name):
-    import importlib
-
-    if name in _SUBMODULES:
-        module = importlib.import_module(f".{name}", __name__)
-        globals()[name] = module
-        return module
-    if name in _LAZY:
-        module = importlib.import_module(f".{_LAZY[name]}", __name__)
-        value = getattr(module, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'hmrf' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)

@@ -15,7 +15,7 @@ Buckshot without importing the estimators.
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_names
 
 __all__ = ["NaiveBayesEM", "HAC", "buckshot_centers", "plot_dendrogram"]
 
@@ -27,13 +27,4 @@ _HOME = {
 }
 
 
-def __getattr__(name):
-    if name in _HOME:
-        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'hmrf.classic' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _HOME)

@@ -23,8 +23,7 @@ the chunks of a row-chunked ``dask.array.Array``, on the workers of a
 
 from __future__ import annotations
 
-import importlib
-
+from .._lazy import lazy_names
 from .._validation import is_dask_collection
 
 __all__ = ["DaskHMRF", "ChunkedData", "ColumnSummary", "GatheredRows", "dask_assignment_pass",
@@ -40,13 +39,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'hmrf.distributed' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

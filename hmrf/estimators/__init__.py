@@ -6,6 +6,7 @@ uses) can be read without that cost. :func:`fit_supervised` gives any estimator 
 supervision it takes.
 """
 
+from .._lazy import lazy_names
 from .registry import ESTIMATORS, EstimatorSpec, make_estimator
 from .supervision import fit_supervised, supervision_kind
 
@@ -24,15 +25,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    if name in _CLASSES:
-        import importlib
-
-        value = getattr(importlib.import_module(f".{_CLASSES[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'hmrf.estimators' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_CLASSES))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _CLASSES)
