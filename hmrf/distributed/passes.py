@@ -28,8 +28,14 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError('hmrf.distributed needs Dask: pip install "hmrf[dask]".') from exc
 
-from .._blocks import row_blocks
-from ..em.passes import AssignmentPass, SoftPass, assign_block, collect_blocks, soft_assign_block
+from ..em.passes import (
+    AssignmentPass,
+    SoftPass,
+    assign_block,
+    block_arguments,
+    collect_blocks,
+    soft_assign_block,
+)
 from .data import label_dtype, tree_reduce
 
 __all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_soft_assignment",
@@ -39,19 +45,6 @@ __all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_
 #: tasks; smaller ones travel with each chunk's results and the client adds them up (one
 #: task a chunk instead of three: the per-task cost of the scheduler dominates small chunks).
 TREE_ABOVE = 2**16
-
-
-def _block_args(b, width, data, clamped, previous, local):
-    """Row blocks of a chunk and the slices of its per-row arguments."""
-    mask = None
-    if local is not None and local.size:
-        mask = np.zeros(b, dtype=bool)
-        mask[local] = True
-    for sl in row_blocks(b, width):  # a loop over blocks of rows; each block is vectorised
-        yield sl, dict(data=None if data is None else data[sl],
-                       clamped=None if clamped is None else clamped[sl],
-                       constrained_mask=None if mask is None else mask[sl]), \
-            None if previous is None else previous[sl]
 
 
 def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, previous, local,
@@ -89,7 +82,7 @@ def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, p
     cost = np.empty(b)
     blocks = ((sl, assign_block(family, X[sl], params, normalizer, k, previous=prev, accumulate=accumulate,
                                 shift=shift, **kw))
-              for sl, kw, prev in _block_args(b, max(k, X.shape[1]), data, clamped, previous, local))
+              for sl, kw, prev in block_arguments(b, max(k, X.shape[1]), data, clamped, previous, local))
     total, unary_c, stats = collect_blocks(blocks, labels, cost, k)
     return (labels, cost if return_costs else float(cost.sum()), total, unary_c), stats
 
@@ -101,7 +94,7 @@ def chunk_soft_assignment(family, X, data, params, normalizer, n_clusters, clamp
     b, k = X.shape[0], n_clusters
     labels, free = np.empty(b, dtype=label_dtype(k)), np.empty(b)
     blocks = ((sl, soft_assign_block(family, X[sl], params, normalizer, k, shift=shift, **kw))
-              for sl, kw, _ in _block_args(b, max(k, X.shape[1]), data, clamped, None, local))
+              for sl, kw, _ in block_arguments(b, max(k, X.shape[1]), data, clamped, None, local))
     _, unary_c, stats = collect_blocks(blocks, labels, free, k)
     return (labels, float(free.sum()), unary_c), stats
 

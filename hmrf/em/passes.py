@@ -29,7 +29,8 @@ from ..inference.meanfield import softmax_free_energy
 from ..model import block_unary
 
 __all__ = ["AssignmentPass", "BlockResult", "SoftPass", "assign_block", "assignment_pass",
-           "collect_blocks", "nearest_clusters", "reduce_rows", "soft_assign_block", "soft_pass"]
+           "block_arguments", "collect_blocks", "nearest_clusters", "reduce_rows", "soft_assign_block",
+           "soft_pass"]
 
 _NUMBA = {}
 
@@ -227,30 +228,41 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
     block : int, optional
         Rows per block (default: blocks of about 2**18 cost and data entries).
     """
-    n = model.n_samples
-    k = model.n_clusters
-    step = block or _blocks.block_rows(n, max(k, model.X.shape[1]))
-    labels = np.empty(n, dtype=np.int64)
-    cost = np.empty(n)
+    n, k = model.n_samples, model.n_clusters
+    labels, cost = np.empty(n, dtype=np.int64), np.empty(n)
+
+    def work(args):
+        rows, kw, prev = args
+        return rows, assign_block(model.emission, model.X[rows], params, model.normalizer, k, previous=prev,
+                                  accumulate=accumulate, shift=shift, **kw)
+
+    width = max(k, model.X.shape[1])
+    blocks = block_arguments(n, width, model.data_terms, model.clamped, previous, constrained, block)
+    total, unary_c, stats = collect_blocks(_map_blocks(work, blocks, n * width), labels, cost, k)
+    return AssignmentPass(labels, float(cost.sum()), float("nan") if previous is None else total, unary_c,
+                          stats, costs=lambda: cost)
+
+
+def block_arguments(n: int, width: int, data=None, clamped=None, previous=None, constrained=None,
+                    block: int | None = None):
+    """The row blocks of a pass over ``n`` rows and each block's per-row arguments: yields
+    ``(rows, keywords, previous)`` with ``rows`` a slice, ``keywords`` the ``data``,
+    ``clamped`` and ``constrained_mask`` slices for :func:`assign_block` /
+    :func:`soft_assign_block` (``None`` where not given) and ``previous`` the slice of the
+    previous labels. ``constrained``: sorted indices of the rows with pairwise factors;
+    ``block``: rows per block (default :func:`hmrf._blocks.block_rows` for ``width``
+    columns of temporaries)."""
     mask = None
     if constrained is not None and len(constrained):
         mask = np.zeros(n, dtype=bool)
         mask[constrained] = True
-    data = model.data_terms
-
-    def work(start):
-        rows_ = slice(start, min(start + step, n))
-        return rows_, assign_block(
-            model.emission, model.X[rows_], params, model.normalizer, k,
-            data=None if data is None else data[rows_],
-            clamped=None if model.clamped is None else model.clamped[rows_],
-            previous=None if previous is None else previous[rows_],
-            constrained_mask=None if mask is None else mask[rows_], accumulate=accumulate, shift=shift)
-
-    entries = n * max(k, model.X.shape[1])
-    total, unary_c, stats = collect_blocks(_map_blocks(work, range(0, n, step), entries), labels, cost, k)
-    return AssignmentPass(labels, float(cost.sum()), float("nan") if previous is None else total, unary_c,
-                          stats, costs=lambda: cost)
+    step = block or _blocks.block_rows(n, width)
+    for start in range(0, n, step):  # a loop over blocks of rows; each block is vectorised
+        rows = slice(start, min(start + step, n))
+        yield rows, dict(data=None if data is None else data[rows],
+                         clamped=None if clamped is None else clamped[rows],
+                         constrained_mask=None if mask is None else mask[rows]), \
+            None if previous is None else previous[rows]
 
 
 def collect_blocks(results, labels, cost, n_clusters: int):
@@ -329,20 +341,13 @@ def soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
     """:func:`soft_assign_block` over ``model.X`` in row blocks."""
     n, k = model.n_samples, model.n_clusters
     labels, free = np.empty(n, dtype=np.int64), np.empty(n)
-    mask = None
-    if constrained is not None and len(constrained):
-        mask = np.zeros(n, dtype=bool)
-        mask[constrained] = True
-    data = model.data_terms
 
-    def work(sl):
-        return sl, soft_assign_block(
-            model.emission, model.X[sl], params, model.normalizer, k,
-            data=None if data is None else data[sl],
-            clamped=None if model.clamped is None else model.clamped[sl],
-            constrained_mask=None if mask is None else mask[sl], shift=shift)
+    def work(args):
+        rows, kw, _ = args
+        return rows, soft_assign_block(model.emission, model.X[rows], params, model.normalizer, k,
+                                       shift=shift, **kw)
 
     width = max(k, model.X.shape[1])
-    _, unary_c, stats = collect_blocks(_map_blocks(work, _blocks.row_blocks(n, width), n * width),
-                                       labels, free, k)
+    blocks = block_arguments(n, width, model.data_terms, model.clamped, None, constrained)
+    _, unary_c, stats = collect_blocks(_map_blocks(work, blocks, n * width), labels, free, k)
     return SoftPass(labels, float(free.sum()), unary_c, stats)
