@@ -271,8 +271,9 @@ class ChunkedData:
     chunks : list of Delayed
         The prepared chunks.
     data_terms : list of Delayed or None
-        The family's per-row data terms of each chunk when persisted (else each pass
-        computes them with the chunk).
+        The family's per-row data terms of each chunk, kept on the workers when the
+        chunks are persisted or the terms fit on their own (else each pass computes them
+        with the chunk).
     row_chunks : tuple of int
         The row chunks of ``X`` (for arrays returned to the user).
     persisted : bool
