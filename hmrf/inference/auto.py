@@ -1,18 +1,15 @@
 """``inference="auto"``: an engine per connected component, by its size and frustration.
 
-The rule comes from ``benchmarks/inference.py --scale`` (docs/inference.md, "An
-automatic choice"):
-
 * a **large component of soft must-links only** (at least ``LARGE_COMPONENT`` nodes) is
   solved by α-expansion (Boykov, Veksler & Zabih 2001): each move is an exact max-flow
-  cut, it is within the 2-approximation of Potts, and it was within 0.13 % of the best
-  labelling found on every such E-step measured, in about the time of GCO;
+  cut, and the result is within the factor-2 bound of Potts energies;
 * **every other component** (frustrated: a cannot-link, a table or a hard factor; or
   small) gets belief propagation, then α-expansion moves started from BP's labelling,
-  and keeps the lower energy: BP was the best engine on frustrated components, and the
-  moves from its labelling never raise the energy (each is an exact or a QPBO-autarky
-  minimisation, :class:`~hmrf.inference.AlphaExpansion`) and repair BP's rare misses on
-  must-links.
+  and keeps the lower energy: the moves never raise the energy (each is an exact or a
+  QPBO-autarky minimisation, :class:`~hmrf.inference.AlphaExpansion`).
+
+The measurements behind this rule and its threshold are in docs/inference.md ("The
+automatic choice", ``benchmarks/inference.py --scale``).
 """
 
 from __future__ import annotations
