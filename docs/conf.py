@@ -47,7 +47,9 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "README.md",
-                    "jupyter_execute"]
+                    "jupyter_execute",
+                    # tables written by benchmark scripts (benchmarks/_results.py), included by pages
+                    "results"]
 templates_path = ["_templates"]
 root_doc = "index"
 

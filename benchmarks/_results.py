@@ -1,0 +1,56 @@
+"""One number, one source: benchmark scripts write the tables the docs show.
+
+A script calls :func:`write_result` with a table (Markdown) and the command that produced
+it; the file lands in ``docs/results/<name>.md`` and a docs page includes it::
+
+    ```{include} results/<name>.md
+    ```
+
+The file carries the command and the date under the table, so a reader of the page sees
+where every figure came from, and re-running the command is the only way to change it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shlex
+import sys
+
+__all__ = ["write_result", "markdown_table", "RESULTS_DIR", "command_line"]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS_DIR = os.path.join(ROOT, "docs", "results")
+
+
+def command_line(argv=None) -> str:
+    """The command that ran this script, as a user would type it from the repository root."""
+    argv = sys.argv if argv is None else argv
+    script = os.path.relpath(os.path.abspath(argv[0]), ROOT)
+    return " ".join(["python", shlex.quote(script), *map(shlex.quote, argv[1:])])
+
+
+def markdown_table(header, rows, align=None) -> str:
+    """A Markdown table from a header and rows of cells (strings or numbers)."""
+    align = align or ["---:" if i else "---" for i in range(len(header))]
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_result(name: str, body: str, command: str | None = None, notes: str = "") -> str:
+    """Write ``docs/results/<name>.md``: ``body`` (a table), optional ``notes``, and the
+    command and date that produced it. Returns the path."""
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    path = os.path.join(RESULTS_DIR, f"{name}.md")
+    stamp = datetime.date.today().isoformat()
+    cmd = command or command_line()
+    text = [body.rstrip(), ""]
+    if notes:
+        text += [notes.rstrip(), ""]
+    text.append(f"<small>Written by `{cmd}` on {stamp} ({platform.machine()}, "
+                f"{os.cpu_count()} cores); do not edit by hand.</small>")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(text) + "\n")
+    return path
