@@ -19,6 +19,7 @@ from .exceptions import InconsistentConstraintsError, InfeasibleError
 from .graph import PairwiseGraph
 from .model import HMRF
 
+
 def _version() -> str:
     """The installed distribution's version (pyproject.toml is its one source)."""
     from importlib.metadata import PackageNotFoundError, version

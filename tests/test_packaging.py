@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
 
 import hmrf
+
+tomllib = pytest.importorskip("tomllib")  # the standard library from Python 3.11
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
