@@ -86,14 +86,15 @@ def main(argv=None):
     ratio = np.median(refit_c[changed] / refit_w[changed])
     ms = lambda v: f"{1e3 * float(np.median(v)):.1f}"  # noqa: E731
     rows = [
-        ["warm (previous centres)", ms(cat(warm, 0)), ms(refit_w[changed]), f"{np.median(cat(warm, 2)[changed]):.0f}",
-         f"{warm[-1][3]:.3f}"],
+        ["warm (previous centres)", ms(cat(warm, 0)), ms(refit_w[changed]),
+         f"{np.median(cat(warm, 2)[changed]):.0f}", f"{warm[-1][3]:.3f}"],
         ["cold (estimator's own start)", ms(cat(cold, 0)), ms(refit_c[changed]),
          f"{np.median(cat(cold, 2)[changed]):.0f}", f"{cold[-1][3]:.3f}"],
         ["widget, warm (model + traits)", ms(widget[0]), ms(widget[1][widget[1] > 0]),
          f"{np.median(widget[2][widget[1] > 0]):.0f}", f"{widget[3]:.3f}"],
     ]
-    table = markdown_table(["re-fit", "ms per answer", "ms per re-fit", "EM iterations", "NMI at the end"], rows)
+    header = ["re-fit", "ms per answer", "ms per re-fit", "EM iterations", "NMI at the end"]
+    table = markdown_table(header, rows)
     notes = (f"{args.n} points, 8 features, 5 clusters; {args.answers} answers of a truthful oracle to "
              f"Explore/Consolidate, HMRF-KMeans re-fitted after each; medians over {args.repeats} "
              f"alternating runs. Cold re-fit / warm re-fit, median of paired ratios: {ratio:.1f}x.")

@@ -351,7 +351,8 @@ class InteractiveSession:
         i, j : int
             Two different points.
         kind : {"must", "cannot"}, bool or {+1, -1}
-            Must-link or cannot-link (:func:`parse_kind`).
+            Must-link (``"must"``, ``"ml"``, ``True``, ``+1``) or cannot-link
+            (``"cannot"``, ``"cl"``, ``False``, ``-1``).
 
         Returns
         -------

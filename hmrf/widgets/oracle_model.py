@@ -1,7 +1,7 @@
 """The state behind the oracle widget, with no user interface: queries, answers, clusters.
 
 :class:`OracleModel` ties an :class:`~hmrf.active.InteractiveSession` (which pair to
-ask next) to a :class:`~hmrf.widgets.refit.Reclusterer` (the clustering under the
+ask next) to a :class:`~hmrf.widgets.Reclusterer` (the clustering under the
 answers so far) and keeps the record a teacher wants to show: the labels after every
 answer and, when the true classes are known, the learning curve. The widget
 (:class:`~hmrf.widgets.OracleWidget`) draws it; a script or a test drives it directly.
@@ -76,7 +76,7 @@ class OracleModel:
     projection : array-like of shape (n_samples, 2), optional
         Where to draw the points (default: :func:`~hmrf.widgets.project_2d`).
     warm_start : bool, default=True
-        Re-fit from the previous centres (see :class:`~hmrf.widgets.refit.Reclusterer`).
+        Re-fit from the previous centres (see :class:`~hmrf.widgets.Reclusterer`).
     max_iter : int, default=10
         EM iterations of a warm-started re-fit.
     random_state : int or None, default=None
@@ -144,6 +144,7 @@ class OracleModel:
 
     @property
     def n_answers(self) -> int:
+        """Answers so far: queries answered ("don't know" included) and own pairs."""
         return self.session.n_answers
 
     # -------------------------------------------------------------- actions

@@ -3,7 +3,7 @@
 An `anywidget <https://anywidget.dev>`_ widget: the browser side is one small ES
 module (``oracle_widget.js``, plain SVG, no build step) that anywidget loads in
 JupyterLab, Jupyter Notebook 7, VS Code and Colab alike; the Python side is
-:class:`OracleWidget`, which keeps an :class:`~hmrf.widgets.oracle_model.OracleModel`
+:class:`OracleWidget`, which keeps an :class:`~hmrf.widgets.OracleModel`
 and mirrors it into synchronised traits after every answer.
 """
 
@@ -46,7 +46,7 @@ class OracleWidget(anywidget.AnyWidget):
     **options
         ``n_clusters``, ``selector``, ``estimator``, ``budget``, ``constraints``,
         ``projection``, ``warm_start``, ``max_iter``, ``random_state``: as
-        :class:`~hmrf.widgets.oracle_model.OracleModel`.
+        :class:`~hmrf.widgets.OracleModel`.
 
     Attributes
     ----------
@@ -135,6 +135,12 @@ class OracleWidget(anywidget.AnyWidget):
         if model is not None:
             model.close()
         super().close()
+
+    def __repr__(self) -> str:
+        model = getattr(self, "model", None)
+        if model is None:
+            return "OracleWidget(closed)"
+        return repr(model).replace("OracleModel", "OracleWidget", 1)
 
     # ------------------------------------------------------------- internals
     def _act(self, action, *args) -> None:
