@@ -262,6 +262,8 @@ def test_after_a_timeout_the_session_waits_again():
     with pytest.raises(TimeoutError, match="_Gated computed no query within 0.2 s"):
         session.answer(True)
     assert session.queries == [Query(0, 1, True)]
+    with pytest.raises(RuntimeError, match="still computing"):
+        session.answer(False)  # the next query was never seen: no answer to it
     _GATE.set()
     assert session.next_query() == (0, 2)
     session.close()

@@ -330,8 +330,8 @@ class InteractiveSession:
             If ``value`` is not True, False or None.
         """
         value = _check_answer(value)
-        if self._pending is None and self._running:
-            self._wait()
+        if self._pending is None and self._running:  # after a TimeoutError: never answer unseen
+            raise RuntimeError("the selector is still computing its next query; call next_query().")
         if self._pending is None:
             raise RuntimeError(f"no query is pending ({self.stop_reason or 'the session is closed'}).")
         i, j = self._pending
