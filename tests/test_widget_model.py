@@ -1,6 +1,7 @@
 """The oracle widget without a browser: its model, the warm re-fit, the projection, the
 traits the browser reads and the messages it sends (hmrf.widgets)."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -301,3 +302,14 @@ def test_import_hmrf_does_not_import_the_widgets():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_without_anywidget_the_model_works_and_the_widget_says_what_to_install():
+    code = ("import sys; sys.modules['anywidget'] = None\n"
+            "import numpy as np, hmrf.widgets as w\n"
+            "m = w.OracleModel(np.arange(12.0).reshape(6, 2), n_clusters=2, random_state=0); m.close()\n"
+            "try:\n    w.OracleWidget\nexcept ModuleNotFoundError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "hmrf.widgets.OracleWidget needs anywidget: pip install 'hmrf[widgets]'"
