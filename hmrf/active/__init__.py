@@ -29,6 +29,7 @@ True
 
 from .base import ActiveSelector, fit_clusterer, neighborhoods_from_constraints
 from .explore import Explore, ExploreConsolidate
+from .interactive import InteractiveSession
 from .minmax import MinMax
 from .npu import NPU, normalized_uncertainty
 from .oracles import BudgetExhausted, LabelOracle, Oracle, OracleLike, Query, TerminalOracle
@@ -50,4 +51,5 @@ __all__ = [
     "normalized_uncertainty",
     "neighborhoods_from_constraints",
     "fit_clusterer",
+    "InteractiveSession",
 ]
