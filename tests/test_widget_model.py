@@ -220,7 +220,9 @@ def test_plot_draws_every_constraint_dashed_where_violated():
     from hmrf.widgets.plot import plot_oracle
 
     X, y = blobs(seed=3, spread=2.5)
-    m = OracleModel(X, y, selector=RandomPairs(random_state=0), random_state=0)
+    # w=0: the clusterer ignores the (noisy) answers, so some of them are violated
+    m = OracleModel(X, y, selector=RandomPairs(random_state=0),
+                    estimator=HMRFKMeans(n_clusters=3, w=0.0, random_state=0), random_state=0)
     m.play(LabelOracle(y, noise=0.3, random_state=0), 20)
     fig = plot_oracle(m)
     ax, cax = fig.axes
