@@ -353,7 +353,7 @@ class Constraints:
         Pixel ``(r, c)`` of an ``(h, w)`` image is point ``p = r * w + c`` (row-major, the
         order of ``image.reshape(h * w, -1)``). Each pixel is must-linked to its right and
         lower neighbours (4-connectivity), and with ``connectivity=8`` also to its two
-        lower diagonal neighbours. The weight of the edge ``(p, q)`` is
+        lower diagonal neighbours. The weight of the edge ``(p, q)`` is::
 
             w_pq = weight / dist(p, q)                                   (uniform)
             w_pq = weight · exp(-β ||I_p - I_q||²) / dist(p, q)          (``image`` given)
