@@ -131,7 +131,7 @@ def run(args) -> int:
                        dtype=str(image.dtype)),
             estimator=args.estimator, engine=engine, parameters=params, n_clusters=args.k,
             grid=dict(connectivity=connectivity, contrast=contrast,
-                      n_edges=len(grid), w=params.get("w")),
+                      n_edges=len(grid), w=getattr(est, "w_", params.get("w"))),
             boundary_edges=boundary,
             objective=est.objective_, history=est.history_, n_iter=est.n_iter_,
             converged=est.converged_, fit_time=elapsed, seed=args.seed,
@@ -143,7 +143,8 @@ def run(args) -> int:
             json.dump(_json_safe(summary), f, indent=2)
             f.write("\n")
     print(f"image        {os.path.basename(args.image)} ({h} x {w} pixels, {X.shape[1]} channel(s))")
-    print(f"estimator    {args.estimator}  engine={engine}  w={params.get('w', '-')}  k={args.k}")
+    print(f"estimator    {args.estimator}  engine={engine}  w={getattr(est, 'w_', params.get('w', '-'))}  "
+          f"k={args.k}")
     print(f"grid         {len(grid)} edges ({connectivity}-connected"
           f"{', contrast-sensitive' if contrast else ''}); {boundary} cross a segment boundary")
     print(f"objective    {est.objective_:.4f}")
