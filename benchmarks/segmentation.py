@@ -97,8 +97,9 @@ def figure(image, rows, labels_dir, path):
     for r in rows:
         lab = np.load(os.path.join(labels_dir, f"{r['engine']}.npy")).astype(np.int64)
         C = np.load(os.path.join(labels_dir, f"{r['engine']}_centers.npy"))
-        panels.append((f"{r['engine']}  J={r['objective']:.1f}", segmented_image(lab, C, image.shape[:2])))
-    cols = 3
+        name = "KMeans, no grid" if r["engine"] == "kmeans" else r["engine"]
+        panels.append((f"{name}  J={r['objective']:.1f}", segmented_image(lab, C, image.shape[:2])))
+    cols = 4
     nrow = -(-len(panels) // cols)
     fig, axes = plt.subplots(nrow, cols, figsize=(4.2 * cols, 3.0 * nrow))
     for ax in np.ravel(axes):
@@ -133,7 +134,7 @@ def main(argv=None):
 
     engines = args.engines.split(",") if args.engines else \
         DEFAULT_ENGINES + (["trws"] if "trws" in ENGINES else [])
-    rows = []
+    rows, load = [], [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         for engine in ["kmeans", *engines]:  # one process per engine, one after the other
             cmd = [sys.executable, os.path.abspath(__file__), "--one", engine,
@@ -143,6 +144,7 @@ def main(argv=None):
             if proc.returncode:
                 sys.exit(f"{engine} failed:\n{proc.stderr[-3000:]}")
             rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            load.append(os.getloadavg()[0])
             print(rows[-1], flush=True)
         best = min(r["objective"] for r in rows)
         image = photograph(args.scale)
@@ -160,7 +162,9 @@ def main(argv=None):
                  f"{len(__import__('hmrf').Constraints.grid((h, w), args.connectivity)):,} edges), "
                  f"k = {args.k}, w = {args.w:g}, all engines from the same k-means++ centres (seed "
                  f"{args.seed}); J of every row by the same objective, the KMeans row scoring its "
-                 "labels and centres with the grid's must-links.")
+                 "labels and centres with the grid's must-links. Load average of the machine "
+                 f"(1 minute, sampled between engines): {min(load):.1f} to {max(load):.1f} on "
+                 f"{os.cpu_count()} cores; times above 1 per core are slowed by other work.")
         print(table)
         print(notes)
         if not args.no_write:
