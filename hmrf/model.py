@@ -14,6 +14,7 @@ thesis Fig. A.1 (:meth:`HMRF.to_networkx`).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._blocks import block_rows
 from ._validation import check_data, check_n_clusters
@@ -77,12 +78,13 @@ class HMRF:
         caller's array modified in place).
     incremental_statistics : bool
         Whether EM may update the M-step statistics from the points that moved instead
-        of accumulating them in every pass (true for data in memory).
+        of accumulating them in every pass: true for data in memory, except CSR data of
+        a family with linear costs, whose compiled sweep adds them up at a fraction of
+        its cost (:mod:`hmrf.em.sparse`) and in row order.
     emission : EmissionFamily
     potentials : list of PairwisePotential
     """
 
-    incremental_statistics = True
 
     def __init__(self, X, n_clusters, emission="sqeuclidean", constraints=None, w=1.0,
                  potentials=None, normalizer="constant", clamped=None):
@@ -125,6 +127,11 @@ class HMRF:
         self._static_graph = None
         self._data_terms = None
         self._shift = None
+
+    @property
+    def incremental_statistics(self) -> bool:
+        return not (sp.issparse(self.X)
+                    and type(self.emission).linear_costs is not EmissionFamily.linear_costs)
 
     # --------------------------------------------------------------- E-step view
     @property
