@@ -125,6 +125,7 @@ class HMRF:
                 raise ValueError(f"clamped labels must be -1 (free) or in [0, {self.n_clusters - 1}].")
             self.clamped = c
         self._static_graph = None
+        self._joined = None  # (graph, its parts): the last union of several potentials' graphs
         self._data_terms = None
         self._shift = None
 
@@ -176,7 +177,15 @@ class HMRF:
         if not self.depends_on_params and self._static_graph is not None:
             return self._static_graph
         graphs = [p.graph(self.X, params, self.n_clusters) for p in self.potentials]
-        g = graphs[0] if len(graphs) == 1 else PairwiseGraph.concatenate(graphs)
+        if len(graphs) == 1:
+            g = graphs[0]
+        elif self._joined is not None and all(a.edges is b.edges for a, b in zip(graphs, self._joined[1])):
+            # the same factors re-weighted: keep the joined graph's structure and caches
+            g = self._joined[0].with_weights(np.concatenate([p.weight for p in graphs]))
+        else:
+            g = PairwiseGraph.concatenate(graphs)
+        if len(graphs) > 1:
+            self._joined = (g, graphs)
         g.check_labels(self.n_clusters)
         if not self.depends_on_params:
             self._static_graph = g
