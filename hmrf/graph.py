@@ -117,7 +117,8 @@ class GraphCache:
 
     def reweighted(self, weight) -> GraphCache:
         """The cache of the same edges under the weights ``weight`` (the contract above)."""
-        out = GraphCache(**{name: getattr(self, name) for name in STRUCTURAL_FIELDS if name != "bp_node_orders"})
+        out = GraphCache(**{name: getattr(self, name) for name in STRUCTURAL_FIELDS
+                            if name != "bp_node_orders"})
         out.bp_node_orders = dict(self.bp_node_orders)
         if self.constrained is not None:
             nodes, sub = self.constrained
@@ -273,9 +274,9 @@ class PairwiseGraph:
             raise ValueError("table edges need finite weights; put inf inside the table instead.")
         w.flags.writeable = False
         g = object.__new__(PairwiseGraph)
-        for name, value in (("n_nodes", self.n_nodes), ("edges", self.edges), ("weight", w), ("kind", self.kind),
-                            ("tables", self.tables), ("table_index", self.table_index),
-                            ("cache", self.cache.reweighted(w))):
+        for name, value in (("n_nodes", self.n_nodes), ("edges", self.edges), ("weight", w),
+                            ("kind", self.kind), ("tables", self.tables),
+                            ("table_index", self.table_index), ("cache", self.cache.reweighted(w))):
             object.__setattr__(g, name, value)
         return g
 

@@ -19,7 +19,7 @@ The energy reported in the result is always recomputed on the original problem.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
