@@ -7,7 +7,7 @@ I-divergence, with either normaliser). So each row needs only the products of it
 entries with the k centre columns: with the columns stored as a (d, k) array, every
 stored entry reads one contiguous k-vector, and the row's argmin label, minimum cost,
 previous label's cost and (for a constrained point) whole cost row follow from the k
-sums at once, before the next row (:func:`hmrf.em.sparse_numba.linear_rows`). No (rows x
+sums at once, before the next row (``hmrf.em.sparse_numba.linear_rows``). No (rows x
 d) block is ever formed and the only (rows x k) temporaries are the cost rows of the
 constrained points, which the inference engine needs.
 
@@ -21,7 +21,7 @@ the two agree label for label from the same centres.
 The in-memory pass (:func:`sparse_assignment_pass`) runs row blocks of about equal
 numbers of stored entries on the pass's thread pool (:func:`hmrf.em.passes.run_blocks`),
 then adds each row into its cluster's sums with the clusters split between threads
-(:func:`hmrf.em.sparse_numba.add_rows_of`): every sum is added in row order, so the
+(``hmrf.em.sparse_numba.add_rows_of``): every sum is added in row order, so the
 number of threads changes no bit of the result, and no thread holds a (k, d) buffer of
 its own. A block of a Dask array (or any caller of
 :func:`hmrf.em.passes.assign_block`) does both in one sweep (:func:`sparse_assign_block`).
