@@ -167,6 +167,7 @@ class DistanceScaledPotts(PottsConstraints):
         self.alpha_max = alpha_max
         self.mirrored = bool(mirrored)
         self._diff = None
+        self._last = None  # (X, params) of the last graph
         self._diameters = (None, {})  # (X, {metric bytes: squared diameter})
 
     def _decreasing(self) -> np.ndarray:
@@ -236,7 +237,12 @@ class DistanceScaledPotts(PottsConstraints):
 
         Only the weights change from one call to the next: the graph is built once and
         re-weighted (:meth:`~hmrf.graph.PairwiseGraph.with_weights`), so the engines'
-        layouts of its structure are built once per fit."""
+        layouts of its structure are built once per fit. The graph of the last ``(X,
+        params)`` is remembered: the M-step's safeguard and the next E-step ask for the
+        same parameters (which are immutable)."""
+        last = self._last
+        if self._graph is not None and last is not None and last[0] is X and last[1] is params:
+            return self._graph
         f = np.asarray(self.edge_scale(X, params), dtype=np.float64)
         weight = self.constraints.weight
         hard = np.isinf(weight) | (np.isinf(self.w) & (weight > 0))
@@ -246,10 +252,12 @@ class DistanceScaledPotts(PottsConstraints):
         scale[hard] = np.inf
         if self._graph is None:
             self._graph = PairwiseGraph.from_constraints(self.constraints, scale)
+            self._last = (X, params)
             return self._graph
         with np.errstate(invalid="ignore"):  # as from_constraints: 0 * inf stays hard
             w = np.where(np.isinf(weight), np.inf, scale * weight)
         self._graph = self._graph.with_weights(w)
+        self._last = (X, params)
         return self._graph
 
     def metric_terms(self, X, params, labels):
