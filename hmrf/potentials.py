@@ -167,6 +167,7 @@ class DistanceScaledPotts(PottsConstraints):
         self.alpha_max = alpha_max
         self.mirrored = bool(mirrored)
         self._diff = None
+        self._diff_sq = None  # (differences, their squares)
         self._last = None  # (X, params) of the last graph
         self._diameters = (None, {})  # (X, {metric bytes: squared diameter})
 
@@ -189,8 +190,16 @@ class DistanceScaledPotts(PottsConstraints):
         return None
 
     def sq_distances(self, X, params=None) -> np.ndarray:
-        """``||x_i - x_j||²_Ā`` for every constraint (m,)."""
-        return pair_sq_distances(self._differences(X), self._metric(params))
+        """``||x_i - x_j||²_Ā`` for every constraint (m,). For a diagonal metric and dense
+        data, one product with the squared differences (cached with the differences):
+        the M-step and the graph ask for these distances under several metrics."""
+        metric = self._metric(params)
+        diff = self._differences(X)
+        if metric is not None and np.ndim(metric) == 1 and not sp.issparse(diff):
+            if self._diff_sq is None or self._diff_sq[0] is not diff:
+                self._diff_sq = (diff, diff * diff)
+            return self._diff_sq[1] @ np.asarray(metric, dtype=np.float64)
+        return pair_sq_distances(diff, metric)
 
     def thresholds(self, X, params=None, d2=None) -> tuple[float, float]:
         """``(α_min, α_max)`` under the current metric."""
