@@ -125,7 +125,8 @@ class BregmanFamily(EmissionFamily):
     def linear_costs(self, params, normalizer="constant", dtype=np.float64):
         """``g_h = -∇φ(μ_h)``, ``bias_h = <μ_h, ∇φ(μ_h)> - φ(μ_h)`` (module docstring),
         ``offset_h`` the family's cluster cost; ``None`` for a subclass whose costs are not
-        :meth:`divergence` plus :meth:`cluster_cost` of this class."""
+        :meth:`divergence` plus :meth:`~hmrf.emissions.EmissionFamily.cluster_cost` of this
+        class."""
         cls = type(self)
         if cls.divergence is not BregmanFamily.divergence or cls.unary is not EmissionFamily.unary:
             return None
