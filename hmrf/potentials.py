@@ -198,7 +198,9 @@ class DistanceScaledPotts(PottsConstraints):
         if metric is not None and np.ndim(metric) == 1 and not sp.issparse(diff):
             if self._diff_sq is None or self._diff_sq[0] is not diff:
                 self._diff_sq = (diff, diff * diff)
-            return self._diff_sq[1] @ np.asarray(metric, dtype=np.float64)
+            # einsum, not a BLAS product: a matrix-vector product gains nothing from BLAS
+            # threads, which cost much on a busy machine
+            return np.einsum("ij,j->i", self._diff_sq[1], np.asarray(metric, dtype=np.float64))
         return pair_sq_distances(diff, metric)
 
     def thresholds(self, X, params=None, d2=None) -> tuple[float, float]:
