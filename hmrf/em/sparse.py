@@ -152,10 +152,9 @@ def linear_block_numpy(X, form, row_terms=None, clamped=None, previous=None, con
         U[fixed, c[fixed]] = keep
     mins = U[np.arange(b), labels]
     total = 0.0
-    if previous is not None:
+    if previous is not None and b:
         prev = U[np.arange(b), np.asarray(previous, dtype=np.int64)]
-        for v in prev:  # the compiled sweep's order of addition, row by row
-            total += float(v)
+        total = float(np.cumsum(prev)[-1])  # left to right: the compiled sweep's order of addition
     rows = U[np.asarray(constrained, dtype=bool)] if constrained is not None else np.empty((0, k))
     return labels, mins, total, rows
 
