@@ -254,7 +254,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         kinds of start in turn when the model has pairwise potentials: the seeding from
         the supervision (``init`` given the constraints), and the clustering of the data
         alone (``init`` without them, then EM on the model without its potentials), from
-        which the constrained EM starts from its centres, so that supervision which
+        whose parameters the constrained EM starts, so that supervision which
         agrees with the data's own clusters keeps them. A run whose seeding repeats an
         earlier run's of its kind is skipped (a deterministic seeding has nothing to
         vary). The objective ``J`` of the model, constraints included, decides. A run
@@ -282,8 +282,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                     continue
                 seen[kind].append(centers.copy())
             if kind == 1:
-                first = em(alone, alone.emission.init_params(alone.X, params.centers), rng)
-                params = model.emission.init_params(model.X, first.params.centers)
+                params = em(alone, params, rng).params
             try:
                 res = em(model, params, rng)
             except InfeasibleError as exc:  # a heuristic's dead end in this run; others may not
