@@ -202,7 +202,7 @@ class SphericalKMeans(HMRFClusterMixin):
 
     Rows are L2-normalised and centroids are normalised cluster sums (eq. 4.13). The
     cost is the cosine distance ``1 - x^T μ``; constraints, when given, enter as in
-    HMRF-KMeans.
+    HMRF-KMeans, with its default E-step engine (``"auto"``).
 
     Parameters
     ----------
@@ -210,7 +210,8 @@ class SphericalKMeans(HMRFClusterMixin):
     w : float or "auto", default="auto"
         As :class:`HMRFKMeans`: ``"auto"`` is ``2 mean_i (1 - x_iᵀ μ̂)`` with ``μ̂`` the
         normalised mean direction of the data.
-    init : str or array, default="k-means++"
+    init : str or array, default="pckmeans++"
+        As :class:`HMRFKMeans` (without constraints: k-means++).
     n_init : int or "auto", default="auto"
         As :class:`HMRFKMeans`.
     max_iter : int, default=100
@@ -223,9 +224,9 @@ class SphericalKMeans(HMRFClusterMixin):
     random_state : int, RandomState or None, default=None
     """
 
-    _fixed = dict(HMRFClusterMixin._fixed, emission="cosine")
+    _fixed = dict(HMRFClusterMixin._fixed, emission="cosine", inference="auto")
 
-    def __init__(self, n_clusters=8, *, w="auto", init="k-means++", n_init="auto", max_iter=100,
+    def __init__(self, n_clusters=8, *, w="auto", init="pckmeans++", n_init="auto", max_iter=100,
                  tol=1e-4, normalizer="constant", em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.w = w
