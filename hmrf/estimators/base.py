@@ -131,8 +131,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         The full EM trace of the best run.
     n_runs_ : int
         EM runs made: ``n_init``, or with ``n_init="auto"`` up to 10 where a run is cheap
-        (:func:`~hmrf.estimators.base.auto_n_init`), fewer when some repeat the
-        initial centres of an earlier run.
+        (``AUTO_WORK`` of work per iteration in all), fewer when some repeat the
+        initial centres of an earlier run or end in :class:`~hmrf.InfeasibleError`.
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
         :meth:`hmrf.HMRF.data_scale`).
@@ -250,7 +250,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         """The run with the lowest objective of ``n_init`` runs of ``em`` from
         ``initial_params(model, constraints, y, rng)``, all drawing on one generator.
 
-        ``n_init="auto"``: :func:`auto_n_init` runs (one for an array ``init``) from two
+        ``n_init="auto"``: ``auto_n_init(model)`` runs (one for an array ``init``) from two
         kinds of start in turn when the model has pairwise potentials: the seeding from
         the supervision (``init`` given the constraints), and the clustering of the data
         alone (``init`` without them, then EM on the model without its potentials), from
