@@ -222,6 +222,16 @@ class HMRF:
             total += float(U[np.arange(lab.shape[0]), lab].sum(dtype=np.float64))
         return total
 
+    def without_potentials(self) -> HMRF:
+        """The same model with no pairwise potentials (a shallow copy sharing ``X`` and its
+        data terms): the unconstrained clustering of the same data and emission."""
+        import copy
+
+        free = copy.copy(self)
+        free.potentials, free._potts, free._static_graph = [], None, None
+        free.constraints = Constraints.empty(self.n_samples)
+        return free
+
     # --------------------------------------------------------------- E-step view
     @property
     def depends_on_params(self) -> bool:
