@@ -85,6 +85,13 @@ XIONG_TABLE2 = {
 }
 XIONG_BUDGETS = (20, 40, 60, 80, 100)
 
+#: The papers' clusterers (WekaUT's PCKMeans / MPCKMeans): w = 1, the ICML 2004 seeding,
+#: one run; PCKMeans' greedy (ICM) assignment, MPCKMeans' E-step by BP as in
+#: docs/active_learning.md. The library's defaults differ (docs/choosing.md).
+PAPER_PCKMEANS = dict(w=1.0, inference="icm", init="pckmeans", n_init=1, random_state=0)
+PAPER = {"PCKMeans": dict(w=1.0, inference="icm", init="pckmeans", n_init=1),
+         "MPCKMeans": dict(w=1.0, inference="bp", init="pckmeans", n_init=1)}
+
 
 def standardised(name):
     X, y = load_dataset(name)
@@ -120,7 +127,7 @@ def quality(args):
                 t0 = time.perf_counter()
                 cur = active_curve(
                     SELECTORS[sname](k),
-                    cls(k),
+                    cls(k, **PAPER[cname]),
                     X,
                     y,
                     budgets=budgets,
@@ -183,11 +190,11 @@ def timing(args):
     budget = args.timing_budget
     print(
         f"\nNPU on digits389 (n={X.shape[0]}, d={X.shape[1]}), budget {budget}, "
-        f"clusterer PCKMeans(k={k}, random_state=0) for both"
+        f"clusterer PCKMeans(k={k}, w=1, inference='icm', init='pckmeans', n_init=1) for both"
     )
     results = {}
     for reuse in (False, True):
-        sel = NPU(PCKMeans(k, random_state=0), reuse_forest=reuse, random_state=0)
+        sel = NPU(PCKMeans(k, **PAPER_PCKMEANS), reuse_forest=reuse, random_state=0)
         t0 = time.perf_counter()
         sel.fit(X, LabelOracle(y, budget=budget))
         total = time.perf_counter() - t0
@@ -207,7 +214,7 @@ def timing(args):
         print("  active_semi_clustering is not installed: no comparison")
         return results
     np.random.seed(0)  # noqa: NPY002 -- the peer draws from NumPy's global generator
-    peer = PeerNPU(clusterer=PeerClusterer(PCKMeans(k, random_state=0)))
+    peer = PeerNPU(clusterer=PeerClusterer(PCKMeans(k, **PAPER_PCKMEANS)))
     spent = []
     inner = peer._most_informative
 
