@@ -177,7 +177,7 @@ def test_stops_on_the_gap_or_when_the_bound_stops_rising():
     assert res.info["stopped"] == "bound" and not res.converged and res.n_iter < 1000
     trace = np.array(res.info["bound_trace"])
     scale = max(1.0, abs(res.energy))
-    assert trace[-1] - trace[-11] <= 1e-5 * 10 * scale + 1e-9  # the last window barely rose
+    assert trace[-1] - trace[-11] <= 1e-6 * 10 * scale + 1e-9  # the last window barely rose
     loose = TRWS(rel_gap=0.5).map(unary, g, rng=0)
     assert loose.info["stopped"] == "gap" and loose.converged and loose.gap <= 0.5 * abs(loose.energy)
 
@@ -195,3 +195,36 @@ def test_bad_parameters_are_named():
         TRWS(order="random").map(np.zeros((2, 2)), PairwiseGraph.potts(2, [(0, 1)], [1.0], [1]))
     with pytest.raises(ValueError, match="rel_gap"):
         TRWS(rel_gap=2.0).map(np.zeros((2, 2)), PairwiseGraph.potts(2, [(0, 1)], [1.0], [1]))
+
+
+# ---------------------------------------------------------- BP's default on lattices
+def test_bp_runs_trws_on_lattice_components_and_its_schedule_elsewhere():
+    # reweight="auto": a large must-link grid is a lattice (one four-cycle per node) and
+    # runs TRW-S; a random must-link graph is locally tree-like and keeps BP's cycles
+    from hmrf.inference.bp.schedules import LATTICE_NODES, lattice_components
+
+    rng = np.random.default_rng(13)
+    u_grid, grid = grid_problem(rng, 30, 40, 3, 0.6)
+    assert grid.n_nodes >= LATTICE_NODES and lattice_components(grid).all()
+    n = grid.n_nodes
+    pairs = rng.integers(n, size=(2 * n, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    rand = PairwiseGraph.potts(n, pairs, rng.random(len(pairs)), np.ones(len(pairs)))
+    assert not lattice_components(rand).any()
+    # both in one problem (disjoint node sets), plus a frustrated triangle
+    tri = PairwiseGraph.potts(3, [(0, 1), (1, 2), (0, 2)], [1.0, 1.0, 1.0], [-1, -1, -1])
+    both = PairwiseGraph(2 * n + 3, np.r_[grid.edges, rand.edges + n, tri.edges + 2 * n],
+                         np.r_[grid.weight, rand.weight, tri.weight], np.r_[grid.kind, rand.kind, tri.kind])
+    unary = np.r_[u_grid, rng.random((n, 3)), rng.random((3, 3))]
+    res = BeliefPropagation().map(unary, both, rng=0)
+    assert res.info["trws_components"] == 1
+    alone = TRWS(rel_gap=1e-3).map(u_grid, grid, rng=0)  # BP passes its rel_gap on
+    np.testing.assert_array_equal(res.labels[:n], alone.labels)
+    rest = BeliefPropagation().map(unary[n:], PairwiseGraph(n + 3, both.edges[grid.n_edges:] - n,
+                                                             both.weight[grid.n_edges:], both.kind[grid.n_edges:]),
+                                   rng=0)
+    assert rest.info.get("trws_components", 0) == 0
+    np.testing.assert_array_equal(res.labels[n:], rest.labels)
+    assert res.lower_bound is None  # the frustrated triangle has no bound
+    only = BeliefPropagation().map(u_grid, grid, rng=0)
+    assert only.lower_bound == pytest.approx(alone.lower_bound) and only.energy == pytest.approx(alone.energy)

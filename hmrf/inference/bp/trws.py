@@ -24,7 +24,7 @@ from .order import bfs_order
 from .settings import numba_available
 from .trws_numpy import TRWSLayout, backward_pass, edge_costs, forward_pass
 
-__all__ = ["TRWS", "run_trws", "trws_layout", "STALL_WINDOW"]
+__all__ = ["TRWS", "run_trws", "trws_layout", "trws_order", "STALL_WINDOW"]
 
 #: iterations over which a component's bound must rise by more than ``tol`` per
 #: iteration (relative), or its best labelling improve, for it to go on
@@ -42,7 +42,18 @@ def trws_layout(graph, order: str) -> TRWSLayout:
     return layouts[key]
 
 
-def run_trws(unary, graph, *, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="bfs", compiled=True,
+def trws_order(graph) -> str:
+    """``order="auto"``: ``"index"`` when the nodes' own order is local (at least 99 % of the
+    edges join nodes at most ``2 sqrt(n)`` apart, as an image grid in raster order),
+    else ``"bfs"``."""
+    n = graph.n_nodes
+    if graph.n_edges == 0:
+        return "bfs"
+    span = np.abs(graph.edges[:, 0] - graph.edges[:, 1])
+    return "index" if np.mean(span <= 2.0 * np.sqrt(n)) >= 0.99 else "bfs"
+
+
+def run_trws(unary, graph, *, max_iter=1000, rel_gap=1e-4, tol=1e-6, order="bfs", compiled=True,
              notify=None, init=None):
     """TRW-S on ``(unary, graph)`` (the engine's algorithm, see :class:`TRWS`).
 
@@ -178,7 +189,7 @@ class TRWS(InferenceEngine):
     rel_gap : float in [0, 1), default=1e-4
         A component stops once its best labelling is proven within ``rel_gap``
         (relative to ``max(|E|, 1)``) of its optimum.
-    tol : float, default=1e-5
+    tol : float, default=1e-6
         A component stops once its bound rises by at most ``tol`` (relative to
         ``max(|E|, 1)``, per iteration, over 10 iterations) and its best labelling did
         not improve over them: the bound may still creep up, but closing the remaining
@@ -188,7 +199,8 @@ class TRWS(InferenceEngine):
         the order of Kolmogorov's and Szeliski et al.'s grid experiments). ``"bfs"``:
         breadth first from each component's highest-degree node
         (:func:`~hmrf.inference.bp.order.bfs_order`), long monotonic chains on
-        irregular graphs. ``"auto"``: ``"bfs"``.
+        irregular graphs. ``"auto"``: ``"index"`` when the nodes' own order is local
+        (:func:`trws_order`: an image grid in raster order), else ``"bfs"``.
     kernel : {"auto", "numba", "numpy"}, default="auto"
         Passes compiled with numba (``pip install hmrf[fast]``) or vectorised over the
         levels of the order in NumPy (the same messages, a few times slower on grids,
@@ -241,7 +253,7 @@ class TRWS(InferenceEngine):
 
     monotone_from_init = True
 
-    def __init__(self, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="auto", kernel="auto"):
+    def __init__(self, max_iter=1000, rel_gap=1e-4, tol=1e-6, order="auto", kernel="auto"):
         self.max_iter = max_iter
         self.rel_gap = rel_gap
         self.tol = tol
@@ -252,7 +264,7 @@ class TRWS(InferenceEngine):
         compiled = self.kernel != "numpy" and numba_available()
         if self.kernel == "numba" and not compiled:
             raise ImportError("TRWS(kernel='numba') needs numba: pip install 'hmrf[fast]'")
-        order = "bfs" if self.order == "auto" else self.order
+        order = trws_order(graph) if self.order == "auto" else self.order
         out = run_trws(unary, graph, max_iter=self.max_iter, rel_gap=float(self.rel_gap), tol=float(self.tol),
                        order=order, compiled=compiled, init=init,
                        notify=lambda it, y, b: notify(it, y, b))
