@@ -177,7 +177,7 @@ def test_stops_on_the_gap_or_when_the_bound_stops_rising():
     assert res.info["stopped"] == "bound" and not res.converged and res.n_iter < 1000
     trace = np.array(res.info["bound_trace"])
     scale = max(1.0, abs(res.energy))
-    assert trace[-1] - trace[-11] <= 1e-6 * 10 * scale + 1e-9  # the last window barely rose
+    assert trace[-1] - trace[-11] <= 1e-5 * 10 * scale + 1e-9  # the last window barely rose
     loose = TRWS(rel_gap=0.5).map(unary, g, rng=0)
     assert loose.info["stopped"] == "gap" and loose.converged and loose.gap <= 0.5 * abs(loose.energy)
 
