@@ -38,7 +38,7 @@ from .._params import Interval, Options, validate_params
 from ..graph import POTTS_ML, TABLE, PairwiseGraph
 from .base import InferenceEngine
 from .polish import finish
-from .qpbo import load_maxflow, solve_split, split_terms
+from .qpbo import BinaryCut, load_maxflow, solve_split, split_terms
 
 __all__ = ["AlphaExpansion", "ExpansionMoves", "classify_tables"]
 
@@ -188,6 +188,7 @@ class ExpansionMoves:
         k = self.n_labels
         self._tab_cost = self.tab_cost if self.tab.size else np.zeros((1, k, k))
         self._alpha_allowed = [np.ascontiguousarray(self.allowed[:, a]) for a in range(k)]
+        self._incidence = None  # the compiled moves' node -> edges CSR, built on first use
 
     def terms(self, labels, alpha):
         """``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of every edge for the α-expansion of ``labels``."""
@@ -271,16 +272,51 @@ class ExpansionMoves:
             The cut (``None`` when no node can switch to ``alpha``).
         """
         labels = np.asarray(labels)
-        nodes, u, ep, eq, half_lambda = self.binary_problem(labels, alpha)
-        if nodes.size == 0:
-            return labels, 0.0, None
-        cut = solve_split(u, ep, eq, half_lambda, method, compiled=self.compiled)
         x = np.zeros(labels.shape[0], dtype=bool)
-        x[nodes] = cut.x
+        if self.compiled:
+            cut = self._reduced_cut(labels, alpha, method, x)
+        else:
+            nodes, u, ep, eq, half_lambda = self.binary_problem(labels, alpha)
+            cut = None
+            if nodes.size:
+                cut = solve_split(u, ep, eq, half_lambda, method)
+                x[nodes] = cut.x
+        if cut is None:
+            return labels, 0.0, None
         change = self.change(labels, alpha, x)
         new = labels.copy()
         new[x] = alpha
         return new, change, cut
+
+
+    def _reduced_cut(self, labels, alpha, method, x):
+        """The compiled move: problem, dominance and reduction in one kernel
+        (:func:`~hmrf.inference.graphcut_numba.move_problem_reduced`), then the cut of
+        what is left; writes the switching nodes into ``x`` and returns the
+        :class:`~hmrf.inference.qpbo.BinaryCut` over the free nodes (``None`` if none)."""
+        from .graphcut_numba import incidence, move_problem_reduced
+
+        if self._incidence is None:
+            self._incidence = incidence(labels.shape[0], self.p, self.q)
+        labels = np.asarray(labels, dtype=np.int64)
+        forced, nodes, u, ep, eq, half, non_sub = move_problem_reduced(
+            labels, int(alpha), self.unary, self._alpha_allowed[alpha], self.p, self.q, self.wc, self.wk,
+            self.tab_of, self._tab_cost, *self._incidence)
+        if non_sub and method == "truncate":  # truncation alone: nothing is fixed first
+            nodes, u, ep, eq, half = self.binary_problem(labels, alpha)
+            cut = solve_split(u, ep, eq, half, method, reduce=False)
+            x[nodes] = cut.x
+            return cut
+        if forced.size + nodes.size == 0:
+            return None
+        x[forced] = True
+        labelled = np.ones(forced.size + nodes.size, dtype=bool)
+        if nodes.size:
+            sub = solve_split(u, ep, eq, half, method, reduce=False)
+            x[nodes] = sub.x
+            labelled[forced.size:] = sub.labelled
+        return BinaryCut(x=np.r_[np.ones(forced.size, dtype=bool), x[nodes]], labelled=labelled,
+                         exact=not non_sub)
 
 
 class AlphaExpansion(InferenceEngine):

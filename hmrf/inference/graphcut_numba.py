@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["move_problem", "move_change"]
+__all__ = ["move_problem", "move_change", "fix_dominated", "incidence", "move_problem_reduced"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -166,3 +166,132 @@ def fix_dominated(u, p, q, half_lambda):
                 top += 1
                 queued[j] = True
     return state, uu
+
+
+@numba.njit(cache=True, nogil=True)
+def incidence(n, p, q):
+    """Edges incident to each node, CSR ``(ptr, edge)`` (a counting sort of both endpoints)."""
+    m = p.shape[0]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for e in range(m):
+        ptr[p[e] + 1] += 1
+        ptr[q[e] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    edge = np.empty(2 * m, dtype=np.int64)
+    for e in range(m):
+        edge[fill[p[e]]] = e
+        fill[p[e]] += 1
+        edge[fill[q[e]]] = e
+        fill[q[e]] += 1
+    return ptr, edge
+
+
+@numba.njit(cache=True, nogil=True)
+def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr,
+                         inc_edge):
+    """:func:`move_problem` followed by :func:`fix_dominated` and the reduction to the
+    free variables, in one pass and without the intermediate arrays over all nodes.
+
+    Returns ``(forced, nodes, u, ep, eq, half_lambda, non_submodular)``: the nodes
+    every minimiser switches to ``alpha``, the nodes left to the cut with their unary
+    differences, the terms between two of them (positions in ``nodes``), and whether
+    any term of the move was not submodular. ``inc_ptr, inc_edge``: :func:`incidence`.
+    """
+    n, m = labels.shape[0], p.shape[0]
+    pos = np.full(n, -1, dtype=np.int64)
+    nf = 0
+    for i in range(n):
+        if labels[i] != alpha and allowed_alpha[i]:
+            pos[i] = nf
+            nf += 1
+    node_of = np.empty(nf, dtype=np.int64)
+    u = np.empty(nf)
+    s = np.zeros(nf)
+    for i in range(n):
+        if pos[i] >= 0:
+            node_of[pos[i]] = i
+            u[pos[i]] = unary[i, alpha] - unary[i, labels[i]]
+    half = np.full(m, np.nan)  # the [x_p != x_q] weight of the terms between two free nodes
+    non_sub = False
+    for e in range(m):
+        i, j = p[e], q[e]
+        fi, fj = pos[i], pos[j]
+        if fi < 0 and fj < 0:
+            continue
+        A, B, C, D = _terms(e, labels[i], labels[j], alpha, wc, wk, tab_of, tab_cost)
+        if fi >= 0 and fj >= 0:
+            h = 0.5 * (B + C - A - D)
+            if h < 0.0 and h >= -1e-12 * (abs(A) + abs(B) + abs(C) + abs(D)):
+                h = 0.0
+            non_sub |= h < 0.0
+            half[e] = h
+            u[fi] += 0.5 * (D - A + C - B)
+            u[fj] += 0.5 * (D - A + B - C)
+            s[fi] += abs(h)
+            s[fj] += abs(h)
+        elif fi >= 0:
+            u[fi] += C - A
+        else:
+            u[fj] += B - A
+    state = np.full(nf, -1, dtype=np.int64)
+    stack = np.empty(nf, dtype=np.int64)
+    queued = np.zeros(nf, dtype=np.bool_)
+    top = 0
+    for f in range(nf):
+        if _dominated(u[f], s[f]) >= 0:
+            stack[top] = f
+            top += 1
+            queued[f] = True
+    while top:
+        top -= 1
+        f = stack[top]
+        v = _dominated(u[f], s[f])
+        state[f] = v
+        i = node_of[f]
+        for t in range(inc_ptr[i], inc_ptr[i + 1]):
+            e = inc_edge[t]
+            h = half[e]
+            if np.isnan(h):
+                continue
+            fj = pos[q[e]] if p[e] == i else pos[p[e]]
+            if state[fj] >= 0 or fj == f:
+                continue
+            s[fj] -= abs(h)
+            u[fj] += h if v == 0 else -h
+            if not queued[fj] and _dominated(u[fj], s[fj]) >= 0:
+                stack[top] = fj
+                top += 1
+                queued[fj] = True
+    r = np.full(nf, -1, dtype=np.int64)
+    n_left, n_forced = 0, 0
+    for f in range(nf):
+        if state[f] < 0:
+            r[f] = n_left
+            n_left += 1
+        elif state[f] == 1:
+            n_forced += 1
+    nodes = np.empty(n_left, dtype=np.int64)
+    u_left = np.empty(n_left)
+    forced = np.empty(n_forced, dtype=np.int64)
+    c = 0
+    for f in range(nf):
+        if r[f] >= 0:
+            nodes[r[f]] = node_of[f]
+            u_left[r[f]] = u[f]
+        elif state[f] == 1:
+            forced[c] = node_of[f]
+            c += 1
+    ep = np.empty(m, dtype=np.int64)
+    eq = np.empty(m, dtype=np.int64)
+    hl = np.empty(m)
+    nb = 0
+    for e in range(m):
+        if np.isnan(half[e]):
+            continue
+        a, b = r[pos[p[e]]], r[pos[q[e]]]
+        if a >= 0 and b >= 0:
+            ep[nb], eq[nb], hl[nb] = a, b, half[e]
+            nb += 1
+    return forced, nodes, u_left, ep[:nb], eq[:nb], hl[:nb], non_sub

@@ -236,14 +236,14 @@ def _reduce(u, p, q, half_lambda, compiled):
     return state, free, uu[free], pos[p[keep]], pos[q[keep]], half_lambda[keep]
 
 
-def solve_split(u, p, q, half_lambda, method="qpbo", compiled=False) -> BinaryCut:
+def solve_split(u, p, q, half_lambda, method="qpbo", compiled=False, reduce=True) -> BinaryCut:
     """:func:`solve_binary` for a problem already in split form.
 
     ``E(x) - E(0) = sum_p u_p x_p + sum_e half_lambda_e [x_p != x_q]`` (see
     :func:`split_terms`); the form in which :class:`~hmrf.inference.AlphaExpansion`
-    builds its moves. The variables every minimiser fixes by dominance are fixed first
-    (:func:`fix_dominated`; by the compiled twin with ``compiled``), and only the others
-    reach the max-flow.
+    builds its moves. With ``reduce`` the variables every minimiser fixes by dominance
+    are fixed first (:func:`fix_dominated`; by the compiled twin with ``compiled``), and
+    only the others reach the max-flow.
     """
     if method not in ("qpbo", "truncate"):
         raise ValueError(f"method must be 'qpbo' or 'truncate'; got {method!r}.")
@@ -253,7 +253,7 @@ def solve_split(u, p, q, half_lambda, method="qpbo", compiled=False) -> BinaryCu
     q = np.asarray(q, dtype=np.int64)
     half_lambda = np.asarray(half_lambda, dtype=np.float64)
     exact = not (half_lambda < 0).any()
-    if method == "truncate" and not exact:  # truncation changes the problem: nothing is fixed first
+    if not reduce or (method == "truncate" and not exact):  # truncation alone: nothing is fixed first
         return _solve_reduced(maxflow, u, p, q, half_lambda, method)
     state, free, u_r, p_r, q_r, h_r = _reduce(u, p, q, half_lambda, compiled)
     if free.size == u.shape[0]:
