@@ -139,6 +139,14 @@ def measure(unary, graph, repeats):
                 note = f"{res.n_iter} it" if name in ("bp", "trws") else ""
                 if name in ("bp", "trws") and res.info.get("stopped"):
                     note += f", {res.info.get('trws_stopped', res.info['stopped'])}"
+                if name == "trws":  # anytime: its best energy after 1x and 2x GCO's time
+                    e_gco = first["gco"][0]
+                    et, tt = np.array(res.info["energy_trace"]), np.array(res.info["time_trace"])
+                    offset = res.energy - et[-1]  # the isolated nodes' part
+                    for x in (1, 2):
+                        within = et[tt <= x * t_gco]
+                        if within.size:
+                            note += f"; at {x}× GCO {100 * (within[-1] + offset - e_gco) / e_gco:+.3f} %"
                 first[name] = (res.energy, res.lower_bound, note, time.perf_counter() - t0)
         print(f"    round {r + 1}/{repeats} done", file=sys.stderr, flush=True)
     t_gco = float(np.median(runs["gco"]))

@@ -11,6 +11,7 @@ rising.
 
 from __future__ import annotations
 
+import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -65,8 +66,11 @@ def run_trws(unary, graph, *, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="bfs"
     ``converged`` (every component's gap closed to ``rel_gap``) and ``info``
     (``stopped``: "gap", "bound" (the bound stopped rising) or "max_iter"; ``order``;
     ``gap_components``: components whose gap closed; ``bound_trace``: the bound of each
-    iteration's backward pass, summed over the components still running).
+    iteration's backward pass, summed over the components still running;
+    ``energy_trace`` and ``time_trace``: the best energy so far and the seconds since
+    this function started, after each iteration).
     """
+    t_start = time.perf_counter()
     n, k = unary.shape
     lay = trws_layout(graph, order)
     perm, comp, n_comp = lay.perm, lay.comp, lay.n_comp
@@ -118,6 +122,7 @@ def run_trws(unary, graph, *, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="bfs"
             backward_pass(u_p, msg, lay, costs, active, lb)
 
     stopped, it = "max_iter", 0
+    energy_trace, time_trace = [], []
     for it in range(1, int(max_iter) + 1):
         forward()
         e = np.bincount(comp, weights=node_e, minlength=n_comp) + base
@@ -129,6 +134,8 @@ def run_trws(unary, graph, *, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="bfs"
         backward(lb)
         trace.append(float((lb + base)[~done].sum()))
         best_lb = np.where(done, best_lb, np.maximum(best_lb, lb + base))
+        energy_trace.append(float(best_e.sum()))
+        time_trace.append(time.perf_counter() - t_start)
         history.append((best_e.copy(), best_lb.copy()))
         if notify is not None:
             notify(it, _unpermute(best, perm), float(best_lb.sum()))
@@ -149,7 +156,8 @@ def run_trws(unary, graph, *, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="bfs"
             stopped = "gap" if closed.all() else "bound"
             break
     info = {"stopped": stopped, "order": order, "gap_components": int(closed.sum()),
-            "n_components": int(n_comp), "bound_trace": trace}
+            "n_components": int(n_comp), "bound_trace": trace, "energy_trace": energy_trace,
+            "time_trace": time_trace}
     return {"labels": _unpermute(best, perm), "lower_bound": float(best_lb.sum()), "n_iter": it,
             "converged": bool(closed.all()), "info": info}
 
