@@ -27,11 +27,11 @@ from .trws_numpy import TRWSLayout, backward_pass, edge_costs, forward_pass
 
 __all__ = ["TRWS", "run_trws", "trws_layout", "trws_order", "STALL_WINDOW", "STALL_GAP"]
 
-#: iterations over which a component's bound must rise by more than ``tol`` per
-#: iteration (relative), or its best labelling improve, for it to go on
+#: iterations over which a component's gap must close by more than ``tol`` per iteration
+#: (relative; the bound rising and the best labelling improving together) for it to go on
 STALL_WINDOW = 10
-#: a component whose gap is above this (relative) needs a ten times flatter bound to stop:
-#: its decoding can still find a much better labelling as the messages converge
+#: a component whose gap is above this (relative) must close it ten times more slowly to
+#: stop: its decoding can still find a much better labelling as the messages converge
 STALL_GAP = 0.01
 
 
