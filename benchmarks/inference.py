@@ -38,11 +38,20 @@ Part 3 (``--scale``, issue 17): must-link-only and mixed E-steps of 5,000, 50,00
 GCO's α-expansion and PGMax as external references, against the best labelling and the
 best lower bound found (:mod:`inference_scale`).
 
+``--milp``: ExactMILP's anytime behaviour and the strength of its program
+(:mod:`inference_milp`; writes ``docs/results/inference-milp.md``).
+
+Part 4 (``--grid``, issue 22): image grids (HMRF segmentation of scikit-learn's
+``flower.jpg`` at several ``λ``) and 50,000-node random-weight must-link E-steps, every
+engine against GCO, timed interleaved (:mod:`inference_grid`); writes
+``docs/results/inference-grid.md``.
+
 Run from the repository root::
 
     python benchmarks/inference.py                 # full run, writes results/bench_inference/
     python benchmarks/inference.py --quick         # 4 + 4 small instances, smaller part 2
     python benchmarks/inference.py --scale         # part 3 only (GCO: pip install gco-wrapper)
+    python benchmarks/inference.py --grid          # part 4 only (GCO: pip install gco-wrapper)
 """
 
 from __future__ import annotations
@@ -299,6 +308,8 @@ def main(argv=None):
                    default=[5000, 50000, 200000],
                    help="constrained points of the --scale instances (default 5000,50000,200000)")
     p.add_argument("--scale-instances", type=int, default=1, help="--scale instances per group and size")
+    p.add_argument("--scale-repeats", type=int, default=3,
+                   help="--scale: rounds interleaved with GCO per instance (default 3)")
     p.add_argument("--no-scale-small", dest="scale_small", action="store_false",
                    help="--scale without the 40 small instances of part 1")
     p.add_argument("--lp-max-n", type=int, default=5000, help="--scale: run LP up to this many points")
@@ -306,12 +317,48 @@ def main(argv=None):
                    help="--scale: a Python with pgmax and jax==0.4.30 (PGMax runs in a subprocess)")
     p.add_argument("--pgmax-max-n", type=int, default=50000, help="--scale: run PGMax up to this many points")
     p.add_argument("--trace", action="store_true", help="--scale: write BP's energy and bound per iteration")
+    p.add_argument("--grid", action="store_true",
+                   help="part 4 only: image grids and random-weight must-links")
+    p.add_argument("--grid-images", type=lambda v: v.split(","), default=["flower.jpg"],
+                   help="--grid: scikit-learn sample images (default flower.jpg; also china.jpg)")
+    p.add_argument("--grid-lambdas", type=lambda v: [float(x) for x in v.split(",")],
+                   default=[0.02, 0.1, 0.5],
+                   help="--grid: Potts weights (default 0.02,0.1,0.5)")
+    p.add_argument("--grid-connectivity", type=lambda v: [int(x) for x in v.split(",")], default=[4],
+                   help="--grid: 4 and/or 8 neighbours (default 4)")
+    p.add_argument("--grid-random", type=int, default=2,
+                   help="--grid: random-weight must-link instances (default 2; 0 for none)")
+    p.add_argument("--grid-random-n", type=int, default=50000, help="--grid: their number of nodes")
+    p.add_argument("--grid-repeats", type=int, default=3,
+                   help="--grid: interleaved timing rounds (default 3)")
+    p.add_argument("--milp", action="store_true",
+                   help="ExactMILP only: anytime behaviour and the strength of its program")
+    p.add_argument("--milp-limits", type=lambda v: [float(x) for x in v.split(",")],
+                   default=[0.05, 0.5, 2, 10], help="--milp: time limits (default 0.05,0.5,2,10)")
+    p.add_argument("--milp-time", type=float, default=60.0,
+                   help="--milp: HiGHS' limit in the formulation table")
+    p.add_argument("--no-write", action="store_true",
+                   help="--grid, --scale, --milp: do not write docs/results/")
     args = p.parse_args(argv)
     u_small, g_small = make_instance(np.random.default_rng(0), True, n=30, k=3, m=40)
     for name in ENGINES:  # load what is loaded once per process (numba's kernels) untimed
         ENGINES[name]().map(u_small, g_small)
     t0 = time.perf_counter()
     out, rows = [], []
+    if args.milp:
+        import inference_milp
+
+        inference_milp.part_milp(args)
+        return 0
+    if args.grid:
+        import inference_grid
+
+        for factory in inference_grid.engines().values():  # load their compiled kernels untimed
+            factory().map(u_small[:, :2] + 0.0, PairwiseGraph.potts(30, g_small.edges, g_small.weight,
+                                                                     np.ones(g_small.n_edges)))
+        args.repeats = args.grid_repeats
+        inference_grid.part_grid(args)
+        return 0
     if args.scale:
         import inference_scale
 

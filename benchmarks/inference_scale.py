@@ -14,7 +14,7 @@ instances of part 1 (must-link only and mixed, 50–200 points; ``--scale-small`
 Every cost is rounded to a multiple of ``1 / SCALE`` so that GCO, which works in
 integers, minimises exactly the function the other engines see.
 
-Engines: ICM, BP (the default engine), TRW-S (``BeliefPropagation(reweight="trw")``),
+Engines: ICM, BP (the default engine), TRW-S (``inference="trws"``),
 LP (up to ``--lp-max-n`` points), ExactMILP (the small instances), AlphaExpansion,
 ``inference="auto"`` when the package has them, and as external references GCO's
 α-expansion (``pip install gco-wrapper``; costs ``x SCALE`` as integers with
@@ -23,8 +23,13 @@ which it accepts without being able to optimise it, so its mixed rows are marked
 PGMax's loopy max-product (``--pgmax-python``: a Python with ``pgmax`` and a jax it
 supports, run in a subprocess; see :func:`run_pgmax`). For every instance: the energy
 relative to the best labelling any engine found, relative to the best lower bound
-(TRW-S, LP, ExactMILP), and the time (one cold call each, on a fresh copy of the graph;
-numba's kernels are loaded before any timing).
+(TRW-S, LP, ExactMILP), and the time (cold calls, each on a fresh copy of the graph;
+numba's kernels are loaded before any timing). Timing is interleaved with GCO:
+``--scale-repeats`` rounds, GCO first in each, and an engine's time ratio is the median
+over rounds of its time over GCO's time in the same round (LP and ExactMILP run in the
+first round only). GCO's time is that of its C++ calls, without the wrapper's Python
+loop that sets every site's initial label (:func:`inference_grid.run_gco`).
+``--scale`` writes ``docs/results/inference-scale.md``.
 
 ``--trace`` also writes BP's energy and bound per iteration on every large instance
 (``trace_<group>_<n>.csv``).
@@ -43,7 +48,7 @@ import time
 import numpy as np
 
 from hmrf import PairwiseGraph
-from hmrf.inference import ICM, BeliefPropagation, ExactMILP, LPRelaxation
+from hmrf.inference import ICM, TRWS, BeliefPropagation, ExactMILP, LPRelaxation
 
 #: every cost is a multiple of 1 / SCALE (GCO's integer costs are the costs x SCALE)
 SCALE = 1000
@@ -91,19 +96,20 @@ def scale_instance(group, n, seed):
 
 
 def run_gco(unary, graph):
-    """GCO's α-expansion from the unary argmin; returns (labels, seconds) or None."""
+    """GCO's α-expansion from the unary argmin; returns (labels, seconds) or None.
+
+    A cannot-link is handed to GCO as a negative Potts weight (``w [=] = -w [!=] + w``),
+    which it accepts without being able to optimise it; its time is that of the C++
+    calls (:func:`inference_grid.run_gco`).
+    """
     try:
-        import gco  # benchmark-only dependency
+        import gco  # noqa: F401  benchmark-only dependency
     except ImportError:
         return None
-    k = unary.shape[1]
-    weight = np.where(graph.kind == 1, graph.weight, -graph.weight)  # cannot-link: w[=] = -w[!=] + w
-    t0 = time.perf_counter()
-    labels = gco.cut_general_graph(
-        np.sort(graph.edges, axis=1).astype(np.int32), np.rint(weight * SCALE).astype(np.int32),
-        np.rint(unary * SCALE).astype(np.int32), (1 - np.eye(k)).astype(np.int32), n_iter=-1,
-        algorithm="expansion", init_labels=np.argmin(unary, axis=1).astype(np.int32), down_weight_factor=1)
-    return np.asarray(labels, dtype=np.int64), time.perf_counter() - t0
+    import inference_grid
+
+    signed = np.where(graph.kind == 1, graph.weight, -graph.weight)
+    return inference_grid.run_gco(unary, graph, scale=SCALE, weight=signed)
 
 
 PGMAX_SCRIPT = r'''
@@ -169,7 +175,7 @@ def engines_for(n, args, group="") -> dict:
     LP runs up to ``--lp-max-n`` points, but not on the uniform-cost must-link group,
     where HiGHS took 553 s at 2,000 points (3 s on the other must-link group).
     """
-    out = {"icm": ICM, "bp": BeliefPropagation, "trws": lambda: BeliefPropagation(reweight="trw")}
+    out = {"icm": ICM, "bp": BeliefPropagation, "trws": TRWS}
     if n <= args.lp_max_n and group != "must-link, uniform":
         out["lp"] = LPRelaxation
     if n <= 200:
@@ -178,53 +184,90 @@ def engines_for(n, args, group="") -> dict:
     return out
 
 
-def solve_all(unary, graph, args, trace_path=None, group="") -> dict:
-    """Every engine on one instance: ``{name: (energy, bound or None, seconds, note)}``."""
-    out = {}
-    for name, factory in engines_for(unary.shape[0], args, group).items():
-        fresh = PairwiseGraph.potts(graph.n_nodes, graph.edges, graph.weight, graph.kind)
-        trace, t0 = [], time.perf_counter()
-        callback = None
-        if trace_path and name == "bp":
-            def callback(it, y, e, b, t0=t0, trace=trace):
-                trace.append((it, e, b, time.perf_counter() - t0))
-        res = factory().map(unary, fresh, rng=0, callback=callback)
-        t = time.perf_counter() - t0
-        out[name] = (res.energy, res.lower_bound, t, f"{res.n_iter} it" if name in ("bp", "trws") else "")
-        if trace:
-            with open(trace_path, "w", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(["iteration", "energy", "bound", "seconds"])
-                w.writerows(trace)
+#: engines timed once (first round): their time is far from GCO's and the same every round
+ONCE = ("lp", "exact")
+
+
+def solve_all(unary, graph, args, trace_path=None, group="", repeats=1) -> dict:
+    """Every engine on one instance: ``{name: (energy, bound or None, seconds, note, ratio)}``.
+
+    ``repeats`` interleaved rounds (module docstring): ``seconds`` is the median time,
+    ``ratio`` the median over rounds of the time over GCO's in the same round (``None``
+    without GCO).
+    """
+    times, first = {}, {}
     mixed = bool(np.any(graph.kind != 1))
-    gco_out = run_gco(unary, graph)
-    if gco_out is not None:
-        note = "CL as negative weights" if mixed else ""
-        out["gco"] = (graph.energy(gco_out[0], unary), None, gco_out[1], note)
+    for r in range(repeats):
+        gco_out = run_gco(unary, graph)
+        t_gco = None if gco_out is None else gco_out[1]
+        if gco_out is not None:
+            times.setdefault("gco", []).append((t_gco, 1.0))
+            first.setdefault("gco", (graph.energy(gco_out[0], unary), None,
+                                     "CL as negative weights" if mixed else ""))
+        for name, factory in engines_for(unary.shape[0], args, group).items():
+            if r and name in ONCE:
+                continue
+            fresh = PairwiseGraph.potts(graph.n_nodes, graph.edges, graph.weight, graph.kind)
+            trace, t0 = [], time.perf_counter()
+            callback = None
+            if trace_path and name == "bp" and r == 0:
+                def callback(it, y, e, b, t0=t0, trace=trace):
+                    trace.append((it, e, b, time.perf_counter() - t0))
+            res = factory().map(unary, fresh, rng=0, callback=callback)
+            t = time.perf_counter() - t0
+            times.setdefault(name, []).append((t, None if t_gco is None else t / t_gco))
+            if name not in first:
+                note = f"{res.n_iter} it" if name in ("bp", "trws") else ""
+                first[name] = (res.energy, res.lower_bound, note)
+            if trace:
+                with open(trace_path, "w", newline="") as f:
+                    w = csv.writer(f)
+                    w.writerow(["iteration", "energy", "bound", "seconds"])
+                    w.writerows(trace)
+    out = {}
+    for name, (e, b, note) in first.items():
+        t = np.array([x for x, _ in times[name]])
+        ratios = [y for _, y in times[name] if y is not None]
+        out[name] = (e, b, float(np.median(t)), note, float(np.median(ratios)) if ratios else None)
     if unary.shape[0] <= args.pgmax_max_n:
         pg = run_pgmax(args.pgmax_python, unary, graph)
         if pg is not None:
-            out["pgmax"] = (graph.energy(pg[0], unary), None, pg[1], "200 it, damping 0.5")
+            out["pgmax"] = (graph.energy(pg[0], unary), None, pg[1], "200 it, damping 0.5", None)
     return out
 
 
 def relative(results):
     """Best energy, best bound, and per engine (excess over best, excess over bound)."""
-    best = min(e for e, _, _, _ in results.values())
-    bounds = [b for _, b, _, _ in results.values() if b is not None]
+    best = min(r[0] for r in results.values())
+    bounds = [r[1] for r in results.values() if r[1] is not None]
     bound = max(bounds) if bounds else None
     rel = {}
-    for name, (e, _, t, note) in results.items():
+    for name, (e, _, t, note, ratio) in results.items():
         over_best = (e - best) / abs(best)
         over_bound = None if bound is None else (e - bound) / abs(bound)
-        rel[name] = (over_best, over_bound, t, note)
+        rel[name] = (over_best, over_bound, t, note, ratio)
     return best, bound, rel
 
 
+#: column order of the results tables
+COLUMNS = ("icm", "bp", "trws", "expansion", "auto", "gco", "lp", "exact", "pgmax")
+
+
+def _cell(over, ratio):
+    """``excess, time ratio`` of one table cell."""
+    e = "0" if over <= 5e-7 else f"{100 * over:.3f} %"
+    return e if ratio is None else f"{e}, {ratio:.2f}×"
+
+
 def part_scale(args) -> str:
+    """Run the scale study; returns the text report and writes docs/results/inference-scale.md."""
+    from _results import write_result
+
+    load0 = os.getloadavg()
+    t_start = time.perf_counter()
     lines = ["Part 3 (--scale): energy over the best labelling any engine found and over the best lower "
-             "bound; time of one cold call", ""]
-    rows = []
+             "bound; time, and its ratio to GCO's (median of rounds interleaved with GCO)", ""]
+    rows, summary = [], {}
     lines.append(f"{'instance':28s} {'engine':10s} {'E - best':>9s} {'E - bound':>9s} {'time':>9s} "
                  f"{'/ GCO':>6s}")
     for n in args.scale_sizes:
@@ -234,52 +277,100 @@ def part_scale(args) -> str:
                 t0 = time.perf_counter()
                 trace = (os.path.join(args.out, f"trace_{group.replace(', ', '_')}_{n}_{seed}.csv")
                          if args.trace else None)
-                results = solve_all(unary, graph, args, trace, group)
+                results = solve_all(unary, graph, args, trace, group, repeats=args.scale_repeats)
                 best, bound, rel = relative(results)
                 name = f"{group} n={n} #{seed}"
-                t_gco = results["gco"][2] if "gco" in results else None
                 lines.append(f"{name:28s} best E = {best:.3f}, best bound = "
                              f"{'-' if bound is None else f'{bound:.3f}'}")
-                for eng, (ob, obd, t, note) in rel.items():
-                    ratio = f"{t / t_gco:5.2f}x" if t_gco else "     -"
+                for eng, (ob, obd, t, note, ratio) in rel.items():
+                    ratio_s = "     -" if ratio is None else f"{ratio:5.2f}x"
                     obd_s = "        -" if obd is None else f"{100 * obd:8.3f}%"
-                    lines.append(f"{'':28s} {eng:10s} {100 * ob:8.3f}% {obd_s} {t:8.2f}s {ratio} {note}")
+                    lines.append(f"{'':28s} {eng:10s} {100 * ob:8.3f}% {obd_s} {t:8.2f}s {ratio_s} {note}")
                     rows.append({"group": group, "n": n, "seed": seed, "engine": eng,
                                  "energy": results[eng][0], "bound": results[eng][1], "best": best,
-                                 "best_bound": bound, "time": t, "over_best": ob, "over_bound": obd,
-                                 "note": note})
+                                 "best_bound": bound, "time": t, "ratio_to_gco": ratio, "over_best": ob,
+                                 "over_bound": obd, "note": note})
+                    summary.setdefault((group, n), {}).setdefault(eng, []).append((ob, ratio, obd))
                 print(f"  scale {name} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+    table = _markdown(summary, args)
+    small = ""
     if args.scale_small:
-        lines += ["", small_instances(args, rows)]
+        small_text, small = small_instances(args, rows)
+        lines += ["", small_text]
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "scale.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    return "\n".join(lines)
+    load1 = os.getloadavg()
+    notes = (f"Each cell: the largest excess over the best labelling any engine found on the instances of "
+             f"the row, and the median over instances of the engine's time over GCO's (itself the median of "
+             f"{args.scale_repeats} rounds interleaved with GCO; LP once). Load average (1, 5, 15 min) "
+             f"{load0[0]:.1f}, {load0[1]:.1f}, {load0[2]:.1f} before and {load1[0]:.1f}, {load1[1]:.1f}, "
+             f"{load1[2]:.1f} after, on {os.cpu_count()} cores; "
+             f"{time.perf_counter() - t_start:.0f} s in all.")
+    if not getattr(args, "no_write", False):
+        body = table + ("\n\n" + small if small else "")
+        print("wrote", write_result("inference-scale", body, notes=notes), file=sys.stderr)
+    return "\n".join(lines) + "\n\n" + table + "\n\n" + notes
 
 
-def small_instances(args, rows) -> str:
-    """The 40 instances of part 1 (must-link only and mixed): excess over the best and
-    over the best bound per engine, aggregated per group."""
+def _markdown(summary, args) -> str:
+    """One row per (group, size): per engine the largest excess over the best and the
+    median time ratio to GCO; a second table of the excess over the best bound."""
+    from _results import markdown_table
+
+    engines = [e for e in COLUMNS if any(e in v for v in summary.values())]
+    body, body_b = [], []
+    for (group, n), per in summary.items():
+        label = f"{group} {n:,} ({args.scale_instances})"
+        cells, cells_b = [label], [label]
+        for eng in engines:
+            if eng not in per:
+                cells.append("—")
+                cells_b.append("—")
+                continue
+            ob = max(x for x, _, _ in per[eng])
+            ratios = [r for _, r, _ in per[eng] if r is not None]
+            cells.append(_cell(ob, float(np.median(ratios)) if ratios else None))
+            obd = [b for _, _, b in per[eng] if b is not None]
+            cells_b.append("—" if not obd else ("0" if max(obd) <= 5e-7 else f"{100 * max(obd):.3f} %"))
+        body.append(cells)
+        body_b.append(cells_b)
+    head = ["E-steps", *engines]
+    return (markdown_table(head, body) + "\n\nExcess over the best lower bound (the largest over the "
+            "instances of the row):\n\n" + markdown_table(head, body_b))
+
+
+def small_instances(args, rows):
+    """The 40 instances of part 1 (must-link only and mixed): excess over the best per
+    engine, aggregated per group; returns (text, markdown table)."""
+    from _results import markdown_table
     from inference import make_instance
 
     rng = np.random.default_rng(args.seed)  # the stream of part 1: the same instances
     lines = [f"{'small (part 1)':18s} {'engine':10s} {'mean E-best':>11s} {'max E-best':>10s} "
              f"{'= best':>7s} {'mean time':>10s}"]
+    body = []
     for gname, mixed in (("must-link only", False), ("mixed", True)):
         per = {}
         for i in range(args.instances):
             unary, graph = rounded(*make_instance(rng, mixed))
             results = solve_all(unary, graph, args)
             _, _, rel = relative(results)
-            for eng, (ob, obd, t, note) in rel.items():
+            for eng, (ob, obd, t, note, _) in rel.items():
                 per.setdefault(eng, []).append((ob, t))
                 rows.append({"group": f"small {gname}", "n": unary.shape[0], "seed": i, "engine": eng,
                              "energy": results[eng][0], "bound": results[eng][1], "best": None,
-                             "best_bound": None, "time": t, "over_best": ob, "over_bound": obd, "note": note})
-        for eng, v in per.items():
-            ob, t = np.array(v).T
+                             "best_bound": None, "time": t, "ratio_to_gco": None, "over_best": ob,
+                             "over_bound": obd, "note": note})
+        for j, eng in enumerate([e for e in COLUMNS if e in per]):
+            ob, t = np.array(per[eng]).T
             lines.append(f"{gname:18s} {eng:10s} {100 * ob.mean():10.3f}% {100 * ob.max():9.3f}% "
                          f"{100 * np.mean(ob <= 1e-9):6.0f}% {1e3 * t.mean():8.1f}ms")
-    return "\n".join(lines)
+            body.append([gname if j == 0 else "", eng, f"{100 * ob.mean():.3f} %",
+                         f"{100 * ob.max():.3f} %", f"{100 * np.mean(ob <= 1e-9):.0f} %",
+                         f"{1e3 * t.mean():.1f} ms"])
+    table = ("The 40 small E-steps of part 1 (50–200 points), over the best labelling of each:\n\n"
+             + markdown_table(["group", "engine", "mean excess", "max excess", "= best", "mean time"], body))
+    return "\n".join(lines), table

@@ -92,11 +92,11 @@ class GraphCache:
     mean_field : object or None
         Colour classes with their factors for mean-field sweeps
         (:mod:`hmrf.inference.meanfield`).
-    bp_layout, bp_colours, bp_bfs, bp_dense : object or None
-        Belief propagation's message layout, colour classes, breadth-first order and
-        dense frustrated part (:mod:`hmrf.inference.bp`).
+    bp_layout, bp_colours, bp_bfs, bp_dense, bp_lattice : object or None
+        Belief propagation's message layout, colour classes, breadth-first order, dense
+        frustrated part and lattice components (:mod:`hmrf.inference.bp`).
     bp_node_orders : dict
-        Belief propagation's compiled node-order layouts, by order name.
+        Belief propagation's compiled node-order layouts and TRW-S's layouts, by order name.
     auto_parts : tuple or None
         The split of the graph by :class:`~hmrf.inference.auto.AutoEngine`'s rule (its
         nodes and sub-graphs per engine).
@@ -112,6 +112,7 @@ class GraphCache:
     bp_colours: list | None = None
     bp_bfs: np.ndarray | None = None
     bp_dense: tuple | None = None
+    bp_lattice: np.ndarray | None = None
     bp_node_orders: dict = field(default_factory=dict)
     auto_parts: tuple | None = None
 

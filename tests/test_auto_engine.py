@@ -130,3 +130,19 @@ def test_large_must_link_components_go_to_expansion_alone():
     sub = g.subgraph(rest)
     bp = BeliefPropagation().map(unary[rest], sub, rng=0)
     assert sub.energy(res.labels[rest], unary[rest]) <= bp.energy + 1e-9
+
+
+def test_tables_that_are_not_semi_metric_get_moves_too():
+    # the moves start from BP's labelling and never raise its energy, so "auto" takes
+    # any table (AlphaExpansion alone refuses a table that is not a semi-metric)
+    pytest.importorskip("maxflow")
+    from mrf_problems import brute_force
+
+    rng = np.random.default_rng(8)
+    k = 3
+    T = rng.random((k, k)) * 2  # not symmetric, non-zero diagonal
+    g = PairwiseGraph.from_tables(6, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (0, 5)], T)
+    unary = rng.random((6, k))
+    res = AutoEngine().map(unary, g, rng=0)
+    bp = BeliefPropagation().map(unary, g, rng=0)
+    assert brute_force(unary, g)[0] - 1e-9 <= res.energy <= bp.energy + 1e-9

@@ -13,13 +13,15 @@ from hmrf.inference.bp.schedules import TRW_BLOCK
 
 
 def first_fit_reference(n, edges):
-    """Node by node: higher degree first (ties: lower index), smallest colour not used by a neighbour."""
+    """Node by node: higher degree first (ties in a fixed pseudo-random order), smallest colour
+    not used by a neighbour."""
     adj = [set() for _ in range(n)]
     for a, b in edges:
         adj[a].add(b)
         adj[b].add(a)
     colour = {}
-    for v in sorted(range(n), key=lambda v: (-len(adj[v]), v)):
+    ties = np.random.default_rng(0).permutation(n)  # independent_sets' fixed tie order
+    for v in sorted(range(n), key=lambda v: (-len(adj[v]), -ties[v])):
         used = {colour[u] for u in adj[v] if u in colour}
         colour[v] = next(c for c in itertools.count() if c not in used)
     return np.array([colour[v] for v in range(n)])

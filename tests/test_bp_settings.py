@@ -41,7 +41,7 @@ def test_settings_are_the_engines_parameters_and_frozen():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"max_iter": 0}, "max_iter must be an integer in"),
+    ({"max_iter": 0}, "max_iter must be one of .auto. or an integer in"),
     ({"max_iter": 2.5}, "max_iter"),
     ({"tol": -1.0}, "tol"),
     ({"damping": "always"}, "damping"),

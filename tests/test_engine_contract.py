@@ -10,7 +10,7 @@ import pytest
 from mrf_problems import brute_force, preferred_label_table, random_problem
 
 from hmrf import HMRF, Constraints, InfeasibleError, PairwiseGraph
-from hmrf.inference import ICM, BeliefPropagation, ExactMILP, LPRelaxation, get_engine
+from hmrf.inference import ICM, TRWS, BeliefPropagation, ExactMILP, LPRelaxation, get_engine
 from hmrf.potentials import PairwisePotential, TablePotential
 
 ENGINES = {
@@ -23,6 +23,8 @@ ENGINES = {
     # the NumPy passes (colour order), what runs where numba is not installed
     "bp-numpy": BeliefPropagation(kernel="numpy"),
     "bp-flood-numpy": BeliefPropagation(schedule="flooding", kernel="numpy"),
+    "trws": TRWS(),
+    "trws-numpy": TRWS(kernel="numpy"),
     "lp": LPRelaxation(),
     "lp-polish": LPRelaxation(polish="icm"),
     "exact": ExactMILP(),

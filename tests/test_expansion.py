@@ -490,3 +490,89 @@ def test_every_estimator_runs_with_alpha_expansion(name, spec):
 def test_the_engine_registry_knows_expansion():
     engine = get_engine("expansion")
     assert isinstance(engine, AlphaExpansion) and engine.nonsubmodular == "qpbo"
+
+
+# -------------------------------------------------- compiled moves = NumPy moves
+def _mixed_problem(rng, n, k, m, tables):
+    unary, g = random_graph(rng, n, k, m, p_cl=0.4, p_hard=0.3)
+    if tables:
+        T = rng.random((2, k, k)) * 2
+        T = T + T.transpose(0, 2, 1)
+        T[:, np.arange(k), np.arange(k)] = 0.0  # semi-metric
+        te = rng.integers(0, n, size=(m // 3 + 1, 2))
+        te = te[te[:, 0] != te[:, 1]]
+        g = PairwiseGraph.concatenate([g, PairwiseGraph.from_tables(n, te, T, rng.integers(0, 2, len(te)))])
+    unary[rng.random(unary.shape) < 0.05] = np.inf
+    unary[np.isinf(unary).all(axis=1), 0] = 0.0
+    return unary, g
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_compiled_move_builds_what_the_numpy_move_builds(seed):
+    # the compiled problem of a move, and the compiled fixing of its dominated variables
+    # (alone, and fused with the problem) equal the NumPy ones
+    pytest.importorskip("numba")
+    from hmrf.inference.graphcut_numba import fix_dominated as fix_numba
+    from hmrf.inference.graphcut_numba import incidence, move_problem_reduced
+    from hmrf.inference.qpbo import fix_dominated as fix_numpy
+
+    rng = np.random.default_rng(600 + seed)
+    unary, g = _mixed_problem(rng, 30, 4, 60, tables=seed % 2 == 0)
+    moves = {kern: ExpansionMoves(unary, g, kernel=kern) for kern in ("numba", "numpy")}
+    labels = rng.integers(0, 4, 30)
+    for alpha in range(4):
+        a = moves["numba"].binary_problem(labels, alpha)
+        b = moves["numpy"].binary_problem(labels, alpha)
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+        nodes, u, ep, eq, half = b
+        s_np, u_np = fix_numpy(u, ep, eq, half)
+        s_nb, u_nb = fix_numba(u, ep, eq, half)
+        np.testing.assert_array_equal(s_np, s_nb)
+        free = s_np < 0
+        np.testing.assert_allclose(u_np[free], u_nb[free], rtol=1e-12, atol=1e-12)
+        mv = moves["numba"]
+        forced, left, u_left, lp, lq, lh, non_sub = move_problem_reduced(
+            labels, alpha, mv.unary, mv._alpha_allowed[alpha], mv.p, mv.q, mv.wc, mv.wk, mv.tab_of,
+            mv._tab_cost, *incidence(30, mv.p, mv.q))
+        np.testing.assert_array_equal(forced, nodes[s_np == 1])
+        np.testing.assert_array_equal(left, nodes[free])
+        np.testing.assert_allclose(u_left, u_np[free], rtol=1e-12, atol=1e-12)
+        keep = free[ep] & free[eq]
+        pos = np.cumsum(free) - 1
+        np.testing.assert_array_equal(lp, pos[ep[keep]])
+        np.testing.assert_array_equal(lq, pos[eq[keep]])
+        np.testing.assert_allclose(lh, half[keep])
+        assert non_sub == bool((half < 0).any())
+        x = rng.random(30) < 0.4
+        assert moves["numba"].change(labels, alpha, x) == pytest.approx(moves["numpy"].change(labels, alpha, x))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_either_kernel_gives_the_same_labelling(seed):
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(650 + seed)
+    unary, g = _mixed_problem(rng, 40, 4, 90, tables=seed % 2 == 1)
+    a = AlphaExpansion(kernel="numba").map(unary, g, rng=0)
+    b = AlphaExpansion(kernel="numpy").map(unary, g, rng=0)
+    assert a.energy == pytest.approx(b.energy)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_dominated_variables_are_fixed_as_every_minimiser_fixes_them(seed):
+    # enumerate every x of a small submodular or mixed problem: the variables
+    # fix_dominated fixes take the same value in every minimiser
+    from hmrf.inference.qpbo import fix_dominated, split_terms
+
+    rng = np.random.default_rng(700 + seed)
+    n = int(rng.integers(2, 9))
+    prob = random_binary(rng, n, int(rng.integers(1, 2 * n + 1)), submodular=seed % 2 == 0)
+    delta, p, q, A, B, C, D = prob
+    up, uq, half = split_terms(A, B, C, D)
+    u = delta + np.bincount(p, weights=up, minlength=n) + np.bincount(q, weights=uq, minlength=n)
+    state, _ = fix_dominated(u, p, q, half)
+    xs = np.array(list(itertools.product([0, 1], repeat=n)))
+    e = np.array([binary_energy(x, *prob) for x in xs])
+    minimisers = xs[np.isclose(e, e.min(), atol=1e-9)]
+    for i in np.flatnonzero(state >= 0):
+        assert np.all(minimisers[:, i] == state[i])

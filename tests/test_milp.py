@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from mrf_problems import brute_force, random_problem
 
-from hmrf.inference import ICM, ExactMILP
+from hmrf.inference import ICM, BeliefPropagation, ExactMILP
+from hmrf.inference.auto import AutoEngine
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -29,10 +30,10 @@ def test_exact_time_limit_reports_bound_and_not_converged():
     res = ExactMILP(time_limit=1e-4).map(unary, g, rng=0)
     assert not res.converged
     assert res.lower_bound <= res.energy + 1e-7
-    assert res.info["fallback_nodes"] > 0
+    assert res.info["anytime_batches"] >= 1
 
 
-# ------------------------------------------------------------ anytime (issue 14)
+# ------------------------------------------------------------ anytime (issues 14, 22)
 def _hard_instance():
     # 60 nodes, ~400 edges, mostly cannot-links: HiGHS needs far more than 0.5 s
     rng = np.random.default_rng(0)
@@ -43,12 +44,23 @@ def _hard_instance():
 def test_time_limited_milp_is_never_worse_than_its_warm_start(time_limit):
     unary, g = _hard_instance()
     icm = ICM().map(unary, g, rng=0)
+    auto = AutoEngine().map(unary, g, rng=0)
     res = ExactMILP(time_limit=time_limit).map(unary, g, init=icm.labels, rng=0)
     assert not res.converged
-    assert res.energy <= icm.energy + 1e-9
+    assert res.energy <= min(icm.energy, auto.energy) + 1e-9
+    assert res.energy <= res.info["warm_energy"] + 1e-9
     assert res.energy == pytest.approx(g.energy(res.labels, unary))
     assert res.lower_bound <= res.energy + 1e-7
     assert res.info["anytime_batches"] >= 1
+
+
+def test_more_time_never_gives_a_worse_labelling():
+    # the warm start does not depend on the limit and HiGHS' incumbent only improves
+    # as it runs: the energy is non-increasing in time_limit (same seed)
+    unary, g = random_problem(np.random.default_rng(0), 60, 4, 400)
+    energies = [ExactMILP(time_limit=t).map(unary, g, rng=0).energy for t in (0.01, 0.05, 0.3, 1.5)]
+    assert all(b <= a + 1e-9 for a, b in zip(energies, energies[1:]))
+    assert energies[0] <= BeliefPropagation().map(unary, g, rng=0).energy + 1e-9
 
 
 def _stopped_highs(labels, k, bound):
@@ -60,38 +72,31 @@ def _stopped_highs(labels, k, bound):
                           message="time limit reached")
 
 
-def test_time_limited_milp_keeps_the_best_of_incumbent_warm_start_and_polish(monkeypatch):
+def test_time_limited_milp_keeps_the_better_of_incumbent_and_warm_start(monkeypatch):
     # HiGHS is replaced by a stub that stops with a given incumbent, so the anytime
-    # step is tested deterministically: the result is no worse than the incumbent, than
-    # ICM from it, nor than the warm start, and the bound is HiGHS' dual bound
+    # step is tested deterministically: the result is the better of the incumbent and
+    # the warm start on the batch, and the bound the larger of HiGHS' and the LP's
     import hmrf.inference.milp as milp_module
+    from hmrf.inference.lp import build_program, solve_relaxation
 
     unary, g = _hard_instance()
-    rng = np.random.default_rng(1)
-    poor = rng.integers(0, 3, 60)
-    good = ICM().map(unary, g, rng=0).labels
-    for incumbent, init in ((poor, good), (good, poor), (poor, None)):
+    lp = solve_relaxation(build_program(unary, g, cycles=True))[1]
+    warm = ExactMILP(time_limit=1e-6).map(unary, g, rng=0)
+    poor = np.random.default_rng(1).integers(0, 3, 60)
+    for incumbent, bound in ((poor, lp + 1.0), (warm.labels, lp - 1.0), (None, -np.inf)):
         monkeypatch.setattr(milp_module, "_solve_milp",
-                            lambda u, sub, t, gap, y=incumbent: _stopped_highs(y, 3, 42.0))
-        res = ExactMILP(time_limit=1.0).map(unary, g, init=init, rng=0)
-        assert res.energy <= g.energy(incumbent, unary) + 1e-9
-        if init is not None:
-            assert res.energy <= g.energy(init, unary) + 1e-9
-        assert not res.converged and res.lower_bound == pytest.approx(42.0)
-        assert res.info["fallback_nodes"] == 0 and res.info["mip_nodes"] == 7
-
-
-def test_time_limited_milp_without_incumbent_uses_the_lp_and_its_bound(monkeypatch):
-    import hmrf.inference.milp as milp_module
-    from hmrf.inference.lp import solve_lp
-
-    unary, g = _hard_instance()
-    monkeypatch.setattr(milp_module, "_solve_milp", lambda u, sub, t, gap: _stopped_highs(None, 3, -np.inf))
-    init = ICM().map(unary, g, rng=0).labels
-    res = ExactMILP(time_limit=1.0).map(unary, g, init=init, rng=0)
-    assert res.energy <= g.energy(init, unary) + 1e-9
-    assert res.lower_bound == pytest.approx(solve_lp(unary, g)[1])  # the LP value
-    assert res.info["fallback_nodes"] == 60
+                            lambda u, sub, t, gap, y=incumbent, b=bound: _stopped_highs(y, 3, b))
+        res = ExactMILP(time_limit=1.0).map(unary, g, rng=0)
+        assert res.energy == pytest.approx(warm.energy)  # never worse than the warm start
+        assert not res.converged and res.lower_bound == pytest.approx(max(lp, bound))
+        assert res.info["mip_nodes"] == 7
+    # an incumbent better than the warm start is kept
+    unary2, g2 = random_problem(np.random.default_rng(4), 8, 3, 14, p_cl=0.8)
+    best, y = brute_force(unary2, g2)
+    monkeypatch.setattr(milp_module, "_solve_milp", lambda u, sub, t, gap: _stopped_highs(y, 3, -np.inf))
+    monkeypatch.setattr(milp_module, "_warm_start", lambda u, gr, init, rng: np.zeros(8, dtype=np.int64))
+    res = ExactMILP(time_limit=1.0).map(unary2, g2, rng=0)
+    assert res.energy == pytest.approx(best) and res.info["highs_incumbents"] == 1
 
 
 def test_exact_milp_is_monotone_from_its_init():
@@ -101,3 +106,65 @@ def test_exact_milp_is_monotone_from_its_init():
     best, y = brute_force(unary, g)
     res = ExactMILP(time_limit=1e-6).map(unary, g, init=y, rng=0)
     assert res.energy == pytest.approx(best)  # the optimal warm start survives
+
+
+# ------------------------------------------------------------ the strengthened program
+def _frustrated_by_hand(g):
+    """Triangles (as sorted node triples with the cannot-link pair) by looping over triples."""
+    import itertools
+
+    kinds = {}
+    for (a, b), kd, w in zip(g.edges, g.kind, g.weight):
+        if w > 0 and kd != 0 and not (kd == 1 and np.isinf(w)):
+            kinds.setdefault((min(a, b), max(a, b)), set()).add(int(kd))
+    out = set()
+    for a, b, c in itertools.combinations(range(g.n_nodes), 3):
+        sides = [(a, b), (b, c), (a, c)]
+        if all(p in kinds for p in sides):
+            for neg in sides:
+                if -1 in kinds[neg] and all(1 in kinds[p] for p in sides if p != neg):
+                    out.add((a, b, c, neg))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_frustrated_triangles_are_every_two_must_link_one_cannot_link_triangle(seed):
+    from hmrf.inference.lp import frustrated_triangles
+
+    rng = np.random.default_rng(50 + seed)
+    unary, g = random_problem(rng, 12, 3, 40, p_cl=0.4, p_hard=0.3 * (seed % 2))
+    pairs, rows = frustrated_triangles(g)
+    found = set()
+    for r in rows:
+        nodes = sorted(set(pairs[r].ravel().tolist()))
+        found.add((*nodes, tuple(pairs[r[2]].tolist())))
+    assert found == _frustrated_by_hand(g)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_cycle_inequalities_tighten_the_relaxation_but_keep_the_optimum(seed):
+    from hmrf.inference.lp import build_program, solve_relaxation
+
+    rng = np.random.default_rng(70 + seed)
+    unary, g = random_problem(rng, 7, 3, 16, p_cl=0.5, p_hard=0.2 * (seed % 2))
+    best, y = brute_force(unary, g)
+    plain = solve_relaxation(build_program(unary, g))[1]
+    strong = solve_relaxation(build_program(unary, g, cycles=True))[1]
+    assert plain - 1e-7 <= strong <= best + 1e-7
+    res = ExactMILP().map(unary, g)  # the integer program with the cycles
+    assert res.energy == pytest.approx(best, abs=1e-7) and res.converged
+
+
+def test_cycle_inequalities_cut_off_the_relaxation_of_a_frustrated_triangle():
+    # two must-links and a cannot-link on a triangle, no unary preference: the plain
+    # relaxation pays nothing (uniform rows satisfy the cannot-link, equal rows the
+    # must-links); every labelling pays the cheapest of the three, and so does the
+    # strengthened relaxation
+    from hmrf import PairwiseGraph
+    from hmrf.inference.lp import build_program, solve_relaxation
+
+    g = PairwiseGraph.potts(3, [(0, 1), (1, 2), (0, 2)], [1.0, 2.0, 1.5], [1, 1, -1])
+    unary = np.zeros((3, 3))
+    assert solve_relaxation(build_program(unary, g))[1] == pytest.approx(0.0, abs=1e-9)
+    assert solve_relaxation(build_program(unary, g, cycles=True))[1] == pytest.approx(1.0)
+    assert brute_force(unary, g)[0] == pytest.approx(1.0)

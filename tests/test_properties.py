@@ -43,7 +43,7 @@ PROPERTY = settings(derandomize=CI)
 
 #: engines every engine-taking estimator is run with (a new row of ENGINES named here
 #: joins the suite)
-ENGINE_NAMES = [name for name in ("icm", "bp", "lp", "exact", "expansion") if name in ENGINES]
+ENGINE_NAMES = [name for name in ("icm", "bp", "trws", "lp", "exact", "expansion") if name in ENGINES]
 
 #: ValueError / TypeError messages that are documented answers to a drawn input
 #: (DEVELOPERS.md, "Bad input"); any other message fails the suite

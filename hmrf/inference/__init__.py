@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from .auto import AutoEngine
 from .base import InferenceEngine, InferenceResult, reduce_problem
-from .bp import BeliefPropagation
+from .bp import TRWS, BeliefPropagation
 from .expansion import AlphaExpansion
 from .icm import ICM
 from .lp import LPRelaxation
 from .milp import ExactMILP
 
-__all__ = ["InferenceEngine", "InferenceResult", "ICM", "BeliefPropagation", "LPRelaxation",
+__all__ = ["InferenceEngine", "InferenceResult", "ICM", "BeliefPropagation", "TRWS", "LPRelaxation",
            "ExactMILP", "AlphaExpansion", "reduce_problem", "get_engine", "ENGINES", "EngineSpec"]
 
 
@@ -58,6 +58,9 @@ ENGINES = {
     "bp-trw": EngineSpec(lambda: BeliefPropagation(reweight="trw"),
                          "tree-reweighted max-product (TRW-S) everywhere: also a lower bound",
                          gives_bound=True),
+    "trws": EngineSpec(TRWS,
+                       "sequential tree-reweighted message passing (Kolmogorov 2006): a lower bound "
+                       "that never decreases, stops when the gap closes", gives_bound=True),
     "lp": EngineSpec(LPRelaxation,
                      "Kleinberg-Tardos LP relaxation + randomized rounding (App. A.2); the LP "
                      "value is a lower bound", gives_bound=True),

@@ -105,7 +105,9 @@ class AutoEngine(InferenceEngine):
         if bp_nodes.size:
             u = unary[bp_nodes]
             bp = BeliefPropagation().map(u, bp_graph, rng=rng)
-            moves = AlphaExpansion().map(u, bp_graph, init=bp.labels, rng=rng)
+            # moves from BP's labelling never raise its energy, whatever the tables: no
+            # semi-metric requirement here (QPBO moves where a term is not submodular)
+            moves = AlphaExpansion(tables="any").map(u, bp_graph, init=bp.labels, rng=rng)
             n_comp, comp = bp_graph.components()
             best, _ = best_per_component(u, bp_graph, np.array([bp.labels, moves.labels]), comp, n_comp)
             labels[bp_nodes] = best

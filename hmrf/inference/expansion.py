@@ -38,7 +38,7 @@ from .._params import Interval, Options, validate_params
 from ..graph import POTTS_ML, TABLE, PairwiseGraph
 from .base import InferenceEngine
 from .polish import finish
-from .qpbo import load_maxflow, solve_split, split_terms
+from .qpbo import BinaryCut, load_maxflow, solve_split, split_terms
 
 __all__ = ["AlphaExpansion", "ExpansionMoves", "classify_tables"]
 
@@ -107,6 +107,20 @@ def classify_tables(graph: PairwiseGraph) -> bool:
     return metric
 
 
+def _use_compiled(kernel) -> bool:
+    """Whether the moves' binary problems are built by the numba kernels
+    (:mod:`~hmrf.inference.graphcut_numba`): ``"auto"`` when numba is installed."""
+    if kernel not in ("auto", "numba", "numpy"):
+        raise ValueError(f"kernel must be 'auto', 'numba' or 'numpy'; got {kernel!r}.")
+    if kernel == "numpy":
+        return False
+    from .bp.settings import numba_available
+
+    if kernel == "numba" and not numba_available():
+        raise ImportError("kernel='numba' needs numba: pip install 'hmrf[fast]'")
+    return numba_available()
+
+
 class ExpansionMoves:
     """An E-step energy prepared for α-expansion moves.
 
@@ -124,6 +138,10 @@ class ExpansionMoves:
     graph : PairwiseGraph
         Potts must-links and cannot-links, and cost tables of any kind (the moves are
         exact where their terms are submodular, QPBO or truncation elsewhere).
+    kernel : {"auto", "numba", "numpy"}, default="auto"
+        Who builds each move's binary problem: the compiled kernels of
+        :mod:`~hmrf.inference.graphcut_numba` or vectorised NumPy (the same problem;
+        ``"auto"``: numba when it is installed).
 
     Attributes
     ----------
@@ -131,8 +149,9 @@ class ExpansionMoves:
         The finite cost ``M`` of one violated hard factor.
     """
 
-    def __init__(self, unary, graph: PairwiseGraph):
+    def __init__(self, unary, graph: PairwiseGraph, kernel: str = "auto"):
         unary = np.asarray(unary, dtype=np.float64)
+        self.compiled = _use_compiled(kernel)
         self.n_labels = unary.shape[1]
         self.allowed = np.isfinite(unary)
         self.p, self.q = graph.edges[:, 0], graph.edges[:, 1]
@@ -163,6 +182,13 @@ class ExpansionMoves:
         self.wk = np.where(potts, np.where(ml, w_pen, -w_pen), 0.0)
         self.both_alpha = self.wc - self.wk  # θ(1,1) of Potts edges, whatever the labels
         self.both_alpha.flags.writeable = False
+        # the compiled kernels' view of the tables: per edge its row of tab_cost, or -1
+        self.tab_of = np.full(graph.n_edges, -1, dtype=np.int64)
+        self.tab_of[self.tab] = np.arange(self.tab.size)
+        k = self.n_labels
+        self._tab_cost = self.tab_cost if self.tab.size else np.zeros((1, k, k))
+        self._alpha_allowed = [np.ascontiguousarray(self.allowed[:, a]) for a in range(k)]
+        self._incidence = None  # the compiled moves' node -> edges CSR, built on first use
 
     def terms(self, labels, alpha):
         """``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of every edge for the α-expansion of ``labels``."""
@@ -188,6 +214,50 @@ class ExpansionMoves:
             pair[self.tab] = self.tab_cost[np.arange(self.tab.size), a[self.tab], b[self.tab]]
         return float(self.unary[np.arange(labels.shape[0]), labels].sum() + pair.sum())
 
+    def binary_problem(self, labels, alpha):
+        """The move's binary problem in split form (:func:`~hmrf.inference.qpbo.solve_split`).
+
+        Returns ``(nodes, u, ep, eq, half_lambda)``: the free nodes (those that may switch
+        to ``alpha``: another label now, and ``alpha`` allowed), their unary differences
+        ``E(x_i = 1) - E(x_i = 0)`` with every term that touches one free node folded in
+        (its other end keeps ``x = 0``), and the ``[x_p != x_q]`` weights of the terms
+        between two free nodes, whose endpoints are positions in ``nodes``.
+        """
+        labels = np.asarray(labels, dtype=np.int64)
+        if self.compiled:
+            from .graphcut_numba import move_problem
+
+            return move_problem(labels, int(alpha), self.unary, self._alpha_allowed[alpha], self.p, self.q,
+                                self.wc, self.wk, self.tab_of, self._tab_cost)
+        n = labels.shape[0]
+        free = (labels != alpha) & self.allowed[:, alpha]
+        nodes = np.flatnonzero(free)
+        A, B, C, D = self.terms(labels, alpha)
+        fp, fq = free[self.p], free[self.q]
+        up, uq, half_lambda = split_terms(A, B, C, D)
+        delta = np.zeros(n)
+        delta[nodes] = self.unary[nodes, alpha] - self.unary[nodes, labels[nodes]]
+        # a term with one free end is a unary term on it (the other end keeps x = 0)
+        delta += np.bincount(self.p, weights=np.where(fp, np.where(fq, up, C - A), 0.0), minlength=n)
+        delta += np.bincount(self.q, weights=np.where(fq, np.where(fp, uq, B - A), 0.0), minlength=n)
+        both = np.flatnonzero(fp & fq)
+        pos = np.cumsum(free) - 1
+        return nodes, delta[nodes], pos[self.p[both]], pos[self.q[both]], half_lambda[both]
+
+    def change(self, labels, alpha, x) -> float:
+        """Penalised energy change of switching the nodes ``x`` (bool, shape (n,)) of
+        ``labels`` to ``alpha``, from the move's terms (independent of any split or cut)."""
+        labels = np.asarray(labels, dtype=np.int64)
+        if self.compiled:
+            from .graphcut_numba import move_change
+
+            return float(move_change(labels, int(alpha), x, self.unary, self.p, self.q, self.wc, self.wk,
+                                     self.tab_of, self._tab_cost))
+        A, B, C, D = self.terms(labels, alpha)
+        xp, xq = x[self.p], x[self.q]
+        pair = np.where(xp, np.where(xq, D, C), np.where(xq, B, A)) - A
+        return float((self.unary[x, alpha] - self.unary[x, labels[x]]).sum() + pair.sum())
+
     def move(self, labels, alpha, method="qpbo"):
         """The α-expansion move from ``labels``; ``method`` treats non-submodular terms
         (:func:`~hmrf.inference.qpbo.solve_split`).
@@ -202,36 +272,51 @@ class ExpansionMoves:
             The cut (``None`` when no node can switch to ``alpha``).
         """
         labels = np.asarray(labels)
-        n = labels.shape[0]
-        free = (labels != alpha) & self.allowed[:, alpha]
-        nodes = np.flatnonzero(free)
-        if nodes.size == 0:
+        x = np.zeros(labels.shape[0], dtype=bool)
+        if self.compiled:
+            cut = self._reduced_cut(labels, alpha, method, x)
+        else:
+            nodes, u, ep, eq, half_lambda = self.binary_problem(labels, alpha)
+            cut = None
+            if nodes.size:
+                cut = solve_split(u, ep, eq, half_lambda, method)
+                x[nodes] = cut.x
+        if cut is None:
             return labels, 0.0, None
-        A, B, C, D = self.terms(labels, alpha)
-        fp, fq = free[self.p], free[self.q]
-        up, uq, half_lambda = split_terms(A, B, C, D)
-        delta = np.zeros(n)
-        delta[nodes] = self.unary[nodes, alpha] - self.unary[nodes, labels[nodes]]
-        # a term with one free end is a unary term on it (the other end keeps x = 0)
-        delta += np.bincount(self.p, weights=np.where(fp, np.where(fq, up, C - A), 0.0), minlength=n)
-        delta += np.bincount(self.q, weights=np.where(fq, np.where(fp, uq, B - A), 0.0), minlength=n)
-        both = np.flatnonzero(fp & fq)
-        pos = np.cumsum(free) - 1
-        pb, qb = self.p[both], self.q[both]
-        cut = solve_split(delta[nodes], pos[pb], pos[qb], half_lambda[both], method)
-        x = np.zeros(n, dtype=bool)
-        x[nodes] = cut.x
-        # the energy change from the terms themselves, independent of the split and cut
-        xp, xq = x[pb], x[qb]
-        Ab = A[both]
-        pair = np.where(xp, np.where(xq, D[both], C[both]), np.where(xq, B[both], Ab)) - Ab
-        unary_change = self.unary[x, alpha] - self.unary[x, labels[x]]
-        one_p = x[self.p] & ~fq
-        one_q = x[self.q] & ~fp
-        change = float(unary_change.sum() + pair.sum() + (C - A)[one_p].sum() + (B - A)[one_q].sum())
+        change = self.change(labels, alpha, x)
         new = labels.copy()
         new[x] = alpha
         return new, change, cut
+
+
+    def _reduced_cut(self, labels, alpha, method, x):
+        """The compiled move: problem, dominance and reduction in one kernel
+        (:func:`~hmrf.inference.graphcut_numba.move_problem_reduced`), then the cut of
+        what is left; writes the switching nodes into ``x`` and returns the
+        :class:`~hmrf.inference.qpbo.BinaryCut` over the free nodes (``None`` if none)."""
+        from .graphcut_numba import incidence, move_problem_reduced
+
+        if self._incidence is None:
+            self._incidence = incidence(labels.shape[0], self.p, self.q)
+        labels = np.asarray(labels, dtype=np.int64)
+        forced, nodes, u, ep, eq, half, non_sub = move_problem_reduced(
+            labels, int(alpha), self.unary, self._alpha_allowed[alpha], self.p, self.q, self.wc, self.wk,
+            self.tab_of, self._tab_cost, *self._incidence)
+        if non_sub and method == "truncate":  # truncation alone: nothing is fixed first
+            nodes, u, ep, eq, half = self.binary_problem(labels, alpha)
+            cut = solve_split(u, ep, eq, half, method, reduce=False)
+            x[nodes] = cut.x
+            return cut
+        if forced.size + nodes.size == 0:
+            return None
+        x[forced] = True
+        labelled = np.ones(forced.size + nodes.size, dtype=bool)
+        if nodes.size:
+            sub = solve_split(u, ep, eq, half, method, reduce=False)
+            x[nodes] = sub.x
+            labelled[forced.size:] = sub.labelled
+        return BinaryCut(x=np.r_[np.ones(forced.size, dtype=bool), x[nodes]], labelled=labelled,
+                         exact=not non_sub)
 
 
 class AlphaExpansion(InferenceEngine):
@@ -257,6 +342,10 @@ class AlphaExpansion(InferenceEngine):
         every table, with exact cuts where the terms are submodular and QPBO elsewhere:
         still never raising the energy, but without an approximation bound.
 
+    kernel : {"auto", "numba", "numpy"}, default="auto"
+        Who builds each move's binary problem and its energy change: compiled with numba
+        (:mod:`~hmrf.inference.graphcut_numba`, ``pip install hmrf[fast]``) or
+        vectorised NumPy. Both build the same problem; ``"auto"``: numba when installed.
     Notes
     -----
     Minimises ``E(y) = sum_i U[i, y_i] + sum_e V_e(y_a, y_b)`` by moves that let any set
@@ -324,16 +413,18 @@ class AlphaExpansion(InferenceEngine):
         "label_order": [Options("fixed", "random")],
         "nonsubmodular": [Options("qpbo", "truncate")],
         "tables": [Options("semi-metric", "any")],
+        "kernel": [Options("auto", "numba", "numpy")],
     }
 
     monotone_from_init = True
 
     def __init__(self, max_sweeps: int = 100, label_order: str = "fixed", nonsubmodular: str = "qpbo",
-                 tables: str = "semi-metric"):
+                 tables: str = "semi-metric", kernel: str = "auto"):
         self.max_sweeps = max_sweeps
         self.label_order = label_order
         self.nonsubmodular = nonsubmodular
         self.tables = tables
+        self.kernel = kernel
 
     def map(self, unary, graph=None, init=None, rng=None, callback=None):
         validate_params(self)
@@ -354,7 +445,7 @@ class AlphaExpansion(InferenceEngine):
         n, k = unary.shape
         if self.tables == "semi-metric":
             classify_tables(graph)
-        moves = ExpansionMoves(unary, graph)
+        moves = ExpansionMoves(unary, graph, self.kernel)
         start = np.argmin(unary, axis=1)
         if init is None:
             labels = start

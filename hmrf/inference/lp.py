@@ -46,8 +46,8 @@ from .feasibility import HardFactors, constrained_first_order, greedy_assign
 from .polish import POLISH, check_polish, finish, polish_labels
 from .rounding import best_per_component, kleinberg_tardos_rounding
 
-__all__ = ["KTProgram", "build_program", "solve_relaxation", "solve_lp", "relax_and_round",
-           "LPRelaxation"]
+__all__ = ["KTProgram", "build_program", "frustrated_triangles", "solve_relaxation", "solve_lp",
+           "relax_and_round", "LPRelaxation"]
 
 
 @dataclass
@@ -99,7 +99,58 @@ class _Rows:
         return a, np.concatenate(self.rhs)
 
 
-def build_program(unary, graph: PairwiseGraph) -> KTProgram:
+#: frustrated triangles are enumerated only while the number of two-paths to check
+#: stays below this (a dense graph's triangles would dwarf the program)
+MAX_TRIANGLE_WORK = 2_000_000
+
+
+def frustrated_triangles(graph: PairwiseGraph):
+    """The triangles of node pairs joined by two soft must-links and a cannot-link.
+
+    Returns ``(pairs, rows)``: ``pairs`` (P, 2), the node pairs ``a < b`` that carry a
+    Potts factor of positive weight, and ``rows`` (t, 3), pair indices
+    ``(must, must, cannot)`` of every triangle ``a < b < c`` whose three pairs can take
+    these roles (a pair with both kinds of factor may take either). Empty when the
+    enumeration would check more than ``MAX_TRIANGLE_WORK`` two-paths.
+    """
+    n = graph.n_nodes
+    kind, w = graph.kind, graph.weight
+    ml = (kind == POTTS_ML) & np.isfinite(w) & (w > 0)
+    cl = (kind == POTTS_CL) & (w > 0)
+    use = ml | cl
+    a = np.minimum(graph.edges[use, 0], graph.edges[use, 1])
+    b = np.maximum(graph.edges[use, 0], graph.edges[use, 1])
+    keys, inv = np.unique(a * n + b, return_inverse=True)
+    pairs = np.column_stack(np.divmod(keys, n))
+    is_ml = np.zeros(keys.size, dtype=bool)
+    is_cl = np.zeros(keys.size, dtype=bool)
+    is_ml[inv[ml[use]]] = True
+    is_cl[inv[cl[use]]] = True
+    empty = np.empty((0, 3), dtype=np.int64)
+    if keys.size < 3:
+        return pairs, empty
+    # pairs sorted by their smaller end: the higher neighbours of node v are
+    # pairs[ptr[v]:ptr[v + 1], 1] (keys are sorted by a, then b)
+    ptr = np.searchsorted(pairs[:, 0], np.arange(n + 1))
+    cnt = np.diff(ptr)[pairs[:, 1]]  # for pair (a, b): candidates c among b's higher neighbours
+    if int(cnt.sum()) > MAX_TRIANGLE_WORK:
+        return pairs, empty
+    ab = np.repeat(np.arange(keys.size), cnt)
+    starts = ptr[pairs[:, 1]]
+    bc = np.repeat(starts - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()))
+    c = pairs[bc, 1]
+    ac = np.searchsorted(keys, pairs[ab, 0] * n + c)
+    ok = (ac < keys.size) & (keys[np.minimum(ac, keys.size - 1)] == pairs[ab, 0] * n + c)
+    tri = np.column_stack([ab[ok], bc[ok], ac[ok]])
+    rows = []
+    for neg in range(3):  # which pair is the cannot-link
+        pos = [j for j in range(3) if j != neg]
+        sel = is_cl[tri[:, neg]] & is_ml[tri[:, pos[0]]] & is_ml[tri[:, pos[1]]]
+        rows.append(np.column_stack([tri[sel, pos[0]], tri[sel, pos[1]], tri[sel, neg]]))
+    return pairs, np.concatenate(rows).astype(np.int64)
+
+
+def build_program(unary, graph: PairwiseGraph, cycles: bool = False) -> KTProgram:
     """Assemble eqs. A.1–A.8 (plus table edges and hard factors) as sparse matrices.
 
     Parameters
@@ -109,6 +160,20 @@ def build_program(unary, graph: PairwiseGraph) -> KTProgram:
     graph : PairwiseGraph
         Factors; hard must-links are expected to be contracted already (see
         :func:`~hmrf.inference.reduce_problem`) but are accepted as ``u[a] = u[b]``.
+    cycles : bool, default=False
+        Add the triangle inequalities of frustrated triangles (two must-links and a
+        cannot-link, :func:`frustrated_triangles`): with an agreement variable ``x_p``
+        per node pair of such a triangle, ``x_p >= 1 - (1/2) Σ_h z^(M)[e,h]`` for a
+        must-link ``e`` on ``p`` (agreement at least what the must-link pays for), ``x_p
+        <= Σ_h z^(C)[e,h]`` for a soft cannot-link (at most what it pays for; ``x_p =
+        0`` for a hard one), and ``x_ab + x_bc - x_ac <= 1`` with the cannot-link's pair
+        ``ac`` (agreement is transitive). Every labelling keeps its energy (``x`` = its
+        agreement indicators satisfies them), so the integer program's optimum is
+        unchanged, but the relaxation no longer lets both must-links of a triangle hold
+        while its cannot-link costs nothing: the cycle inequalities of the max-cut /
+        correlation-clustering polytope (Barahona & Mahjoub 1986; Sontag & Jaakkola 2007
+        for MAP), the cheapest ones that cut off the KT optimum on frustrated problems.
+        :class:`~hmrf.inference.ExactMILP` uses them.
 
     Returns
     -------
@@ -170,6 +235,30 @@ def build_program(unary, graph: PairwiseGraph) -> KTProgram:
                np.zeros(tab.size * k))
         eq.add([mu[:, s, :] for s in range(k)] + [u_idx(e[tab, 1])], [1.0] * k + [-1.0],
                np.zeros(tab.size * k))
+    if cycles:
+        pairs, rows = frustrated_triangles(graph)
+        if rows.size:
+            used = np.unique(rows)
+            col = np.full(pairs.shape[0], -1, dtype=np.int64)
+            col[used] = n_var + np.arange(used.size)
+            n_var += used.size
+            zeros = np.zeros(used.size)
+            c, lb, ub = np.r_[c, zeros], np.r_[lb, zeros], np.r_[ub, zeros + 1.0]
+            key = pairs[:, 0] * n + pairs[:, 1]
+
+            def pair_col(edges):  # agreement column of each edge's pair, -1 if none
+                lo, hi = np.minimum(edges[:, 0], edges[:, 1]), np.maximum(edges[:, 0], edges[:, 1])
+                at = np.minimum(np.searchsorted(key, lo * n + hi), key.size - 1)
+                return np.where(key[at] == lo * n + hi, col[at], -1)
+
+            xm, xc, xh = pair_col(e[ml]), pair_col(e[cl]), pair_col(e[hard_cl])
+            on = np.flatnonzero(xm >= 0)  # x_p + (1/2) Σ_h z^(M)[e,h] >= 1
+            ineq.add([xm[on]] + [zm[on, h] for h in range(k)], [-1.0] + [-0.5] * k, -np.ones(on.size))
+            on = np.flatnonzero(xc >= 0)  # x_p - Σ_h z^(C)[e,h] <= 0
+            ineq.add([xc[on]] + [zc[on, h] for h in range(k)], [1.0] + [-1.0] * k, np.zeros(on.size))
+            ub[xh[xh >= 0]] = 0.0  # a hard cannot-link never agrees
+            ineq.add([col[rows[:, 0]], col[rows[:, 1]], col[rows[:, 2]]], [1.0, 1.0, -1.0],
+                     np.ones(rows.shape[0]))
     A_ub, b_ub = ineq.matrix(n_var)
     A_eq, b_eq = eq.matrix(n_var)
     return KTProgram(c, A_ub, b_ub, A_eq, b_eq, lb, ub, n, k)

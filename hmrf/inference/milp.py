@@ -2,7 +2,9 @@
 
 The program of :func:`~hmrf.inference.lp.build_program` with ``u`` binary is exactly
 the E-step: for binary ``u`` the optimal ``z^(M)``, ``z^(C)`` and ``mu`` are the
-indicator values of eqs. A.3/A.4, so the program's optimum is the minimum energy.
+indicator values of eqs. A.3/A.4, so the program's optimum is the minimum energy; the
+triangle inequalities of its frustrated triangles (``cycles=True``) keep that optimum
+and tighten the relaxation HiGHS branches on.
 HiGHS (``scipy.optimize.milp``) solves it by branch and cut, one batch of connected
 components at a time (components are independent; small ones are batched so the
 per-call overhead stays small).
@@ -19,7 +21,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from .._params import Interval
 from ..exceptions import InfeasibleError
 from .base import InferenceEngine
-from .lp import build_program, relax_and_round, solve_lp
+from .lp import build_program, solve_relaxation
 from .polish import polish_labels
 from .rounding import best_per_component
 
@@ -52,37 +54,46 @@ class ExactMILP(InferenceEngine):
     Parameters
     ----------
     time_limit : float, default=60.0
-        Wall-clock seconds for the branch and cut of the whole call. If it runs out the
-        engine is *anytime*: it returns the best labelling it has seen (see Notes) with
-        ``converged=False`` and ``lower_bound`` = the proven bound.
+        Wall-clock seconds for HiGHS' branch and cut over the whole call. If it runs
+        out the engine is *anytime*: it returns the best labelling it has (see Notes)
+        with ``converged=False`` and ``lower_bound`` = the proven bound.
     mip_rel_gap : float, default=1e-9
         Relative optimality gap at which HiGHS stops (HiGHS' default 1e-4 is not
         "exact"). HiGHS also stops at its absolute gap of 1e-6.
 
     Notes
     -----
-    Intended for small problems (tens to a few hundred constrained points) and as the
-    ground truth of tests and benchmarks; its cost can grow exponentially, mostly with
-    cannot-links, whose LP relaxation is weak. ``lower_bound`` equals the optimum up to
-    the gap when ``converged`` is True. Infeasible hard constraints (e.g. k+1 mutually
-    hard-cannot-linked points) raise :class:`~hmrf.InfeasibleError`: this engine
-    decides feasibility exactly.
+    The program is the Kleinberg–Tardos one of :func:`~hmrf.inference.lp.build_program`
+    with binary ``u``, strengthened by the triangle inequalities of its frustrated
+    triangles (``cycles=True``: two must-links and a cannot-link; the optimum is
+    unchanged, the relaxation much tighter on frustrated problems; docs/inference.md
+    has the measurements). Intended for small problems (tens to a few hundred
+    constrained points) and as the ground truth of tests and benchmarks; its cost can
+    grow exponentially, mostly with cannot-links. ``lower_bound`` equals the optimum up
+    to the gap when ``converged`` is True. Infeasible hard constraints (e.g. k+1
+    mutually hard-cannot-linked points) raise :class:`~hmrf.InfeasibleError`: this
+    engine decides feasibility exactly.
 
-    Anytime behaviour. ``scipy.optimize.milp`` takes no starting solution, so the warm
-    start competes afterwards instead: for every batch of components that HiGHS did not
-    solve to optimality, the candidates are the HiGHS incumbent (if any), ICM from it,
-    ICM from the warm start (``init``, or the unary argmin without one) and, when HiGHS
-    found no incumbent, Kleinberg–Tardos rounding with ICM polish
-    (:func:`~hmrf.inference.lp.relax_and_round`). Each connected component takes the
-    cheapest candidate there (:func:`~hmrf.inference.rounding.best_per_component`), so
-    the result is never worse than the warm start, the rounding or the incumbent. The
-    bound is HiGHS' dual bound, or the LP value where the LP was solved (no incumbent,
-    or a stop before the root relaxation) and is higher. These finishing steps run
-    after the limit (ICM sweeps, and the LP when it is needed).
+    Anytime behaviour. Before HiGHS runs, a warm start is computed: the ``"auto"``
+    engine's labelling (:class:`~hmrf.inference.auto.AutoEngine`; belief propagation
+    without PyMaxflow) and ``init`` if given, each polished by ICM, the cheaper of them
+    in every connected component. For every batch of components HiGHS does not solve to
+    optimality, the result is the cheaper of the warm start and HiGHS' incumbent on that
+    batch. With the same ``rng`` the warm start does not depend on ``time_limit`` and
+    HiGHS' search does not either (its incumbent only improves as it runs), so the
+    returned energy never increases with ``time_limit``, and it is never worse than the
+    warm start. The bound is the larger of HiGHS' dual bound and the strengthened LP's
+    value (HiGHS reports a trivial bound when stopped before its root relaxation).
+    ``info`` holds ``warm_energy``, ``highs_incumbents`` (batches where HiGHS' labelling
+    was kept), ``mip_nodes`` and ``anytime_batches``. The warm start and the finishing
+    steps take time on top of ``time_limit`` (milliseconds on the problems this engine
+    is for).
 
     References
     ----------
-    Basu (2005), Appendix A.2 (eqs. A.1–A.8 with u, z binary).
+    Basu (2005), Appendix A.2 (eqs. A.1–A.8 with u, z binary). Sontag & Jaakkola
+    (2007), "New outer bounds on the marginal polytope", NIPS (cycle inequalities for
+    MAP). Barahona & Mahjoub (1986), "On the cut polytope", Math. Programming 36.
 
     Examples
     --------
@@ -107,18 +118,21 @@ class ExactMILP(InferenceEngine):
         self.mip_rel_gap = mip_rel_gap
 
     def _solve(self, unary, graph, init, rng, notify):
-        t0 = time.perf_counter()
         n, k = unary.shape
         n_comp, comp = graph.components()
+        warm = _warm_start(unary, graph, init, rng)
         labels = np.full(n, -1, dtype=np.int64)
-        bound, converged, nodes_explored, fallback, anytime = 0.0, True, 0, 0, 0
+        bound, converged, nodes_explored, anytime, kept = 0.0, True, 0, 0, 0
+        spent = 0.0  # seconds of branch and cut so far
         batches = _batches(comp, n_comp)
         for b, nodes in enumerate(batches):
             sub = graph.subgraph(nodes)
-            remaining = float(self.time_limit) - (time.perf_counter() - t0)
+            remaining = float(self.time_limit) - spent
             res = None
             if remaining > 0.01:
+                t0 = time.perf_counter()
                 res = _solve_milp(unary[nodes], sub, remaining, float(self.mip_rel_gap))
+                spent += time.perf_counter() - t0
             if res is not None:
                 nodes_explored += int(getattr(res, "mip_node_count", 0) or 0)
                 if res.status == 2:
@@ -127,27 +141,48 @@ class ExactMILP(InferenceEngine):
                         "hold (no labelling of finite energy exists).",
                         point=_infeasible_point(unary, graph, nodes, comp),
                     )
+            incumbent = None if res is None or res.x is None else _labels_of(res, unary[nodes])
             if res is not None and res.status == 0:
-                labels[nodes] = _labels_of(res, unary[nodes])
+                labels[nodes] = incumbent
                 bound += _dual_bound(res)
+                kept += 1
+                continue
+            converged = False
+            anytime += 1
+            u, w = unary[nodes], warm[nodes]
+            if incumbent is not None and sub.energy(incumbent, u) < sub.energy(w, u):
+                labels[nodes], kept = incumbent, kept + 1
             else:
-                warm = None if init is None else init[nodes]
-                part, part_bound, lp_used = _anytime_best(unary[nodes], sub, res, warm, rng)
-                labels[nodes] = part
-                bound += part_bound
-                converged = False
-                anytime += 1
-                fallback += nodes.size if lp_used else 0
-            notify(b + 1, np.where(labels >= 0, labels, np.argmin(unary, axis=1)), None)
-        info = {"mip_nodes": nodes_explored, "n_components": n_comp, "fallback_nodes": fallback,
-                "anytime_batches": anytime}
+                labels[nodes] = w
+            # HiGHS' bound, or the LP's where HiGHS stopped before (or soon after) its root
+            db = -np.inf if res is None else _dual_bound(res)
+            bound += max(db, solve_relaxation(build_program(u, sub, cycles=True))[1])
+            notify(b + 1, np.where(labels >= 0, labels, warm), None)
+        info = {"mip_nodes": nodes_explored, "n_components": n_comp, "anytime_batches": anytime,
+                "highs_incumbents": kept, "warm_energy": float(graph.energy(warm, unary))}
         return {"labels": labels, "lower_bound": bound, "n_iter": len(batches),
                 "converged": converged, "info": info}
 
 
+def _warm_start(unary, graph, init, rng) -> np.ndarray:
+    """The warm start of the Notes: ``"auto"`` (or BP) and ``init``, each polished by ICM,
+    the cheaper per connected component."""
+    from .auto import AutoEngine
+
+    try:
+        start = AutoEngine().map(unary, graph, rng=rng).labels
+    except InfeasibleError:  # the heuristic found no feasible labelling: HiGHS decides
+        start = np.argmin(unary, axis=1)
+    cands = [polish_labels(unary, graph, start, rng)[0]]
+    if init is not None:
+        cands.append(polish_labels(unary, graph, init, rng)[0])
+    n_comp, comp = graph.components()
+    return best_per_component(unary, graph, np.array(cands), comp, n_comp)[0]
+
+
 def _solve_milp(unary, graph, time_limit, gap):
     """HiGHS on the program of :func:`~hmrf.inference.lp.build_program` with binary ``u``."""
-    prog = build_program(unary, graph)
+    prog = build_program(unary, graph, cycles=True)
     cons = [LinearConstraint(prog.A_eq, prog.b_eq, prog.b_eq)]
     if prog.A_ub.shape[0]:
         cons.append(LinearConstraint(prog.A_ub, -np.inf, prog.b_ub))
@@ -183,25 +218,3 @@ def _dual_bound(res) -> float:
     if db is None or not np.isfinite(db):
         return float(res.fun) if res.status == 0 else -np.inf
     return float(min(db, res.fun)) if res.x is not None else float(db)
-
-
-def _anytime_best(unary, graph, res, warm, rng) -> tuple[np.ndarray, float, bool]:
-    """The best labelling seen for a batch HiGHS did not finish (ExactMILP Notes).
-
-    Returns the labels, a lower bound and whether the LP fallback ran.
-    """
-    start = np.argmin(unary, axis=1) if warm is None else warm
-    cands = [polish_labels(unary, graph, start, rng)[0]]
-    incumbent = None if res is None or res.x is None else _labels_of(res, unary)
-    bound = -np.inf if res is None else _dual_bound(res)
-    if incumbent is not None:
-        cands += [incumbent, polish_labels(unary, graph, incumbent, rng)[0]]
-        if not np.isfinite(bound):  # stopped before the root LP: solve it for a bound
-            bound = solve_lp(unary, graph)[1]
-    else:
-        lp = relax_and_round(unary, graph, rng, n_rounds=10, polish="icm", init=warm)
-        cands.append(lp["labels"])
-        bound = max(bound, lp["lower_bound"])
-    n_comp, comp = graph.components()
-    labels, _ = best_per_component(unary, graph, np.array(cands), comp, n_comp)
-    return labels, float(bound), incumbent is None

@@ -17,9 +17,17 @@ from ..base import InferenceEngine, InferenceResult, check_unary, reduce_problem
 from ..polish import finish, polish_labels
 from ..rounding import best_per_component
 from .flooding_numpy import FloodingRounds, uniform_edge_appearance
-from .schedules import AUTO_PATIENCE, BPProblem, dense_frustrated_part, run_flooding, run_sequential
+from .schedules import (
+    AUTO_PATIENCE,
+    BPProblem,
+    dense_frustrated_part,
+    lattice_components,
+    run_flooding,
+    run_sequential,
+)
 from .sequential_numpy import SequentialMessages
 from .settings import BPSettings
+from .trws import run_trws, trws_order
 
 __all__ = ["BeliefPropagation", "uniform_edge_appearance"]
 
@@ -43,9 +51,11 @@ class BeliefPropagation(InferenceEngine):
         ``"max"``: max-product (min-sum), for the MAP labelling of the E-step. ``"sum"``:
         sum-product; ``info["marginals"]`` holds the (n, k) approximate posteriors
         ``p(y_i = h)`` (exact on trees) and ``labels`` their argmax. See :meth:`marginals`.
-    max_iter : int, default=100
+    max_iter : int or "auto", default="auto"
         Maximum number of iterations: a forward and a backward pass (sequential) or one
-        round (flooding).
+        round (flooding). ``"auto"``: 100, and 1000 on the components that run
+        :class:`~hmrf.inference.bp.trws.TRWS` (``reweight="auto"``), whose own stopping
+        rule ends them first.
     damping : "auto" or float in [0, 1), default="auto"
         New messages are ``(1 - damping) * update + damping * old`` (log domain).
         ``"auto"``: undamped for ``AUTO_SWITCH = 20`` iterations, then 0.5 (damping
@@ -55,11 +65,15 @@ class BeliefPropagation(InferenceEngine):
         Converged when no message changes by more than ``tol`` in an iteration; senders
         none of whose inputs moved by more than ``tol`` are skipped (lazy updates).
     reweight : {"auto", None, "trw"} or float in (0, 1], default="auto"
-        ``"auto"``: every connected component whose factors are all soft must-links first
-        runs ordinary max-product until its messages settle (at most ``AUTO_SWITCH``
-        iterations, or ``WARM_UP_PATIENCE = 3`` (or ``patience``) without a better
-        labelling), then TRW-S from zero messages; the other components run ordinary
-        max-product. ``None``: ordinary BP everywhere. ``"trw"``: TRW-S on every
+        ``"auto"``: a *lattice* component (soft must-links only, at least
+        ``LATTICE_NODES = 1000`` nodes and ``LATTICE_CYCLES = 0.1`` four-cycles per node,
+        such as an image grid; :func:`~hmrf.inference.bp.schedules.lattice_components`)
+        runs :class:`~hmrf.inference.bp.trws.TRWS` (its own stopping rule, ``rel_gap``
+        and up to ``max_iter`` iterations); every other component whose factors are all
+        soft must-links first runs ordinary max-product until its messages settle (at
+        most ``AUTO_SWITCH`` iterations, or ``WARM_UP_PATIENCE = 3`` (or ``patience``)
+        without a better labelling), then TRW-S from zero messages; the other components
+        run ordinary max-product. ``None``: ordinary BP everywhere. ``"trw"``: TRW-S on every
         component (sequential), or the tree-reweighted updates of Wainwright, Jaakkola &
         Willsky (2005) with :func:`uniform_edge_appearance` (flooding; use
         ``damping=0.5``). A float is one ``rho`` for every edge and selects flooding.
@@ -120,8 +134,9 @@ class BeliefPropagation(InferenceEngine):
 
     **Bound.** When every component runs TRW-S, ``lower_bound`` is the sum of the
     components' best TRW-S bounds and ``converged`` says whether every gap closed (to
-    ``rel_gap``); otherwise ``lower_bound`` is ``None``. On a forest both schedules are
-    exact. ``info`` of the sequential schedule also holds ``n_colours``,
+    ``rel_gap``); otherwise ``lower_bound`` is ``None``. ``info["trws_components"]``
+    counts the lattice components solved by :class:`~hmrf.inference.bp.trws.TRWS`. On a
+    forest both schedules are exact. ``info`` of the sequential schedule also holds ``n_colours``,
     ``n_components``, ``trw_components`` and ``trw_from_iter`` (the first TRW-S
     iteration, ``None`` if none ran).
 
@@ -153,7 +168,7 @@ class BeliefPropagation(InferenceEngine):
     array([0.6, 0.4])
     """
 
-    def __init__(self, mode="max", max_iter=100, damping="auto", tol=1e-6, reweight="auto", polish=None,
+    def __init__(self, mode="max", max_iter="auto", damping="auto", tol=1e-6, reweight="auto", polish=None,
                  patience=None, schedule="auto", rel_gap=1e-3, kernel="auto", order="auto"):
         self.mode = mode
         self.max_iter = max_iter
@@ -174,6 +189,51 @@ class BeliefPropagation(InferenceEngine):
     # ------------------------------------------------------------------ engine
     def _solve(self, unary, graph, init, rng, notify):
         s = self.settings()
+        if s.reweight == "auto" and s.sequential and s.mode == "max":
+            lattice = lattice_components(graph)
+            if lattice.any():
+                return self._solve_with_trws(s, unary, graph, lattice, init, rng, notify)
+        return self._solve_bp(s, unary, graph, init, rng, notify)
+
+    def _solve_with_trws(self, s, unary, graph, lattice, init, rng, notify):
+        """``reweight="auto"``: the lattice components (:func:`~.schedules.lattice_components`)
+        run :class:`~hmrf.inference.bp.trws.TRWS`, the others this engine's schedule."""
+        n_comp, comp = graph.components()
+        on = lattice[comp]
+        lat, rest = np.flatnonzero(on), np.flatnonzero(~on)
+        whole = rest.size == 0
+        lat_graph = graph if whole else graph.subgraph(lat)
+        labels = np.zeros(unary.shape[0], dtype=np.int64)
+        t = run_trws(unary[lat], lat_graph, max_iter=s.trws_max_iter, rel_gap=s.rel_gap,
+                     order=trws_order(lat_graph), compiled=s.compiled,
+                     init=None if init is None else init[lat])
+        labels[lat], _ = finish(unary[lat], lat_graph, [t["labels"]], "TRW-S", rng,
+                                fallback=None if init is None else init[lat])
+        info = dict(t["info"], trws_components=int(lattice.sum()), trws_iter=t["n_iter"])
+        if whole:
+            notify(t["n_iter"], labels, t["lower_bound"])
+            info.update(n_components=int(n_comp), trw_components=int(n_comp), schedule="trws")
+            return {"labels": labels, "lower_bound": t["lower_bound"], "n_iter": t["n_iter"],
+                    "converged": t["converged"], "info": info}
+        rest_graph = graph.subgraph(rest)
+
+        def notify_rest(it, y, bound=None):
+            labels[rest] = y
+            notify(it, labels, None if bound is None else bound + t["lower_bound"])
+
+        rest_init = None if init is None else init[rest]
+        out = self._solve_bp(s, unary[rest], rest_graph, rest_init, rng, notify_rest)
+        labels[rest] = out["labels"]
+        bp_info = out["info"]
+        bp_info.update({key: val for key, val in info.items() if key not in bp_info})
+        bp_info.update(n_components=int(n_comp), trws_stopped=t["info"]["stopped"],
+                       trw_components=bp_info["trw_components"] + int(lattice.sum()))
+        bound = out.get("lower_bound")
+        return {"labels": labels, "lower_bound": None if bound is None else bound + t["lower_bound"],
+                "n_iter": max(out["n_iter"], t["n_iter"]), "converged": out["converged"] and t["converged"],
+                "info": bp_info}
+
+    def _solve_bp(self, s, unary, graph, init, rng, notify):
         problem = BPProblem.build(unary, graph)
         if s.sequential:
             out = run_sequential(s, problem, _sequential_passes(s, problem), notify)

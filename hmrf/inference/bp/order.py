@@ -34,8 +34,9 @@ def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
     """Colour classes of the sequential order, cached on the graph.
 
     A greedy (first-fit) colouring in the fixed priority order of
-    :func:`~hmrf.inference.icm.independent_sets` (higher degree first, ties by index):
-    every node takes the smallest colour none of its higher-priority neighbours has.
+    :func:`~hmrf.inference.icm.independent_sets` (higher degree first, ties in a fixed
+    pseudo-random order): every node takes the smallest colour none of its
+    higher-priority neighbours has.
     Computed round by round (Jones & Plassmann 1993): the rounds of
     :func:`~hmrf.inference.icm.independent_sets` are exactly the nodes whose
     higher-priority neighbours are all coloured, so each round is one vectorised step.

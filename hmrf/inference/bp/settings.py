@@ -13,7 +13,11 @@ read (:mod:`~hmrf.inference.bp.schedules`):
 * ``schedule``, ``reweight`` and ``mode`` decide the schedule (``sequential``): a
   float ``reweight`` selects flooding, and so does sum-product with ``"trw"``;
 * ``damping="auto"`` is ``fixed_damping = None`` (undamped, then 0.5 after
-  ``AUTO_SWITCH`` iterations).
+  ``AUTO_SWITCH`` iterations);
+* ``max_iter="auto"`` is ``max_iter = 100`` for the message-passing schedules and
+  ``trws_max_iter = 1000`` for the components that run
+  :class:`~hmrf.inference.bp.trws.TRWS` (its own stopping rule ends them first); an
+  integer caps both.
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ class BPSettings:
     Besides the parameters, the resolved fields ``compiled`` (max-product passes run by
     numba), ``node_order`` (``"bfs"`` or ``"colour"``), ``sequential`` (the sequential
     schedule, else flooding), ``fixed_damping`` (a number, or ``None`` for "auto") and
-    ``polish_with`` (the polishing engine or ``None``).
+    ``polish_with`` (the polishing engine or ``None``) and ``trws_max_iter``; ``max_iter``
+    is resolved to an integer.
 
     Raises
     ------
@@ -60,7 +65,7 @@ class BPSettings:
     """
 
     mode: str = "max"
-    max_iter: int = 100
+    max_iter: int | str = "auto"
     damping: str | float = "auto"
     tol: float = 1e-6
     reweight: str | float | None = "auto"
@@ -75,10 +80,11 @@ class BPSettings:
     sequential: bool = field(init=False)
     fixed_damping: float | None = field(init=False)
     polish_with: object = field(init=False, repr=False)
+    trws_max_iter: int = field(init=False)
 
     _parameter_constraints: ClassVar[dict] = {
         "mode": [Options("max", "sum")],
-        "max_iter": [Interval(Integral, 1, None)],
+        "max_iter": [Options("auto"), Interval(Integral, 1, None)],
         "damping": [Options("auto"), Interval(Real, 0, 1, closed="left")],
         "tol": [Interval(Real, 0, None)],
         "reweight": [Options(None, "auto", "trw"), Interval(Real, 0, 1, closed="right")],
@@ -105,6 +111,9 @@ class BPSettings:
                     or (self.mode == "sum" and self.reweight == "trw"))
         set_(self, "sequential", not flooding)
         set_(self, "fixed_damping", None if self.damping == "auto" else float(self.damping))
+        auto_iter = isinstance(self.max_iter, str)
+        set_(self, "trws_max_iter", 1000 if auto_iter else int(self.max_iter))
+        set_(self, "max_iter", 100 if auto_iter else int(self.max_iter))
 
     @classmethod
     def of(cls, engine) -> BPSettings:

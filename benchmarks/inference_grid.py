@@ -1,0 +1,220 @@
+"""E-step engines on image grids and on random-weight must-link graphs, against GCO (issue 22).
+
+``python benchmarks/inference.py --grid`` (writes ``docs/results/inference-grid.md``).
+
+**Image grids.** HMRF segmentation of a photograph: scikit-learn's bundled
+``flower.jpg`` (427 x 640, 273,280 pixels; ``--grid-images flower.jpg,china.jpg``),
+colours scaled to [0, 1], ``k = 8`` clusters by k-means (scikit-learn, seed 0), unary
+cost the squared colour distance to each centre, a Potts must-link of weight ``λ`` on
+every edge of the 4-neighbour grid (545,493 edges; ``--grid-connectivity 4,8`` adds the
+diagonals, with the same weight), ``λ`` in ``--grid-lambdas`` (0.02, 0.1, 0.5).
+
+**Random-weight must-link graphs** (``--grid-random``, the TRW-S target of issue 22):
+``n = 50,000`` nodes (``--grid-random-n``), unary costs uniform in [0, 1), ``2n``
+must-links between random pairs (average degree 4) with weights uniform in [0.1, 1.1],
+``k = 10``.
+
+Every cost is rounded to a multiple of ``1 / SCALE`` (``SCALE = 10,000``) so that GCO,
+which works in integers, minimises exactly the function the other engines see.
+Engines: ICM, BP (the default), TRW-S (``inference="trws"``), α-expansion, ``auto``,
+and GCO's α-expansion (C++, ``pip install gco-wrapper``; from the unary argmin, as
+ours; its time is that of the C++ calls, without the wrapper's Python loop that sets
+the initial label of every site one call at a time). Each engine runs on a fresh copy
+of the graph (a cold call: it builds its own caches, as GCO builds its graph).
+
+Timing: ``--repeats`` rounds; in every round GCO runs first, then every engine, all in
+this process; an engine's time ratio is the median over rounds of its time divided by
+GCO's time *in the same round* (interleaving cancels most of a shared machine's drift).
+Energies are those of the first round (every engine is deterministic). The load average
+of the machine is recorded before and after.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from hmrf import PairwiseGraph
+from hmrf.inference import ICM, TRWS, BeliefPropagation
+
+#: every cost is a multiple of 1 / SCALE (GCO's integer costs are the costs x SCALE)
+SCALE = 10_000
+
+
+def grid_edges(h, w, connectivity=4):
+    """Edges of an ``h x w`` grid in raster numbering (4- or 8-neighbour)."""
+    idx = np.arange(h * w).reshape(h, w)
+    parts = [np.c_[idx[:, :-1].ravel(), idx[:, 1:].ravel()], np.c_[idx[:-1].ravel(), idx[1:].ravel()]]
+    if connectivity == 8:
+        parts += [np.c_[idx[:-1, :-1].ravel(), idx[1:, 1:].ravel()],
+                  np.c_[idx[:-1, 1:].ravel(), idx[1:, :-1].ravel()]]
+    return np.vstack(parts)
+
+
+def image_unary(name, k=8):
+    """Squared colour distances (colours in [0, 1]) to k-means centres, and the image shape."""
+    from sklearn.cluster import KMeans
+    from sklearn.datasets import load_sample_image
+
+    img = load_sample_image(name).astype(np.float64) / 255.0
+    h, w, _ = img.shape
+    X = img.reshape(-1, 3)
+    centres = KMeans(k, n_init=3, random_state=0).fit(X).cluster_centers_
+    unary = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+    return unary, (h, w)
+
+
+def rounded(unary, edges, weight, n):
+    """The instance with every cost a multiple of ``1 / SCALE``."""
+    u = np.rint(unary * SCALE) / SCALE
+    w = np.rint(weight * SCALE) / SCALE
+    return u, PairwiseGraph.potts(n, edges, w, np.ones(len(edges), dtype=np.int8))
+
+
+def random_weight_instance(n, seed, k=10):
+    """Unary costs uniform in [0, 1), 2n random must-links with weights uniform in [0.1, 1.1]."""
+    rng = np.random.default_rng([seed, n, 22])
+    unary = rng.random((n, k))
+    pairs = rng.integers(n, size=(2 * n, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    return rounded(unary, pairs, rng.uniform(0.1, 1.1, len(pairs)), n)
+
+
+def run_gco(unary, graph, scale=SCALE, weight=None):
+    """GCO's α-expansion from the unary argmin: (labels, seconds of the C++ calls).
+
+    Set up as ``gco.cut_general_graph`` does, through the wrapper's ``GCO`` class, so
+    that the per-site Python loop setting the initial labels stays out of the timing.
+    ``weight`` replaces the graph's Potts weights (signed: a cannot-link as ``-w``).
+    """
+    import gco  # benchmark-only dependency
+
+    n, k = unary.shape
+    U = np.rint(unary * scale).astype(np.intc)
+    W = np.rint((graph.weight if weight is None else weight) * scale).astype(np.intc)
+    E = np.sort(graph.edges, axis=1)
+    init = np.argmin(unary, axis=1)
+    t0 = time.perf_counter()
+    gc = gco.GCO()
+    gc.create_general_graph(n, k, False)
+    gc.set_data_cost(U)
+    gc.set_all_neighbors(E[:, 0], E[:, 1], W)
+    gc.set_smooth_cost((1 - np.eye(k)).astype(np.intc))
+    t_setup = time.perf_counter() - t0
+    for i in range(n):  # the wrapper's own loop (cut_general_graph does the same)
+        gc.init_label_at_site(i, int(init[i]))
+    t1 = time.perf_counter()
+    gc.expansion(-1)
+    labels = np.asarray(gc.get_labels(), dtype=np.int64)
+    gc.destroy_graph()
+    return labels, t_setup + time.perf_counter() - t1
+
+
+def engines():
+    from hmrf.inference.auto import AutoEngine
+    from hmrf.inference.expansion import AlphaExpansion
+
+    return {"icm": ICM, "bp": BeliefPropagation, "trws": TRWS, "expansion": AlphaExpansion,
+            "auto": AutoEngine}
+
+
+def measure(unary, graph, repeats):
+    """Interleaved runs (module docstring): per engine (energy, bound, median seconds,
+    median time / GCO's, note), GCO included."""
+    runs = {name: [] for name in ["gco", *engines()]}
+    first = {}
+    for r in range(repeats):
+        labels, t_gco = run_gco(unary, graph)
+        runs["gco"].append(t_gco)
+        first.setdefault("gco", (graph.energy(labels, unary), None, ""))
+        for name, factory in engines().items():
+            fresh = PairwiseGraph.potts(graph.n_nodes, graph.edges, graph.weight, graph.kind)
+            t0 = time.perf_counter()
+            res = factory().map(unary, fresh, rng=0)
+            runs[name].append((time.perf_counter() - t0) / t_gco)
+            if name not in first:
+                note = f"{res.n_iter} it" if name in ("bp", "trws") else ""
+                if name in ("bp", "trws") and res.info.get("stopped"):
+                    note += f", {res.info.get('trws_stopped', res.info['stopped'])}"
+                if name == "trws":  # anytime: its best energy after 1x and 2x GCO's time
+                    e_gco = first["gco"][0]
+                    et, tt = np.array(res.info["energy_trace"]), np.array(res.info["time_trace"])
+                    offset = res.energy - et[-1]  # the isolated nodes' part
+                    for x in (1, 2):
+                        within = et[tt <= x * t_gco]
+                        if within.size:
+                            note += f"; at {x}× GCO {100 * (within[-1] + offset - e_gco) / e_gco:+.3f} %"
+                first[name] = (res.energy, res.lower_bound, note, time.perf_counter() - t0)
+        print(f"    round {r + 1}/{repeats} done", file=sys.stderr, flush=True)
+    t_gco = float(np.median(runs["gco"]))
+    out = {"gco": (first["gco"][0], None, t_gco, 1.0, "")}
+    for name in engines():
+        e, b, note, _ = first[name]
+        ratio = float(np.median(runs[name]))
+        out[name] = (e, b, ratio * t_gco, ratio, note)
+    return out
+
+
+def _pct(x):
+    return "—" if x is None else f"{100 * x:+.3f} %"
+
+
+def table(rows):
+    """Markdown table of ``rows``: (instance, {engine: (energy, bound, seconds, ratio, note)})."""
+    from _results import markdown_table
+
+    body = []
+    for instance, res in rows:
+        e_gco = res["gco"][0]
+        bounds = [b for _, b, _, _, _ in res.values() if b is not None]
+        bound = max(bounds) if bounds else None
+        for name, (e, _, t, ratio, note) in res.items():
+            over_gco = (e - e_gco) / abs(e_gco)
+            over_bound = None if bound is None else (e - bound) / abs(bound)
+            cells = [instance if name == "gco" else "", name,
+                     f"{e:.2f}" if name == "gco" else _pct(over_gco), _pct(over_bound),
+                     f"{t:.2f} s", "1" if name == "gco" else f"{ratio:.2f}", note]
+            body.append(cells)
+    return markdown_table(["instance", "engine", "E (GCO) / E − E_GCO", "E − best bound", "time",
+                           "time / GCO (median)", "notes"], body)
+
+
+def part_grid(args) -> str:
+    """Run the study; write docs/results/inference-grid.md unless ``--no-write``."""
+    from _results import write_result
+
+    load0 = os.getloadavg()
+    t_start = time.perf_counter()
+    rows = []
+    for name in args.grid_images:
+        unary0, (h, w) = image_unary(name)
+        for conn in args.grid_connectivity:
+            edges = grid_edges(h, w, conn)
+            for lam in args.grid_lambdas:
+                unary, graph = rounded(unary0, edges, np.full(len(edges), lam), h * w)
+                label = f"{name.split('.')[0]} {h}×{w}, {conn}-nbr, λ = {lam:g}"
+                print(f"  {label}", file=sys.stderr, flush=True)
+                rows.append((label, measure(unary, graph, args.repeats)))
+    random_rows = []
+    for seed in range(args.grid_random):
+        unary, graph = random_weight_instance(args.grid_random_n, seed)
+        label = f"random-weight must-link n = {args.grid_random_n:,} #{seed}"
+        print(f"  {label}", file=sys.stderr, flush=True)
+        random_rows.append((label, measure(unary, graph, args.repeats)))
+    load1 = os.getloadavg()
+    text = table(rows)
+    if random_rows:
+        text += "\n\n" + table(random_rows)
+    notes = (f"{args.repeats} interleaved rounds per instance; load average (1, 5, 15 min) "
+             f"{load0[0]:.1f}, {load0[1]:.1f}, {load0[2]:.1f} before and {load1[0]:.1f}, {load1[1]:.1f}, "
+             f"{load1[2]:.1f} after, on {os.cpu_count()} cores; "
+             f"{time.perf_counter() - t_start:.0f} s in all. "
+             "Energies relative to GCO's; bound: the best lower bound any engine reported "
+             "(TRW-S's, or BP's on lattices).")
+    print(text + "\n\n" + notes)
+    if not args.no_write:
+        print("wrote", write_result("inference-grid", text, notes=notes), file=sys.stderr)
+    return text

@@ -1,0 +1,297 @@
+"""The α-expansion move's binary problem, compiled with numba (optional, ``pip install hmrf[fast]``).
+
+The compiled twin of the NumPy code in :class:`~hmrf.inference.expansion.ExpansionMoves`
+(``tests/test_expansion.py`` checks that both compute the same move). For one move
+``(labels, α)`` it builds, in one pass over the edges, what the minimum cut needs: the
+free nodes (those that may switch to ``α``), their unary differences
+``E(x_i = 1) - E(x_i = 0)`` with every pairwise term that touches one free node folded
+in, and the split ``λ/2 [x_p != x_q]`` of the terms between two free nodes
+(:func:`~hmrf.inference.qpbo.split_terms`); after the cut, the energy change of the
+move from its terms. Written by hand because it is the move's hot path: vectorised,
+each move allocates and gathers a dozen arrays over all edges (about twice the time of
+the max-flow itself on a 273,000-pixel image grid), where one compiled loop reads each
+edge once.
+
+Numba is imported only when this module is (never by ``import hmrf``); the kernels are
+cached on disk (``cache=True``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["move_problem", "move_change", "fix_dominated", "incidence", "move_problem_reduced"]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _terms(e, a, b, alpha, wc, wk, tab_of, tab_cost):
+    """``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of edge ``e`` with end labels ``a``, ``b``."""
+    t = tab_of[e]
+    if t >= 0:
+        return tab_cost[t, a, b], tab_cost[t, a, alpha], tab_cost[t, alpha, b], tab_cost[t, alpha, alpha]
+    c, s = wc[e], wk[e]
+    return (c - s if a == b else c), (c - s if a == alpha else c), (c - s if b == alpha else c), c - s
+
+
+@numba.njit(cache=True, nogil=True)
+def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost):
+    """The binary problem of the α-expansion of ``labels`` in split form.
+
+    Returns ``(nodes, u, ep, eq, half_lambda)``: the free nodes, their unary
+    differences, and the endpoints (positions in ``nodes``) and ``[x_p != x_q]``
+    weights of the terms between two free nodes. ``E(x) - E(0) = sum u x + sum
+    half_lambda [x_p != x_q]`` (:func:`~hmrf.inference.qpbo.solve_split`).
+    """
+    n, m = labels.shape[0], p.shape[0]
+    pos = np.full(n, -1, dtype=np.int64)
+    nf = 0
+    for i in range(n):
+        if labels[i] != alpha and allowed_alpha[i]:
+            pos[i] = nf
+            nf += 1
+    nodes = np.empty(nf, dtype=np.int64)
+    u = np.empty(nf)
+    for i in range(n):
+        if pos[i] >= 0:
+            nodes[pos[i]] = i
+            u[pos[i]] = unary[i, alpha] - unary[i, labels[i]]
+    ep = np.empty(m, dtype=np.int64)
+    eq = np.empty(m, dtype=np.int64)
+    hl = np.empty(m)
+    nb = 0
+    for e in range(m):
+        i, j = p[e], q[e]
+        fi, fj = pos[i], pos[j]
+        if fi < 0 and fj < 0:
+            continue
+        A, B, C, D = _terms(e, labels[i], labels[j], alpha, wc, wk, tab_of, tab_cost)
+        if fi >= 0 and fj >= 0:
+            half = 0.5 * (B + C - A - D)
+            if half < 0.0 and half >= -1e-12 * (abs(A) + abs(B) + abs(C) + abs(D)):
+                half = 0.0  # rounding noise on a term submodular with equality
+            u[fi] += 0.5 * (D - A + C - B)
+            u[fj] += 0.5 * (D - A + B - C)
+            ep[nb], eq[nb], hl[nb] = fi, fj, half
+            nb += 1
+        elif fi >= 0:
+            u[fi] += C - A
+        else:
+            u[fj] += B - A
+    return nodes, u, ep[:nb], eq[:nb], hl[:nb]
+
+
+@numba.njit(cache=True, nogil=True)
+def move_change(labels, alpha, x, unary, p, q, wc, wk, tab_of, tab_cost):
+    """Energy change of switching the nodes ``x`` (bool, all nodes) of ``labels`` to ``alpha``,
+    from the move's terms."""
+    change = 0.0
+    for i in range(labels.shape[0]):
+        if x[i]:
+            change += unary[i, alpha] - unary[i, labels[i]]
+    for e in range(p.shape[0]):
+        i, j = p[e], q[e]
+        xi, xj = x[i], x[j]
+        if not (xi or xj):
+            continue
+        A, B, C, D = _terms(e, labels[i], labels[j], alpha, wc, wk, tab_of, tab_cost)
+        change += (D if xj else C) - A if xi else B - A
+    return change
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dominated(u, s):
+    """0 or 1 if a variable with unary difference ``u`` and coupling ``s`` is forced there, else -1."""
+    margin = 1e-9 * (s + abs(u))
+    if u - s > margin:
+        return 0
+    if -u - s > margin:
+        return 1
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def fix_dominated(u, p, q, half_lambda):
+    """The variables whose value every minimiser shares, by dominance; the compiled twin of
+    :func:`~hmrf.inference.qpbo.fix_dominated` (same arguments, same result).
+
+    A worklist: a variable is fixed as soon as it is dominated, its terms become unary
+    terms of its free neighbours, and those are checked again. Returns ``(state, u)``:
+    ``state`` -1 (free), 0 or 1 per variable, and the unary differences with the terms
+    towards fixed variables folded in.
+    """
+    n, m = u.shape[0], p.shape[0]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for e in range(m):
+        ptr[p[e] + 1] += 1
+        ptr[q[e] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    adj = np.empty(2 * m, dtype=np.int64)
+    s = np.zeros(n)
+    for e in range(m):
+        adj[fill[p[e]]] = e
+        fill[p[e]] += 1
+        adj[fill[q[e]]] = e
+        fill[q[e]] += 1
+        a = abs(half_lambda[e])
+        s[p[e]] += a
+        s[q[e]] += a
+    uu = u.copy()
+    state = np.full(n, -1, dtype=np.int64)
+    stack = np.empty(n, dtype=np.int64)
+    queued = np.zeros(n, dtype=np.bool_)
+    top = 0
+    for i in range(n):
+        if _dominated(uu[i], s[i]) >= 0:
+            stack[top] = i
+            top += 1
+            queued[i] = True
+    while top:
+        top -= 1
+        i = stack[top]
+        v = _dominated(uu[i], s[i])  # conditions only get easier: still dominated
+        state[i] = v
+        for t in range(ptr[i], ptr[i + 1]):
+            e = adj[t]
+            j = q[e] if p[e] == i else p[e]
+            if state[j] >= 0 or j == i:
+                continue
+            h = half_lambda[e]
+            s[j] -= abs(h)
+            uu[j] += h if v == 0 else -h  # h [x_j != 0] = h x_j; h [x_j != 1] = h - h x_j
+            if not queued[j] and _dominated(uu[j], s[j]) >= 0:
+                stack[top] = j
+                top += 1
+                queued[j] = True
+    return state, uu
+
+
+@numba.njit(cache=True, nogil=True)
+def incidence(n, p, q):
+    """Edges incident to each node, CSR ``(ptr, edge)`` (a counting sort of both endpoints)."""
+    m = p.shape[0]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for e in range(m):
+        ptr[p[e] + 1] += 1
+        ptr[q[e] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    edge = np.empty(2 * m, dtype=np.int64)
+    for e in range(m):
+        edge[fill[p[e]]] = e
+        fill[p[e]] += 1
+        edge[fill[q[e]]] = e
+        fill[q[e]] += 1
+    return ptr, edge
+
+
+@numba.njit(cache=True, nogil=True)
+def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr,
+                         inc_edge):
+    """:func:`move_problem` followed by :func:`fix_dominated` and the reduction to the
+    free variables, in one pass and without the intermediate arrays over all nodes.
+
+    Returns ``(forced, nodes, u, ep, eq, half_lambda, non_submodular)``: the nodes
+    every minimiser switches to ``alpha``, the nodes left to the cut with their unary
+    differences, the terms between two of them (positions in ``nodes``), and whether
+    any term of the move was not submodular. ``inc_ptr, inc_edge``: :func:`incidence`.
+    """
+    n, m = labels.shape[0], p.shape[0]
+    pos = np.full(n, -1, dtype=np.int64)
+    nf = 0
+    for i in range(n):
+        if labels[i] != alpha and allowed_alpha[i]:
+            pos[i] = nf
+            nf += 1
+    node_of = np.empty(nf, dtype=np.int64)
+    u = np.empty(nf)
+    s = np.zeros(nf)
+    for i in range(n):
+        if pos[i] >= 0:
+            node_of[pos[i]] = i
+            u[pos[i]] = unary[i, alpha] - unary[i, labels[i]]
+    half = np.full(m, np.nan)  # the [x_p != x_q] weight of the terms between two free nodes
+    non_sub = False
+    for e in range(m):
+        i, j = p[e], q[e]
+        fi, fj = pos[i], pos[j]
+        if fi < 0 and fj < 0:
+            continue
+        A, B, C, D = _terms(e, labels[i], labels[j], alpha, wc, wk, tab_of, tab_cost)
+        if fi >= 0 and fj >= 0:
+            h = 0.5 * (B + C - A - D)
+            if h < 0.0 and h >= -1e-12 * (abs(A) + abs(B) + abs(C) + abs(D)):
+                h = 0.0
+            non_sub |= h < 0.0
+            half[e] = h
+            u[fi] += 0.5 * (D - A + C - B)
+            u[fj] += 0.5 * (D - A + B - C)
+            s[fi] += abs(h)
+            s[fj] += abs(h)
+        elif fi >= 0:
+            u[fi] += C - A
+        else:
+            u[fj] += B - A
+    state = np.full(nf, -1, dtype=np.int64)
+    stack = np.empty(nf, dtype=np.int64)
+    queued = np.zeros(nf, dtype=np.bool_)
+    top = 0
+    for f in range(nf):
+        if _dominated(u[f], s[f]) >= 0:
+            stack[top] = f
+            top += 1
+            queued[f] = True
+    while top:
+        top -= 1
+        f = stack[top]
+        v = _dominated(u[f], s[f])
+        state[f] = v
+        i = node_of[f]
+        for t in range(inc_ptr[i], inc_ptr[i + 1]):
+            e = inc_edge[t]
+            h = half[e]
+            if np.isnan(h):
+                continue
+            fj = pos[q[e]] if p[e] == i else pos[p[e]]
+            if state[fj] >= 0 or fj == f:
+                continue
+            s[fj] -= abs(h)
+            u[fj] += h if v == 0 else -h
+            if not queued[fj] and _dominated(u[fj], s[fj]) >= 0:
+                stack[top] = fj
+                top += 1
+                queued[fj] = True
+    r = np.full(nf, -1, dtype=np.int64)
+    n_left, n_forced = 0, 0
+    for f in range(nf):
+        if state[f] < 0:
+            r[f] = n_left
+            n_left += 1
+        elif state[f] == 1:
+            n_forced += 1
+    nodes = np.empty(n_left, dtype=np.int64)
+    u_left = np.empty(n_left)
+    forced = np.empty(n_forced, dtype=np.int64)
+    c = 0
+    for f in range(nf):
+        if r[f] >= 0:
+            nodes[r[f]] = node_of[f]
+            u_left[r[f]] = u[f]
+        elif state[f] == 1:
+            forced[c] = node_of[f]
+            c += 1
+    ep = np.empty(m, dtype=np.int64)
+    eq = np.empty(m, dtype=np.int64)
+    hl = np.empty(m)
+    nb = 0
+    for e in range(m):
+        if np.isnan(half[e]):
+            continue
+        a, b = r[pos[p[e]]], r[pos[q[e]]]
+        if a >= 0 and b >= 0:
+            ep[nb], eq[nb], hl[nb] = a, b, half[e]
+            nb += 1
+    return forced, nodes, u_left, ep[:nb], eq[:nb], hl[:nb], non_sub
