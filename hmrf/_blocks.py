@@ -2,7 +2,7 @@
 
 A pass that needs an (n, k) or (n, d) temporary works on blocks of rows instead, so at
 most one block of such temporaries exists at a time and memory stays linear in n with a
-small constant (DESIGN.md, "Scale"). The block size is a trade-off: large enough that
+small constant (ARCHITECTURE.md, "One fit, step by step"). The block size is a trade-off: large enough that
 NumPy's per-call overhead is negligible, small enough to stay in cache-sized memory.
 """
 

@@ -86,7 +86,7 @@ class HMRF:
     potentials : PairwisePotential or list of them, optional
         Further pairwise potentials (e.g. a :class:`~hmrf.potentials.TablePotential`).
     normalizer : {"constant", "closed_form"}, default="constant"
-        Which emission normaliser terms the objective keeps (see DESIGN.md,
+        Which emission normaliser terms the objective keeps (see ARCHITECTURE.md,
         "Normalisers"). The MRF normaliser ``log Z`` is always treated as constant,
         which is exact for potentials that do not depend on Θ.
     clamped : array-like of shape (n,), optional

@@ -1,4 +1,4 @@
-"""Pairwise constraint potentials: the MRF prior over labels (DESIGN.md, layer 3).
+"""Pairwise constraint potentials: the MRF prior over labels (ARCHITECTURE.md, layer 3).
 
 A potential turns supervision into the factors of the E-step problem, a
 :class:`~hmrf.graph.PairwiseGraph`. :class:`PottsConstraints` is the generalised Potts

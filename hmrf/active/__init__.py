@@ -1,4 +1,4 @@
-"""Active acquisition of pairwise constraints (DESIGN.md, layer 9; Basu 2005, ch. 5).
+"""Active acquisition of pairwise constraints (ARCHITECTURE.md, layer 9; Basu 2005, ch. 5).
 
 Oracles answer "same cluster?" queries under a budget and log them; selectors choose
 which pairs to ask and return the answers as :class:`~hmrf.Constraints`:

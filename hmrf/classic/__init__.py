@@ -1,4 +1,4 @@
-"""The course algorithms of Mooney's clustering slides, beside the HMRF (DESIGN.md, layer 11).
+"""The course algorithms of Mooney's clustering slides, beside the HMRF (ARCHITECTURE.md, layer 11).
 
 * :class:`~hmrf.NaiveBayesEM` — multinomial naive Bayes fitted by EM, unsupervised or
   semi-supervised with frozen labels and weighted unlabelled documents

@@ -1,4 +1,4 @@
-"""HMRF EM on Dask arrays and a Dask cluster (DESIGN.md, "Scale").
+"""HMRF EM on Dask arrays and a Dask cluster (ARCHITECTURE.md, layer 8).
 
 The same model, E-step and M-step as in memory, with the data left where they are: in
 the chunks of a row-chunked ``dask.array.Array``, on the workers of a

@@ -1,4 +1,4 @@
-"""EM for the HMRF (DESIGN.md, layer 6): the loops and the pass over the data they share.
+"""EM for the HMRF (ARCHITECTURE.md, layer 6): the loops and the pass over the data they share.
 
 * :mod:`hmrf.em.loop` — hard EM, HMRF-KMeans (Basu 2005, §4.4.2, Fig. 4.3):
   :func:`run_em`, MAP labels from any inference engine, empty clusters re-seeded;

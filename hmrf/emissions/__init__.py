@@ -1,4 +1,4 @@
-"""Emission families: how each cluster generates its points (DESIGN.md, layer 2).
+"""Emission families: how each cluster generates its points (ARCHITECTURE.md, layer 2).
 
 Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
 :class:`ItakuraSaito` (all :class:`BregmanFamily`), :class:`VonMisesFisher`

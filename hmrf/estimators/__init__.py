@@ -1,4 +1,4 @@
-"""scikit-learn estimators built on the HMRF (DESIGN.md, layer 8).
+"""scikit-learn estimators built on the HMRF (ARCHITECTURE.md, layer 8).
 
 The classes load scikit-learn, so they are imported on first access (PEP 562), as
 the top-level package does: :data:`ESTIMATORS` (the table of names the command line

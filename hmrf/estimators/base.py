@@ -1,4 +1,4 @@
-"""Shared machinery of the scikit-learn estimators (DESIGN.md, layer 8).
+"""Shared machinery of the scikit-learn estimators (ARCHITECTURE.md, layer 8).
 
 Estimators are thin: ``fit`` validates, builds an :class:`~hmrf.HMRF`, picks initial
 centres (:mod:`hmrf.initialization`) and delegates to :func:`hmrf.em.run_em`, as

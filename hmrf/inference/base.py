@@ -12,7 +12,7 @@ exactly (no approximation):
    row, vectorised over all of them at once.
 
 Only the remaining *constrained* nodes reach the engine (``_solve``), so an engine's
-cost grows with the number of constraints, not with ``n`` (DESIGN.md, performance rules).
+cost grows with the number of constraints, not with ``n`` (ARCHITECTURE.md, layer 5).
 The energy reported in the result is always recomputed on the original problem.
 """
 

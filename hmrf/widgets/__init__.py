@@ -1,4 +1,4 @@
-"""Teaching widgets for notebooks (DESIGN layer 13; the optional extra ``hmrf[widgets]``).
+"""Teaching widgets for notebooks (ARCHITECTURE.md, layer 13; the optional extra ``hmrf[widgets]``).
 
 * :class:`OracleWidget` — be the oracle: answer an active learner's queries (buttons
   or keys), add must-links and cannot-links by clicking two points, and watch the
