@@ -257,6 +257,61 @@ class _State:
         return self.warm + new if len(self.warm) else new
 
 
+class _Closure:
+    """Must-link components and the cannot-links between them, updated per answer.
+
+    The transitive closure of the answers (and of the warm-start constraints) as a
+    component label per point and a set of cannot-linked component pairs: what a
+    selector uses to skip pairs whose answer is already implied.
+    """
+
+    def __init__(self, state: _State):
+        n = state.n
+        self.n = n
+        self.comp = np.asarray(state.warm.component_labels()).copy()
+        cl = state.warm.cannot_link
+        a, b = self.comp[cl[:, 0]], self.comp[cl[:, 1]]
+        pairs = zip(a.tolist(), b.tolist(), strict=True)
+        self.cl = {(int(min(u, v)), int(max(u, v))) for u, v in pairs if u != v}
+        self.asked = state.asked
+        self._refresh()
+
+    def _refresh(self):
+        n = self.n
+        self.cl_keys = np.fromiter((u * n + v for u, v in self.cl), dtype=np.int64, count=len(self.cl))
+        self.asked_keys = np.fromiter(
+            (i * n + j for i, j in self.asked), dtype=np.int64, count=len(self.asked)
+        )
+
+    def valid(self, lo, hi) -> np.ndarray:
+        """Mask of pairs ``lo < hi`` neither asked nor implied by the closure."""
+        n = self.n
+        ca, cb = self.comp[lo], self.comp[hi]
+        u, v = np.minimum(ca, cb), np.maximum(ca, cb)
+        return (ca != cb) & ~np.isin(u * n + v, self.cl_keys) & ~np.isin(lo * n + hi, self.asked_keys)
+
+    def implied(self, i: int, j: int) -> bool | None:
+        """What the answers so far imply for the pair: True (same must-link component),
+        False (components joined by a cannot-link), None (nothing)."""
+        ci, cj = int(self.comp[i]), int(self.comp[j])
+        if ci == cj:
+            return True
+        return False if (min(ci, cj), max(ci, cj)) in self.cl else None
+
+    def update(self, i, j, answer):
+        ci, cj = int(self.comp[i]), int(self.comp[j])
+        if answer is True:
+            self.comp[self.comp == cj] = ci  # merge component cj into ci
+
+            def rename(c):
+                return ci if c == cj else c
+
+            self.cl = {(min(rename(u), rename(v)), max(rename(u), rename(v))) for u, v in self.cl}
+        elif answer is False:
+            self.cl.add((min(ci, cj), max(ci, cj)))
+        self._refresh()
+
+
 class ActiveSelector(BaseEstimator):
     """Base class of the query selectors.
 
