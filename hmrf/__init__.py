@@ -7,7 +7,7 @@ Quick start::
     est.fit(X, must_link=[(0, 1)], cannot_link=[(0, 2)])
     est.labels_
 
-Layers (DESIGN.md): :class:`Constraints` → :mod:`hmrf.emissions` →
+Layers (ARCHITECTURE.md): :class:`Constraints` → :mod:`hmrf.emissions` →
 :mod:`hmrf.potentials` → :class:`HMRF` → :mod:`hmrf.inference` → :mod:`hmrf.em` →
 :mod:`hmrf.estimators`. The estimators (and scikit-learn, which is slow to import) are
 loaded on first use, so ``import hmrf`` stays fast.
@@ -19,7 +19,18 @@ from .exceptions import InconsistentConstraintsError, InfeasibleError
 from .graph import PairwiseGraph
 from .model import HMRF
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml is its one source)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hmrf")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 #: submodules loaded on first attribute access (``hmrf.inference.ICM`` works after
 #: ``import hmrf``), as SciPy does (PEP 562)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._blocks import block_rows
+from ._blocks import block_rows, row_blocks
 from ._validation import check_data, check_n_clusters
 from .constraints import Constraints
 from .emissions import EmissionFamily, get_emission
@@ -23,7 +23,12 @@ from .emissions.base import NORMALIZERS, MStepContext
 from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .potentials import PairwisePotential, PottsConstraints
 
-__all__ = ["HMRF", "block_unary"]
+__all__ = ["HMRF", "block_unary", "AUTO_W_FACTOR"]
+
+#: ``w="auto"``: a violated constraint costs this many times the data's scale
+#: (:meth:`HMRF.data_scale`), i.e. the expected divergence between two random points
+#: for squared Euclidean distance (docs/choosing.md has the measurements behind it).
+AUTO_W_FACTOR = 2.0
 
 
 def block_unary(family, X_block, params, normalizer: str = "constant", data=None, clamped=None):
@@ -44,6 +49,21 @@ def block_unary(family, X_block, params, normalizer: str = "constant", data=None
     return cost
 
 
+def _is_auto(w) -> bool:
+    return isinstance(w, str) and w == "auto"
+
+
+def _check_w(w) -> float:
+    """``w`` as a float >= 0 (``np.inf``: hard), or a ``ValueError`` naming it."""
+    try:
+        value = float(w)
+    except (TypeError, ValueError):
+        value = np.nan
+    if isinstance(w, (str, bool)) or np.isnan(value) or value < 0:
+        raise ValueError(f"w must be a number >= 0 (np.inf = hard) or 'auto'; got {w!r}.")
+    return value
+
+
 class HMRF:
     """A Hidden Markov Random Field for semi-supervised clustering.
 
@@ -58,8 +78,10 @@ class HMRF:
     constraints : Constraints, optional
         Pairwise supervision; becomes a :class:`~hmrf.potentials.PottsConstraints`
         potential with global weight ``w``.
-    w : float, default=1.0
-        Global constraint weight (only used with ``constraints``).
+    w : float or "auto", default=1.0
+        Global constraint weight (only used with ``constraints``). ``"auto"``:
+        ``AUTO_W_FACTOR`` (2) times :meth:`data_scale`, a weight in the units of the
+        emission (Notes).
     potentials : PairwisePotential or list of them, optional
         Further pairwise potentials (e.g. a :class:`~hmrf.potentials.TablePotential`).
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -75,11 +97,27 @@ class HMRF:
     X : ndarray or csr_matrix
         The prepared data (domain-checked, normalised by the family; never the
         caller's array modified in place).
+    w : float
+        The global constraint weight in use (``"auto"`` resolved on first use).
+    w_spec : float or str
+        The ``w`` given.
     incremental_statistics : bool
         Whether EM may update the M-step statistics from the points that moved instead
         of accumulating them in every pass (true for data in memory).
     emission : EmissionFamily
     potentials : list of PairwisePotential
+
+    Notes
+    -----
+    ``w="auto"`` makes a violated constraint cost about what it costs to move a point
+    across the data: ``w = 2 s`` with ``s`` the mean cost of a point, above the cost of
+    the centre itself, when all the points form one cluster fitted by the family's
+    M-step (:meth:`data_scale`). For a Bregman divergence ``s = mean_i D(x_i, x̄) =
+    mean_i φ(x_i) - φ(x̄)``, the Bregman information of the data (Banerjee et al.
+    2005, §3.1); for squared Euclidean distance ``2 s = 2 tr(Σ) = E ||x_i - x_j||²``,
+    the expected divergence between two random points. For the cosine family it is
+    ``2 mean_i (1 - x_iᵀ μ̂)``. A number keeps its meaning (the thesis's ``w``,
+    eq. 4.10).
     """
 
     incremental_statistics = True
@@ -103,7 +141,7 @@ class HMRF:
                 raise ValueError(
                     f"constraints refer to {constraints.n} points but X has {self.n_samples} samples."
                 )
-            pots.append(PottsConstraints(constraints, w))
+            pots.append(PottsConstraints(constraints, 0.0 if _is_auto(w) else _check_w(w)))
         if potentials is not None:
             extra = [potentials] if isinstance(potentials, PairwisePotential) else list(potentials)
             for p in extra:
@@ -114,6 +152,7 @@ class HMRF:
             pots.extend(extra)
         self.potentials = pots
         self.constraints = constraints if constraints is not None else Constraints.empty(self.n_samples)
+        self._potts = pots[0] if constraints is not None else None
         self.clamped = None
         if clamped is not None:
             c = np.asarray(clamped, dtype=np.int64)
@@ -125,6 +164,63 @@ class HMRF:
         self._static_graph = None
         self._data_terms = None
         self._shift = None
+        self.w_spec = w
+        self._w = None if _is_auto(w) else _check_w(w)  # "auto": resolved on first use
+
+    # ------------------------------------------------------------ constraint weight
+    @property
+    def w(self) -> float:
+        """The global constraint weight in use (``"auto"`` resolved by :meth:`auto_w` the
+        first time it is needed: the first E-step, or reading this)."""
+        if self._w is None:
+            self.set_w(self.auto_w())
+        return self._w
+
+    def set_w(self, w) -> None:
+        """Use the global constraint weight ``w`` (a number >= 0; ``np.inf``: hard)."""
+        w = _check_w(w)
+        self._w = w
+        if self._potts is not None and self._potts.w != w:
+            new = PottsConstraints(self._potts.constraints, w)
+            self.potentials[self.potentials.index(self._potts)] = new
+            self._potts = new
+            self._static_graph = None
+
+    def auto_w(self) -> float:
+        """The weight ``w="auto"`` stands for: ``AUTO_W_FACTOR * data_scale()`` (class
+        Notes), a positive number (1 when the data have no spread at all)."""
+        scale = self.data_scale()
+        return AUTO_W_FACTOR * scale if np.isfinite(scale) and scale > 0 else 1.0
+
+    def data_scale(self) -> float:
+        """The mean emission cost of a point, above that of the cluster's centre, when all
+        the points form one cluster: ``mean_i u(x_i, θ̄) - u(μ̄, θ̄)`` with ``θ̄`` the
+        family's M-step for one cluster of all the points (the normaliser as the model
+        keeps it) and ``μ̄`` its centre. For a Bregman family with the constant
+        normaliser, ``mean_i D(x_i, x̄)``.
+
+        One pass for the statistics and one for the costs (blocks of rows; on a Dask
+        array, passes on the workers).
+        """
+        n = self.n_samples
+        one = np.zeros(n, dtype=np.int64)
+        theta = self.emission.update(self.statistics(one), None, self.normalizer,
+                                     MStepContext(n_clusters=self.n_clusters))
+        centre = np.asarray(theta.centers[:1], dtype=np.float64)
+        at_centre = float(block_unary(self.emission, centre, theta, self.normalizer)[0, 0])
+        return self.unary_total(one, theta) / n - at_centre
+
+    def unary_total(self, labels, params) -> float:
+        """``Σ_i u(x_i, labels_i)`` under ``params``, ignoring clamped labels (float64, in
+        blocks of rows)."""
+        data = self.data_terms
+        total = 0.0
+        for rows in row_blocks(self.n_samples, max(self.n_clusters, self.X.shape[1])):
+            U = block_unary(self.emission, self.X[rows], params, self.normalizer,
+                            None if data is None else data[rows])
+            lab = labels[rows]
+            total += float(U[np.arange(lab.shape[0]), lab].sum(dtype=np.float64))
+        return total
 
     # --------------------------------------------------------------- E-step view
     @property
@@ -162,6 +258,8 @@ class HMRF:
 
     def graph(self, params=None) -> PairwiseGraph:
         """Pairwise factors of the E-step as a :class:`~hmrf.graph.PairwiseGraph`."""
+        if self._w is None and self._potts is not None:
+            self.set_w(self.auto_w())
         if not self.potentials:
             if self._static_graph is None:
                 self._static_graph = PairwiseGraph.empty(self.n_samples)

@@ -175,7 +175,7 @@ def _hand_objective(X, est, c):
     ml = c.kind == 1
     amax = d2[ml].max()
     f = np.where(ml, np.maximum(0.0, amax - d2), np.minimum(d2, amax))
-    total += est.w * np.sum(f * c.violations(y))
+    total += est.w_ * np.sum(f * c.violations(y))
     return total
 
 

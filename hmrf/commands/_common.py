@@ -106,6 +106,16 @@ def nonneg_float(text):
     return v
 
 
+def weight(text):
+    """argparse type: a constraint weight, ``auto`` or a number >= 0 (``inf``: hard)."""
+    return "auto" if text.strip().lower() == "auto" else nonneg_float(text)
+
+
+#: Help of every command's ``--w``.
+W_HELP = ("constraint weight: a number (inf = hard) or auto, twice the mean cost of a point "
+          "when all the data form one cluster (default: the estimator's own, auto)")
+
+
 def fraction(text):
     """argparse type: a number in [0, 1]."""
     v = nonneg_float(text)

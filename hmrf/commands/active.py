@@ -50,8 +50,7 @@ def add_parser(sub):
     p.add_argument("--emission", metavar="NAME",
                    help="emission family of the estimator and of the selector's distances "
                         "(default: the estimator's own, sqeuclidean for most)")
-    p.add_argument("--w", type=common.nonneg_float, metavar="W",
-                   help="constraint weight (default: the estimator's own, 1)")
+    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
     p.add_argument("--noise", type=common.fraction, default=0.0, help="oracle error rate")
     p.add_argument("--no-closure", action="store_true",
                    help="cluster with the answered pairs only, not their transitive closure")

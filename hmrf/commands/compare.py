@@ -47,8 +47,7 @@ def add_parser(sub):
     p.add_argument("--folds", type=common.pos_int, default=2, help="folds per run (the thesis: 2)")
     p.add_argument("--emission", metavar="NAME",
                    help="emission family (default: the estimator's own, sqeuclidean for most)")
-    p.add_argument("--w", type=common.nonneg_float, metavar="W",
-                   help="constraint weight (default: the estimator's own, 1)")
+    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
     p.add_argument("--bound", default="lp", choices=("lp", "none"),
                    help="reference lower bound of the E-step gap: lp solves the LP relaxation of "
                         "each E-step that has no bound as good; none uses the engines' own bounds")

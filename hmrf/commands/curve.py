@@ -52,8 +52,7 @@ def add_parser(sub):
                    help="k-fold cross-validation (default 10)")
     p.add_argument("--test-fraction", type=common.fraction, default=None,
                    help="instead of --folds: one random split per run holding out this fraction")
-    p.add_argument("--w", type=common.nonneg_float, metavar="W",
-                   help="constraint weight (default: each estimator's own, 1)")
+    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
     p.add_argument("--engine", metavar="NAME",
                    help="E-step engine, listed below (default: each estimator's own)")
     p.add_argument("--metrics", default="nmi,pairwise_f,objective",

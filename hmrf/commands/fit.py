@@ -16,8 +16,8 @@ SUMMARY = "cluster one data set (bundled or your own files); write labels, summa
 DESCRIPTION = """\
 Fit one estimator and write, in --out:
   labels.csv     one cluster per input row, in input order (with the ids of --id-column)
-  summary.json   objective, its history, iterations, engine, timing, parameters, scores,
-                 violated constraints, hmrf version
+  summary.json   objective, its history, iterations, engine, constraint weight w (auto
+                 resolved), timing, parameters, scores, violated constraints, hmrf version
   clusters.png   with --plot: a 2-D projection coloured by cluster, violated constraints drawn
 
 Supervision (one of):
@@ -53,8 +53,7 @@ def add_parser(sub):
                         "(default: the estimator's own, sqeuclidean for most)")
     p.add_argument("--engine", metavar="NAME",
                    help="E-step engine, listed below (default: the estimator's own, icm)")
-    p.add_argument("--w", type=common.nonneg_float, metavar="W",
-                   help="constraint weight (default: the estimator's own, 1)")
+    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
     sup = p.add_mutually_exclusive_group()
     sup.add_argument("--pairs", metavar="FILE", help="your constraints (see above)")
     sup.add_argument("--constraints", type=common.nonneg_int, metavar="N",
@@ -116,6 +115,16 @@ def _json_safe(value):
     return repr(value)
 
 
+def _w_text(est, spec) -> str:
+    """The constraint weight for the printed summary: ``auto = <value>`` when resolved."""
+    if not spec.takes_w:
+        return "-"
+    given, used = est.get_params(deep=False).get("w"), getattr(est, "w_", None)
+    if isinstance(given, str) and used is not None:
+        return f"{given} = {used:.6g}"
+    return f"{given:g}" if isinstance(given, float) else str(given)
+
+
 def run(args) -> int:
     from .. import __version__
     from ..estimators import fit_supervised, make_estimator
@@ -157,6 +166,7 @@ def run(args) -> int:
             data=dict(data.source, name=data.name, n=n, d=int(X.shape[1]),
                       sparse=not isinstance(X, np.ndarray)),
             estimator=args.estimator, engine=engine, parameters=params, n_clusters=k,
+            w=getattr(est, "w_", None) if spec.takes_w else None,
             supervision=dict(description=sup_text,
                              n_must_link=None if c is None else c.n_must_link,
                              n_cannot_link=None if c is None else c.n_cannot_link),
@@ -186,7 +196,7 @@ def run(args) -> int:
     engine_text = engine if engine is not None else f"none ({spec.no_engine})"
     print(f"data         {common.describe(data)}")
     print(f"estimator    {args.estimator}  engine={engine_text}  "
-          f"emission={args.emission or 'default'}  w={params.get('w', '-')}")
+          f"emission={args.emission or 'default'}  w={_w_text(est, spec)}")
     pairs = ("" if c is None or spec.supervision != "constraints" else
              f"{len(c)} ({c.n_must_link} must-link, {c.n_cannot_link} cannot-link): ")
     print(f"supervision  {pairs}{sup_text}")

@@ -188,6 +188,11 @@ class DaskHMRF(HMRF):
                  for x, lab in zip(self.data.chunks, pieces)]
         return dask.compute(tree_reduce(parts))[0]
 
+    def unary_total(self, labels, params) -> float:
+        """``Σ_i u(x_i, labels_i)`` by a pass on the workers (as :class:`~hmrf.HMRF`, but
+        clamped labels apply: no estimator that clamps labels has a weight to resolve)."""
+        return float(dask_assignment_pass(self, params, previous=np.asarray(labels)).previous_cost)
+
     def energy(self, labels, params) -> float:
         """The objective ``J(y, Θ)`` (as :meth:`hmrf.HMRF.energy`): the unary part by a pass
         on the workers, the pairwise part on the client."""

@@ -50,7 +50,7 @@ PARAMETERS = {
     "max_iter": [Interval(Integral, 1, None)],
     "tol": [Interval(Real, 0, None, closed="left")],
     "n_init": [Interval(Integral, 1, None)],
-    "w": [Interval(Real, 0, None)],
+    "w": [Options("auto"), Interval(Real, 0, None)],
     "em": [Options("hard", "soft")],
     "normalizer": [Options("constant", "closed_form")],
     "closure": [Options(True, False)],
@@ -106,6 +106,9 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         The supervision used (pairs given plus those implied by ``y``).
     em_result_ : EMResult
         The full EM trace of the best run.
+    w_ : float
+        The constraint weight the fit used (``w="auto"`` resolved, see
+        :meth:`hmrf.HMRF.data_scale`).
     n_features_in_ : int
     """
 
@@ -236,6 +239,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         self.converged_ = bool(best.converged)
         self.constraints_ = constraints
         self.em_result_ = best
+        self.w_ = float(model.w)
         return self
 
     def fit_predict(self, X, y=None, **fit_params):

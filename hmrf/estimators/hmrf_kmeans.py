@@ -22,8 +22,13 @@ class HMRFKMeans(HMRFClusterMixin):
         ``"mahalanobis"`` or a family object (see :mod:`hmrf.emissions`).
     inference : str or InferenceEngine, default="icm"
         E-step engine (``"icm"``, or an engine instance from :mod:`hmrf.inference`).
-    w : float, default=1.0
-        Global multiplier of the constraint weights (``np.inf``: all hard).
+    w : float or "auto", default="auto"
+        Global multiplier of the constraint weights (``np.inf``: all hard). ``"auto"``:
+        twice the mean emission cost of a point when all the data form one cluster, so
+        that a violated constraint costs about what moving a point across the data
+        costs; for squared Euclidean distance ``2 mean_i ||x_i - x̄||²``, the expected
+        squared distance between two random points (:meth:`hmrf.HMRF.data_scale`). A
+        number is the thesis's ``w`` (eq. 4.10). The resolved value is ``w_``.
     init : str or array of shape (k, d), default="neighborhoods"
         ``"neighborhoods"`` (thesis §4.4.3), ``"pckmeans"``, ``"k-means++"``,
         ``"random"`` or initial centres; see :mod:`hmrf.initialization`.
@@ -70,7 +75,7 @@ class HMRFKMeans(HMRFClusterMixin):
     [0, 0, 1, 1, 0]
     """
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", inference="icm", w=1.0,
+    def __init__(self, n_clusters=8, *, emission="sqeuclidean", inference="icm", w="auto",
                  init="neighborhoods", n_init=1, max_iter=100, tol=1e-4, normalizer="constant",
                  closure=False, em="hard", random_state=None):
         self.n_clusters = n_clusters
@@ -99,10 +104,12 @@ class PCKMeans(HMRFClusterMixin):
     Parameters
     ----------
     n_clusters : int, default=8
-    w : float, default=1.0
+    w : float or "auto", default="auto"
         Weight of a violated constraint against ``||x - μ||²`` (no ½; an implementation
         that uses ``½||x - μ||²`` with weight ``w`` has the same optimum as ours with
-        ``2w``).
+        ``2w``). ``"auto"``: ``2 mean_i ||x_i - x̄||²``, the expected squared distance
+        between two random points (see :class:`HMRFKMeans`); the paper uses ``w = 1``.
+        The resolved value is ``w_``.
     inference : str or InferenceEngine, default="icm"
     closure : bool, default=True
         Augment the constraints by their transitive closure (ICML 2004, §3.1).
@@ -115,7 +122,7 @@ class PCKMeans(HMRFClusterMixin):
 
     _fixed = dict(HMRFClusterMixin._fixed, emission="sqeuclidean", init="pckmeans")
 
-    def __init__(self, n_clusters=8, *, w=1.0, inference="icm", closure=True, max_iter=100,
+    def __init__(self, n_clusters=8, *, w="auto", inference="icm", closure=True, max_iter=100,
                  tol=1e-4, em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.w = w
@@ -177,7 +184,9 @@ class SphericalKMeans(HMRFClusterMixin):
     Parameters
     ----------
     n_clusters : int, default=8
-    w : float, default=1.0
+    w : float or "auto", default="auto"
+        As :class:`HMRFKMeans`: ``"auto"`` is ``2 mean_i (1 - x_iᵀ μ̂)`` with ``μ̂`` the
+        normalised mean direction of the data.
     init : str or array, default="k-means++"
     n_init : int, default=1
     max_iter : int, default=100
@@ -192,7 +201,7 @@ class SphericalKMeans(HMRFClusterMixin):
 
     _fixed = dict(HMRFClusterMixin._fixed, emission="cosine")
 
-    def __init__(self, n_clusters=8, *, w=1.0, init="k-means++", n_init=1, max_iter=100,
+    def __init__(self, n_clusters=8, *, w="auto", init="k-means++", n_init=1, max_iter=100,
                  tol=1e-4, normalizer="constant", em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.w = w

@@ -41,12 +41,18 @@ class _MetricLearner(HMRFClusterMixin):
     def _spec_emission(self):
         return Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage)
 
+    def _distance_w(self) -> float:
+        """``w`` of the distance-scaled penalties: ``"auto"`` is 1, since ``f_M`` and
+        ``f_C`` are squared distances under the learned metric, in the units of the
+        emission cost ``||x - μ||²_A`` already (Basu, Bilenko & Mooney 2004, eq. 4)."""
+        return 1.0 if isinstance(self.w, str) else self.w
+
     def _distance_potential(self, constraints):
         mirrored = getattr(self, "penalty", "distance") == "mirrored"
         alpha_max = self.alpha_max
         if alpha_max == "auto":  # Bilenko et al.'s f_C uses the diameter (class docstring)
             alpha_max = "data" if mirrored else "must_link"
-        return DistanceScaledPotts(constraints, self.w, alpha_min=self.alpha_min,
+        return DistanceScaledPotts(constraints, self._distance_w(), alpha_min=self.alpha_min,
                                    alpha_max=alpha_max, mirrored=mirrored)
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None):
@@ -83,8 +89,13 @@ class MPCKMeans(_MetricLearner):
         Learned diagonal or full ``A``; ``"identity"`` fixes ``A = I`` (no metric learning).
     per_cluster : bool, default=False
         One metric per cluster (penalties then use their mean, keeping them Potts).
-    w : float, default=1.0
-        Global constraint weight (``np.inf``: hard constraints).
+    w : float or "auto", default="auto"
+        Global constraint weight (``np.inf``: hard constraints). ``"auto"``: 1 for the
+        distance-scaled penalties (``penalty="distance"`` or ``"mirrored"``), which are
+        squared distances under the learned metric, in the units of the emission
+        already; for ``penalty="constant"`` the scale-aware weight of
+        :class:`~hmrf.HMRFKMeans` (:meth:`hmrf.HMRF.data_scale` under the metric fitted
+        to all the data as one cluster). The resolved value is ``w_``.
     alpha_min : float, default=0.0
     alpha_max : {"auto", "must_link", "data"} or float, default="auto"
         ``"must_link"``: the largest squared must-link distance under the current
@@ -156,7 +167,7 @@ class MPCKMeans(_MetricLearner):
     [0, 0, 1, 1]
     """
 
-    def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w=1.0, alpha_min=0.0,
+    def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w="auto", alpha_min=0.0,
                  alpha_max="auto", penalty="distance", shrinkage=0.01, closure=True,
                  init="pckmeans", inference="bp", max_iter=100, tol=1e-4, random_state=None):
         self.n_clusters = n_clusters
@@ -182,7 +193,7 @@ class MPCKMeans(_MetricLearner):
             return HMRF(X, self.n_clusters, emission=family, constraints=constraints, w=self.w,
                         potentials=extra or None)
         pots = ([self._distance_potential(constraints)] if len(constraints) else []) + extra
-        return HMRF(X, self.n_clusters, emission=family, potentials=pots or None)
+        return HMRF(X, self.n_clusters, emission=family, potentials=pots or None, w=self._distance_w())
 
 
 class MKMeans(_MetricLearner):
@@ -200,7 +211,8 @@ class MKMeans(_MetricLearner):
     ----------
     n_clusters : int, default=8
     metric, per_cluster, w, alpha_min, alpha_max, shrinkage, closure :
-        As :class:`MPCKMeans` (``w``, ``alpha_*`` act only in the metric update).
+        As :class:`MPCKMeans` (``w``, ``alpha_*`` act only in the metric update;
+        ``w="auto"`` is 1).
     init : {"k-means++", "random"} or array of shape (k, d), default="k-means++"
     inference : str or InferenceEngine, default="icm"
         Kept for a uniform API; with no penalties every engine is the nearest-centre rule.
@@ -222,7 +234,7 @@ class MKMeans(_MetricLearner):
     Basu, Bilenko & Mooney (2004), §2.3, §3.3, §4.2.
     """
 
-    def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w=1.0, alpha_min=0.0,
+    def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w="auto", alpha_min=0.0,
                  alpha_max="must_link", shrinkage=0.01, closure=True, init="k-means++",
                  inference="icm", max_iter=100, tol=1e-4, random_state=None):
         self.n_clusters = n_clusters
@@ -243,7 +255,7 @@ class MKMeans(_MetricLearner):
         pot = self._distance_potential(constraints) if len(constraints) else None
         family = Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage,
                              metric_potential=pot)
-        return HMRF(X, self.n_clusters, emission=family, potentials=potentials)
+        return HMRF(X, self.n_clusters, emission=family, potentials=potentials, w=self._distance_w())
 
     def _initial_params(self, model, constraints, y, rng):
         centers = initial_centers(model.X, model.n_clusters, model.emission, None, self.init, rng)
