@@ -406,6 +406,16 @@ class ActiveSelector(BaseEstimator):
             raise ValueError(f"n_queries must be a non-negative integer; got {n_queries!r}.")
         return self._state_.constraints_at(min(int(n_queries), self.n_queries_))
 
+    def clusterer_constraints(self, n_queries: int, closure: bool = True) -> Constraints:
+        """The supervision a clusterer gets after ``n_queries`` queries.
+
+        :meth:`constraints_at`, with its transitive closure if ``closure`` (Xiong et
+        al. 2014, §4.1.2). Selectors with more to say (COBRAS's super-instances)
+        override this; the result is meant for an estimator with ``closure=False``.
+        """
+        c = self.constraints_at(n_queries)
+        return c.closure() if closure and len(c) else c
+
     def queried_points(self, n_queries=None) -> np.ndarray:
         """Sorted indices of the points in the first ``n_queries`` queries (default: all)."""
         qs = self.queries_ if n_queries is None else self.queries_[: int(n_queries)]

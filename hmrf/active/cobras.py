@@ -136,10 +136,12 @@ class COBRAS(ClusterMixin, ActiveSelector):
     ([0, 0, 0, 1, 1, 1], True)
     """
 
-    def __init__(self, n_clusters=None, *, emission=None, n_init=1, random_state=None):
+    def __init__(self, n_clusters=None, *, emission=None, n_init=3, super_instance_weight=0.5,
+                 random_state=None):
         self.n_clusters = n_clusters
         self.emission = emission
         self.n_init = n_init
+        self.super_instance_weight = super_instance_weight
         self.random_state = random_state
 
     # ------------------------------------------------------------ interface
@@ -150,6 +152,9 @@ class COBRAS(ClusterMixin, ActiveSelector):
         m = self.n_init
         if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1:
             raise ValueError(f"n_init must be a positive integer; got {m!r}.")
+        v = self.super_instance_weight
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= float(v) < np.inf:
+            raise ValueError(f"super_instance_weight must be a finite number >= 0; got {v!r}.")
 
     def fit(self, X, oracle, *, constraints=None, neighborhoods=None):
         """Cluster ``X`` by asking ``oracle`` (see :meth:`ActiveSelector.fit
@@ -169,6 +174,84 @@ class COBRAS(ClusterMixin, ActiveSelector):
         Like :meth:`constraints_at`, this is what a fit with a budget of ``n_queries``
         (same ``random_state``) returns as ``labels_``: COBRAS never looks at its budget.
         """
+        point_si, label_of = self._membership_at(n_queries)
+        _, labels = np.unique(label_of[point_si], return_inverse=True)
+        return labels.astype(np.int64)
+
+    def super_instances_at(self, n_queries: int):
+        """The super-instances after the first ``n_queries`` queries.
+
+        Returns
+        -------
+        membership : ndarray of shape (n_samples,)
+            Super-instance of every point, ``0..s-1``.
+        representatives : ndarray of shape (s,)
+            The representative of each super-instance.
+        """
+        point_si, _ = self._membership_at(n_queries)
+        ids, membership = np.unique(point_si, return_inverse=True)
+        reps = np.asarray([self._sis[s].rep for s in ids.tolist()], dtype=np.int64)
+        return membership.astype(np.int64), reps
+
+    def clusterer_constraints(self, n_queries: int, closure: bool = True):
+        """The supervision a clusterer gets after ``n_queries`` queries.
+
+        The answered pairs (:meth:`constraints_at`, with their transitive closure if
+        ``closure``) plus, if ``super_instance_weight > 0``, COBRAS's assumption that a
+        super-instance shares a class, as evidence a clusterer may overrule: a must-link
+        from every point ``i`` no query involved to the representative of its
+        super-instance ``s(i)``, of weight
+
+        ``ω · max(0, 1 - D(x_i, μ_s(i)) / min_{s' ∉ c(s(i))} D(x_i, μ_s'))``
+
+        with ``ω = super_instance_weight``, ``μ`` the super-instance centroids and
+        ``c(s)`` the cluster of ``s``: ``ω`` deep inside a super-instance, falling to 0
+        at the boundary with a super-instance of another cluster, where the k-means
+        split is least sure. These links are not closed: give the result to an
+        estimator with ``closure=False`` (:func:`~hmrf.experiments.active_curve` does).
+        """
+        from ..constraints import MUST_LINK, Constraints
+
+        c = self.constraints_at(n_queries)
+        if closure and len(c):
+            c = c.closure()
+        omega = float(self.super_instance_weight)
+        if omega <= 0:
+            return c
+        point_si, label_of = self._membership_at(n_queries)
+        weight = omega * self._margins(point_si, label_of)
+        rep_of = np.asarray([si.rep for si in self._sis], dtype=np.int64)[point_si]
+        keep = (weight > 0) & (rep_of != np.arange(self._n))
+        keep[self.queried_points(n_queries)] = False
+        i = np.flatnonzero(keep)
+        if i.size == 0:
+            return c
+        links = Constraints(self._n, np.column_stack([i, rep_of[i]]), np.full(i.size, MUST_LINK), weight[i])
+        return c + links if len(c) else links
+
+    def _margins(self, point_si, label_of, block: int = 4096) -> np.ndarray:
+        """``max(0, 1 - D(x_i, μ_s(i)) / min_{s' in another cluster} D(x_i, μ_s'))`` per
+        point (1 where there is no other cluster), in row blocks."""
+        state = self._state_
+        ids = np.unique(point_si)
+        centers = np.vstack([self._sis[s].centroid for s in ids.tolist()])
+        params = state.family.init_params(state.Xp, centers)
+        pos = np.searchsorted(ids, point_si)
+        cluster = label_of[ids]
+        out = np.empty(self._n)
+        for r0 in range(0, self._n, block):
+            rows = slice(r0, min(r0 + block, self._n))
+            D = np.asarray(state.family.divergence(state.Xp[rows], params.centers), dtype=np.float64)
+            own_pos = pos[rows]
+            own = D[np.arange(D.shape[0]), own_pos]
+            D[cluster[None, :] == cluster[own_pos][:, None]] = np.inf
+            other = D.min(axis=1)
+            ratio = np.divide(own, other, out=np.ones_like(own), where=other > 0)
+            out[rows] = np.clip(1.0 - ratio, 0.0, 1.0)
+        return out
+
+    def _membership_at(self, n_queries: int):
+        """Super-instance id of every point and label of every super-instance id."""
         self.constraints_at(n_queries)  # fitted and argument checks
         t = min(int(n_queries), self.n_queries_)
         times = [h[0] for h in self._history]
@@ -177,8 +260,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
         point_si = np.zeros(self._n, dtype=np.int64)
         for parent, child_of_member in self._splits[:n_splits]:
             point_si[self._sis[parent].indices] = child_of_member
-        _, labels = np.unique(label_of[point_si], return_inverse=True)
-        return labels.astype(np.int64)
+        return point_si, label_of
 
     # ------------------------------------------------------------ selection
     def _select(self, state: _State) -> None:
