@@ -278,7 +278,8 @@ def test_compare_curve_active_on_own_files(tmp_path):
     assert main(["curve", *common, "--constraints", "0,10", "--folds", "2",
                  "--out", str(tmp_path / "u")]) == 0
     assert len(list(csv.DictReader(open(tmp_path / "u" / "curve.csv")))) == 4
-    assert main(["active", *common, "--selector", "ec", "--budget", "6", "--step", "3", "--runs", "1",
+    assert main(["active", *common, "--selector", "ec", "--estimator", "pckmeans", "--budget", "6",
+                 "--step", "3", "--runs", "1",
                  "--out", str(tmp_path / "a")]) == 0
     assert len(list(csv.DictReader(open(tmp_path / "a" / "active-points-ec-pckmeans.csv")))) == 3
 
