@@ -33,6 +33,7 @@ True
 from .base import ActiveSelector, fit_clusterer, neighborhoods_from_constraints
 from .cobras import COBRAS
 from .explore import Explore, ExploreConsolidate
+from .interactive import InteractiveSession
 from .minmax import MinMax
 from .npu import NPU, normalized_uncertainty
 from .oracles import BudgetExhausted, LabelOracle, Oracle, OracleLike, Query, TerminalOracle
@@ -55,4 +56,5 @@ __all__ = [
     "normalized_uncertainty",
     "neighborhoods_from_constraints",
     "fit_clusterer",
+    "InteractiveSession",
 ]
