@@ -244,3 +244,25 @@ def test_active_curve_with_cobras_own_clustering_and_with_a_clusterer():
     assert np.all(np.isfinite(piped.scores["ari"]))
     with pytest.raises(ValueError, match="own clustering"):
         active_curve(RandomPairs(), None, X, y, budgets=[5], n_runs=1)
+
+
+def test_an_interactive_session_asks_what_fit_asks():
+    from hmrf.active import InteractiveSession
+
+    X, y = overlapping()
+    reference = COBRAS(3, random_state=0).fit(X, LabelOracle(y, budget=15))
+    session = InteractiveSession(COBRAS(3, random_state=0), X, budget=15)
+    pair = session.next_query()
+    while pair is not None:
+        pair = session.answer(bool(y[pair[0]] == y[pair[1]]))
+    assert session.queries == reference.queries_
+    assert session.constraints == reference.constraints_
+    # an own pair restarts COBRAS warm: the pair's answer is known, never asked
+    own = tuple(int(v) for v in np.flatnonzero(y == 0)[:2])
+    session = InteractiveSession(COBRAS(3, random_state=0), X, budget=15)
+    session.next_query()
+    nxt = session.add_constraint(*own, "must")
+    while nxt is not None:
+        nxt = session.answer(bool(y[nxt[0]] == y[nxt[1]]))
+    pairs = [(q.i, q.j) for q in session.queries]
+    assert len(set(pairs)) == len(pairs) and own not in pairs

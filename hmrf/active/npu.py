@@ -325,6 +325,8 @@ class NPU(ActiveSelector):
             est.set_params(random_state=int(state.rng.integers(np.iinfo(np.int32).max)))
         if self.warm_start and self._centers is not None and _takes_centres(est):
             est.set_params(init=self._centers)
+            if "n_init" in params:  # restarts from one set of centres would repeat one another
+                est.set_params(n_init=1)
         if "closure" in params:  # NPU decides on the closure, once per iteration
             est.set_params(closure=False)
         if params.get("w") == "auto" and self._w is not None:  # it depends on X alone
