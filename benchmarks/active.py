@@ -250,6 +250,36 @@ def cobras(args):
     print("\n" + table + "\n\n" + "\n".join(notes))
     if args.write:
         write_result("active_cobras", table, notes="\n".join(notes))
+    if args.own_runs and "COBRAS (hmrf)" in args.pipelines:
+        own_against_reference(args, budgets)
+
+
+def own_against_reference(args, budgets):
+    """hmrf's COBRAS and cobras-ts over many runs: mean ± standard error."""
+    body = []
+    for ds in args.cobras_datasets:
+        X, y = load(ds, ds in STANDARDISED)
+        ref = cobras_ts_curve(X, y, budgets, args.own_runs)
+        if ref is None:
+            return
+        ours = active_curve(COBRAS(), None, X, y, budgets=budgets, n_runs=args.own_runs,
+                            random_state=args.seed, dataset=ds).scores["ari"]
+        row = [ds]
+        for a in (ref, ours):
+            se = a.std(axis=0, ddof=1) / np.sqrt(a.shape[0])
+            row.append(" / ".join(f"{m:.3f} ± {e:.3f}" for m, e in zip(a.mean(axis=0), se, strict=True)))
+        diff = ours.mean(axis=0) - ref.mean(axis=0)
+        row.append(" / ".join(f"{d:+.3f}" for d in diff))
+        body.append(row)
+        print(f"  {ds:14s} {args.own_runs} runs: " + " | ".join(row[1:]), flush=True)
+    table = markdown_table(["data set", "cobras-ts", "COBRAS (hmrf)", "difference"], body,
+                           align=["---", "---:", "---:", "---:"])
+    notes = (f"Adjusted Rand index after {' / '.join(map(str, budgets))} queries, mean ± standard error "
+             f"over {args.own_runs} runs; the same protocol as the table above. Both are COBRAS "
+             "without the number of classes.")
+    print("\n" + table + "\n\n" + notes)
+    if args.write:
+        write_result("active_cobras_own", table, notes=notes)
 
 
 # ----------------------------------------------------------------- part 3: timing
@@ -414,6 +444,8 @@ def main(argv=None):
     p.add_argument("--pipelines", nargs="+", default=[*PIPELINES, SWITCH],
                    choices=[*PIPELINES, SWITCH])
     p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--own-runs", type=int, default=50,
+                   help="runs of hmrf's COBRAS against cobras-ts alone (0: skip)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timing-budget", type=int, default=50)
     p.add_argument("--big-budget", type=int, default=100)
@@ -426,6 +458,7 @@ def main(argv=None):
         args.runs, args.write, args.repeats = 2, False, 1
         args.datasets, args.budgets = ["wine"], [20, 60]
         args.cobras_datasets, args.cobras_budgets = ["iris", "pendigits-389"], [10, 25]
+        args.own_runs = 3
         args.timing_budget, args.big_budget = 15, 15
     print(f"active selection benchmark: parts {args.parts}, {args.runs} runs, seed {args.seed}")
     if "xiong" in args.parts:

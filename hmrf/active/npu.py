@@ -252,11 +252,11 @@ class NPU(ActiveSelector):
         initialisation. One new point's constraints move a clustering little, so EM
         converges in a few iterations and the labels stay put, which also lets the
         forest be reused more often. ``False`` re-clusters from scratch every
-        iteration, as Alg. 1 line 3 reads; the two reach different local optima of
-        the clusterer's objective, so their queries differ after the first
-        re-clustering.
+        iteration, as Alg. 1 line 3 reads; the two may reach different local optima
+        of the clusterer's objective, and then their queries differ.
     n_jobs : int or None, default=None
-        Passed to the random forest.
+        Threads growing the forest's trees (:func:`forest_leaves`); the result does
+        not depend on it.
     random_state : int, RandomState, Generator or None, default=None
         Source of the first point, the forests, ties, and the clusterer's
         ``random_state`` when that is ``None``.
@@ -279,10 +279,16 @@ class NPU(ActiveSelector):
     broken at random. If re-clustering fails, a ``RuntimeError`` says at which query
     and why (there is no retry loop).
 
+    A round costs a re-clustering and a forest, ``O(N_T n log n + n T)`` for Alg. 2
+    (§3.4). The two ways to scale up that §3.4 names are here: growing the trees in
+    parallel (``n_jobs``) and re-clustering incrementally (``warm_start``); forest
+    reuse (``reuse_forest``, ``forest_tolerance``) skips the forest when the
+    clustering has hardly moved.
+
     References
     ----------
     S. Xiong, J. Azimi & X. Z. Fern (2014), "Active learning of constraints for
-    semi-supervised clustering", IEEE TKDE 26(1): Alg. 1–2, eqs. 1–4.
+    semi-supervised clustering", IEEE TKDE 26(1): Alg. 1–2, eqs. 1–4, §3.4.
     """
 
     def __init__(
