@@ -86,6 +86,7 @@ class _State:
     def __init__(self, X, Xp, family, oracle, rng, warm: Constraints, hoods, asked):
         self.X, self.Xp, self.family, self.oracle, self.rng = X, Xp, family, oracle, rng
         self.n = int(Xp.shape[0])
+        self.phi = family.data_terms(Xp)  # per-point terms of the divergence, computed once
         self.warm = warm
         self.hoods: list[list[int]] = [list(map(int, h)) for h in hoods]
         self.done = np.zeros(self.n, dtype=bool)  # in a neighbourhood, or given up on
@@ -146,10 +147,13 @@ class _State:
         """Data points as cluster representatives of the family (e.g. smoothed for KL)."""
         return np.asarray(self.family.init_params(self.Xp, _rows(self.Xp, idx)).centers)
 
+    def _data(self, rows):
+        return None if self.phi is None else (self.phi if rows is None else self.phi[rows])
+
     def divergence_to_points(self, rows, idx) -> np.ndarray:
         """``D(x_r, x_j)`` for rows ``rows`` (or all points if None) and points ``idx``."""
         Xr = self.Xp if rows is None else self.Xp[rows]
-        return self.family.divergence(Xr, self.point_centers(idx))
+        return self.family.divergence(Xr, self.point_centers(idx), data=self._data(rows))
 
     def centroids(self) -> np.ndarray:
         """Family centroid (M-step) of every neighbourhood, shape (l, d)."""
@@ -159,7 +163,7 @@ class _State:
 
     def order_by_centroid(self, x: int) -> np.ndarray:
         """Neighbourhoods by increasing divergence of ``x`` to their centroids (§5.3)."""
-        d = self.family.divergence(self.Xp[[x]], self.centroids())[0]
+        d = self.family.divergence(self.Xp[[x]], self.centroids(), data=self._data([x]))[0]
         return np.argsort(d, kind="stable")
 
     def known(self, x: int, h: int) -> int:

@@ -241,7 +241,8 @@ class COBRAS(ClusterMixin, ActiveSelector):
         out = np.empty(self._n)
         for r0 in range(0, self._n, block):
             rows = slice(r0, min(r0 + block, self._n))
-            D = np.asarray(state.family.divergence(state.Xp[rows], params.centers), dtype=np.float64)
+            D = np.asarray(state.family.divergence(state.Xp[rows], params.centers, data=state._data(rows)),
+                           dtype=np.float64)
             own_pos = pos[rows]
             own = D[np.arange(D.shape[0]), own_pos]
             D[cluster[None, :] == cluster[own_pos][:, None]] = np.inf
@@ -383,7 +384,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
         indices = np.sort(np.asarray(indices, dtype=np.int64))
         Xs = state.Xp[indices]
         centroid = state.family.m_step(Xs, np.zeros(indices.size, dtype=np.int64))
-        d = state.family.divergence(Xs, centroid.centers)[:, 0]
+        d = state.family.divergence(Xs, centroid.centers, data=state._data(indices))[:, 0]
         return _SuperInstance(indices, int(indices[int(np.argmin(d))]), np.asarray(centroid.centers[0]))
 
     def _split(self, state: _State, indices, k: int) -> list[_SuperInstance]:
