@@ -218,7 +218,7 @@ def test_warm_start_starts_each_reclustering_at_the_previous_centres():
             return out
 
     X, y = data(per=15, sep=4.0)
-    NPU(Spy(3, closure=True), random_state=0).fit(X, LabelOracle(y, budget=15))
+    NPU(Spy(3, closure=True), warm_start=True, random_state=0).fit(X, LabelOracle(y, budget=15))
     assert len(seen) >= 3
     assert isinstance(seen[0][0], str)  # the first clustering starts from its own init
     for before, now in zip(seen, seen[1:], strict=False):
@@ -226,7 +226,7 @@ def test_warm_start_starts_each_reclustering_at_the_previous_centres():
         assert now[2] == before[4]  # w="auto" resolved once, the same number after
     assert all(s[1] is False for s in seen)  # NPU closes the constraints itself
     seen.clear()
-    NPU(Spy(3), warm_start=False, random_state=0).fit(X, LabelOracle(y, budget=15))
+    NPU(Spy(3), random_state=0).fit(X, LabelOracle(y, budget=15))  # the default: restarts
     assert all(isinstance(s[0], str) for s in seen)
 
 

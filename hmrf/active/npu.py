@@ -239,21 +239,24 @@ class NPU(ActiveSelector):
         renaming of the clusters and ``forest_tolerance`` (a forest trained on the same
         partition differs only by its seed). ``False`` refits every iteration,
         literally as Alg. 2 line 1.
-    forest_tolerance : float in [0, 1), default=0.01
+    forest_tolerance : float in [0, 1), default=0.0
         Fraction of the points that may have changed cluster (:func:`relabelled_points`)
-        since the forest was trained before it is trained again. A forest's leaves vary
-        more from one seed to the next than from a handful of relabelled points, and a
-        new point's constraints relabel few. ``0``: only an identical partition reuses
-        the forest.
-    warm_start : bool, default=True
+        since the forest was trained before it is trained again. ``0``: only the same
+        partition reuses the forest. A small tolerance (``0.01``) skips most forests
+        once the clustering has settled, at a small cost in quality (a fresh forest
+        each round varies the similarity the next choice is made with; the measured
+        cost is in :doc:`/active_learning`).
+    warm_start : bool, default=False
         Start each re-clustering from the previous iteration's cluster centres (the
-        clusterer's ``init``), where the clusterer takes initial centres (HMRFKMeans,
-        MPCKMeans, KMeans, SphericalKMeans); others restart from their own
-        initialisation. One new point's constraints move a clustering little, so EM
-        converges in a few iterations and the labels stay put, which also lets the
-        forest be reused more often. ``False`` re-clusters from scratch every
-        iteration, as Alg. 1 line 3 reads; the two may reach different local optima
-        of the clusterer's objective, and then their queries differ.
+        clusterer's ``init``, one run), where the clusterer takes initial centres
+        (HMRFKMeans, MPCKMeans, KMeans, SphericalKMeans); others restart from their
+        own initialisation. One new point's constraints move a clustering little, so
+        EM converges in a few iterations and the labels stay put, which also lets the
+        forest be reused more often; but EM stays near the previous local optimum,
+        where a restart from the neighbourhoods can find a better one (the measured
+        cost is in :doc:`/active_learning`). ``False`` re-clusters from scratch every
+        iteration, as Alg. 1 line 3 reads. For interactive use, ``warm_start=True,
+        forest_tolerance=0.01`` answers several times faster.
     n_jobs : int or None, default=None
         Threads growing the forest's trees (:func:`forest_leaves`); the result does
         not depend on it.
@@ -283,7 +286,9 @@ class NPU(ActiveSelector):
     (§3.4). The two ways to scale up that §3.4 names are here: growing the trees in
     parallel (``n_jobs``) and re-clustering incrementally (``warm_start``); forest
     reuse (``reuse_forest``, ``forest_tolerance``) skips the forest when the
-    clustering has hardly moved.
+    clustering has not moved. Whatever the settings, the forest is grown tree by tree
+    (:func:`forest_leaves`, the same trees as scikit-learn's), the closure computed
+    once a round and ``w="auto"`` resolved once a fit: these change no result.
 
     References
     ----------
@@ -298,8 +303,8 @@ class NPU(ActiveSelector):
         n_estimators=50,
         closure=True,
         reuse_forest=True,
-        forest_tolerance=0.01,
-        warm_start=True,
+        forest_tolerance=0.0,
+        warm_start=False,
         emission=None,
         n_jobs=None,
         random_state=None,
