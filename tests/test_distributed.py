@@ -88,6 +88,11 @@ CASES = {
     "mpckmeans-diagonal": (lambda inf: MPCKMeans(K, metric="diagonal", inference=inf, random_state=0), _blobs),
     "spherical-sparse": (lambda inf: (SphericalKMeans if inf == "icm" else _SphericalBP)(K, random_state=0),
                          _sparse_text),
+    # the compiled sparse sweep per chunk, for every family it serves
+    "hmrf-sqeuclidean-sparse": (lambda inf: HMRFKMeans(K, inference=inf, random_state=0), _sparse_text),
+    "hmrf-kl-sparse": (lambda inf: HMRFKMeans(K, emission="kl", inference=inf, random_state=0), _sparse_text),
+    "hmrf-idiv-sparse": (lambda inf: HMRFKMeans(K, emission="idiv", inference=inf, random_state=0),
+                         _sparse_text),
 }
 
 
@@ -131,6 +136,33 @@ def test_every_estimator_takes_a_dask_array(estimator):
     got = type(estimator)(**estimator.get_params()).fit(_chunked(X), *args, **kw)
     np.testing.assert_array_equal(got.labels_.compute(), expected_labels)
     assert got.objective_ == pytest.approx(expected_objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("emission", ["sqeuclidean", "cosine", "kl", "idiv"])
+def test_sparse_chunk_runs_the_in_memory_sweep(emission):
+    """A CSR chunk's task is the in-memory pass's compiled sweep over the same rows: the
+    same labels, costs and statistics (run here in the client's process)."""
+    from hmrf import HMRF
+    from hmrf.distributed.passes import chunk_assignment
+    from hmrf.em.passes import assignment_pass, pass_width
+
+    X, y = _sparse_text(seed=7)
+    model = HMRF(X, K, emission=emission)
+    family = model.emission
+    assert pass_width(family, model.X, K) == K  # one block per chunk, no (rows x d) block
+    params = family.init_params(model.X, np.asarray(model.X[[0, 1, 2]].todense()))
+    prev = np.random.default_rng(0).integers(0, K, N)
+    local = np.flatnonzero(np.random.default_rng(1).random(N) < 0.1)
+    (labels, cost, previous, rows), stats = chunk_assignment(
+        family, model.X, model.data_terms, params, model.normalizer, K, None, prev, local, True, None,
+        return_costs=True)
+    step = assignment_pass(model, params, previous=prev, constrained=local, accumulate=True)
+    np.testing.assert_array_equal(labels, step.labels)
+    np.testing.assert_array_equal(cost, step.costs())
+    np.testing.assert_array_equal(rows, step.constrained_unary)
+    assert previous == pytest.approx(step.previous_cost, rel=1e-14)
+    np.testing.assert_array_equal(stats.sums, step.stats.sums)
+    np.testing.assert_array_equal(stats.counts, step.stats.counts)
 
 
 def test_statistics_added_up_by_a_tree_on_the_workers(monkeypatch):

@@ -66,6 +66,25 @@ def test_compiled_row_reduction_matches_numpy(monkeypatch):
     np.testing.assert_array_equal(estep.reduce_rows(U32, prev)[0], lab)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_diagonal_second_moment_equals_numpy(dtype, monkeypatch):
+    """``Σ (x - c)∘(x - c)`` per cluster: the compiled accumulator and its NumPy twin
+    (centred copy, squares, group sums)."""
+    pytest.importorskip("numba")
+    import hmrf.emissions.stats as stats
+
+    rng = np.random.default_rng(3)
+    X = (rng.normal(size=(700, 9)) * 3 + 1).astype(dtype)
+    labels = rng.integers(0, 5, 700)
+    shift = X.mean(axis=0).astype(np.float64)
+    compiled = ClusterStats.from_data(X, labels, 5, "diagonal", shift)
+    monkeypatch.setitem(stats._NUMBA, "add_centred_squares", None)
+    twin = ClusterStats.from_data(X, labels, 5, "diagonal", shift)
+    np.testing.assert_allclose(compiled.second, twin.second, rtol=1e-12)
+    expected = np.stack([((X[labels == h].astype(np.float64) - shift) ** 2).sum(axis=0) for h in range(5)])
+    np.testing.assert_allclose(compiled.second, expected, rtol=1e-10)
+
+
 def test_group_sums_compiled_and_sparse_indicator_agree(monkeypatch):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 6))

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..estimators import ESTIMATORS
 from . import _common as common
+from . import _image
 
 SUMMARY = "cluster one data set (bundled or your own files); write labels, summary, plot"
 
@@ -34,7 +35,9 @@ Examples:
   hmrf fit --data points.csv --pairs pairs.csv --k 3 --plot
   hmrf fit --data points.csv --labels labels.csv --constraints 200 --engine bp
   hmrf fit --data docs.txt --k 4 --estimator spherical-kmeans
-  hmrf fit --dataset wine --estimator seeded-kmeans --seeds 0.2"""
+  hmrf fit --dataset wine --estimator seeded-kmeans --seeds 0.2
+
+""" + _image.HELP
 
 
 def add_parser(sub):
@@ -63,6 +66,7 @@ def add_parser(sub):
     p.add_argument("--seed", type=common.seed_int, default=0,
                    help="random seed (supervision draws, initialisation)")
     p.add_argument("--plot", action="store_true", help="also write clusters.png")
+    _image.add_options(p)
     common.add_run_options(p, out="results/fit", many_fits=False)
     return p
 
@@ -130,6 +134,8 @@ def run(args) -> int:
     from ..estimators import fit_supervised, make_estimator
     from ..metrics import evaluate
 
+    if _image.requested(args):
+        return _image.run(args)
     spec = ESTIMATORS[args.estimator]
     data = common.load(args, need_labels=False)
     X, y, n = data.X, data.y, data.X.shape[0]

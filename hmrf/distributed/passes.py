@@ -34,6 +34,7 @@ from ..em.passes import (
     assign_block,
     block_arguments,
     collect_blocks,
+    pass_width,
     soft_assign_block,
 )
 from .data import label_dtype, tree_reduce
@@ -80,9 +81,10 @@ def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, p
     b, k = X.shape[0], n_clusters
     labels = np.empty(b, dtype=label_dtype(k))
     cost = np.empty(b)
+    width = pass_width(family, X, k)
     blocks = ((sl, assign_block(family, X[sl], params, normalizer, k, previous=prev, accumulate=accumulate,
                                 shift=shift, **kw))
-              for sl, kw, prev in block_arguments(b, max(k, X.shape[1]), data, clamped, previous, local))
+              for sl, kw, prev in block_arguments(b, width, data, clamped, previous, local))
     total, unary_c, stats = collect_blocks(blocks, labels, cost, k)
     return (labels, cost if return_costs else float(cost.sum()), total, unary_c), stats
 

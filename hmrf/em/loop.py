@@ -20,9 +20,13 @@ Empty clusters. A cluster left without points takes the point with the largest c
 cost (as scikit-learn's KMeans relocates to far points) among the points whose move
 does not raise the pairwise energy, e.g. any unconstrained point. After the M-step the
 moved point costs no more than before (its new cluster is fitted to it alone) and its
-old cluster's parameters only improve, so the objective cannot rise. If no point
-qualifies the cluster stays empty (keeping its previous parameters) rather than break
-monotonicity; this needs every point to be constrained.
+old cluster's parameters only improve, so the objective cannot rise. When every point
+is constrained (an image's pixel grid), a move that raises the pairwise energy by
+``Δ_i`` is taken if it still lowers the objective: the point's cost ``c_i`` less its
+cost ``u_i`` in the cluster fitted to it alone exceeds ``Δ_i`` (``u_i`` is computed
+with the family's own M-step and unary, for families whose M-step reads only the cluster
+statistics, under the constant normaliser). If no point qualifies the cluster stays
+empty (keeping its previous parameters) rather than break monotonicity.
 """
 
 from __future__ import annotations
@@ -133,23 +137,36 @@ def reseed_empty_clusters(labels, unary, graph, n_clusters) -> tuple[np.ndarray,
     return _reseed(labels, cost, graph, n_clusters, lambda rows, h: np.isfinite(unary[rows, h]))
 
 
-def _reseed(labels, cost, graph, n_clusters, allowed, movable=None) -> tuple[np.ndarray, int]:
+#: Candidates whose own-cluster cost :func:`_reseed` evaluates (largest gain first)
+#: before it leaves a cluster empty.
+OWN_COST_TRIALS = 8
+
+
+def _reseed(labels, cost, graph, n_clusters, allowed, movable=None, own_cost=None) -> tuple[np.ndarray, int]:
     """:func:`reseed_empty_clusters` given each point's current cost (n,) and
     ``allowed(rows, h) -> bool array``, which says whether cluster ``h`` may take those
-    points (finite cost); ``movable`` (n,) bool excludes points that may never move."""
+    points (finite cost); ``movable`` (n,) bool excludes points that may never move.
+
+    ``own_cost(i, h)``, when given, is point ``i``'s cost in cluster ``h`` fitted to it
+    alone: a point whose move raises the pairwise energy by ``Δ_i`` then qualifies if
+    ``c_i - own_cost(i, h) > Δ_i`` (module docstring), tried for the
+    ``OWN_COST_TRIALS`` largest ``c_i - Δ_i`` when no free point qualifies."""
     counts = np.bincount(labels, minlength=n_clusters)
     empty = np.flatnonzero(counts == 0)
     if empty.size == 0:
         return labels, 0
     labels = labels.copy()
-    cost = np.where(np.isfinite(cost), cost, np.finfo(float).max)
+    finite = np.isfinite(cost)
+    cost = np.where(finite, cost, np.finfo(float).max)
     done = 0
     for h in empty:  # at most k iterations, each vectorised over points
         counts = np.bincount(labels, minlength=n_clusters)
-        ok = (counts[labels] > 1) & (_move_cost(labels, graph, h) <= 0)
+        delta = _move_cost(labels, graph, h)
+        may = counts[labels] > 1
         if movable is not None:
-            ok &= movable
-        score = np.where(ok, cost, -np.inf)
+            may &= movable
+        score = np.where(may & (delta <= 0), cost, -np.inf)
+        moved = False
         while True:  # largest cost first; a candidate the cluster forbids is skipped
             i = int(np.argmax(score))
             if not np.isfinite(score[i]) and score[i] < 0:
@@ -158,8 +175,21 @@ def _reseed(labels, cost, graph, n_clusters, allowed, movable=None) -> tuple[np.
                 labels[i] = h
                 cost[i] = -np.inf
                 done += 1
+                moved = True
                 break
             score[i] = -np.inf
+        if moved or own_cost is None:
+            continue
+        gain = np.where(may & finite & (delta > 0) & np.isfinite(delta), cost - delta, -np.inf)
+        top = np.argsort(-gain, kind="stable")[:OWN_COST_TRIALS]
+        for i in top[gain[top] > 0]:  # a few candidates, each one small M-step
+            u = own_cost(int(i), int(h))
+            if np.isfinite(u) and gain[i] - u > 1e-12 * max(1.0, abs(cost[i])):
+                labels[i] = h
+                cost[i] = -np.inf
+                finite[i] = False
+                done += 1
+                break
     return labels, done
 
 
@@ -268,7 +298,8 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
             cost = np.array(step.costs(), dtype=np.float64)
             if nodes.size:
                 cost[nodes] = step.constrained_unary[np.arange(nodes.size), new[nodes]]
-            new, reseeded = _reseed(new, cost, graph, k, partial(_finite_cost, model, params), movable)
+            new, reseeded = _reseed(new, cost, graph, k, partial(_finite_cost, model, params), movable,
+                                    _own_cost(model, params, new))
         t1 = time.perf_counter()
         n_changed = int(new.shape[0] if labels is None else np.count_nonzero(new != labels))
         trace.append(dict(objective=prev_obj, e_energy=energy,
@@ -290,6 +321,27 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         trace[-1]["m_time"] = time.perf_counter() - t1
     return EMResult(labels=labels, params=params, objective=float(prev_obj), history=history,
                     n_iter=it, converged=converged, trace=trace)
+
+
+def _own_cost(model, params, labels):
+    """``own_cost(i, h)`` for :func:`_reseed`: point ``i``'s unary cost under the
+    parameters ``params`` with cluster ``h`` re-estimated from ``i`` alone by the family's
+    M-step (every other cluster keeps its parameters, so no other point's cost changes);
+    ``None`` where that does not hold: a normaliser or mixing weights shared between
+    clusters, an M-step that reads more than the cluster statistics, or an inexact one."""
+    fam = model.emission
+    if model.normalizer != "constant" or params.weights is not None or not fam.exact_m_step \
+            or set(fam.m_step_needs) != {"statistics"}:
+        return None
+
+    def own_cost(i, h):
+        rows = np.array([i])
+        trial = model.update(model.statistics(np.array([h]), rows), labels, params)
+        centers = np.array(params.centers, dtype=np.float64)
+        centers[h] = trial.centers[h]
+        return float(model.unary(params.replace(centers=centers), rows=slice(i, i + 1))[0, h])
+
+    return own_cost
 
 
 def _finite_cost(model, params, rows, h) -> np.ndarray:

@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import _blocks
 from ..inference.base import argmin_rows
@@ -29,8 +30,8 @@ from ..inference.meanfield import softmax_free_energy
 from ..model import block_unary
 
 __all__ = ["AssignmentPass", "BlockResult", "SoftPass", "assign_block", "assignment_pass",
-           "block_arguments", "collect_blocks", "nearest_clusters", "reduce_rows", "soft_assign_block",
-           "soft_pass"]
+           "block_arguments", "collect_blocks", "nearest_clusters", "pass_width", "reduce_rows",
+           "run_blocks", "soft_assign_block", "soft_pass"]
 
 _NUMBA = {}
 
@@ -114,7 +115,18 @@ def assign_block(family, X_block, params, normalizer: str, n_clusters: int, *, d
         Also compute the M-step statistics of the rows under their argmin labels.
     shift : ndarray (d,), optional
         Centre of the statistics' second moments.
+
+    A CSR block of a family whose costs are linear in the point goes through one
+    compiled sweep (:func:`hmrf.em.sparse.sparse_assign_block`).
     """
+    if sp.issparse(X_block):
+        from .sparse import sparse_assign_block
+
+        res = sparse_assign_block(family, X_block, params, normalizer, n_clusters, data=data, clamped=clamped,
+                                  previous=previous, constrained_mask=constrained_mask, accumulate=accumulate,
+                                  shift=shift)
+        if res is not None:
+            return res
     U = block_unary(family, X_block, params, normalizer, data, clamped)
     labels, mins, prev = reduce_rows(U, previous)
     if constrained_mask is not None and constrained_mask.any():
@@ -129,6 +141,28 @@ def assign_block(family, X_block, params, normalizer: str, n_clusters: int, *, d
 
 def _threads() -> int:
     return max(1, min(os.cpu_count() or 1, MAX_THREADS))
+
+
+def pass_width(family, X, n_clusters: int) -> int:
+    """Columns of a pass's per-row temporaries: ``k`` for CSR data and a family with
+    linear costs (the sparse sweep forms no (rows x d) block), else ``max(k, d)``."""
+    from ..emissions.base import EmissionFamily
+
+    if sp.issparse(X) and type(family).linear_costs is not EmissionFamily.linear_costs:
+        return n_clusters
+    return max(n_clusters, X.shape[1])
+
+
+def pool_threads(entries: int) -> int:
+    """Threads a pass over ``entries`` data entries runs on (1 below
+    ``MIN_THREADED_ENTRIES``)."""
+    return 1 if entries < MIN_THREADED_ENTRIES else _threads()
+
+
+def map_on_pool(work, items):
+    """``work(item)`` for every item on the pass's thread pool, results in item order."""
+    pool, _ = _thread_pool(_threads())
+    return [f.result() for f in [pool.submit(work, it) for it in items]]
 
 
 #: Threads that work on row blocks at once (each block's BLAS call then runs on one
@@ -154,7 +188,7 @@ def _thread_pool(n_threads):
     return _THREADING["pool"], _THREADING["controller"]
 
 
-def _map_blocks(work, blocks, entries: int = MIN_THREADED_ENTRIES):
+def run_blocks(work, blocks, entries: int = MIN_THREADED_ENTRIES):
     """``work(block)`` for every block, yielded in block order (so sums are added in the
     same order whatever the number of threads): on a pool of threads when the pass covers
     at least ``MIN_THREADED_ENTRIES`` entries, else on the calling thread. At most one
@@ -228,6 +262,12 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
     block : int, optional
         Rows per block (default: blocks of about 2**18 cost and data entries).
     """
+    if sp.issparse(model.X) and block is None:
+        from .sparse import sparse_assignment_pass
+
+        res = sparse_assignment_pass(model, params, previous, constrained, accumulate, shift)
+        if res is not None:
+            return res
     n, k = model.n_samples, model.n_clusters
     labels, cost = np.empty(n, dtype=np.int64), np.empty(n)
 
@@ -238,7 +278,7 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
 
     width = max(k, model.X.shape[1])
     blocks = block_arguments(n, width, model.data_terms, model.clamped, previous, constrained, block)
-    total, unary_c, stats = collect_blocks(_map_blocks(work, blocks, n * width), labels, cost, k)
+    total, unary_c, stats = collect_blocks(run_blocks(work, blocks, n * width), labels, cost, k)
     return AssignmentPass(labels, float(cost.sum()), float("nan") if previous is None else total, unary_c,
                           stats, costs=lambda: cost)
 
@@ -287,8 +327,14 @@ def nearest_clusters(family, X, params, normalizer: str = "constant") -> np.ndar
     """Argmin of the unary costs of every row of ``X`` (prepared data), in row blocks:
     the cluster of new points under fitted parameters, with no constraints."""
     n = X.shape[0]
-    out = np.empty(n, dtype=np.int64)
     data = family.data_terms(X)
+    if sp.issparse(X):
+        from .sparse import sparse_labels
+
+        labels = sparse_labels(family, X, params, normalizer, data)
+        if labels is not None:
+            return labels
+    out = np.empty(n, dtype=np.int64)
     for rows in _blocks.row_blocks(n, max(params.n_clusters, X.shape[1])):
         U = family.unary(X[rows], params, normalizer, data=None if data is None else data[rows])
         out[rows] = reduce_rows(U)[0]
@@ -349,5 +395,5 @@ def soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
 
     width = max(k, model.X.shape[1])
     blocks = block_arguments(n, width, model.data_terms, model.clamped, None, constrained)
-    _, unary_c, stats = collect_blocks(_map_blocks(work, blocks, n * width), labels, free, k)
+    _, unary_c, stats = collect_blocks(run_blocks(work, blocks, n * width), labels, free, k)
     return SoftPass(labels, float(free.sum()), unary_c, stats)

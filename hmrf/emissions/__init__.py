@@ -6,7 +6,7 @@ Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
 family with ``BregmanFamily(phi, grad_phi)``.
 """
 
-from .base import EmissionFamily, EmissionParams, MStepContext, cluster_sums
+from .base import EmissionFamily, EmissionParams, LinearCosts, MStepContext, cluster_sums
 from .bregman import BregmanFamily
 from .euclidean import SquaredEuclidean
 from .itakura_saito import ItakuraSaito
@@ -19,7 +19,7 @@ __all__ = [
     "EmissionFamily", "EmissionParams", "BregmanFamily", "SquaredEuclidean", "KL",
     "IDivergence", "ItakuraSaito", "VonMisesFisher", "SmoothedParams", "cluster_sums",
     "log_vmf_normalizer", "get_emission", "Mahalanobis", "MahalanobisParams", "MStepContext",
-    "ClusterStats",
+    "ClusterStats", "LinearCosts",
 ]
 
 _ALIASES = {

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from .stats import ClusterStats
 
-__all__ = ["EmissionFamily", "EmissionParams", "MStepContext", "cluster_sums", "scale_rows",
+__all__ = ["EmissionFamily", "EmissionParams", "LinearCosts", "MStepContext", "cluster_sums", "scale_rows",
            "NORMALIZERS", "M_STEP_NEEDS", "work_dtype", "check_squared_scale"]
 
 NORMALIZERS = ("constant", "closed_form")
@@ -69,6 +69,59 @@ class EmissionParams:
     def replace(self, **changes) -> EmissionParams:
         """A copy with some fields replaced."""
         return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class LinearCosts:
+    """Unary costs that are linear in the point, up to a clip and a per-cluster affine map:
+
+        U[i, h] = scale_h · clip(a_i + bias_h + <x_i, g_h>, lo, hi) + offset_h
+
+    with ``a_i`` the family's data terms (``φ(x_i)``; 0 for a family without them). Every
+    Bregman divergence has this form (``g_h = -∇φ(μ_h)``, ``bias_h = <μ_h, ∇φ(μ_h)> -
+    φ(μ_h)``, clip at 0 against round-off; Banerjee et al. 2005, eq. 3), and so has the
+    vMF cost ``κ_h (1 - x^T μ_h) - κ_h - log C_d(κ_h)`` (``g_h = -μ_h``, ``bias_h = 1``,
+    clip to [0, 2]). It is what a sparse pass needs: one product of each CSR row with
+    the dense columns ``g_h``, touching only the row's stored entries
+    (:mod:`hmrf.em.sparse`).
+
+    Attributes
+    ----------
+    weights : ndarray (d, k)
+        Row ``f`` holds ``g_hf`` of every cluster (the layout a sparse row reads: one
+        contiguous k-vector per stored entry), in the data's precision, C-contiguous.
+    bias, offset : ndarray (k,)
+        In the data's precision.
+    scale : ndarray (k,) or None
+        ``None``: 1 for every cluster. Then ``bias_h + <x_i, g_h> + offset_h`` orders
+        the clusters of row ``i`` as its costs do (``a_i`` and the clip, which only
+        undoes round-off, change no comparison), and the argmin is taken on it.
+    lo, hi : float
+        The clip.
+    """
+
+    weights: np.ndarray
+    bias: np.ndarray
+    offset: np.ndarray
+    scale: np.ndarray | None = None
+    lo: float = 0.0
+    hi: float = np.inf
+
+    @classmethod
+    def build(cls, weights, bias, offset, dtype, scale=None, lo=0.0, hi=np.inf, factor=1.0) -> LinearCosts:
+        """The form with every array in ``dtype``; ``g_h`` is ``factor`` times row ``h`` of
+        ``weights`` (k, d), stored transposed (one pass over the centres)."""
+        weights = np.asarray(weights)
+        k, d = weights.shape
+        W = np.empty((d, k), dtype=dtype)
+        np.multiply(weights.T, factor, out=W, casting="unsafe")
+        offset = np.zeros(k) if offset is None else offset
+        return cls(W, np.ascontiguousarray(bias, dtype=dtype), np.ascontiguousarray(offset, dtype=dtype),
+                   None if scale is None else np.ascontiguousarray(scale, dtype=dtype), float(lo), float(hi))
+
+    def with_offset(self, extra) -> LinearCosts:
+        """The same costs plus ``extra`` (k,) per cluster (e.g. ``-log π_h``)."""
+        return replace(self, offset=(self.offset + np.asarray(extra)).astype(self.offset.dtype))
 
 
 def work_dtype(X) -> np.dtype:
@@ -254,6 +307,12 @@ class EmissionFamily(ABC):
         cost = self.divergence(X, params.centers, data=data)
         cost += self.cluster_cost(params, normalizer)[None, :].astype(cost.dtype)
         return cost
+
+    def linear_costs(self, params: EmissionParams, normalizer: str, dtype) -> LinearCosts | None:
+        """The unary costs of :meth:`unary` as a :class:`LinearCosts` in ``dtype``, or
+        ``None`` when they do not have that form (then a sparse pass computes
+        :meth:`unary` block by block). ``None`` by default."""
+        return None
 
     # --------------------------------------------------------------- parameters
     def second_moment(self, normalizer: str = "constant") -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .base import EmissionFamily, EmissionParams, work_dtype
+from .base import EmissionFamily, EmissionParams, LinearCosts, work_dtype
 
 __all__ = ["BregmanFamily", "row_dot"]
 
@@ -121,6 +121,18 @@ class BregmanFamily(EmissionFamily):
         cost += cluster_part[None, :]
         np.maximum(cost, 0.0, out=cost)  # D >= 0; cancellation can dip below
         return cost
+
+    def linear_costs(self, params, normalizer="constant", dtype=np.float64):
+        """``g_h = -∇φ(μ_h)``, ``bias_h = <μ_h, ∇φ(μ_h)> - φ(μ_h)`` (module docstring),
+        ``offset_h`` the family's cluster cost; ``None`` for a subclass whose costs are not
+        :meth:`divergence` plus :meth:`~hmrf.emissions.EmissionFamily.cluster_cost` of this
+        class."""
+        cls = type(self)
+        if cls.divergence is not BregmanFamily.divergence or cls.unary is not EmissionFamily.unary:
+            return None
+        self.check_normalizer(normalizer)
+        neg_grad, cluster_part = self._centre_terms(params.centers, np.dtype(dtype))
+        return LinearCosts.build(neg_grad, cluster_part, self.cluster_cost(params, normalizer), dtype)
 
     def update(self, stats, params=None, normalizer="constant", context=None) -> EmissionParams:
         self.check_normalizer(normalizer)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import EmissionParams, check_squared_scale
+from .base import EmissionParams, LinearCosts, check_squared_scale
 from .bregman import BregmanFamily, row_dot
 
 __all__ = ["SquaredEuclidean"]
@@ -76,6 +76,21 @@ class SquaredEuclidean(BregmanFamily):
             cost /= (2.0 * var[None, :]).astype(cost.dtype)
             cost += (0.5 * d * np.log(2.0 * np.pi * var)[None, :]).astype(cost.dtype)
         return cost
+
+    def linear_costs(self, params, normalizer="constant", dtype=np.float64):
+        """``g_h = -2 μ_h``, ``bias_h = ||μ_h||²`` (summed as scikit-learn's ``row_norms``,
+        so that a sparse pass orders clusters bit for bit as its Lloyd kernel does), and
+        with the closed-form normaliser ``scale_h = 1 / (2 σ_h²)``, ``offset_h = (d/2)
+        log(2π σ_h²)``."""
+        self.check_normalizer(normalizer)
+        M = np.asarray(params.centers, dtype=np.float64)
+        sq = np.einsum("ij,ij->i", M, M)
+        scale = offset = None
+        if normalizer == "closed_form":
+            var = self._variance(params)
+            scale = 1.0 / (2.0 * var)
+            offset = 0.5 * M.shape[1] * np.log(2.0 * np.pi * var)
+        return LinearCosts.build(M, sq, offset, dtype, scale=scale, factor=-2.0)
 
     def second_moment(self, normalizer="constant"):
         return "norm" if normalizer == "closed_form" else None

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import first_negative
-from .base import EmissionParams, scale_rows, work_dtype
+from .base import EmissionParams, LinearCosts, scale_rows, work_dtype
 from .bregman import BregmanFamily, _cross
 
 __all__ = ["KL", "IDivergence", "SmoothedParams"]
@@ -111,6 +111,17 @@ class IDivergence(BregmanFamily):
             # mass on a feature where the centre has none: infinite divergence
             cost[np.asarray(X @ zero.T.astype(work_dtype(X))) > 0] = np.inf
         return cost
+
+    def linear_costs(self, params, normalizer="constant", dtype=np.float64):
+        """``g_h = -log μ_h``, ``bias_h = Σ_f μ_hf``, ``offset_h`` the prior term; ``None``
+        when a centre has a zero entry (an infinite divergence for the points with mass
+        there, which :meth:`divergence` sets)."""
+        self.check_normalizer(normalizer)
+        M = np.asarray(params.centers, dtype=np.float64)
+        if not np.all(M > 0):
+            return None
+        return LinearCosts.build(np.log(M), M.sum(axis=1), self.cluster_cost(params, normalizer), dtype,
+                                 factor=-1.0)
 
     def cluster_cost(self, params, normalizer="constant"):
         a = self._check_smoothing()

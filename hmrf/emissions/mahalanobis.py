@@ -47,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import EmissionFamily, check_squared_scale, work_dtype
-from .bregman import row_dot
+from .bregman import _cross, row_dot
 from .mahalanobis_params import MahalanobisParams, log_det_pd, pair_sq_distances
 
 __all__ = ["Mahalanobis", "MahalanobisParams", "log_det_pd", "pair_sq_distances", "METRICS"]
@@ -184,9 +184,15 @@ class Mahalanobis(EmissionFamily):
             cost += row_dot(M)[None, :].astype(dt)
         elif params.diagonal:
             a = params.cluster_metric()  # (k, d)
-            sq = X.multiply(X) if sp.issparse(X) else X * X
-            cost = np.asarray(sq @ a.T.astype(dt))
-            cost -= np.asarray(X @ (2.0 * M * a).T.astype(dt))
+            if params.n_groups == 1 and not sp.issparse(X):
+                # one metric: ||x||²_A is one number a row (one pass, no (n, d) temporary),
+                # and the cross term one product, as for the squared Euclidean distance
+                cost = _cross(X, -2.0 * M * a)
+                cost += np.einsum("ij,ij,j->i", X, X, params.metric[0].astype(dt))[:, None]
+            else:
+                sq = X.multiply(X) if sp.issparse(X) else X * X
+                cost = np.asarray(sq @ a.T.astype(dt))
+                cost -= np.asarray(X @ (2.0 * M * a).T.astype(dt))
             cost += np.einsum("kd,kd->k", M * M, a)[None, :].astype(dt)
         elif params.n_groups == 1:  # shared full metric: one (n, d) x (d, d) product
             L = params.factor[0]

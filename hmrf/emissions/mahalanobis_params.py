@@ -53,8 +53,9 @@ def pair_sq_distances(diff, metric) -> np.ndarray:
         return row_dot(diff)
     metric = np.asarray(metric)
     if metric.ndim == 1:
-        sq = diff.multiply(diff) if sp.issparse(diff) else diff * diff
-        return np.asarray(sq @ metric, dtype=np.float64).ravel()
+        if not sp.issparse(diff):  # one pass, no (m, d) temporary (and no BLAS threads)
+            return np.einsum("ij,ij,j->i", diff, diff, metric, dtype=np.float64)
+        return np.asarray(diff.multiply(diff) @ metric, dtype=np.float64).ravel()
     prod = np.asarray(diff @ metric)
     if sp.issparse(diff):
         return np.asarray(diff.multiply(prod).sum(axis=1)).ravel()

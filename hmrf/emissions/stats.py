@@ -31,15 +31,17 @@ SECOND_MOMENTS = (None, "norm", "diagonal", "full")
 _NUMBA = {}
 
 
-def _compiled_add_rows():
-    """The compiled row accumulator, or ``None`` without numba (loaded on first use)."""
-    if "add_rows" not in _NUMBA:
+def _compiled_add_rows(name: str = "add_rows"):
+    """The compiled row accumulator ``name`` of :mod:`hmrf.emissions.stats_numba`, or
+    ``None`` without numba (loaded on first use)."""
+    if name not in _NUMBA:
         try:
-            from .stats_numba import add_rows
+            from . import stats_numba
+            kernel = getattr(stats_numba, name)
         except ImportError:
-            add_rows = None
-        _NUMBA["add_rows"] = add_rows
-    return _NUMBA["add_rows"]
+            kernel = None
+        _NUMBA[name] = kernel
+    return _NUMBA[name]
 
 
 def group_sums(X, groups, n_groups: int, weights=None) -> np.ndarray:
@@ -194,6 +196,13 @@ def _second_moment(X, a, k, kind, shift):
             xx = X.multiply(r[:, None]).T @ X
             out[h] = np.asarray(xx.toarray() if sp.issparse(xx) else xx)
         return out
+    if kind == "diagonal" and not soft and X.dtype in (np.float32, np.float64) and X.flags.c_contiguous:
+        kernel = _compiled_add_rows("add_centred_squares")
+        if kernel is not None:  # one pass, no (rows x d) temporaries
+            out = np.zeros((k, X.shape[1]))
+            c = np.zeros(X.shape[1]) if shift is None else np.asarray(shift, dtype=np.float64)
+            kernel(X, c, a, out)
+            return out
     Z = _centred(X, shift)
     if kind == "norm":
         sq = np.einsum("ij,ij->i", Z, Z)

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._special import log_bessel_iv
-from .base import EmissionFamily, EmissionParams, scale_rows
+from .base import EmissionFamily, EmissionParams, LinearCosts, scale_rows
 from .bregman import _cross, row_dot
 
 __all__ = ["VonMisesFisher", "log_vmf_normalizer"]
@@ -128,6 +128,21 @@ class VonMisesFisher(EmissionFamily):
         cost *= kappa[None, :].astype(cost.dtype)
         cost -= (kappa + log_vmf_normalizer(kappa, d))[None, :].astype(cost.dtype)
         return cost
+
+    def linear_costs(self, params, normalizer="constant", dtype=np.float64):
+        """``g_h = -μ_h``, ``bias_h = 1``, clip to [0, 2]; ``scale_h = κ_h`` and, with the
+        closed-form normaliser, ``offset_h = -κ_h - log C_d(κ_h)`` (as :meth:`unary`)."""
+        self.check_normalizer(normalizer)
+        C = np.asarray(params.centers, dtype=np.float64)
+        k, d = C.shape
+        scale = offset = None
+        if normalizer == "constant":
+            if self.kappa != 1.0:
+                scale = np.full(k, float(self.kappa))
+        else:
+            scale = self._kappa(params)
+            offset = -(scale + log_vmf_normalizer(scale, d))
+        return LinearCosts.build(C, np.ones(k), offset, dtype, scale=scale, lo=0.0, hi=2.0, factor=-1.0)
 
     def init_params(self, X, centers) -> EmissionParams:
         """Centres projected onto the unit sphere.

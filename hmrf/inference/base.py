@@ -19,7 +19,7 @@ The energy reported in the result is always recomputed on the original problem.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -190,6 +190,31 @@ class _Structure:
     has_edge: np.ndarray
     active: np.ndarray
     sub: PairwiseGraph
+    hard: np.ndarray             # which edges are hard (the contraction depends on them)
+    cl_inside: np.ndarray        # cannot-links inside contracted components
+    tab_inside: np.ndarray       # table edges inside contracted components
+    tab_diag_raw: np.ndarray     # (t, k) their unweighted table diagonals
+    kept: np.ndarray             # the edges of ``sub``, in order
+
+    def reweighted(self, weight) -> _Structure | None:
+        """The same reduction under new edge weights (the weight-update contract of
+        :class:`~hmrf.graph.GraphCache`): the contraction and the active nodes stay, the
+        weighted terms and ``sub``'s weights follow; ``None`` when the hard edges changed."""
+        if not np.array_equal(np.isinf(weight), self.hard):
+            return None
+        const, tab_diag = _weighted_terms(weight, self.cl_inside, self.tab_inside, self.tab_diag_raw)
+        return replace(self, const=const, tab_diag=tab_diag, sub=self.sub.with_weights(weight[self.kept]))
+
+
+def _weighted_terms(w, cl_inside, tab_inside, tab_diag_raw):
+    """``const`` and ``tab_diag`` of a reduction under the weights ``w``."""
+    const = float(w[cl_inside].sum())
+    tab_diag = np.empty((0, 0))
+    if tab_inside.any():
+        wt = w[tab_inside][:, None]
+        with np.errstate(invalid="ignore"):
+            tab_diag = np.where(wt == 0, 0.0, wt * tab_diag_raw)
+    return const, tab_diag
 
 
 def _structure(graph: PairwiseGraph) -> _Structure:
@@ -215,15 +240,13 @@ def _structure(graph: PairwiseGraph) -> _Structure:
             point=i,
         )
     # inside a contracted component must-links always hold and cannot-links always fail
-    const = float(w[inside & (kind == POTTS_CL)].sum())
+    cl_in = inside & (kind == POTTS_CL)
     tab_in = inside & (kind == TABLE)
-    tab_diag = np.empty((0, 0))
+    diag = np.empty((0, 0))
     if tab_in.any():
         k = graph.tables.shape[1]
         diag = graph.tables[graph.table_index[tab_in]][:, np.arange(k), np.arange(k)]
-        wt = w[tab_in][:, None]
-        with np.errstate(invalid="ignore"):
-            tab_diag = np.where(wt == 0, 0.0, wt * diag)
+    const, tab_diag = _weighted_terms(w, cl_in, tab_in, diag)
     keep = ~inside
     ea, eb = a[keep], b[keep]
     has_edge = np.zeros(n_super, dtype=bool)
@@ -237,7 +260,7 @@ def _structure(graph: PairwiseGraph) -> _Structure:
         None if graph.table_index is None else graph.table_index[keep],
     )
     st = _Structure(int(n_super), node_of, bool(hard_ml.any()), const, a[tab_in], tab_diag,
-                    has_edge, active, sub)
+                    has_edge, active, sub, np.isinf(w), cl_in, tab_in, diag, np.flatnonzero(keep))
     graph.cache.reduction = st
     return st
 

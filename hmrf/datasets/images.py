@@ -1,0 +1,209 @@
+"""Images as points: the pixels of a photograph in, a segmentation out.
+
+An ``(h, w)`` grey or ``(h, w, c)`` colour image is ``h · w`` points, one per pixel in
+row-major order (pixel ``(r, c)`` is row ``r · w + c``), whose features are its
+channels: :func:`image_pixels`. The pixel grid that links neighbouring points is
+:meth:`hmrf.Constraints.grid`, which numbers pixels the same way. A labelling of the
+points goes back to an image with :func:`label_image` (cluster indices) or
+:func:`segmented_image` (each pixel the colour of its cluster's centre).
+
+Reading and writing files (:func:`read_image`, :func:`write_image`) use Pillow, which
+comes with matplotlib, imported on first use.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ._tables import DataFileError, check_exists
+
+__all__ = ["image_pixels", "label_image", "segmented_image", "read_image", "write_image"]
+
+
+def _check_image(image, name: str = "image") -> np.ndarray:
+    arr = np.asarray(image)
+    if arr.ndim not in (2, 3) or arr.shape[0] < 1 or arr.shape[1] < 1 or (arr.ndim == 3 and arr.shape[2] < 1):
+        raise ValueError(f"{name} must be an (h, w) grey or (h, w, channels) colour image; got an array "
+                         f"of shape {arr.shape}.")
+    if arr.dtype.kind not in "buif":
+        raise ValueError(f"{name} must hold numbers; got dtype {arr.dtype}.")
+    return arr
+
+
+def image_pixels(image) -> np.ndarray:
+    """The pixels of an image as points: an ``(h · w, channels)`` float32 array.
+
+    Parameters
+    ----------
+    image : array-like of shape (h, w) or (h, w, channels)
+        Grey levels or colours. Unsigned integer images (8-bit photographs) are scaled
+        to ``[0, 1]`` by their type's maximum (255 for ``uint8``); float images are
+        taken as they are; booleans become 0 and 1.
+
+    Returns
+    -------
+    ndarray of shape (h * w, channels), float32
+        Row ``r * w + c`` is pixel ``(r, c)``, the numbering of
+        :meth:`hmrf.Constraints.grid`; a grey image has one column.
+
+    Raises
+    ------
+    ValueError
+        Not a 2-D or 3-D numeric array, a signed integer image, or NaN / inf values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> image = np.array([[[255, 0, 0], [0, 0, 255]]], dtype=np.uint8)   # 1 x 2, red and blue
+    >>> image_pixels(image).tolist()
+    [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    arr = _check_image(image)
+    h, w = arr.shape[:2]
+    if arr.dtype.kind == "u":
+        rows = arr.reshape(h * w, -1).astype(np.float32) / np.float32(np.iinfo(arr.dtype).max)
+    elif arr.dtype.kind == "i":
+        raise ValueError(f"image has signed integer type {arr.dtype}; pass unsigned integers (e.g. uint8, "
+                         "scaled to [0, 1]) or floats (taken as they are).")
+    else:
+        rows = arr.reshape(h * w, -1).astype(np.float32)
+    if not np.all(np.isfinite(rows)):
+        r = int(np.flatnonzero(~np.isfinite(rows).all(axis=1))[0])
+        raise ValueError(f"image pixel (row {r // w}, column {r % w}) is NaN or infinite.")
+    return rows
+
+
+def _check_labels(labels, shape) -> tuple[np.ndarray, tuple[int, int]]:
+    from .._grid import check_shape
+
+    h, w = check_shape(shape)
+    y = np.asarray(labels)
+    if y.shape != (h * w,) and y.shape != (h, w):
+        raise ValueError(f"labels must have one entry per pixel, shape ({h * w},) or {(h, w)}; "
+                         f"got {y.shape}.")
+    if y.dtype.kind not in "iu":
+        raise ValueError(f"labels must be integers; got dtype {y.dtype}.")
+    return y.reshape(h * w), (h, w)
+
+
+def label_image(labels, shape) -> np.ndarray:
+    """Cluster indices as an ``(h, w)`` image (the inverse of :func:`image_pixels`'s order).
+
+    Parameters
+    ----------
+    labels : array-like of shape (h * w,)
+        One cluster per pixel, row-major (e.g. ``estimator.labels_``).
+    shape : (int, int)
+        ``(h, w)`` of the image.
+
+    Returns
+    -------
+    ndarray of shape (h, w), int64
+    """
+    y, hw = _check_labels(labels, shape)
+    return y.astype(np.int64).reshape(hw)
+
+
+def segmented_image(labels, centers, shape) -> np.ndarray:
+    """Each pixel painted with the centre of its cluster: ``centers[labels]`` as an image.
+
+    Parameters
+    ----------
+    labels : array-like of shape (h * w,)
+        One cluster per pixel, row-major.
+    centers : array-like of shape (k, channels)
+        Cluster centres in the pixels' units (``estimator.cluster_centers_`` of a fit on
+        :func:`image_pixels`).
+    shape : (int, int)
+
+    Returns
+    -------
+    ndarray of shape (h, w, channels), or (h, w) for one channel
+        float32, in the units of ``centers``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> segmented_image([0, 1, 1, 0], [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]], (2, 2))[:, :, 0].tolist()
+    [[0.0, 1.0], [1.0, 0.0]]
+    """
+    y, (h, w) = _check_labels(labels, shape)
+    C = np.asarray(centers, dtype=np.float32)
+    if C.ndim != 2:
+        raise ValueError(f"centers must have shape (k, channels); got {C.shape}.")
+    if y.size and (y.min() < 0 or y.max() >= C.shape[0]):
+        raise ValueError(f"labels must lie in [0, {C.shape[0] - 1}] for {C.shape[0]} centres.")
+    out = C[y].reshape(h, w, C.shape[1])
+    return out[:, :, 0] if C.shape[1] == 1 else out
+
+
+def read_image(path) -> np.ndarray:
+    """An image file as an array: ``(h, w, 3)`` uint8 RGB, or ``(h, w)`` for a grey image.
+
+    Any format Pillow reads (PNG, JPEG, TIFF, BMP, ...). Palette images and images with
+    an alpha channel are converted to RGB (the alpha is dropped); 16-bit grey images keep
+    their depth (uint16).
+
+    Raises
+    ------
+    DataFileError
+        The file does not exist or is not an image Pillow can read (the message names it).
+    ImportError
+        Pillow is not installed.
+    """
+    path = os.fspath(path)
+    check_exists(path)
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:
+        raise ImportError(f"{path}: reading images needs Pillow (it comes with matplotlib); install it "
+                          "with:  pip install pillow") from None
+    try:
+        with Image.open(path) as im:
+            if im.mode in ("L", "I;16", "I;16B", "I;16L"):
+                arr = np.asarray(im)
+            elif im.mode in ("1", "LA"):
+                arr = np.asarray(im.convert("L"))
+            else:
+                arr = np.asarray(im.convert("RGB"))
+    except UnidentifiedImageError:
+        raise DataFileError(path, "not an image file Pillow can read (PNG, JPEG, TIFF, BMP, ...)") from None
+    except OSError as exc:
+        raise DataFileError(path, f"cannot read the image ({exc})") from None
+    if arr.dtype.kind == "i":  # Pillow's 16-bit grey mode
+        arr = arr.astype(np.uint16)
+    return arr
+
+
+def write_image(path, image) -> str:
+    """Write an image to a PNG file; returns the path.
+
+    Parameters
+    ----------
+    path : str or path-like
+    image : array-like of shape (h, w) or (h, w, 3)
+        uint8 values as they are; float values in ``[0, 1]`` (clipped) scaled to 0-255
+        (the units of :func:`image_pixels`); other integers must lie in ``[0, 255]``
+        (e.g. cluster indices for ``k <= 256``).
+    """
+    arr = _check_image(image)
+    if arr.ndim == 3 and arr.shape[2] not in (1, 3):
+        raise ValueError(f"write_image writes grey (h, w) or RGB (h, w, 3) images; got {arr.shape[2]} "
+                         "channels.")
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[:, :, 0]
+    if arr.dtype.kind == "f":
+        out = np.round(np.clip(arr, 0.0, 1.0) * 255).astype(np.uint8)
+    elif arr.dtype != np.uint8:
+        if arr.size and (arr.min() < 0 or arr.max() > 255):
+            raise ValueError(f"integer image values must lie in [0, 255]; got [{arr.min()}, {arr.max()}].")
+        out = arr.astype(np.uint8)
+    else:
+        out = arr
+    from PIL import Image
+
+    path = os.fspath(path)
+    Image.fromarray(out).save(path, format="PNG")
+    return path
