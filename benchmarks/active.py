@@ -8,8 +8,9 @@ scikit-learn; features standardised), for budgets of 20-100 queries and 10 runs:
 pairwise F-measure of the clustering obtained with the constraints (and their
 transitive closure, Xiong et al. §4.1.2) selected by RandomPairs, ExploreConsolidate,
 MinMax and NPU, clustered by MPCKMeans (the clusterer of Xiong et al.) and PCKMeans,
-answered by a noise-free label oracle; Xiong et al.'s Table 2 rows beside ours for
-Wine, the one data set that is the same. "NPU, fast" is NPU with its interactive
+answered by a noise-free label oracle, both clusterers with the papers' settings
+(``PAPER``: w = 1, the ICML 2004 seeding, one run); Xiong et al.'s Table 2 rows beside
+ours for Wine, the one data set that is the same. "NPU, fast" is NPU with its interactive
 settings (``warm_start=True, forest_tolerance=0.01``): what they cost in quality.
 
 ``cobras`` — the adjusted Rand index after 25, 50 and 100 queries on six data sets
@@ -17,18 +18,21 @@ settings (``warm_start=True, forest_tolerance=0.01``): what they cost in quality
 breast_cancer standardised, the others as they come), 10 runs, label oracle: the
 reference implementation ``cobras-ts`` (optional: ``pip install cobras-ts``; it needs
 NumPy's removed ``np.int``, restored here for it only), hmrf's :class:`COBRAS` and the
-hmrf pipelines.
+hmrf pipelines (the library's defaults); then (``own``, also a part of its own) hmrf's
+COBRAS against ``cobras-ts`` alone over 50 runs.
 
 ``timing`` — selection time against ``active_semi_clustering`` (Švehla 2018;
 ``pip install --no-deps active-semi-supervised-clustering metric-learn``) on digits
 {3, 8, 9} with 50 queries, runs interleaved (ours, the peer, ours, ...) and the median
 of the paired ratios reported; and the time per query of each selector on 1,000 points.
+NPU re-clusters with the paper's PCKMeans in both libraries.
 
 Run from the repository root (timings under ``flock /tmp/bench.lock`` on a shared
 machine)::
 
-    python benchmarks/active.py                       # all three parts
-    python benchmarks/active.py --parts cobras        # one part
+    python benchmarks/active.py                       # every part
+    python benchmarks/active.py --parts cobras        # one part (with ``own``)
+    python benchmarks/active.py --parts own timing    # the 50-run COBRAS table and the timing
     python benchmarks/active.py --quick               # 2 runs, small budgets, no files
 """
 
@@ -47,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _results import markdown_table, write_result  # noqa: E402
 
-from hmrf import Constraints, HMRFKMeans, MPCKMeans, PCKMeans  # noqa: E402
+from hmrf import Constraints, MPCKMeans, PCKMeans  # noqa: E402
 from hmrf.active import (  # noqa: E402
     COBRAS,
     NPU,
@@ -82,6 +86,12 @@ XIONG_TABLE2 = {
 }
 XIONG_BUDGETS = (20, 40, 60, 80, 100)
 
+#: The papers' clusterers (WekaUT's PCKMeans / MPCKMeans): w = 1, the ICML 2004 seeding,
+#: one run; PCKMeans' greedy (ICM) assignment, MPCKMeans' E-step by BP as in
+#: docs/active_learning.md. The library's defaults differ (docs/choosing.md).
+PAPER = {"PCKMeans": dict(w=1.0, inference="icm", init="pckmeans", n_init=1),
+         "MPCKMeans": dict(w=1.0, inference="bp", init="pckmeans", n_init=1)}
+
 
 def standardised(X):
     sd = X.std(axis=0)
@@ -103,7 +113,7 @@ def xiong(args):
         for cname, cls in (("MPCKMeans", MPCKMeans), ("PCKMeans", PCKMeans)):
             for sname in SELECTORS:
                 t0 = time.perf_counter()
-                cur = active_curve(SELECTORS[sname](k), cls(k), X, y, budgets=budgets,
+                cur = active_curve(SELECTORS[sname](k), cls(k, **PAPER[cname]), X, y, budgets=budgets,
                                    n_runs=args.runs, random_state=args.seed, dataset=ds)
                 f = cur.mean("pairwise_f")
                 print(f"  {ds:14s} {cname:10s} {sname:8s} "
@@ -124,7 +134,9 @@ def xiong(args):
     if args.write:
         write_result("active_xiong", table, notes=(
             f"Pairwise F-measure, mean ± std over {args.runs} runs (seed {args.seed}); features "
-            "standardised; noise-free label oracle; the clusterer gets the transitive closure of "
+            "standardised; noise-free label oracle; PCKMeans and MPCKMeans with the papers' settings "
+            "(w = 1, the ICML 2004 seeding, one run; ICM and BP E-steps); the clusterer gets the "
+            "transitive closure of "
             "the answers; the \"F, 0 queries\" column is the clustering without constraints."))
 
 
@@ -252,7 +264,7 @@ def cobras(args):
     print("\n" + table + "\n\n" + "\n".join(notes))
     if args.write:
         write_result("active_cobras", table, notes="\n".join(notes))
-    if args.own_runs and "COBRAS (hmrf)" in args.pipelines:
+    if args.own_runs and "COBRAS (hmrf)" in args.pipelines and "own" not in args.parts:
         own_against_reference(args, budgets)
 
 
@@ -343,8 +355,7 @@ def timing(args):
     X, y = load("digits389", True)
     k = int(np.unique(y).size)
     budget = args.timing_budget
-    # PCKMeans's model with an ``init`` parameter, so that NPU can warm-start it
-    clusterer = HMRFKMeans(k, init="pckmeans", closure=True, random_state=0)
+    clusterer = PCKMeans(k, **PAPER["PCKMeans"], random_state=0)  # the same in both libraries
     fast = dict(warm_start=True, forest_tolerance=0.01)
     ours = {
         "NPU": lambda: NPU(clusterer, random_state=0),
@@ -406,7 +417,7 @@ def timing(args):
     Xd, yd = load_digits(return_X_y=True)
     X1, y1 = standardised(Xd[:1000]), yd[:1000]
     k1 = int(np.unique(y1).size)
-    big = HMRFKMeans(k1, init="pckmeans", closure=True, random_state=0)
+    big = PCKMeans(k1, **PAPER["PCKMeans"], random_state=0)
     per_query = []
     for name, make in (("NPU", lambda: NPU(big, random_state=0)),
                        ("NPU, warm_start=True, forest_tolerance=0.01",
@@ -425,8 +436,8 @@ def timing(args):
                             align=["---", "---:", "---:"])
     notes = (f"Digits {{3, 8, 9}} ({X.shape[0]} × {X.shape[1]}, standardised), {budget} queries, label "
              f"oracle; {args.repeats} repeats, ours and the peer's interleaved; medians, and medians of "
-             "the paired ratios. NPU re-clusters with `HMRFKMeans(3, init=\"pckmeans\", closure=True)` "
-             "(PCKMeans's model, with the `init` a warm start sets) in both libraries, the peer through "
+             "the paired ratios. NPU re-clusters with the paper's PCKMeans (`PCKMeans(3, w=1, "
+             "inference=\"icm\", init=\"pckmeans\", n_init=1)`) in both libraries, the peer through "
              "a 10-line adapter; \"selection\" is the time inside the most-informative-point step "
              "(random forest, probabilities, scores), timed by wrapping the peer's "
              "`_most_informative`; E&C and Min-Max have no clustering inside, so selection is their "
@@ -440,8 +451,9 @@ def timing(args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--parts", nargs="+", default=["xiong", "cobras", "timing"],
-                   choices=["xiong", "cobras", "timing"])
+    p.add_argument("--parts", nargs="+", default=["xiong", "cobras", "own", "timing"],
+                   choices=["xiong", "cobras", "own", "timing"],
+                   help="own: hmrf's COBRAS against cobras-ts alone, over --own-runs runs")
     p.add_argument("--datasets", nargs="+", default=list(XIONG_DATASETS))
     p.add_argument("--budgets", nargs="+", type=int, default=list(XIONG_BUDGETS))
     p.add_argument("--cobras-datasets", nargs="+", default=list(COBRAS_DATASETS))
@@ -470,6 +482,8 @@ def main(argv=None):
         xiong(args)
     if "cobras" in args.parts:
         cobras(args)
+    if "own" in args.parts and args.own_runs:
+        own_against_reference(args, list(args.cobras_budgets))
     if "timing" in args.parts:
         timing(args)
     return 0

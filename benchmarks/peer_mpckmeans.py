@@ -49,18 +49,20 @@ from hmrf.metrics import nmi, pairwise_f_measure
 
 DATASETS = ("iris", "wine", "digits389", "breast_cancer")
 
-#: MPCKMeans configurations: the defaults first (E-step by BP), then the paper's greedy
-#: E-step (ICM), the thesis seeding and the mirrored penalties of Bilenko et al. (with
+#: The paper's seeding (§3.1), one run, w = 1: every variant below starts from these.
+PAPER = dict(init="pckmeans", n_init=1, w=1.0)
+#: MPCKMeans configurations: the E-step by BP first, then the paper's greedy E-step
+#: (ICM), the thesis seeding and the mirrored penalties of Bilenko et al. (with
 #: ``alpha_max="auto"``, the data set's diameter; ``mir-ml``: the largest must-link).
 VARIANTS = {
-    "bp": dict(),
-    "icm": dict(inference="icm"),
-    "bp+ff": dict(init="neighborhoods"),
-    "icm+ff": dict(inference="icm", init="neighborhoods"),
-    "bp+mir": dict(penalty="mirrored"),
-    "icm+mir": dict(inference="icm", penalty="mirrored"),
-    "bp+mir-ml": dict(penalty="mirrored", alpha_max="must_link"),
-    "bp+tol0": dict(tol=0.0),  # stop only at a fixed point (not run unless asked for)
+    "bp": dict(PAPER, inference="bp"),
+    "icm": dict(PAPER, inference="icm"),
+    "bp+ff": dict(PAPER, inference="bp", init="neighborhoods"),
+    "icm+ff": dict(PAPER, inference="icm", init="neighborhoods"),
+    "bp+mir": dict(PAPER, inference="bp", penalty="mirrored"),
+    "icm+mir": dict(PAPER, inference="icm", penalty="mirrored"),
+    "bp+mir-ml": dict(PAPER, inference="bp", penalty="mirrored", alpha_max="must_link"),
+    "bp+tol0": dict(PAPER, inference="bp", tol=0.0),  # stop only at a fixed point (not run unless asked for)
 }
 DEFAULT_VARIANTS = [v for v in VARIANTS if v != "bp+tol0"]
 
@@ -125,7 +127,7 @@ def peer_comparison(args):
               "(pip install active-semi-supervised-clustering metric-learn)")
     methods = [f"hmrf[{v}]" for v in args.variants] + (["peer"] if Peer is not None else [])
     rows, per_cell = [], {}
-    MPCKMeans(3, random_state=0).fit(load_dataset("iris")[0])  # warm-up, not timed
+    MPCKMeans(3, random_state=0, **VARIANTS["bp"]).fit(load_dataset("iris")[0])  # warm-up, not timed
     for ds in args.datasets:
         X, y = load_dataset(ds)
         k = len(np.unique(y))
@@ -135,7 +137,7 @@ def peer_comparison(args):
                 c = Constraints.sample_from_labels(y, m, rng=np.random.default_rng(1000 + run))
                 mask = np.ones(len(y), dtype=bool)
                 mask[c.constrained_points] = False
-                default = MPCKMeans(k)
+                default = MPCKMeans(k, **VARIANTS["bp"])
                 model = default._model(X, default._supervision(len(y), None, None, None, c), None)
                 for v in args.variants:
                     res[f"hmrf[{v}]"].append(run_ours(X, y, k, c, mask, v, run, model))
@@ -202,7 +204,7 @@ def monotonicity(args):
                 for run in range(args.runs):
                     c = Constraints.sample_from_labels(y, m, rng=np.random.default_rng(1000 + run))
                     for safe in (True, False):
-                        est = MPCKMeans(k, metric=metric, random_state=run)
+                        est = MPCKMeans(k, metric=metric, random_state=run, **VARIANTS["bp"])
                         model = est._model(X, c, None)
                         model.emission.safeguard = safe
                         rng = np.random.default_rng(run)
@@ -232,8 +234,9 @@ def ablation(args):
     for ds in ("iris", "wine"):
         X, y = load_dataset(ds)
         k = len(np.unique(y))
-        ests = {"MPCKMeans": MPCKMeans(k), "MKMeans": MKMeans(k), "PCKMeans": PCKMeans(k),
-                "KMeans": KMeans(k)}
+        ests = {"MPCKMeans": MPCKMeans(k, **VARIANTS["bp"]), "MKMeans": MKMeans(k, n_init=1, w=1.0),
+                "PCKMeans": PCKMeans(k, w=1.0, inference="icm", init="pckmeans", n_init=1),
+                "KMeans": KMeans(k, n_init=1)}
         for v in args.ablation_variants:
             ests[f"MPCKMeans[{v}]"] = MPCKMeans(k, **VARIANTS[v])
         t = learning_curve(ests, X, y, points=args.curve_points, runs=args.curve_runs, folds=10,

@@ -145,7 +145,7 @@ PUBLIC_NAMESPACES = [
     "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
     "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.em.loop", "hmrf.em.passes",
     "hmrf.em.sparse", "hmrf.em.soft",
-    "hmrf.initialization", "hmrf.estimators", "hmrf.inference.meanfield", "hmrf.emissions.stats",
+    "hmrf.initialization", "hmrf.estimators", "hmrf.model_selection", "hmrf.inference.meanfield", "hmrf.emissions.stats",
     "hmrf.inference.expansion", "hmrf.inference.qpbo",
     "hmrf.classic",
     "hmrf.metrics", "hmrf.datasets", "hmrf.datasets.text", "hmrf.datasets.files",

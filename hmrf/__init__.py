@@ -36,7 +36,7 @@ __version__ = _version()
 #: ``import hmrf``), as SciPy does (PEP 562)
 _SUBMODULES = ("active", "classic", "constraints", "datasets", "em", "emissions", "estimators", "exceptions",
                "experiments", "graph", "inference", "initialization", "interop", "metrics", "model",
-               "potentials")
+               "model_selection", "potentials")
 
 _LAZY = {
     "HMRFKMeans": "estimators", "PCKMeans": "estimators", "KMeans": "estimators",

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "InconsistentConstraintsError",
     "InfeasibleError",
+    "ConstraintSearchError",
     "ConvergenceWarning",
     "ConstraintConflictWarning",
 ]
@@ -51,6 +52,13 @@ class InfeasibleError(ValueError):
     def __init__(self, message: str, point=None):
         super().__init__(message)
         self.point = point
+
+
+class ConstraintSearchError(RuntimeError):
+    """A search for a labelling that keeps every hard constraint stopped (at its time
+    limit) without finding one and without proving that there is none: unlike
+    :class:`InfeasibleError`, the constraints may well be satisfiable. The message says
+    what to change (a longer time limit, fewer hard constraints, more clusters)."""
 
 
 class ConvergenceWarning(UserWarning):

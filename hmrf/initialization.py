@@ -10,6 +10,17 @@
   (two or more points); λ ≥ k: centroids of the k largest; λ < k: their centroids,
   then a point cannot-linked to every neighbourhood if one exists, then perturbations
   of the global centroid.
+* ``"pckmeans++"`` — k-means++ seeding of the data (Arthur & Vassilvitskii 2007) in which
+  drawing a point of a must-link neighbourhood (two or more points, as ``"pckmeans"``)
+  seeds the centroid of the whole neighbourhood. When the neighbourhoods cover the data
+  this is size-weighted k-means++ over their centroids (a neighbourhood is drawn with
+  probability about ``size · D(centroid, nearest centre)``); when they are few and
+  small it is k-means++ on the data. A neighbourhood seeds at most one centre (a
+  further draw from it seeds the point drawn: soft must-links between the neighbours
+  of a grid make one neighbourhood of all points). No neighbourhood is a seed because
+  it exists (two neighbourhoods of one class, or a two-point neighbourhood in a sparse
+  text space, would lock EM into a poor optimum), and the draws differ between runs,
+  so that several runs (``n_init``) let the objective choose.
 * ``"k-means++"`` — neighbourhood centroids as above, remaining centres by k-means++
   seeding (Arthur & Vassilvitskii 2007) under the family's divergence.
 * ``"buckshot"`` — Buckshot (Cutting et al. 1992): group-average HAC on a random sample
@@ -36,9 +47,10 @@ from .constraints import Constraints
 from .emissions.base import EmissionFamily
 
 __all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS",
-           "centers_from_constraints", "kmeanspp_candidates"]
+           "centers_from_constraints", "kmeanspp_candidates", "neighborhood_representatives",
+           "distinct_representatives"]
 
-INIT_METHODS = ("neighborhoods", "pckmeans", "k-means++", "buckshot", "random")
+INIT_METHODS = ("pckmeans++", "neighborhoods", "pckmeans", "k-means++", "buckshot", "random")
 
 #: Size of the perturbation of the global centroid, as a fraction of the way to a
 #: random data point (convex combinations stay inside every family's domain).
@@ -133,21 +145,24 @@ def kmeanspp_candidates(closest, trials: int, rng) -> np.ndarray:
     return np.minimum(np.searchsorted(np.cumsum(closest), rng.random(trials) * total), n - 1)
 
 
-def _kmeanspp(X, m, centers, family, rng) -> np.ndarray:
+def _kmeanspp(X, m, centers, family, rng, represent=None) -> np.ndarray:
     """``m`` more centres by greedy k-means++ seeding given existing ``centers``
     (Arthur & Vassilvitskii 2007, with ``2 + log k`` candidates per step as
-    scikit-learn does); memory: one (n,) vector per candidate."""
+    scikit-learn does); memory: one (n,) vector per candidate. ``represent(rows) ->
+    (len(rows), d)`` gives the centre a drawn row seeds (default: the row itself)."""
     n = X.shape[0]
     data = family.data_terms(X)
+    represent = (lambda rows: _rows(X, rows)) if represent is None else represent
     if centers.shape[0] == 0:
-        centers = _rows(X, [int(rng.integers(n))])
+        centers = represent([int(rng.integers(n))])
         m -= 1
     closest = _min_divergence(X, _in_domain(X, centers, family), family, data)
     trials = 2 + int(np.log(m + centers.shape[0]))
     picked = []
     for _ in range(m):
         cand = kmeanspp_candidates(closest, trials, rng)
-        cand_centers = _in_domain(X, _rows(X, cand), family)
+        cand_rows = distinct_representatives(X, cand, represent(cand), [centers, *picked])
+        cand_centers = _in_domain(X, cand_rows, family)
         best, best_pot, best_d = 0, np.inf, None
         for t in range(trials):  # a few candidates, each a pass over the points
             d = np.minimum(closest, _min_divergence(X, cand_centers[t:t + 1], family, data))
@@ -155,8 +170,38 @@ def _kmeanspp(X, m, centers, family, rng) -> np.ndarray:
             if pot < best_pot:
                 best, best_pot, best_d = t, pot, d
         closest = best_d if best_d is not None else closest
-        picked.append(_rows(X, [cand[best]]))
+        picked.append(cand_rows[best:best + 1])
     return np.vstack([centers, *picked])
+
+
+def distinct_representatives(X, rows, represented, chosen) -> np.ndarray:
+    """``represented`` (the centres ``rows`` seed), with the rows themselves where the
+    centre repeats one already ``chosen`` (a list of (c, d) arrays): a neighbourhood
+    seeds at most one centre, and a further draw from it seeds the point drawn."""
+    taken = np.vstack(chosen)
+    dup = np.array([bool(np.any(np.all(taken == r, axis=1))) for r in represented])  # a few trials
+    if dup.any():
+        represented = represented.copy()
+        represented[dup] = _rows(X, np.asarray(rows)[dup])
+    return represented
+
+
+def neighborhood_representatives(X, members, group, centroids):
+    """``represent(rows) -> (len(rows), d)``: each row itself, or for a member of a
+    neighbourhood (``members`` with their ``group``) that neighbourhood's centroid."""
+    order = np.argsort(members, kind="stable")
+    sorted_members, sorted_group = members[order], group[order]
+
+    def represent(rows):
+        rows = np.asarray(rows, dtype=np.int64)
+        out = _rows(X, rows)
+        if sorted_members.size:
+            pos = np.minimum(np.searchsorted(sorted_members, rows), sorted_members.size - 1)
+            inside = sorted_members[pos] == rows
+            out[inside] = centroids[sorted_group[pos[inside]]]
+        return out
+
+    return represent
 
 
 def _cannot_linked_to_all(constraints: Constraints, members, group, n_groups) -> int | None:
@@ -191,7 +236,7 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
     family : EmissionFamily
         Supplies the divergence used for farthest-first and k-means++.
     constraints : Constraints, optional
-    method : {"neighborhoods", "pckmeans", "k-means++", "buckshot", "random"} or array (k, d)
+    method : {"pckmeans++", "neighborhoods", "pckmeans", "k-means++", "buckshot", "random"} or array (k, d)
     rng : numpy Generator
 
     Returns
@@ -222,11 +267,15 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
 def centers_from_constraints(X, k, family, constraints, method, rng, group_centroids, kmeanspp):
     """The neighbourhood-based rules of :func:`initial_centers` (module docstring), with
     the two steps that read the data passed in: ``group_centroids(X, members, group,
-    n_groups) -> (centroids, sizes)`` and ``kmeanspp(X, m, centers, family, rng)``, so that
-    data held elsewhere (a Dask array) gives the same centres."""
+    n_groups) -> (centroids, sizes)`` and ``kmeanspp(X, m, centers, family, rng,
+    represent=None)``, so that data held elsewhere (a Dask array) gives the same centres."""
     c = constraints if constraints is not None else Constraints.empty(X.shape[0])
-    members, group, lam = _neighbourhood_groups(c, include_singletons=method != "pckmeans")
+    members, group, lam = _neighbourhood_groups(c, include_singletons=method not in ("pckmeans",
+                                                                                     "pckmeans++"))
     cents, sizes = group_centroids(X, members, group, lam)
+    if method == "pckmeans++":
+        represent = neighborhood_representatives(X, members, group, cents)
+        return kmeanspp(X, k, np.empty((0, X.shape[1])), family, rng, represent=represent)
     if method == "pckmeans":
         if lam >= k:
             return cents[:k]  # neighbourhoods are sorted largest first

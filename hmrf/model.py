@@ -230,6 +230,16 @@ class HMRF:
         return not (sp.issparse(self.X)
                     and type(self.emission).linear_costs is not EmissionFamily.linear_costs)
 
+    def without_potentials(self) -> HMRF:
+        """The same model with no pairwise potentials (a shallow copy sharing ``X`` and its
+        data terms): the unconstrained clustering of the same data and emission."""
+        import copy
+
+        free = copy.copy(self)
+        free.potentials, free._potts, free._static_graph = [], None, None
+        free.constraints = Constraints.empty(self.n_samples)
+        return free
+
     # --------------------------------------------------------------- E-step view
     @property
     def depends_on_params(self) -> bool:

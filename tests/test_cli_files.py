@@ -70,7 +70,7 @@ def test_csv_with_header_and_id_column(tmp_path, pairs_csv, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n_clusters"] == 3 and summary["data"]["n"] == 36 and summary["data"]["d"] == 2
     assert summary["supervision"]["n_must_link"] == 2 and summary["supervision"]["n_cannot_link"] == 2
-    assert summary["engine"] == "icm" and summary["hmrf_version"]
+    assert summary["engine"] == "auto" and summary["hmrf_version"]
     assert len(summary["history"]) >= 1 and summary["objective"] == pytest.approx(summary["history"][-1])
     pytest.importorskip("matplotlib")
     assert (out / "clusters.png").read_bytes()[:4] == b"\x89PNG"

@@ -43,20 +43,21 @@ RESCUED_BY_RESTARTS, RESCUED_BY_MILP = 80, 256
 
 
 @pytest.mark.parametrize("seed, rescued_by_restarts", [(RESCUED_BY_RESTARTS, True), (RESCUED_BY_MILP, False)])
-def test_default_is_wagstaffs_algorithm_and_the_options_rescue_feasible_problems(seed, rescued_by_restarts):
+def test_wagstaffs_algorithm_aborts_and_the_options_rescue_feasible_problems(seed, rescued_by_restarts):
+    """The paper's algorithm (one run, ``n_init=1``) aborts on these feasible problems."""
     X, k, ml, cl = dense_cannot_link_problem(seed)
     assert feasible(len(X), k, ml, cl)
     with pytest.raises(InfeasibleError, match="COP-KMeans aborts here") as info:
-        COPKMeans(k, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+        COPKMeans(k, n_init=1, random_state=0).fit(X, must_link=ml, cannot_link=cl)
     assert info.value.point in range(len(X))
     if rescued_by_restarts:
-        est = COPKMeans(k, n_restarts=10, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+        est = COPKMeans(k, n_restarts=10, n_init=1, random_state=0).fit(X, must_link=ml, cannot_link=cl)
         assert est.assignment_ == "restarts" and honours(est.labels_, ml, cl)
     else:
         with pytest.raises(InfeasibleError, match="other point orders"):
-            COPKMeans(k, n_restarts=10, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+            COPKMeans(k, n_restarts=10, n_init=1, random_state=0).fit(X, must_link=ml, cannot_link=cl)
     for restarts in (0, 10):
-        est = COPKMeans(k, n_restarts=restarts, repair="milp", random_state=0).fit(
+        est = COPKMeans(k, n_restarts=restarts, repair="milp", n_init=1, random_state=0).fit(
             X, must_link=ml, cannot_link=cl)
         assert honours(est.labels_, ml, cl)
         assert est.assignment_ == ("restarts" if rescued_by_restarts and restarts else "milp")

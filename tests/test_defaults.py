@@ -143,3 +143,169 @@ def test_fit_command_reports_the_resolved_weight(tmp_path, capsys):
     assert main(["fit", "--dataset", "wine", "--constraints", "20", "--w", "3", "--out",
                  str(tmp_path)]) == 0
     assert json.loads((tmp_path / "summary.json").read_text())["w"] == 3.0
+
+
+# ------------------------------------------------------- text on the command line
+def _text_corpus(tmp_path):
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 12)
+    words = {0: "apple banana cherry fruit", 1: "engine wheel brake road", 2: "goal match team ball"}
+    docs = [" ".join(rng.permutation(words[c].split())) + f" common{c}" for c in y]
+    (tmp_path / "docs.txt").write_text("\n".join(docs) + "\n")
+    (tmp_path / "labels.csv").write_text("topic\n" + "\n".join(map(str, y)) + "\n")
+    return docs, y
+
+
+def test_fit_on_a_text_file_runs_the_cosine_model_and_says_so(tmp_path, capsys):
+    from hmrf.cli import main
+    from hmrf.datasets.text import thesis_tfidf
+
+    docs, y = _text_corpus(tmp_path)
+    out = tmp_path / "out"
+    args = ["fit", "--data", str(tmp_path / "docs.txt"), "--labels", str(tmp_path / "labels.csv"),
+            "--constraints", "20", "--out", str(out)]
+    assert main(args) == 0
+    assert "emission=cosine (default)" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["emission"] == "cosine"
+    Xt, _ = thesis_tfidf(docs)
+    c = Constraints.sample_from_labels(y, 20, np.random.default_rng(0), among=np.arange(36))
+    ref = HMRFKMeans(3, emission="cosine", random_state=0).fit(Xt, constraints=c)
+    labels = [int(line.split(",")[1]) for line in (out / "labels.csv").read_text().split()[1:]]
+    assert labels == ref.labels_.tolist()
+    # asked for, the squared Euclidean model runs; an estimator with its own family keeps it
+    assert main(args + ["--emission", "sqeuclidean"]) == 0
+    assert json.loads((out / "summary.json").read_text())["emission"] == "sqeuclidean"
+    assert main(args + ["--estimator", "pckmeans"]) == 0
+    assert json.loads((out / "summary.json").read_text())["emission"] == "sqeuclidean"
+
+
+def test_dense_data_keep_squared_euclidean(tmp_path):
+    from hmrf.cli import main
+
+    assert main(["fit", "--dataset", "iris", "--constraints", "10", "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "summary.json").read_text())["emission"] == "sqeuclidean"
+
+
+def test_curve_and_compare_on_text_use_cosine(tmp_path, capsys, monkeypatch):
+    from hmrf.cli import main
+    from hmrf.commands import _common
+
+    _text_corpus(tmp_path)
+    data = ["--data", str(tmp_path / "docs.txt"), "--labels", str(tmp_path / "labels.csv")]
+    assert main(["curve", *data, "--constraints", "0,10", "--folds", "2", "--no-progress",
+                 "--metrics", "nmi", "--out", str(tmp_path / "c")]) == 0
+    assert "emission cosine (the default for text)" in capsys.readouterr().out
+    built = []
+    real = _common.emission_for
+    monkeypatch.setattr(_common, "emission_for", lambda *a: built.append(real(*a)) or built[-1])
+    assert main(["compare", *data, "--engines", "icm", "--constraints", "10", "--runs", "1",
+                 "--bound", "none", "--no-progress", "--out", str(tmp_path / "e")]) == 0
+    assert built == ["cosine"]
+    assert "emission cosine (the default for text)" in capsys.readouterr().out
+
+
+def test_sparse_non_negative_rows_are_text():
+    from hmrf.commands._common import Data, is_text
+
+    X = sp.random(10, 5, density=0.5, random_state=0, format="csr")
+    assert is_text(Data(X, None, "x", {}))
+    assert not is_text(Data(X.toarray(), None, "x", {}))
+    assert not is_text(Data(-X, None, "x", {}))
+
+
+# --------------------------------------------------- engine and initialisation
+def test_default_engine_and_initialisation():
+    for est in (HMRFKMeans(), PCKMeans(), MPCKMeans()):
+        p = est.get_params()
+        assert (p["inference"], p["init"], p["n_init"], p["w"]) == ("auto", "pckmeans++", "auto", "auto")
+
+
+def test_the_largest_neighbourhoods_lock_in_and_the_default_does_not():
+    """Issue 21, at a unit-test size: 10 well-separated classes, 800 random correct
+    pairs. The paper's seeding (the k largest neighbourhoods, two from one class) locks
+    EM into a wrong clustering; the default seeding and runs recover the classes."""
+    from hmrf.metrics import nmi
+
+    X, y = make_blobs(5000, 10, centers=10, random_state=0)
+    c = _pairs(y, 800, seed=0)
+    paper = PCKMeans(10, w=1.0, inference="icm", init="pckmeans", n_init=1, random_state=0)
+    assert nmi(y, paper.fit(X, constraints=c).labels_) < 0.95
+    for est in (PCKMeans(10, random_state=0), MPCKMeans(10, random_state=0)):
+        assert nmi(y, est.fit(X, constraints=c).labels_) >= 0.99
+
+
+def test_pckmeans_pp_seeds_each_class_neighbourhood_once():
+    """Neighbourhoods that cover well-separated classes: whatever the draws, the k seeds
+    are the k neighbourhood centroids (a drawn member seeds its neighbourhood's
+    centroid; a neighbourhood seeds at most one centre)."""
+    from hmrf.emissions import SquaredEuclidean
+    from hmrf.initialization import initial_centers
+
+    X, y = make_blobs(300, 3, centers=[[0, 0, 0], [20, 0, 0], [0, 20, 0]], random_state=1)
+    must = [(i, j) for c in range(3) for i, j in zip(np.flatnonzero(y == c)[:-1], np.flatnonzero(y == c)[1:])]
+    c = Constraints.from_pairs(must_link=must, n=300)
+    means = np.array([X[y == h].mean(axis=0) for h in range(3)])
+    for seed in range(5):
+        C = initial_centers(X, 3, SquaredEuclidean(), c, "pckmeans++", np.random.default_rng(seed))
+        order = [int(np.argmin(((means - row) ** 2).sum(1))) for row in C]
+        assert sorted(order) == [0, 1, 2]
+        np.testing.assert_allclose(C, means[order], atol=1e-12)
+
+
+def test_one_neighbourhood_of_all_points_seeds_one_centre():
+    """Soft must-links between neighbours of a chain make one neighbourhood of every
+    point (as a grid does): it seeds one centre, the others are points."""
+    from hmrf.emissions import SquaredEuclidean
+    from hmrf.initialization import initial_centers
+
+    X = np.r_[np.zeros((50, 1)), np.full((50, 1), 10.0), np.full((50, 1), 20.0)]
+    X += np.random.default_rng(0).normal(0, 0.1, X.shape)
+    chain = Constraints.from_pairs(must_link=[(i, i + 1) for i in range(149)], n=150)
+    C = initial_centers(X, 3, SquaredEuclidean(), chain, "pckmeans++", np.random.default_rng(0))
+    assert np.unique(np.round(C, 9), axis=0).shape[0] == 3
+    assert np.sum(np.isclose(C[:, 0], X.mean())) == 1
+
+
+def test_auto_runs_shrink_with_the_work_and_skip_repeated_starts():
+    from hmrf.estimators.base import AUTO_MAX_RUNS, auto_n_init
+
+    assert auto_n_init(HMRF(X_WINE, 3)) == AUTO_MAX_RUNS
+
+    class Big:  # only the sizes are read
+        X, n_clusters, constraints = np.empty((10**6, 100)), 20, Constraints.empty(10)
+
+    assert auto_n_init(Big) == 1
+    # the thesis's neighbourhood seeding of exactly k neighbourhoods is deterministic:
+    # of its kind only the first run is made; the runs from the data alone differ
+    labels = np.where(np.arange(178) % 4 == 0, Y_WINE, -1)
+    est = HMRFKMeans(3, init="neighborhoods", inference="icm", random_state=0).fit(X_WINE, labels)
+    assert est.constraints_.neighborhoods().__len__() == 3
+    assert est.n_runs_ == 1 + AUTO_MAX_RUNS // 2
+
+
+def test_the_objective_decides_between_runs():
+    c = _pairs(Y_WINE, 30)
+    best = HMRFKMeans(3, inference="icm", random_state=0).fit(X_WINE, constraints=c)
+    singles = [HMRFKMeans(3, inference="icm", n_init=1, random_state=s).fit(X_WINE, constraints=c).objective_
+               for s in range(3)]
+    assert best.n_runs_ > 1
+    assert best.objective_ <= min(singles) + 1e-6 * abs(min(singles))
+
+
+def test_copkmeans_runs_until_one_finds_a_labelling():
+    """A feasible problem on which the paper's single run aborts (tests/test_copkmeans.py,
+    seed 80): among the default runs, one finds a labelling that keeps every constraint."""
+    import sys
+    from pathlib import Path
+
+    from hmrf import COPKMeans, InfeasibleError
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_copkmeans import dense_cannot_link_problem, honours
+
+    X, k, ml, cl = dense_cannot_link_problem(80)
+    with pytest.raises(InfeasibleError):
+        COPKMeans(k, n_init=1, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+    est = COPKMeans(k, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+    assert honours(est.labels_, ml, cl)

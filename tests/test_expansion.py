@@ -476,7 +476,9 @@ def test_every_estimator_runs_with_alpha_expansion(name, spec):
     c = Constraints(150, c.pairs, c.kind, weight)
     cls = getattr(hmrf, name)
     engine = AlphaExpansion() if spec == "instance" else spec
-    fits = [cls(3, inference=engine, random_state=0).fit(X, constraints=c) for _ in range(2)]
+    # one run (n_init=1): M-KMeans' history may rise with constraints (its docstring), and
+    # the run this checks is the one it always checked
+    fits = [cls(3, inference=engine, n_init=1, random_state=0).fit(X, constraints=c) for _ in range(2)]
     est = fits[0]
     assert np.array_equal(est.labels_, fits[1].labels_)
     assert set(np.unique(est.labels_)) <= {0, 1, 2} and np.isfinite(est.objective_)

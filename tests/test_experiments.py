@@ -156,7 +156,7 @@ def test_constraint_noise_flips_exact_fraction(blobs):
 
 def test_deterministic_and_independent_of_n_jobs():
     X, y = load_dataset("iris")
-    models = {"hmrf": HMRFKMeans(3), "kmeans": KMeans(3, init="neighborhoods")}
+    models = {"hmrf": HMRFKMeans(3, init="neighborhoods"), "kmeans": KMeans(3, init="neighborhoods")}
     kw = dict(points=[0, 30], runs=1, folds=2, progress=False)
 
     def strip(t):

@@ -122,6 +122,28 @@ def brute_force_hac(X, method, must_link, cannot_link):
     return history
 
 
+def colourable(n_nodes, edges, k) -> bool:
+    """Whether the graph can be coloured with ``k`` colours (backtracking, tiny graphs)."""
+    colour = [-1] * n_nodes
+    adj = [set() for _ in range(n_nodes)]
+    for a, b in edges:
+        adj[a].add(b)
+        adj[b].add(a)
+
+    def place(v):
+        if v == n_nodes:
+            return True
+        for c in range(k):
+            if all(colour[u] != c for u in adj[v]):
+                colour[v] = c
+                if place(v + 1):
+                    return True
+        colour[v] = -1
+        return False
+
+    return place(0)
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n=st.integers(2, 14), n_ml=st.integers(0, 5),
        n_cl=st.integers(0, 8), method=st.sampled_from(LINKAGES))
@@ -139,14 +161,20 @@ def test_constrained_hac_equals_brute_force_and_honours_every_constraint(seed, n
     history = brute_force_hac(X, method, ml, cl)
     n_leaves = history[0].max() + 1
     dead_end = history[-1].max() + 1
+    leaf_edges = {(min(components[i], components[j]), max(components[i], components[j])) for i, j in cl}
     for k in range(1, n + 1):
         est = HAC(n_clusters=k, linkage=method)
-        if k > n_leaves or k < dead_end:
-            with pytest.raises(InfeasibleError):
+        if k > n_leaves or (k < dead_end and not colourable(n_leaves, leaf_edges, k)):
+            with pytest.raises(InfeasibleError):  # proven: too few groups, or no k-colouring
                 est.fit(X, constraints=c)
             continue
         lab = est.fit(X, constraints=c).labels_
-        assert same_partition(lab, history[n_leaves - k]), (k, lab, history[n_leaves - k])
+        if k >= dead_end:
+            assert same_partition(lab, history[n_leaves - k]), (k, lab, history[n_leaves - k])
+            assert est.n_moved_ == 0
+        else:  # a greedy dead end, repaired: k clusters all the same
+            assert est.n_moved_ > 0
+        assert np.unique(lab).size == k
         for i, j in ml:
             assert lab[i] == lab[j]
         for i, j in cl:
@@ -181,24 +209,86 @@ def test_partial_labels_become_constraints():
 
 
 def test_cannot_links_reaching_k_is_reported_as_infeasible():
+    """Three mutually cannot-linked points need three clusters: proven, so InfeasibleError."""
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
-    with pytest.raises(InfeasibleError, match="stopped at 3 clusters") as err:
+    with pytest.raises(InfeasibleError, match="cannot be coloured with 2 colours"):
         HAC(n_clusters=2).fit(X, cannot_link=[(0, 1), (1, 2), (0, 2)])
-    assert err.value.point in (0, 1, 2)
     with pytest.raises(InfeasibleError, match="must-links join the points into 2 groups"):
         HAC(n_clusters=3).fit(X, must_link=[(0, 1), (2, 3)])
 
 
-def test_greedy_dead_end_although_k_is_feasible():
+def test_greedy_dead_end_although_k_is_feasible_is_repaired():
     """Davidson & Ravi (2005): B and C are closest and merge first; then every pair is
-    cannot-linked, though {A, C} | {B, D} satisfies every constraint."""
+    cannot-linked, though {A, C} | {B, D} satisfies every constraint. The repair moves
+    one point (B or C) out of {B, C}: the only 2-clustering that keeps every constraint."""
     A, B, C, D = 0, 1, 2, 3
     X = np.array([[-5.0], [0.0], [0.1], [5.0]])
     cl = [(A, B), (C, D), (A, D)]
-    with pytest.raises(InfeasibleError, match="NP-complete"):
-        HAC(n_clusters=2, linkage="single").fit(X, cannot_link=cl)
+    for method in LINKAGES:
+        est = HAC(n_clusters=2, linkage=method).fit(X, cannot_link=cl)
+        assert same_partition(est.labels_, [0, 1, 0, 1])
+        assert est.n_moved_ == 1
     lab = HAC(n_clusters=3, linkage="single").fit(X, cannot_link=cl).labels_
     assert same_partition(lab, [0, 1, 1, 2])
+
+
+def test_repair_moves_the_fewest_points():
+    """Dead-end clusters: leaves 0 (three points) and 3 (two) in one, leaves 1 and 2 alone;
+    cannot-links 0-1, 3-2, 1-2 join every two clusters, k = 2. Enumerating every
+    2-labelling of the leaves that keeps the constraints, the fewest points leaving their
+    cluster is what the repair moves (leaf 3: two points)."""
+    from hmrf.classic.linkage import repair_dead_end
+
+    clusters = np.array([0, 1, 2, 0])
+    sizes = np.array([3, 1, 1, 2])
+    cl = np.array([[0, 1], [3, 2], [1, 2]])
+    labels, moved = repair_dead_end(clusters, sizes, cl, 2)
+    assert all(labels[a] != labels[b] for a, b in cl)
+
+    def moved_points(lab):  # clusters keep the label most of their points have
+        total = 0
+        for c in np.unique(clusters):
+            leaves = np.flatnonzero(clusters == c)
+            kept = max(sizes[leaves][lab[leaves] == g].sum() for g in range(2))
+            total += sizes[leaves].sum() - kept
+        return total
+
+    best = min(moved_points(np.array(lab)) for lab in itertools.product(range(2), repeat=4)
+               if all(lab[a] != lab[b] for a, b in cl) and len(set(lab)) == 2)
+    assert moved == best == 2
+    assert labels[0] != labels[3]
+
+
+def test_hac_on_wine_with_consistent_random_pairs_never_calls_it_infeasible():
+    """Issue 21: wine (standardised), 40 random pairs the true classes satisfy: a
+    3-clustering keeps them all, whatever the linkage."""
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    for seed in range(3):
+        c = Constraints.sample_from_labels(y, 40, np.random.default_rng(seed))
+        for method in LINKAGES:
+            est = HAC(3, linkage=method).fit(X, constraints=c)
+            assert np.unique(est.labels_).size == 3
+            assert not c.violations(est.labels_).any()
+
+
+def test_a_repair_out_of_time_raises_a_search_error_not_infeasibility(monkeypatch):
+    """When HiGHS stops at its time limit with no labelling, the error says the
+    constraints may be satisfiable (and is not an InfeasibleError)."""
+    import scipy.optimize
+
+    from hmrf.exceptions import ConstraintSearchError
+
+    class Timeout:
+        status, x = 1, None
+
+    monkeypatch.setattr(scipy.optimize, "milp", lambda *a, **k: Timeout())
+    X = np.array([[-5.0], [0.0], [0.1], [5.0]])
+    with pytest.raises(ConstraintSearchError, match="may be satisfiable") as err:
+        HAC(n_clusters=2, linkage="single", time_limit=1.0).fit(X, cannot_link=[(0, 1), (2, 3), (0, 3)])
+    assert not isinstance(err.value, InfeasibleError)
 
 
 def test_distance_threshold_with_constraints_stops_at_a_dead_end():

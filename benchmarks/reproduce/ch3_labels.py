@@ -36,7 +36,7 @@ def models(k, emission):
         "Seeded-KMeans": SeededKMeans(k, emission=emission),
         "Constrained-KMeans": ConstrainedKMeans(k, emission=emission),
         "COP-KMeans": COPKMeans(k, emission=emission),
-        "Random-KMeans": KMeans(k, emission=emission, init="neighborhoods"),
+        "Random-KMeans": KMeans(k, emission=emission, init="neighborhoods", n_init=1),
     }
 
 

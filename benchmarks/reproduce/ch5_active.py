@@ -62,7 +62,7 @@ def active(selector, name):
 
 def curves(rep, ds, emission, w, title, arms):
     """One learning curve per (label, supervision) arm on the same splits, combined."""
-    model = HMRFKMeans(3, emission=emission, w=w)
+    model = HMRFKMeans(3, emission=emission, w=w, inference="icm", init="neighborhoods", n_init=1)
     tables = [run(rep, f"ch5-{ds}-{label}", ds, {label: model}, supervision=sup, points=POINTS,
                   runs=1, folds=10, present=False, n_jobs=None if isinstance(sup, str) else 1)
               for label, sup in arms]

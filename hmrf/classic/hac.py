@@ -25,6 +25,7 @@ from .linkage import (
     constrained_linkage,
     contiguous_labels,
     cut_linkage,
+    repair_dead_end,
 )
 
 __all__ = ["HAC"]
@@ -50,6 +51,10 @@ class HAC(ClusterMixin, BaseEstimator):
     With constraints (Davidson & Ravi 2005), the must-link closure components are
     merged first and are the leaves; a merge that would put two cannot-linked points
     in one cluster is never made. Every constraint is enforced, whatever its weight.
+    When the merging stops above ``n_clusters`` because every two remaining clusters
+    are joined by a cannot-link (a greedy dead end), an exact repair moves the fewest
+    points out of those clusters so that ``n_clusters`` clusters keep every
+    constraint (:func:`~hmrf.classic.linkage.repair_dead_end`).
 
     Parameters
     ----------
@@ -82,17 +87,23 @@ class HAC(ClusterMixin, BaseEstimator):
         Number of points in each of the ``n_leaves_`` leaves.
     n_leaves_ : int
     n_merges_ : int
-        Rows of ``linkage_matrix_`` applied to obtain ``labels_``.
+        Rows of ``linkage_matrix_`` applied to obtain ``labels_`` (all of them, after a
+        dead end).
+    n_moved_ : int
+        Points the repair of a dead end moved out of the cluster merging put them in
+        (0 when merging reached ``n_clusters``).
     constraints_ : Constraints
     n_features_in_ : int
 
     Raises
     ------
     InfeasibleError
-        (from :meth:`fit`) ``n_clusters`` exceeds the number of must-link components,
-        or the merging stopped at more clusters than ``n_clusters`` because every two
-        remaining clusters are joined by a cannot-link (a "dead end"; the message names
-        one such pair).
+        (from :meth:`fit`) Proven infeasibility only: ``n_clusters`` exceeds the number
+        of must-link components (HAC only merges), or the repair of a dead end proved
+        that no ``n_clusters`` clusters keep every cannot-link.
+    ConstraintSearchError
+        (from :meth:`fit`) The repair of a dead end reached ``time_limit`` without a
+        labelling or a proof; the constraints may be satisfiable.
 
     Notes
     -----
@@ -102,7 +113,9 @@ class HAC(ClusterMixin, BaseEstimator):
     ``+inf``, by the nearest-neighbour chain: O(n²) time and memory. Deciding whether
     ``k`` clusters can satisfy a set of cannot-links is NP-complete (it contains graph
     colouring; Davidson & Ravi 2005), and greedy merging may end at a dead end
-    although a different merge order would reach ``k``; the error says so.
+    although a different merge order would reach ``k``: the repair decides it exactly
+    (a mixed-integer program over the leaves in cannot-links), exponential in the worst
+    case but small in practice (its size is the number of cannot-linked leaves times k).
 
     References
     ----------
@@ -127,15 +140,17 @@ class HAC(ClusterMixin, BaseEstimator):
         "distance_threshold": [Check(_finite_nonnegative_or_none, "a finite number >= 0 or None")],
         "metric": [Options(*METRICS)],
         "max_samples": [Interval(Integral, 2, None)],
+        "time_limit": [Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(self, n_clusters=None, *, linkage="average", distance_threshold=None,
-                 metric="euclidean", max_samples=10_000):
+                 metric="euclidean", max_samples=10_000, time_limit=60.0):
         self.n_clusters = n_clusters
         self.linkage = linkage
         self.distance_threshold = distance_threshold
         self.metric = metric
         self.max_samples = max_samples
+        self.time_limit = time_limit
 
     def _check_params(self):
         validate_params(self)
@@ -188,7 +203,14 @@ class HAC(ClusterMixin, BaseEstimator):
         del D
         n_leaves = leaf_sizes.shape[0]
         n_merges = self._n_merges(Z, n_leaves, leaves, c)
-        self.labels_ = contiguous_labels(cut_linkage(Z, n_leaves, n_merges)[leaves])
+        leaf_labels = cut_linkage(Z, n_leaves, n_merges)
+        self.n_moved_ = 0
+        if self.n_clusters is not None and n_leaves - n_merges > int(self.n_clusters):  # a dead end
+            cl = c.cannot_link
+            leaf_labels, self.n_moved_ = repair_dead_end(
+                leaf_labels, leaf_sizes, np.column_stack([leaves[cl[:, 0]], leaves[cl[:, 1]]]),
+                int(self.n_clusters), self.time_limit)
+        self.labels_ = contiguous_labels(leaf_labels[leaves])
         self.n_clusters_ = int(self.labels_.max()) + 1
         self.linkage_matrix_ = Z
         self.leaves_ = leaves
@@ -215,18 +237,7 @@ class HAC(ClusterMixin, BaseEstimator):
             raise InfeasibleError(
                 f"the must-links join the points into {n_leaves} groups, fewer than "
                 f"n_clusters={k}; HAC only merges, so it cannot split a must-linked group.")
-        if Z.shape[0] < n_leaves - k:
-            stuck = n_leaves - Z.shape[0]
-            final = cut_linkage(Z, n_leaves, Z.shape[0])[leaves]
-            cl = c.cannot_link
-            i, j = (int(v) for v in cl[np.flatnonzero(final[cl[:, 0]] != final[cl[:, 1]])[0]])
-            raise InfeasibleError(
-                f"constrained HAC stopped at {stuck} clusters, above n_clusters={k}: every two "
-                f"remaining clusters are joined by a cannot-link (e.g. points {i} and {j}), so "
-                "no further merge is allowed. Greedy merging can reach such a dead end even when "
-                "another merge order would reach k (deciding it is NP-complete, Davidson & Ravi "
-                f"2005); use n_clusters >= {stuck} or fewer cannot-links.", point=i)
-        return n_leaves - k
+        return min(n_leaves - k, Z.shape[0])  # fewer: a dead end, repaired in fit
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -15,10 +15,10 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import pdist
 
-from ..exceptions import InconsistentConstraintsError
+from ..exceptions import ConstraintSearchError, InconsistentConstraintsError, InfeasibleError
 
 __all__ = ["LINKAGES", "METRICS", "condensed_distances", "cut_linkage", "contiguous_labels",
-           "constrained_linkage"]
+           "constrained_linkage", "repair_dead_end"]
 
 LINKAGES = ("single", "complete", "average")
 METRICS = ("euclidean", "sqeuclidean", "cosine", "cityblock")
@@ -345,3 +345,123 @@ def _linkage_matrix(merges, n_leaves) -> np.ndarray:
         count[new] = count[ra] + count[rb]
         Z[t] = (min(ra, rb), max(ra, rb), h, count[new])
     return Z
+
+
+# --------------------------------------------------------------- dead ends
+def repair_dead_end(clusters, sizes, cannot_link, n_clusters: int, time_limit: float = 60.0):
+    """Labels ``0..k-1`` of the leaves that break no cannot-link, moving as few points as
+    possible out of the clusters at which greedy merging stopped.
+
+    Constrained merging can stop at more than ``k`` clusters with every two of them
+    joined by a cannot-link although the constraints allow ``k`` clusters (deciding it
+    is graph colouring, NP-complete; Davidson & Ravi 2005). Reaching ``k`` then needs
+    some leaves to leave their cluster. This solves that exactly as a mixed-integer
+    program (HiGHS, :func:`scipy.optimize.milp`): every dead-end cluster ``C`` takes one
+    label (``y_Cg``), every leaf in a cannot-link takes one (``x_vg``), cannot-linked
+    leaves differ (``x_ug + x_vg <= 1``), every label is used, and the points of the
+    leaves that keep their cluster's label (``z_vg <= x_vg, z_vg <= y_Cg``) are
+    maximised; leaves in no cannot-link stay with their cluster. Clusters take labels in
+    order (cluster ``C`` one of ``0..C``), which removes the symmetry of relabelling.
+
+    Parameters
+    ----------
+    clusters : ndarray (L,)
+        Dead-end cluster ``0..s-1`` of every leaf (``s > k``).
+    sizes : ndarray (L,)
+        Points in every leaf.
+    cannot_link : ndarray (m, 2)
+        Cannot-linked leaf pairs (distinct leaves).
+    n_clusters : int
+        ``k``.
+    time_limit : float, default=60.0
+        Seconds for HiGHS.
+
+    Returns
+    -------
+    labels : ndarray (L,)
+        Label of every leaf.
+    moved : int
+        Points whose leaf left its cluster's label.
+
+    Raises
+    ------
+    InfeasibleError
+        HiGHS proved that no ``k`` labels keep every cannot-link (the cannot-link graph
+        of the leaves is not ``k``-colourable).
+    ConstraintSearchError
+        The time limit passed before a labelling was found or infeasibility proved.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    clusters = np.asarray(clusters, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.float64)
+    cl = np.unique(np.sort(np.asarray(cannot_link, dtype=np.int64), axis=1), axis=0)
+    k, s = int(n_clusters), int(clusters.max()) + 1
+    V, local = np.unique(cl, return_inverse=True)  # the leaves in a cannot-link
+    local = local.reshape(cl.shape)
+    nv, m = V.size, cl.shape[0]
+    # variables: x (nv, k) | y (s, k) | z (nv, k), row-major blocks
+    x0, y0, z0 = 0, nv * k, nv * k + s * k
+    n_var = z0 + nv * k
+    g = np.arange(k)
+    rows, cols, vals, lo, hi = [], [], [], [], []
+
+    def add(r_idx, c_idx, v, low, high):
+        rows.append(np.asarray(r_idx).ravel())
+        cols.append(np.asarray(c_idx).ravel())
+        vals.append(np.broadcast_to(v, np.shape(r_idx)).ravel().astype(float))
+        lo.append(low)
+        hi.append(high)
+
+    r = 0
+    # one label per constrained leaf and per cluster
+    add(np.repeat(np.arange(nv) + r, k), x0 + np.arange(nv * k), 1.0, np.ones(nv), np.ones(nv))
+    r += nv
+    add(np.repeat(np.arange(s) + r, k), y0 + np.arange(s * k), 1.0, np.ones(s), np.ones(s))
+    r += s
+    # every label used by some cluster
+    add(np.tile(np.arange(k) + r, s), y0 + np.arange(s * k), 1.0, np.ones(k), np.full(k, np.inf))
+    r += k
+    # cannot-linked leaves differ, label by label
+    ci = r + np.arange(m)[:, None] * k + g[None, :]
+    xu, xv = x0 + local[:, 0, None] * k + g, x0 + local[:, 1, None] * k + g
+    add(np.stack([ci, ci], axis=-1), np.stack([xu, xv], axis=-1), 1.0, np.full(m * k, -np.inf),
+        np.ones(m * k))
+    r += m * k
+    # z <= x and z <= y of the leaf's cluster
+    zi = z0 + np.arange(nv * k)
+    xi = x0 + np.arange(nv * k)
+    yi = (y0 + clusters[V][:, None] * k + g[None, :]).ravel()
+    for other in (xi, yi):
+        ri = r + np.arange(nv * k)
+        add(np.stack([ri, ri], axis=-1), np.stack([zi, other], axis=-1), np.array([1.0, -1.0]),
+            np.full(nv * k, -np.inf), np.zeros(nv * k))
+        r += nv * k
+    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, n_var))
+    cost = np.zeros(n_var)
+    cost[z0:] = -np.repeat(sizes[V], k)
+    upper = np.ones(n_var)
+    yb = upper[y0:z0].reshape(s, k)
+    yb[np.arange(s)[:, None] < g[None, :]] = 0.0  # cluster C takes one of the labels 0..C
+    integrality = np.r_[np.ones(z0), np.zeros(nv * k)]
+    res = milp(cost, integrality=integrality, bounds=Bounds(np.zeros(n_var), upper),
+               constraints=LinearConstraint(A, np.concatenate(lo), np.concatenate(hi)),
+               options={"time_limit": float(time_limit), "disp": False})
+    if res.status == 2:
+        raise InfeasibleError(
+            f"no {k} clusters keep every cannot-link: the cannot-links join the must-link groups "
+            f"into a graph that cannot be coloured with {k} colours (proved by HiGHS). Use more "
+            "clusters or drop cannot-links.")
+    if res.x is None:
+        raise ConstraintSearchError(
+            f"constrained HAC stopped at {s} clusters, above n_clusters={k}, and the exact repair "
+            f"found no {k}-cluster labelling that keeps every cannot-link within time_limit="
+            f"{time_limit:g} s, nor proved there is none: the constraints may be satisfiable. "
+            "Raise time_limit, or cluster with fewer cannot-links or more clusters.")
+    sol = np.round(res.x).astype(np.int64)
+    cluster_label = sol[y0:z0].reshape(s, k).argmax(axis=1)
+    labels = cluster_label[clusters]
+    leaf_label = sol[x0:y0].reshape(nv, k).argmax(axis=1)
+    moved = float(sizes[V][leaf_label != labels[V]].sum())
+    labels[V] = leaf_label
+    return labels, int(round(moved))

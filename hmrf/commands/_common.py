@@ -246,6 +246,34 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.splitext(text)[0] if "." in text else text)
 
 
+def is_text(data: Data) -> bool:
+    """Whether the points are text: a ``.txt`` file (TF-IDF vectors), or sparse rows with
+    no negative entry (term counts or weights, as the bundled newsgroup sets)."""
+    import scipy.sparse as sp
+
+    if str(data.source.get("data") or "").lower().endswith(".txt"):
+        return True
+    X = data.X
+    return sp.issparse(X) and (X.nnz == 0 or float(X.data.min()) >= 0.0)
+
+
+def emission_for(given, spec, data: Data):
+    """The emission an estimator gets: ``--emission`` if given; for text, the thesis's
+    cosine / von Mises-Fisher model (Basu 2005, §4.3.4) when the estimator's family is
+    free; else ``None`` (the estimator's own)."""
+    if given is not None:
+        return given
+    return "cosine" if spec.emissions is None and is_text(data) else None
+
+
+def emission_text(given, resolved) -> str:
+    """How a command names the emission it ran (``resolved`` by :func:`emission_for`
+    from the flag ``given``), for its printed summary."""
+    if given is not None:
+        return str(given)
+    return f"{resolved} (the default for text)" if resolved else "the estimator's own"
+
+
 def describe(data: Data) -> str:
     X = data.X
     kind = "sparse" if not isinstance(X, np.ndarray) else "dense"

@@ -60,7 +60,9 @@ def add_parser(sub):
     p.add_argument("--runs", type=common.pos_int, default=10, help="repetitions")
     p.add_argument("--emission", metavar="NAME",
                    help="emission family of the estimator and of the selector's distances "
-                        "(default: the estimator's own, sqeuclidean for most)")
+                        "(default: cosine for text, a .txt file or sparse non-negative rows, where "
+                        "the estimator's family is free; else the estimator's own, sqeuclidean "
+                        "for most)")
     p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
     p.add_argument("--noise", type=common.fraction, default=0.0, help="oracle error rate")
     p.add_argument("--no-closure", action="store_true",
@@ -114,8 +116,13 @@ def run(args) -> int:
     data = common.load(args, need_labels=True, complete_labels=True)
     X, y = data.X, data.y
     k = int(np.unique(y).shape[0])
-    clusterer = None if own else make_estimator(args.estimator, k, args.emission, args.w)
-    selector = make_selector(args.selector, k, clusterer, emission=args.emission)
+    if own:  # COBRAS's own clustering is free in its family, like an estimator without a fixed one
+        emission = args.emission if args.emission is not None else (
+            "cosine" if common.is_text(data) else None)
+    else:
+        emission = common.emission_for(args.emission, ESTIMATORS[args.estimator], data)
+    clusterer = None if own else make_estimator(args.estimator, k, emission, args.w)
+    selector = make_selector(args.selector, k, clusterer, emission=emission)
     budgets = list(range(0, args.budget + 1, args.step))
     if budgets[-1] != args.budget:
         budgets.append(args.budget)
@@ -128,7 +135,8 @@ def run(args) -> int:
 
     print(f"data       {common.describe(data)}, standardized={data.source['standardized']}")
     print(f"selector   {args.selector}: {SELECTORS[args.selector]}")
-    print(f"estimator  {args.estimator}  closure={not args.no_closure}")
+    print(f"estimator  {args.estimator}  closure={not args.no_closure}  emission "
+          f"{common.emission_text(args.emission, emission)}")
     print(f"budgets    {budgets[0]}..{budgets[-1]} step {args.step}, {runs} run(s), seed {args.seed}")
     sys.stdout.flush()
     stem = f"active-{common.safe_name(data.name)}-{args.selector}-{args.estimator}"

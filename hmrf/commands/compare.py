@@ -46,7 +46,9 @@ def add_parser(sub):
     p.add_argument("--runs", type=common.pos_int, default=10, help="runs of cross-validation")
     p.add_argument("--folds", type=common.pos_int, default=2, help="folds per run (the thesis: 2)")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family (default: the estimator's own, sqeuclidean for most)")
+                   help="emission family (default: cosine for text, a .txt file or sparse "
+                        "non-negative rows, where the family is free; else the estimator's own, "
+                        "sqeuclidean for most)")
     p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
     p.add_argument("--bound", default="lp", choices=("lp", "none"),
                    help="reference lower bound of the E-step gap: lp solves the LP relaxation of "
@@ -76,11 +78,12 @@ def run(args) -> int:
     if args.folds < 2:
         raise ValueError("--folds must be >= 2.")
     data = common.load(args, need_labels=True, complete_labels=True)
-    make_estimator(args.estimator, 2, args.emission, args.w)  # settings checked before any fit
+    emission = common.emission_for(args.emission, ESTIMATORS[args.estimator], data)
+    make_estimator(args.estimator, 2, emission, args.w)  # settings checked before any fit
     with common.OutputDir(args.out) as out:
         t0 = time.perf_counter()
         table = compare_engines(data.X, data.y, engines, estimator=args.estimator,
-                                emission=args.emission, w=args.w, points=points, runs=args.runs,
+                                emission=emission, w=args.w, points=points, runs=args.runs,
                                 folds=args.folds, bound=args.bound, random_state=args.seed,
                                 n_jobs=args.n_jobs,
                                 progress=False if args.no_progress else f"compare: {data.name}")
@@ -97,8 +100,9 @@ def run(args) -> int:
             plot_engine_summary(rows, out.file("compare.png"),
                                 f"{data.name}: E-step engines in {args.estimator}")
             wrote.append(out.file("compare.png"))
+    w_text = args.w if args.w is not None else "default"
     print(f"data {common.describe(data)}; {args.estimator}, emission "
-          f"{args.emission or 'default'}, w={args.w if args.w is not None else 'default'}; "
+          f"{common.emission_text(args.emission, emission)}, w={w_text}; "
           f"{args.runs} run(s) x {args.folds}-fold CV; bound {args.bound}")
     print(format_engine_summary(rows))
     print(f"total {elapsed:.1f} s")

@@ -38,7 +38,9 @@ def add_parser(sub):
                    help="estimator(s), listed below; repeat or comma-separate to compare several "
                         "(default hmrf-kmeans)")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family (default: each estimator's own, sqeuclidean for most)")
+                   help="emission family (default: cosine for text, a .txt file or sparse "
+                        "non-negative rows, where the family is free; else each estimator's own, "
+                        "sqeuclidean for most)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--constraints", metavar="LIST|A:B:STEP",
                      help="numbers of random pairs, e.g. 0:1000:100 (both ends included) or "
@@ -98,16 +100,19 @@ def run(args) -> int:
     if args.w is not None and not any(ESTIMATORS[n].takes_w for n in names):
         raise ValueError(f"--w: none of {names} has a constraint weight.")
 
-    def build(name, k):
+    def build(name, k, data=None):
         spec = ESTIMATORS[name]
-        return make_estimator(name, k, args.emission, args.w if spec.takes_w else None,
+        emission = args.emission if data is None else common.emission_for(args.emission, spec, data)
+        return make_estimator(name, k, emission, args.w if spec.takes_w else None,
                               args.engine if spec.takes_engine else None)
 
     for n in names:
         build(n, 2)
     data = common.load(args, need_labels=True, complete_labels=True)
     k = int(len(set(data.y.tolist())))
-    models = {n: build(n, k) for n in names}
+    models = {n: build(n, k, data) for n in names}
+    free = [common.emission_for(args.emission, ESTIMATORS[n], data) for n in names]
+    emission = common.emission_text(args.emission, next((e for e in free if e), None))
     nonzero = [int(p) for p in points if p] if supervision == "constraints" else []
     warm = partial(warm_up, X=data.X, y=data.y,
                    n_pairs=sorted({min(nonzero), max(nonzero)}) if nonzero else [0])
@@ -124,9 +129,9 @@ def run(args) -> int:
         if common.has_matplotlib():
             for m in metrics:
                 png = out.file(f"curve-{m}.png")
-                table.plot(m, path=png, title=f"{data.name} ({args.emission or 'default emission'})")
+                table.plot(m, path=png, title=f"{data.name} (emission: {emission})")
                 wrote.append(png)
-    print(f"data {common.describe(data)}, emission {args.emission or 'default'}, "
+    print(f"data {common.describe(data)}, emission {emission}, "
           f"{args.runs} run(s) x {folds or 1} fold(s); scores on held-out points (mean ± std)")
     print(table.format_summary(metrics))
     print()

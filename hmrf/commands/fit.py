@@ -17,8 +17,8 @@ SUMMARY = "cluster one data set (bundled or your own files); write labels, summa
 DESCRIPTION = """\
 Fit one estimator and write, in --out:
   labels.csv     one cluster per input row, in input order (with the ids of --id-column)
-  summary.json   objective, its history, iterations, engine, constraint weight w (auto
-                 resolved), timing, parameters, scores, violated constraints, hmrf version
+  summary.json   objective, its history, iterations, engine, emission, constraint weight
+                 w (auto resolved), timing, parameters, scores, violated constraints, version
   clusters.png   with --plot: a 2-D projection coloured by cluster, violated constraints drawn
 
 Supervision (one of):
@@ -53,7 +53,9 @@ def add_parser(sub):
                    help="the estimator, listed below")
     p.add_argument("--emission", metavar="NAME",
                    help="emission family: sqeuclidean, kl, idiv, itakura_saito, cosine, mahalanobis "
-                        "(default: the estimator's own, sqeuclidean for most)")
+                        "(default: cosine for text, a .txt file or sparse non-negative rows, when "
+                        "the estimator's family is free; else the estimator's own, sqeuclidean "
+                        "for most)")
     p.add_argument("--engine", metavar="NAME",
                    help="E-step engine, listed below (default: the estimator's own, icm)")
     p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
@@ -119,6 +121,13 @@ def _json_safe(value):
     return repr(value)
 
 
+def _family(est) -> str | None:
+    """Name of the emission family the estimator fitted with."""
+    from ..estimators.base import HMRFClusterMixin, emission_of
+
+    return emission_of(est).name if isinstance(est, HMRFClusterMixin) else None
+
+
 def _w_text(est, spec) -> str:
     """The constraint weight for the printed summary: ``auto = <value>`` when resolved."""
     if not spec.takes_w:
@@ -144,8 +153,8 @@ def run(args) -> int:
         if y is None or not np.any(y >= 0):
             raise ValueError("--k is needed: there are no labels to count the classes of.")
         k = int(np.unique(y[y >= 0]).size)
-    est = make_estimator(args.estimator, k, args.emission, args.w, args.engine,
-                         random_state=args.seed)
+    emission = common.emission_for(args.emission, spec, data)
+    est = make_estimator(args.estimator, k, emission, args.w, args.engine, random_state=args.seed)
     rng = np.random.default_rng(args.seed)
     supervision, sup_text, used = _supervision(args, spec, y, n, rng)
     with common.OutputDir(args.out) as out:
@@ -172,7 +181,7 @@ def run(args) -> int:
             data=dict(data.source, name=data.name, n=n, d=int(X.shape[1]),
                       sparse=not isinstance(X, np.ndarray)),
             estimator=args.estimator, engine=engine, parameters=params, n_clusters=k,
-            w=getattr(est, "w_", None) if spec.takes_w else None,
+            w=getattr(est, "w_", None) if spec.takes_w else None, emission=_family(est),
             supervision=dict(description=sup_text,
                              n_must_link=None if c is None else c.n_must_link,
                              n_cannot_link=None if c is None else c.n_cannot_link),
@@ -202,7 +211,7 @@ def run(args) -> int:
     engine_text = engine if engine is not None else f"none ({spec.no_engine})"
     print(f"data         {common.describe(data)}")
     print(f"estimator    {args.estimator}  engine={engine_text}  "
-          f"emission={args.emission or 'default'}  w={_w_text(est, spec)}")
+          f"emission={_family(est)}{'' if args.emission else ' (default)'}  w={_w_text(est, spec)}")
     pairs = ("" if c is None or spec.supervision != "constraints" else
              f"{len(c)} ({c.n_must_link} must-link, {c.n_cannot_link} cannot-link): ")
     print(f"supervision  {pairs}{sup_text}")

@@ -32,6 +32,7 @@ from ..initialization import (
     _in_domain,
     _rows,
     centers_from_constraints,
+    distinct_representatives,
     initial_centers,
     kmeanspp_candidates,
     seeded_centers,
@@ -62,7 +63,7 @@ def initial_centers_dask(model, n_clusters: int, family, constraints: Constraint
     n_clusters : int
     family : EmissionFamily
     constraints : Constraints, optional
-    method : {"neighborhoods", "pckmeans", "k-means++", "random"} or array (k, d)
+    method : {"pckmeans++", "neighborhoods", "pckmeans", "k-means++", "random"} or array (k, d)
     rng : numpy Generator
 
     Returns
@@ -71,11 +72,11 @@ def initial_centers_dask(model, n_clusters: int, family, constraints: Constraint
     """
     rng = check_random_state(rng)
     X, k = model.X, n_clusters
-    if not isinstance(method, str) or method not in ("neighborhoods", "pckmeans", "k-means++"):
+    if not isinstance(method, str) or method not in ("pckmeans++", "neighborhoods", "pckmeans", "k-means++"):
         return initial_centers(X, k, family, constraints, method, rng)  # rows by index only
     return centers_from_constraints(X, k, family, constraints, method, rng, _centroids,
-                                    lambda X, m, centers, family, rng: kmeanspp_dask(model, m, centers,
-                                                                                   family, rng))
+                                    lambda X, m, centers, family, rng, represent=None: kmeanspp_dask(
+                                        model, m, centers, family, rng, represent))
 
 
 def seeded_centers_dask(model, seeds, n_clusters: int, rng=None) -> np.ndarray:
@@ -109,7 +110,7 @@ def _persisted_closest(parts):
     return parts, np.concatenate(dask.compute(*parts))
 
 
-def kmeanspp_dask(model, m: int, centers, family, rng) -> np.ndarray:
+def kmeanspp_dask(model, m: int, centers, family, rng, represent=None) -> np.ndarray:
     """``m`` more centres by greedy k-means++ seeding given ``centers``, exactly as the
     in-memory code draws them (module docstring).
 
@@ -120,6 +121,9 @@ def kmeanspp_dask(model, m: int, centers, family, rng) -> np.ndarray:
     centers : ndarray (c, d)
     family : EmissionFamily
     rng : numpy Generator
+    represent : callable, optional
+        ``represent(rows) -> (len(rows), d)``: the centre a drawn row seeds (default: the
+        row itself), as in the in-memory code.
 
     Returns
     -------
@@ -127,8 +131,9 @@ def kmeanspp_dask(model, m: int, centers, family, rng) -> np.ndarray:
     """
     X, data, n = model.X, model.data, model.n_samples
     terms = data.data_terms or [None] * data.n_chunks
+    represent = (lambda rows: _rows(X, rows)) if represent is None else represent
     if centers.shape[0] == 0:
-        centers = _rows(X, [int(rng.integers(n))])
+        centers = represent([int(rng.integers(n))])
         m -= 1
     current = _in_domain(X, centers, family)
     parts, closest = _persisted_closest(
@@ -138,7 +143,8 @@ def kmeanspp_dask(model, m: int, centers, family, rng) -> np.ndarray:
     picked = []
     for _ in range(m):  # one centre per step; each step is two passes
         cand = kmeanspp_candidates(closest, trials, rng)
-        cand_centers = _in_domain(X, _rows(X, cand), family)
+        cand_rows = distinct_representatives(X, cand, represent(cand), [centers, *picked])
+        cand_centers = _in_domain(X, cand_rows, family)
         pots = dask.compute(tree_reduce(
             [dask.delayed(_chunk_potentials, pure=False)(data.family_key, x, t, c, cand_centers)
              for x, t, c in zip(data.chunks, terms, parts)]))[0]
@@ -151,5 +157,5 @@ def kmeanspp_dask(model, m: int, centers, family, rng) -> np.ndarray:
             parts, closest = _persisted_closest(
                 [dask.delayed(_chunk_update, pure=False)(data.family_key, x, t, c, chosen)
                  for x, t, c in zip(data.chunks, terms, parts)])
-        picked.append(_rows(X, [cand[0 if best is None else best]]))
+        picked.append(cand_rows[0 if best is None else best][None, :])
     return np.vstack([centers, *picked])

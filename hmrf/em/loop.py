@@ -15,6 +15,8 @@ does not return a labelling worse than the previous one under the current parame
 has higher energy (counted in ``EMResult.trace[i]["rejected"]``). The objective history
 is therefore non-increasing for every engine; an increase beyond round-off means the
 M-step is not exact and triggers a ``RuntimeWarning`` for families that claim it is.
+Round-off is judged in the precision the costs are computed in (:func:`rise_tolerance`):
+float32 data give costs accurate to about 1e-7 of their size, float64 data to 1e-16.
 
 Empty clusters. A cluster left without points takes the point with the largest current
 cost (as scikit-learn's KMeans relocates to far points) among the points whose move
@@ -42,7 +44,22 @@ from ..graph import POTTS_CL, POTTS_ML, TABLE
 from ..inference.base import InferenceEngine
 from .passes import assignment_pass
 
-__all__ = ["EMResult", "run_em", "reseed_empty_clusters"]
+__all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance"]
+
+#: Relative rise of the objective below which it counts as round-off: at least this ...
+RISE_RTOL = 1e-9
+#: ... and at least this many units of round-off of the working precision (the costs of
+#: float32 data are float32 numbers, each accurate to a few units of 1.2e-7).
+RISE_ULPS = 100
+
+
+def rise_tolerance(objective: float, dtype) -> float:
+    """The largest rise of the objective that counts as round-off, for costs computed in
+    ``dtype``: ``max(RISE_RTOL, RISE_ULPS · eps(dtype)) · max(1, |objective|)`` (1.2e-5
+    of the objective for float32, 1e-9 for float64)."""
+    kind = np.dtype(dtype)
+    eps = np.finfo(kind if kind.kind == "f" else np.float64).eps
+    return max(RISE_RTOL, RISE_ULPS * float(eps)) * max(1.0, abs(float(objective)))
 
 
 @dataclass
@@ -254,6 +271,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
     family = model.emission
     data_pass = assignment_pass if data_pass is None else data_pass
     movable = None if model.clamped is None else model.clamped < 0
+    precision = getattr(model.X, "dtype", np.float64)
     labels, stats, stats_labels = None, None, None
     age, moved_fraction = 0, 1.0
     prev_obj = np.inf
@@ -272,7 +290,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
             obj = step.previous_cost + graph.pairwise_energy(labels)
             history.append(obj)
             trace[-1]["objective"] = obj
-            if obj > prev_obj + 1e-9 * max(1.0, abs(prev_obj)) and family.exact_m_step:
+            if obj > prev_obj + rise_tolerance(prev_obj, precision) and family.exact_m_step:
                 warnings.warn(
                     f"EM objective increased from {prev_obj:.10g} to {obj:.10g} at iteration {it}; "
                     f"the M-step of {family!r} is not an exact minimiser.",

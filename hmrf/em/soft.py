@@ -44,7 +44,7 @@ import numpy as np
 
 from ..inference.bp import BeliefPropagation
 from ..inference.meanfield import MeanField, factorised_free_energy
-from .loop import EMResult
+from .loop import EMResult, rise_tolerance
 from .passes import soft_pass
 
 __all__ = ["run_soft_em", "posterior_engine", "POSTERIORS"]
@@ -146,7 +146,7 @@ def run_soft_em(model, params, engine=None, *, max_iter: int = 100, tol: float =
         t1 = time.perf_counter()
         trace.append(dict(objective=free, e_time=t1 - t0, m_time=0.0, n_changed=None,
                           nodes=nodes, posteriors=q_c))
-        if monotone and free > prev + 1e-9 * max(1.0, abs(prev)):
+        if monotone and free > prev + rise_tolerance(prev, getattr(model.X, "dtype", np.float64)):
             warnings.warn(f"soft EM free energy increased from {prev:.10g} to {free:.10g} at "
                           f"iteration {it}.", RuntimeWarning, stacklevel=2)
         if callback is not None:

@@ -20,10 +20,11 @@ from .._blocks import row_blocks
 from .._params import Check, Interval, Options, validate_params
 from .._validation import check_data, check_partial_labels, check_random_state, is_dask_collection
 from ..constraints import Constraints
-from ..em import run_em
+from ..em import rise_tolerance, run_em
 from ..em.passes import nearest_clusters
 from ..em.soft import run_soft_em
 from ..emissions import EmissionFamily, get_emission
+from ..exceptions import InfeasibleError
 from ..inference import InferenceEngine, get_engine
 from ..inference.meanfield import MeanField, softmax_free_energy
 from ..initialization import INIT_METHODS, initial_centers
@@ -49,7 +50,7 @@ def _is_array_init(value) -> bool:
 PARAMETERS = {
     "max_iter": [Interval(Integral, 1, None)],
     "tol": [Interval(Real, 0, None, closed="left")],
-    "n_init": [Interval(Integral, 1, None)],
+    "n_init": [Options("auto"), Interval(Integral, 1, None)],
     "w": [Options("auto"), Interval(Real, 0, None)],
     "em": [Options("hard", "soft")],
     "normalizer": [Options("constant", "closed_form")],
@@ -61,6 +62,28 @@ PARAMETERS = {
     "random_state": [Options(None), Interval(Integral, 0, 2**32 - 1), np.random.RandomState,
                      np.random.Generator],
 }
+
+
+#: ``n_init="auto"``: at most this many runs ...
+AUTO_MAX_RUNS = 10
+#: ... as many as fit in this much work per EM iteration summed over the runs, counted
+#: as entries of ``X`` (non-zeros when sparse) and constraint edges, each times ``k``
+#: (docs/choosing.md has the measured cost).
+AUTO_WORK = 2e8
+#: An E-step costs about this many times more per edge of a constrained point than per
+#: entry of ``X`` (message passing sweeps over the edges).
+EDGE_COST = 50
+
+
+def auto_n_init(model) -> int:
+    """The number of runs ``n_init="auto"`` makes on ``model``: ``AUTO_MAX_RUNS`` where
+    a run is cheap, fewer as ``k (entries of X + EDGE_COST · constraint edges)`` grows,
+    and at least one."""
+    X = model.X
+    n, d = X.shape
+    entries = float(X.nnz) if hasattr(X, "nnz") else float(n) * float(d)
+    work = model.n_clusters * (entries + EDGE_COST * len(model.constraints))
+    return int(min(AUTO_MAX_RUNS, max(1, AUTO_WORK // max(work, 1.0))))
 
 
 def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, weight=1.0) -> Constraints:
@@ -106,6 +129,10 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         The supervision used (pairs given plus those implied by ``y``).
     em_result_ : EMResult
         The full EM trace of the best run.
+    n_runs_ : int
+        EM runs made: ``n_init``, or with ``n_init="auto"`` up to 10 where a run is cheap
+        (``AUTO_WORK`` of work per iteration in all), fewer when some repeat the
+        initial centres of an earlier run or end in :class:`~hmrf.InfeasibleError`.
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
         :meth:`hmrf.HMRF.data_scale`).
@@ -212,6 +239,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         kw = dict(max_iter=self.max_iter, tol=float(self.tol))
         if self._setting("em") == "soft":
             inference = self._spec_inference()
+            if isinstance(inference, str) and inference.strip().lower() == "auto":
+                inference = "mean_field"  # soft EM's posteriors by default (hmrf.em.soft)
             return lambda model, params, rng: run_soft_em(model, params, inference, rng=rng,
                                                           data_pass=soft_pass, **kw)
         engine = get_engine(self._spec_inference())
@@ -219,14 +248,60 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
 
     def _best_of_runs(self, model, constraints, y, em, initial_params):
         """The run with the lowest objective of ``n_init`` runs of ``em`` from
-        ``initial_params(model, constraints, y, rng)``, all drawing on one generator."""
+        ``initial_params(model, constraints, y, rng)``, all drawing on one generator.
+
+        ``n_init="auto"``: ``auto_n_init(model)`` runs (one for an array ``init``) from two
+        kinds of start in turn when the model has pairwise potentials: the seeding from
+        the supervision (``init`` given the constraints), and the clustering of the data
+        alone (``init`` without them, then EM on the model without its potentials), from
+        whose parameters the constrained EM starts, so that supervision which
+        agrees with the data's own clusters keeps them. A run whose seeding repeats an
+        earlier run's of its kind is skipped (a deterministic seeding has nothing to
+        vary). The objective ``J`` of the model, constraints included, decides. A run
+        that ends in :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g.
+        COP-KMeans' greedy assignment) is skipped; the error is raised when every run
+        ends in it.
+        """
         rng = check_random_state(self.random_state)
-        best = None
-        for _ in range(int(self._spec_n_init())):
-            res = em(model, initial_params(model, constraints, y, rng), rng)
-            if best is None or res.objective < best.objective:
+        self.n_runs_ = 0
+        n_init = self._spec_n_init()
+        auto = isinstance(n_init, str)
+        if auto:
+            n_init = 1 if _is_array_init(self._spec_init()) else auto_n_init(model)
+        alone = self._data_alone(model)
+        kinds = 2 if auto and alone is not None else 1
+        best, seen = None, [[] for _ in range(kinds)]
+        precision = getattr(model.X, "dtype", np.float64)
+        for run in range(int(n_init)):
+            kind = run % kinds
+            params = initial_params(model, constraints if kind == 0 else Constraints.empty(model.n_samples),
+                                    y, rng)
+            if auto:
+                centers = np.asarray(params.centers)
+                if any(np.array_equal(centers, c) for c in seen[kind]):
+                    continue
+                seen[kind].append(centers.copy())
+            if kind == 1:
+                params = em(alone, params, rng).params
+            try:
+                res = em(model, params, rng)
+            except InfeasibleError as exc:  # a heuristic's dead end in this run; others may not
+                failed = exc
+                continue
+            self.n_runs_ += 1
+            # lower beyond round-off: equal optima (the same clustering, relabelled) go to
+            # the first run, whatever the order of the sums (threads, Dask chunks)
+            if best is None or res.objective < best.objective - rise_tolerance(best.objective, precision):
                 best = res
+        if best is None:
+            raise failed
         return best
+
+    def _data_alone(self, model):
+        """The model of the data alone, whose optimum is the second kind of start of
+        ``n_init="auto"`` (the model without its pairwise potentials), or ``None`` when
+        it is the model itself."""
+        return model.without_potentials() if model.potentials else None
 
     def _set_fitted(self, best, model, constraints, labels):
         """Store the fitted attributes of the best run (``labels`` as the caller keeps them)."""

@@ -40,6 +40,12 @@ class COPKMeans(HMRFClusterMixin):
         worst case, so meant for small or moderately constrained problems.
     time_limit : float, default=60.0
         Seconds for each MILP repair (with ``repair="milp"``).
+    n_init : int or "auto", default="auto"
+        Runs from different random initialisations; the lowest objective among the runs
+        that find a labelling wins, and :class:`~hmrf.InfeasibleError` is raised only
+        when every run hits a dead end. ``"auto"``: as :class:`~hmrf.HMRFKMeans` (up to
+        10 runs where they are cheap, half of them started from the clustering of the
+        data alone). The paper makes one run (``n_init=1``).
     random_state : int, RandomState or None, default=None
 
     Attributes
@@ -82,7 +88,7 @@ class COPKMeans(HMRFClusterMixin):
     }
 
     def __init__(self, n_clusters=8, *, emission="sqeuclidean", max_iter=100, tol=1e-4,
-                 n_restarts=0, repair=None, time_limit=60.0, random_state=None):
+                 n_restarts=0, repair=None, time_limit=60.0, n_init="auto", random_state=None):
         self.n_clusters = n_clusters
         self.emission = emission
         self.max_iter = max_iter
@@ -90,6 +96,7 @@ class COPKMeans(HMRFClusterMixin):
         self.n_restarts = n_restarts
         self.repair = repair
         self.time_limit = time_limit
+        self.n_init = n_init
         self.random_state = random_state
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None, potentials=None):
@@ -116,9 +123,23 @@ class COPKMeans(HMRFClusterMixin):
             super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints,
                         potentials=potentials)
         finally:
-            methods, self._methods = self._methods, None
+            methods, self._methods = getattr(self, "_best_methods", self._methods), None
         self.assignment_ = max(methods, key=METHODS.index, default="greedy")
         return self
+
+    def _best_of_runs(self, model, constraints, y, em, initial_params):
+        """As the base class, keeping what produced the best run's labels (``assignment_``)."""
+        logged = {}
+
+        def em_logged(m, params, rng):
+            start = len(self._methods)
+            res = em(m, params, rng)
+            logged[id(res)] = self._methods[start:]
+            return res
+
+        best = super()._best_of_runs(model, constraints, y, em_logged, initial_params)
+        self._best_methods = logged.get(id(best), [])
+        return best
 
     def _spec_inference(self):
         engine = _RecordingGreedy(self.n_restarts, self.repair, self.time_limit)

@@ -20,8 +20,12 @@ class HMRFKMeans(HMRFClusterMixin):
     emission : str or EmissionFamily, default="sqeuclidean"
         ``"sqeuclidean"``, ``"kl"``, ``"idiv"``, ``"itakura_saito"``, ``"cosine"``,
         ``"mahalanobis"`` or a family object (see :mod:`hmrf.emissions`).
-    inference : str or InferenceEngine, default="icm"
-        E-step engine (``"icm"``, or an engine instance from :mod:`hmrf.inference`).
+    inference : str or InferenceEngine, default="auto"
+        E-step engine: a name of :data:`hmrf.inference.ENGINES` or an engine instance.
+        ``"auto"`` (:class:`~hmrf.inference.auto.AutoEngine`): belief propagation, then
+        α-expansion moves per connected component, the lower energy kept; it reaches
+        the lowest objective of the engines (measurements in :doc:`/choosing`).
+        ``"icm"`` is the thesis's engine (§4.4.4).
     w : float or "auto", default="auto"
         Global multiplier of the constraint weights (``np.inf``: all hard). ``"auto"``:
         twice the mean emission cost of a point when all the data form one cluster, so
@@ -29,11 +33,19 @@ class HMRFKMeans(HMRFClusterMixin):
         costs; for squared Euclidean distance ``2 mean_i ||x_i - x̄||²``, the expected
         squared distance between two random points (:meth:`hmrf.HMRF.data_scale`). A
         number is the thesis's ``w`` (eq. 4.10). The resolved value is ``w_``.
-    init : str or array of shape (k, d), default="neighborhoods"
-        ``"neighborhoods"`` (thesis §4.4.3), ``"pckmeans"``, ``"k-means++"``,
-        ``"random"`` or initial centres; see :mod:`hmrf.initialization`.
-    n_init : int, default=1
-        Runs from different initialisations; the lowest objective wins.
+    init : str or array of shape (k, d), default="pckmeans++"
+        ``"pckmeans++"``: k-means++ over the data in which drawing a point of a must-link
+        neighbourhood seeds the neighbourhood's centroid (size-weighted k-means++ over
+        the neighbourhoods when they cover the data); ``"neighborhoods"`` (thesis
+        §4.4.3), ``"pckmeans"`` (ICML 2004 §3.1, the k largest neighbourhoods),
+        ``"k-means++"``, ``"buckshot"``, ``"random"`` or initial centres; see
+        :mod:`hmrf.initialization`.
+    n_init : int or "auto", default="auto"
+        Runs from different initialisations; the lowest objective wins. ``"auto"``:
+        up to 10 runs where a run is cheap (fewer as ``k`` times the entries of ``X``
+        and the constraints grow; one for an array ``init``), alternating the
+        seeding from the constraints with a start from the clustering of the data
+        alone; ``n_runs_`` says how many ran (:doc:`/choosing` has the cost).
     max_iter : int, default=100
     tol : float, default=1e-4
         Relative decrease of the objective below which EM stops.
@@ -49,8 +61,8 @@ class HMRFKMeans(HMRFClusterMixin):
     em : {"hard", "soft"}, default="hard"
         ``"hard"``: MAP labels in every E-step (HMRF-KMeans, :mod:`hmrf.em`). ``"soft"``:
         posteriors and the variational free energy (:mod:`hmrf.em.soft`), with
-        ``inference`` naming the posterior method (``"icm"``/``"mean_field"``: mean-field,
-        ``"bp"``: sum-product); then ``predict_proba`` and, with
+        ``inference`` naming the posterior method (``"auto"``, ``"icm"`` or
+        ``"mean_field"``: mean-field; ``"bp"``: sum-product); then ``predict_proba`` and, with
         ``normalizer="closed_form"`` (which also learns mixing weights),
         ``score_samples``.
     random_state : int, RandomState or None, default=None
@@ -75,8 +87,8 @@ class HMRFKMeans(HMRFClusterMixin):
     [0, 0, 1, 1, 0]
     """
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", inference="icm", w="auto",
-                 init="neighborhoods", n_init=1, max_iter=100, tol=1e-4, normalizer="constant",
+    def __init__(self, n_clusters=8, *, emission="sqeuclidean", inference="auto", w="auto",
+                 init="pckmeans++", n_init="auto", max_iter=100, tol=1e-4, normalizer="constant",
                  closure=False, em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.emission = emission
@@ -95,11 +107,14 @@ class HMRFKMeans(HMRFClusterMixin):
 class PCKMeans(HMRFClusterMixin):
     """Pairwise Constrained KMeans (Basu, Bilenko & Mooney 2004, eq. 1).
 
-    HMRF-KMeans with squared Euclidean distance, unit Potts penalties scaled by ``w``
-    and the ICML 2004 initialisation (§3.1): centroids of the largest must-link
-    neighbourhoods, then a point cannot-linked to all of them, then perturbations of
-    the global centroid. As in the paper, the constraint sets are augmented by their
-    transitive closure before clustering (``closure=True``).
+    HMRF-KMeans with squared Euclidean distance and unit Potts penalties scaled by
+    ``w``. As in the paper, the constraint sets are augmented by their transitive
+    closure before clustering (``closure=True``). The paper's algorithm is
+    ``PCKMeans(w=1, inference="icm", init="pckmeans", n_init=1)``: the ICML 2004
+    initialisation (§3.1: centroids of the largest must-link neighbourhoods, then a
+    point cannot-linked to all of them, then perturbations of the global centroid) and
+    greedy assignment; the defaults are a scale-aware weight, the best engine and
+    initialisations that cannot seed two clusters in one class (:doc:`/choosing`).
 
     Parameters
     ----------
@@ -110,7 +125,12 @@ class PCKMeans(HMRFClusterMixin):
         ``2w``). ``"auto"``: ``2 mean_i ||x_i - x̄||²``, the expected squared distance
         between two random points (see :class:`HMRFKMeans`); the paper uses ``w = 1``.
         The resolved value is ``w_``.
-    inference : str or InferenceEngine, default="icm"
+    inference : str or InferenceEngine, default="auto"
+        As :class:`HMRFKMeans`; the paper's engine is ``"icm"``.
+    init : str or array of shape (k, d), default="pckmeans++"
+        As :class:`HMRFKMeans`; ``"pckmeans"`` is the paper's seeding (ICML 2004, §3.1).
+    n_init : int or "auto", default="auto"
+        As :class:`HMRFKMeans`; the paper makes one run.
     closure : bool, default=True
         Augment the constraints by their transitive closure (ICML 2004, §3.1).
     max_iter : int, default=100
@@ -120,13 +140,15 @@ class PCKMeans(HMRFClusterMixin):
     random_state : int, RandomState or None, default=None
     """
 
-    _fixed = dict(HMRFClusterMixin._fixed, emission="sqeuclidean", init="pckmeans")
+    _fixed = dict(HMRFClusterMixin._fixed, emission="sqeuclidean")
 
-    def __init__(self, n_clusters=8, *, w="auto", inference="icm", closure=True, max_iter=100,
-                 tol=1e-4, em="hard", random_state=None):
+    def __init__(self, n_clusters=8, *, w="auto", inference="auto", init="pckmeans++", n_init="auto",
+                 closure=True, max_iter=100, tol=1e-4, em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.w = w
         self.inference = inference
+        self.init = init
+        self.n_init = n_init
         self.closure = closure
         self.max_iter = max_iter
         self.tol = tol
@@ -145,7 +167,8 @@ class KMeans(HMRFClusterMixin):
     n_clusters : int, default=8
     emission : str or EmissionFamily, default="sqeuclidean"
     init : {"k-means++", "neighborhoods", "random"} or array, default="k-means++"
-    n_init : int, default=1
+    n_init : int or "auto", default="auto"
+        Runs; ``"auto"``: up to 10 where a run is cheap (as :class:`HMRFKMeans`).
     max_iter : int, default=300
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -156,7 +179,7 @@ class KMeans(HMRFClusterMixin):
     random_state : int, RandomState or None, default=None
     """
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", init="k-means++", n_init=1,
+    def __init__(self, n_clusters=8, *, emission="sqeuclidean", init="k-means++", n_init="auto",
                  max_iter=300, tol=1e-4, normalizer="constant", em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.emission = emission
@@ -179,7 +202,7 @@ class SphericalKMeans(HMRFClusterMixin):
 
     Rows are L2-normalised and centroids are normalised cluster sums (eq. 4.13). The
     cost is the cosine distance ``1 - x^T μ``; constraints, when given, enter as in
-    HMRF-KMeans.
+    HMRF-KMeans, with its default E-step engine (``"auto"``).
 
     Parameters
     ----------
@@ -187,8 +210,10 @@ class SphericalKMeans(HMRFClusterMixin):
     w : float or "auto", default="auto"
         As :class:`HMRFKMeans`: ``"auto"`` is ``2 mean_i (1 - x_iᵀ μ̂)`` with ``μ̂`` the
         normalised mean direction of the data.
-    init : str or array, default="k-means++"
-    n_init : int, default=1
+    init : str or array, default="pckmeans++"
+        As :class:`HMRFKMeans` (without constraints: k-means++).
+    n_init : int or "auto", default="auto"
+        As :class:`HMRFKMeans`.
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -199,9 +224,9 @@ class SphericalKMeans(HMRFClusterMixin):
     random_state : int, RandomState or None, default=None
     """
 
-    _fixed = dict(HMRFClusterMixin._fixed, emission="cosine")
+    _fixed = dict(HMRFClusterMixin._fixed, emission="cosine", inference="auto")
 
-    def __init__(self, n_clusters=8, *, w="auto", init="k-means++", n_init=1, max_iter=100,
+    def __init__(self, n_clusters=8, *, w="auto", init="pckmeans++", n_init="auto", max_iter=100,
                  tol=1e-4, normalizer="constant", em="hard", random_state=None):
         self.n_clusters = n_clusters
         self.w = w

@@ -77,7 +77,8 @@ class MPCKMeans(_MetricLearner):
             + Σ_{ML} w w_ij f_M(i, j) [y_i != y_j] + Σ_{CL} w w_ij f_C(i, j) [y_i = y_j]
 
     (plus the shrinkage prior of :class:`~hmrf.emissions.Mahalanobis`), with the ICML
-    seeding (``init="pckmeans"`` by default, §3.1), the distance-scaled penalties
+    seeding (``init="pckmeans"``, §3.1; the default draws the neighbourhoods by
+    k-means++), the distance-scaled penalties
     ``f_M = max(α_min, α_max - ||x_i - x_j||²_A)`` and
     ``f_C = min(α_min + ||x_i - x_j||²_A, α_max)``, and the metric update of the
     paper's appendix in every M-step.
@@ -118,19 +119,22 @@ class MPCKMeans(_MetricLearner):
     closure : bool, default=True
         Augment the constraints by their transitive closure (must-link components and
         the cannot-links between them), as the paper does before clustering (§3.1).
-    init : {"pckmeans", "neighborhoods", "k-means++", "random"} or array, default="pckmeans"
+    init : {"pckmeans++", "pckmeans", "neighborhoods", "k-means++", "random"} or array, default="pckmeans++"
         ``"pckmeans"`` is the paper's seeding (§3.1: the k *largest* must-link
-        neighbourhoods); ``"neighborhoods"`` is the thesis's weighted farthest-first
-        choice among them (Basu 2005, §4.4.3), which avoids seeding two clusters from
-        one class (which is better depends on the number of constraints: see
-        :doc:`/metric_learning`).
-    inference : str or InferenceEngine, default="bp"
+        neighbourhoods), which seeds two clusters in one class when two of the
+        largest neighbourhoods share it; ``"pckmeans++"`` draws the neighbourhoods by
+        k-means++ instead (see :class:`~hmrf.HMRFKMeans`); ``"neighborhoods"`` is the
+        thesis's weighted farthest-first choice among them (Basu 2005, §4.4.3).
+    n_init : int or "auto", default="auto"
+        As :class:`~hmrf.HMRFKMeans`; the paper makes one run.
+    inference : str or InferenceEngine, default="auto"
         E-step engine (Fig. 1, step 2a). The paper assigns points greedily, one at a
         time (ICM, Basu 2005, §4.4.4). Single-point moves cannot move a must-link
         neighbourhood as a whole, so under the distance-scaled penalties ``"icm"``
-        stops at a higher ``J`` than loopy belief propagation (``"bp"``), which
-        minimises the same E-step energy over all constrained points jointly, at a
-        higher cost per E-step (the measurements are in :doc:`/metric_learning`).
+        stops at a higher ``J`` than the global engines, belief propagation (``"bp"``)
+        and ``"auto"`` (BP, then α-expansion moves), which minimise the same E-step
+        energy over all constrained points jointly, at a higher cost per E-step (the
+        measurements are in :doc:`/metric_learning` and :doc:`/choosing`).
     max_iter : int, default=100
     tol : float, default=1e-4
     random_state : int, RandomState or None, default=None
@@ -169,7 +173,8 @@ class MPCKMeans(_MetricLearner):
 
     def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w="auto", alpha_min=0.0,
                  alpha_max="auto", penalty="distance", shrinkage=0.01, closure=True,
-                 init="pckmeans", inference="bp", max_iter=100, tol=1e-4, random_state=None):
+                 init="pckmeans++", n_init="auto", inference="auto", max_iter=100, tol=1e-4,
+                 random_state=None):
         self.n_clusters = n_clusters
         self.metric = metric
         self.per_cluster = per_cluster
@@ -180,6 +185,7 @@ class MPCKMeans(_MetricLearner):
         self.shrinkage = shrinkage
         self.closure = closure
         self.init = init
+        self.n_init = n_init
         self.inference = inference
         self.max_iter = max_iter
         self.tol = tol
@@ -214,6 +220,8 @@ class MKMeans(_MetricLearner):
         As :class:`MPCKMeans` (``w``, ``alpha_*`` act only in the metric update;
         ``w="auto"`` is 1).
     init : {"k-means++", "random"} or array of shape (k, d), default="k-means++"
+    n_init : int or "auto", default="auto"
+        As :class:`~hmrf.HMRFKMeans`.
     inference : str or InferenceEngine, default="icm"
         Kept for a uniform API; with no penalties every engine is the nearest-centre rule.
     max_iter : int, default=100
@@ -235,7 +243,7 @@ class MKMeans(_MetricLearner):
     """
 
     def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w="auto", alpha_min=0.0,
-                 alpha_max="must_link", shrinkage=0.01, closure=True, init="k-means++",
+                 alpha_max="must_link", shrinkage=0.01, closure=True, init="k-means++", n_init="auto",
                  inference="icm", max_iter=100, tol=1e-4, random_state=None):
         self.n_clusters = n_clusters
         self.metric = metric
@@ -246,6 +254,7 @@ class MKMeans(_MetricLearner):
         self.shrinkage = shrinkage
         self.closure = closure
         self.init = init
+        self.n_init = n_init
         self.inference = inference
         self.max_iter = max_iter
         self.tol = tol

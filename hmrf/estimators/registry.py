@@ -105,7 +105,7 @@ ESTIMATORS = {
         "hmrf_kmeans:SphericalKMeans",
         "SP-KMeans: cosine similarity on the unit sphere (text)",
         "constraints", takes_w=True, emissions=("cosine", "vmf"),
-        no_engine="its E-steps always use ICM"),
+        no_engine="its E-steps always use the default engine, auto"),
     "kmeans": EstimatorSpec(
         "hmrf_kmeans:KMeans",
         "KMeans from perturbed global centroids, no supervision (the thesis's baseline)",

