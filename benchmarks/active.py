@@ -351,7 +351,6 @@ def _time_peer(make, X, y, budget, oracle_cls, seed):
 
 
 def timing(args):
-    load_before = os.getloadavg()[0]
     peer = _peer()
     X, y = load("digits389", True)
     k = int(np.unique(y).size)
@@ -444,9 +443,7 @@ def timing(args):
              "`_most_informative`; E&C and Min-Max have no clustering inside, so selection is their "
              "total. Below: the time per query of a whole selection run with "
              f"{args.big_budget} queries on the first 1,000 of scikit-learn's digits (10 classes, "
-             "standardised), NPU re-clustering with the same model and k = 10. Load average of the "
-             f"machine ({os.cpu_count()} cores): {load_before:.1f} at the start, "
-             f"{os.getloadavg()[0]:.1f} at the end.")
+             "standardised), NPU re-clustering with the same model and k = 10.")
     print("\n" + table + "\n\n" + table2)
     if args.write:
         write_result("active_timing", table + "\n\n" + table2, notes=notes)
