@@ -143,3 +143,39 @@ def test_cli_interactive_session(tmp_path, capsys, monkeypatch):
 def test_cli_reports_bad_budget(capsys):
     assert main(["active", "--budget", "-1"]) == 2
     assert "--budget" in capsys.readouterr().err
+
+
+def test_explore_consolidate_curve_rises_on_data_in_large_units():
+    # scikit-learn's anisotropic blobs (where k-means splits the classes) in units of
+    # 100: squared distances ~1e5. With w = 1 a violated constraint costs nothing next
+    # to them, PCKMeans ignores the answers and the curve is flat whatever the budget
+    # (pendigits-389, raw pixel coordinates 0-100, stayed at one ARI); the default
+    # scale-aware w makes the answers count and the curve rise.
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=240, centers=3, random_state=170)
+    X = X @ np.array([[0.6, -0.6], [-0.4, 0.8]]) * 100
+    budgets = [10, 20, 40, 80]
+    flat = active_curve(ExploreConsolidate(3), PCKMeans(3, w=1.0), X, y, budgets=budgets, n_runs=3)
+    ari = flat.scores["ari"]
+    assert np.all(ari == ari[:, :1])  # the same clustering at every budget
+    rising = active_curve(ExploreConsolidate(3), PCKMeans(3), X, y, budgets=budgets, n_runs=3)
+    ari = rising.scores["ari"]
+    assert np.all(ari[:, -1] > ari[:, 0] + 0.05)
+    assert np.all(ari[:, -1] > flat.scores["ari"][:, -1] + 0.05)
+
+
+def test_cli_default_is_cobras_with_mpckmeans_and_own_is_cobras_alone(tmp_path, capsys):
+    common = ["--dataset", "iris", "--budget", "10", "--step", "5", "--runs", "1", "--out", str(tmp_path),
+              "--no-progress"]
+    assert main(["active", *common]) == 0
+    out = capsys.readouterr().out
+    assert "selector   cobras" in out and "estimator  mpckmeans" in out
+    assert (tmp_path / "active-iris-cobras-mpckmeans.csv").exists()
+    assert main(["active", *common, "--estimator", "own"]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "active-iris-cobras-own.csv")))
+    assert [r["estimator"] for r in rows] == ["COBRAS"] * 3
+    assert main(["active", *common, "--estimator", "own", "--selector", "npu"]) == 2
+    assert "--selector cobras" in capsys.readouterr().err
+    assert main(["active", *common, "--estimator", "own", "--w", "2"]) == 2
+    assert "no constraint weight" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hmrf import Constraints, HMRFKMeans, PCKMeans
+from hmrf import Constraints, COPKMeans, HMRFKMeans
 from hmrf.active import LabelOracle, RandomPairs
 from hmrf.metrics import ari, nmi
 from hmrf.widgets.oracle_model import OracleModel
@@ -104,12 +104,12 @@ def test_reclusterer_from_converged_centres_is_a_fixed_point():
 
 def test_reclusterer_without_init_refits_cold():
     X, _ = blobs()
-    rc = Reclusterer(PCKMeans(n_clusters=3, random_state=0), X)
+    rc = Reclusterer(COPKMeans(n_clusters=3, random_state=0), X)
     rc.fit(Constraints.empty(len(X)))
     c = Constraints.from_pairs(cannot_link=[(0, 1)], n=len(X))
     labels = rc.fit(c)
     assert not rc.warm_
-    assert same_partition(labels, PCKMeans(n_clusters=3, random_state=0).fit(X, constraints=c).labels_)
+    assert same_partition(labels, COPKMeans(n_clusters=3, random_state=0).fit(X, constraints=c).labels_)
 
 
 def test_reclusterer_bad_input():
@@ -169,7 +169,9 @@ def test_own_pair_joins_the_constraints_and_moves_the_labels():
 
 def test_violations_are_those_of_the_labels():
     X, y = blobs(seed=3, spread=2.5)
-    m = OracleModel(X, y, selector=RandomPairs(random_state=0), random_state=0)
+    # w=0: the clusterer ignores the (noisy) answers, so some of them are violated
+    m = OracleModel(X, y, selector=RandomPairs(random_state=0),
+                    estimator=HMRFKMeans(n_clusters=3, w=0.0, random_state=0), random_state=0)
     m.play(LabelOracle(y, noise=0.3, random_state=0), 25)
     c, labels = m.constraints, m.labels
     expected = [(labels[i] != labels[j]) if k == 1 else (labels[i] == labels[j]) for i, j, k, _ in c]

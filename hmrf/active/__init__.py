@@ -11,7 +11,10 @@ which pairs to ask and return the answers as :class:`~hmrf.Constraints`:
 * :class:`MinMax` — then the point least similar to the skeleton (Mallapragada et al.
   2008);
 * :class:`NPU` — iterative, random-forest uncertainty per expected query (Xiong,
-  Azimi & Fern 2014).
+  Azimi & Fern 2014);
+* :class:`COBRAS` — super-instances refined by k-means splits and merged by queries
+  (Van Craenendonck et al. 2018); also a clusterer, whose ``labels_`` need no
+  other estimator.
 
 :func:`hmrf.experiments.active_curve` runs a selector and a clusterer over budgets and
 repetitions.
@@ -28,6 +31,7 @@ True
 """
 
 from .base import ActiveSelector, fit_clusterer, neighborhoods_from_constraints
+from .cobras import COBRAS
 from .explore import Explore, ExploreConsolidate
 from .interactive import InteractiveSession
 from .minmax import MinMax
@@ -48,6 +52,7 @@ __all__ = [
     "ExploreConsolidate",
     "MinMax",
     "NPU",
+    "COBRAS",
     "normalized_uncertainty",
     "neighborhoods_from_constraints",
     "fit_clusterer",

@@ -86,6 +86,7 @@ class _State:
     def __init__(self, X, Xp, family, oracle, rng, warm: Constraints, hoods, asked):
         self.X, self.Xp, self.family, self.oracle, self.rng = X, Xp, family, oracle, rng
         self.n = int(Xp.shape[0])
+        self.phi = family.data_terms(Xp)  # per-point terms of the divergence, computed once
         self.warm = warm
         self.hoods: list[list[int]] = [list(map(int, h)) for h in hoods]
         self.done = np.zeros(self.n, dtype=bool)  # in a neighbourhood, or given up on
@@ -146,10 +147,13 @@ class _State:
         """Data points as cluster representatives of the family (e.g. smoothed for KL)."""
         return np.asarray(self.family.init_params(self.Xp, _rows(self.Xp, idx)).centers)
 
+    def _data(self, rows):
+        return None if self.phi is None else (self.phi if rows is None else self.phi[rows])
+
     def divergence_to_points(self, rows, idx) -> np.ndarray:
         """``D(x_r, x_j)`` for rows ``rows`` (or all points if None) and points ``idx``."""
         Xr = self.Xp if rows is None else self.Xp[rows]
-        return self.family.divergence(Xr, self.point_centers(idx))
+        return self.family.divergence(Xr, self.point_centers(idx), data=self._data(rows))
 
     def centroids(self) -> np.ndarray:
         """Family centroid (M-step) of every neighbourhood, shape (l, d)."""
@@ -159,7 +163,7 @@ class _State:
 
     def order_by_centroid(self, x: int) -> np.ndarray:
         """Neighbourhoods by increasing divergence of ``x`` to their centroids (§5.3)."""
-        d = self.family.divergence(self.Xp[[x]], self.centroids())[0]
+        d = self.family.divergence(self.Xp[[x]], self.centroids(), data=self._data([x]))[0]
         return np.argsort(d, kind="stable")
 
     def known(self, x: int, h: int) -> int:
@@ -257,6 +261,61 @@ class _State:
         return self.warm + new if len(self.warm) else new
 
 
+class _Closure:
+    """Must-link components and the cannot-links between them, updated per answer.
+
+    The transitive closure of the answers (and of the warm-start constraints) as a
+    component label per point and a set of cannot-linked component pairs: what a
+    selector uses to skip pairs whose answer is already implied.
+    """
+
+    def __init__(self, state: _State):
+        n = state.n
+        self.n = n
+        self.comp = np.asarray(state.warm.component_labels()).copy()
+        cl = state.warm.cannot_link
+        a, b = self.comp[cl[:, 0]], self.comp[cl[:, 1]]
+        pairs = zip(a.tolist(), b.tolist(), strict=True)
+        self.cl = {(int(min(u, v)), int(max(u, v))) for u, v in pairs if u != v}
+        self.asked = state.asked
+        self._refresh()
+
+    def _refresh(self):
+        n = self.n
+        self.cl_keys = np.fromiter((u * n + v for u, v in self.cl), dtype=np.int64, count=len(self.cl))
+        self.asked_keys = np.fromiter(
+            (i * n + j for i, j in self.asked), dtype=np.int64, count=len(self.asked)
+        )
+
+    def valid(self, lo, hi) -> np.ndarray:
+        """Mask of pairs ``lo < hi`` neither asked nor implied by the closure."""
+        n = self.n
+        ca, cb = self.comp[lo], self.comp[hi]
+        u, v = np.minimum(ca, cb), np.maximum(ca, cb)
+        return (ca != cb) & ~np.isin(u * n + v, self.cl_keys) & ~np.isin(lo * n + hi, self.asked_keys)
+
+    def implied(self, i: int, j: int) -> bool | None:
+        """What the answers so far imply for the pair: True (same must-link component),
+        False (components joined by a cannot-link), None (nothing)."""
+        ci, cj = int(self.comp[i]), int(self.comp[j])
+        if ci == cj:
+            return True
+        return False if (min(ci, cj), max(ci, cj)) in self.cl else None
+
+    def update(self, i, j, answer):
+        ci, cj = int(self.comp[i]), int(self.comp[j])
+        if answer is True:
+            self.comp[self.comp == cj] = ci  # merge component cj into ci
+
+            def rename(c):
+                return ci if c == cj else c
+
+            self.cl = {(min(rename(u), rename(v)), max(rename(u), rename(v))) for u, v in self.cl}
+        elif answer is False:
+            self.cl.add((min(ci, cj), max(ci, cj)))
+        self._refresh()
+
+
 class ActiveSelector(BaseEstimator):
     """Base class of the query selectors.
 
@@ -350,6 +409,16 @@ class ActiveSelector(BaseEstimator):
         if isinstance(n_queries, bool) or int(n_queries) != n_queries or n_queries < 0:
             raise ValueError(f"n_queries must be a non-negative integer; got {n_queries!r}.")
         return self._state_.constraints_at(min(int(n_queries), self.n_queries_))
+
+    def clusterer_constraints(self, n_queries: int, closure: bool = True) -> Constraints:
+        """The supervision a clusterer gets after ``n_queries`` queries.
+
+        :meth:`constraints_at`, with its transitive closure if ``closure`` (Xiong et
+        al. 2014, §4.1.2). Selectors with more to say (COBRAS's super-instances)
+        override this; the result is meant for an estimator with ``closure=False``.
+        """
+        c = self.constraints_at(n_queries)
+        return c.closure() if closure and len(c) else c
 
     def queried_points(self, n_queries=None) -> np.ndarray:
         """Sorted indices of the points in the first ``n_queries`` queries (default: all)."""

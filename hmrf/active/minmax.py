@@ -114,7 +114,7 @@ class MinMax(ExploreConsolidate):
 
     def _start_consolidate(self, state):
         def div(rows, cols):
-            return state.family.divergence(state.Xp[rows], state.point_centers(cols))
+            return state.family.divergence(state.Xp[rows], state.point_centers(cols), data=state._data(rows))
 
         self.sigma_ = kernel_width(div, state.n, float(self.percentile), state.rng)
         skeleton = np.concatenate([np.asarray(h) for h in state.hoods])

@@ -13,10 +13,73 @@ from .base import ActiveSelector, _State, fit_clusterer
 
 __all__ = [
     "NPU",
+    "forest_leaves",
+    "relabelled_points",
     "leaf_neighborhood_similarity",
     "neighborhood_probabilities",
     "normalized_uncertainty",
 ]
+
+
+def forest_leaves(X, labels, n_estimators: int = 50, random_state: int = 0, n_jobs=None) -> np.ndarray:
+    """Leaf of every point in every tree of a random forest fitted to ``labels``.
+
+    The forest of :class:`sklearn.ensemble.RandomForestClassifier` with
+    ``n_estimators`` and ``random_state`` (the same trees, the same leaves as its
+    ``fit(X, labels).apply(X)``): tree ``t`` is a
+    :class:`~sklearn.tree.DecisionTreeClassifier` with ``max_features="sqrt"`` grown
+    on a bootstrap sample of the points (drawn with the tree's seed, given as sample
+    weights), the tree seeds drawn from ``random_state``. The trees are fitted one by
+    one without the forest's per-tree parameter checks and copies, which cost as much
+    as growing a tree on a few hundred points; with ``n_jobs > 1`` on a pool of
+    threads (the tree builder releases the GIL; the result does not depend on it).
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+        Converted to float32 (CSC for sparse fitting, CSR for the leaves).
+    labels : array-like of shape (n,)
+    n_estimators : int, default=50
+    random_state : int, default=0
+    n_jobs : int or None, default=None
+        Threads (``None``: 1; ``-1``: all cores).
+
+    Returns
+    -------
+    ndarray of shape (n, n_estimators)
+        Node index of the leaf of every point in every tree.
+    """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    import sklearn
+    from sklearn.tree import DecisionTreeClassifier
+
+    labels = np.asarray(labels)
+    if sp.issparse(X):
+        X_fit = sp.csc_matrix(X, dtype=np.float32)
+        X_fit.sort_indices()
+        X_apply = sp.csr_matrix(X, dtype=np.float32)
+        X_apply.sort_indices()
+    else:
+        X_fit = X_apply = np.ascontiguousarray(X, dtype=np.float32)
+    n = labels.shape[0]
+    seeds = np.random.RandomState(random_state).randint(np.iinfo(np.int32).max, size=int(n_estimators))
+
+    def grow(seed):
+        weight = np.bincount(np.random.RandomState(seed).randint(0, n, n), minlength=n).astype(np.float64)
+        tree = DecisionTreeClassifier(max_features="sqrt", random_state=seed)
+        with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
+            tree.fit(X_fit, labels, sample_weight=weight, check_input=False)
+            return tree.apply(X_apply, check_input=False)
+
+    threads = 1 if n_jobs is None else (os.cpu_count() or 1) if n_jobs < 0 else int(n_jobs)
+    if threads <= 1:
+        columns = [grow(int(s)) for s in seeds]
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            columns = list(pool.map(grow, seeds.tolist()))
+    return np.column_stack(columns)
 
 
 def leaf_neighborhood_similarity(leaves, hoods, candidates=None) -> np.ndarray:
@@ -116,6 +179,31 @@ def normalized_uncertainty(P):
     return H, E, H / E
 
 
+def relabelled_points(a, b) -> int:
+    """Number of points whose cluster differs between two labellings, clusters matched
+    one to one to agree on as many points as possible (0 iff the partitions are equal).
+
+    ``n - max_σ Σ_h C[h, σ(h)]`` with ``C`` the contingency table of ``a`` and ``b``
+    and ``σ`` a one-to-one matching of their clusters (Hungarian algorithm,
+    :func:`scipy.optimize.linear_sum_assignment`).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    _, a = np.unique(np.asarray(a), return_inverse=True)
+    _, b = np.unique(np.asarray(b), return_inverse=True)
+    ka, kb = int(a.max(initial=-1)) + 1, int(b.max(initial=-1)) + 1
+    C = np.bincount(a * kb + b, minlength=ka * kb).reshape(ka, kb)
+    rows, cols = linear_sum_assignment(C, maximize=True)
+    return int(a.size - C[rows, cols].sum())
+
+
+def _takes_centres(estimator) -> bool:
+    """Whether an hmrf estimator starts from ``init=`` centres (warm start)."""
+    from ..estimators.base import HMRFClusterMixin
+
+    return isinstance(estimator, HMRFClusterMixin) and "init" in estimator.get_params(deep=False)
+
+
 class NPU(ActiveSelector):
     """Normalized point-based uncertainty: iterative active selection (Xiong et al. 2014).
 
@@ -140,16 +228,38 @@ class NPU(ActiveSelector):
         use MPCKMeans.
     n_estimators : int, default=50
     closure : bool, default=True
-        Cluster with the transitive closure of the constraints (Xiong et al., §4.1.2).
+        Cluster with the transitive closure of the constraints (Xiong et al., §4.1.2);
+        ``False``: with the answered pairs only. NPU computes it and turns the
+        clusterer's own ``closure`` off.
     emission : str, EmissionFamily or None, default=None
         Divergence for choosing the member a point is paired with (``None``: the
         clusterer's ``emission`` if any, else squared Euclidean).
     reuse_forest : bool, default=True
-        Reuse the previous iteration's forest when the clustering is unchanged (the
-        forest would be trained on identical data; only its seed would differ). Set
-        ``False`` to refit every iteration, literally as Alg. 2 line 1.
+        Reuse the forest while the clustering it was trained on still holds, up to a
+        renaming of the clusters and ``forest_tolerance`` (a forest trained on the same
+        partition differs only by its seed). ``False`` refits every iteration,
+        literally as Alg. 2 line 1.
+    forest_tolerance : float in [0, 1), default=0.0
+        Fraction of the points that may have changed cluster (:func:`relabelled_points`)
+        since the forest was trained before it is trained again. ``0``: only the same
+        partition reuses the forest. A small tolerance (``0.01``) skips most forests
+        once the clustering has settled, at a small cost in quality (a fresh forest
+        each round varies the similarity the next choice is made with; the measured
+        cost is in :doc:`/active_learning`).
+    warm_start : bool, default=False
+        Start each re-clustering from the previous iteration's cluster centres (the
+        clusterer's ``init``, one run), where the clusterer takes initial centres
+        (HMRFKMeans, MPCKMeans, KMeans, SphericalKMeans); others restart from their
+        own initialisation. One new point's constraints move a clustering little, so
+        EM converges in a few iterations and the labels stay put, which also lets the
+        forest be reused more often; but EM stays near the previous local optimum,
+        where a restart from the neighbourhoods can find a better one (the measured
+        cost is in :doc:`/active_learning`). ``False`` re-clusters from scratch every
+        iteration, as Alg. 1 line 3 reads. For interactive use, ``warm_start=True,
+        forest_tolerance=0.01`` answers several times faster.
     n_jobs : int or None, default=None
-        Passed to the random forest.
+        Threads growing the forest's trees (:func:`forest_leaves`); the result does
+        not depend on it.
     random_state : int, RandomState, Generator or None, default=None
         Source of the first point, the forests, ties, and the clusterer's
         ``random_state`` when that is ``None``.
@@ -172,10 +282,18 @@ class NPU(ActiveSelector):
     broken at random. If re-clustering fails, a ``RuntimeError`` says at which query
     and why (there is no retry loop).
 
+    A round costs a re-clustering and a forest, ``O(N_T n log n + n T)`` for Alg. 2
+    (§3.4). The two ways to scale up that §3.4 names are here: growing the trees in
+    parallel (``n_jobs``) and re-clustering incrementally (``warm_start``); forest
+    reuse (``reuse_forest``, ``forest_tolerance``) skips the forest when the
+    clustering has not moved. Whatever the settings, the forest is grown tree by tree
+    (:func:`forest_leaves`, the same trees as scikit-learn's), the closure computed
+    once a round and ``w="auto"`` resolved once a fit: these change no result.
+
     References
     ----------
     S. Xiong, J. Azimi & X. Z. Fern (2014), "Active learning of constraints for
-    semi-supervised clustering", IEEE TKDE 26(1): Alg. 1–2, eqs. 1–4.
+    semi-supervised clustering", IEEE TKDE 26(1): Alg. 1–2, eqs. 1–4, §3.4.
     """
 
     def __init__(
@@ -185,6 +303,8 @@ class NPU(ActiveSelector):
         n_estimators=50,
         closure=True,
         reuse_forest=True,
+        forest_tolerance=0.0,
+        warm_start=False,
         emission=None,
         n_jobs=None,
         random_state=None,
@@ -193,6 +313,8 @@ class NPU(ActiveSelector):
         self.n_estimators = n_estimators
         self.closure = closure
         self.reuse_forest = reuse_forest
+        self.forest_tolerance = forest_tolerance
+        self.warm_start = warm_start
         self.emission = emission
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -203,17 +325,32 @@ class NPU(ActiveSelector):
         t = self.n_estimators
         if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 1:
             raise ValueError(f"n_estimators must be a positive integer; got {t!r}.")
+        f = self.forest_tolerance
+        if isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 <= float(f) < 1:
+            raise ValueError(f"forest_tolerance must be a fraction in [0, 1); got {f!r}.")
 
     def _cluster(self, state: _State) -> np.ndarray:
         est = clone(self.clusterer)
         params = est.get_params(deep=False)
         if "random_state" in params and params["random_state"] is None:
             est.set_params(random_state=int(state.rng.integers(np.iinfo(np.int32).max)))
+        if self.warm_start and self._centers is not None and _takes_centres(est):
+            est.set_params(init=self._centers)
+            if "n_init" in params:  # restarts from one set of centres would repeat one another
+                est.set_params(n_init=1)
+        if "closure" in params:  # NPU decides on the closure, once per iteration
+            est.set_params(closure=False)
+        if params.get("w") == "auto" and self._w is not None:  # it depends on X alone
+            est.set_params(w=self._w)
         c = state.constraints_at()
         if self.closure and len(c):
             c = c.closure()
         try:
-            return fit_clusterer(est, state.X, c)
+            labels = fit_clusterer(est, state.X, c)
+            if self.warm_start and _takes_centres(est):
+                self._centers = np.array(est.cluster_centers_, dtype=np.float64)
+            self._w = getattr(est, "w_", None)
+            return labels
         except Exception as exc:
             raise RuntimeError(
                 f"NPU: re-clustering with {type(est).__name__} failed after {len(state.queries)} "
@@ -221,18 +358,13 @@ class NPU(ActiveSelector):
             ) from exc
 
     def _most_informative(self, state: _State, labels, free):
-        from sklearn.ensemble import RandomForestClassifier
-
         seed = int(state.rng.integers(np.iinfo(np.int32).max))
         cached = self._forest_cache
-        if self.reuse_forest and cached is not None and np.array_equal(cached[0], labels):
+        if (self.reuse_forest and cached is not None
+                and relabelled_points(cached[0], labels) <= float(self.forest_tolerance) * labels.size):
             leaves = cached[1]
         else:
-            forest = RandomForestClassifier(
-                n_estimators=int(self.n_estimators), n_jobs=self.n_jobs, random_state=seed
-            )
-            forest.fit(state.Xp, labels)
-            leaves = forest.apply(state.Xp)
+            leaves = forest_leaves(self._Xf, labels, int(self.n_estimators), seed, self.n_jobs)
             self.n_forests_ += 1
             self._forest_cache = (np.array(labels, copy=True), leaves)
         P = neighborhood_probabilities(leaf_neighborhood_similarity(leaves, state.hoods, free))
@@ -243,12 +375,15 @@ class NPU(ActiveSelector):
 
     def _select(self, state):
         self.labels_, self.n_iter_, self.n_forests_ = None, 0, 0
-        self._forest_cache = None
+        self._forest_cache, self._centers, self._w = None, None, None
+        # the forest's input format, converted once (sparse stays sparse)
+        self._Xf = sp.csc_matrix(state.Xp, dtype=np.float32) if sp.issparse(state.Xp) else (
+            np.ascontiguousarray(state.Xp, dtype=np.float32))
         self.timings_ = {"cluster": 0.0, "select": 0.0}
         try:
             self._loop(state)
         finally:
-            self._forest_cache = None
+            self._forest_cache, self._centers, self._w, self._Xf = None, None, None, None
 
     def _loop(self, state):
         if not state.hoods:

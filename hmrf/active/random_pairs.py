@@ -4,55 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ActiveSelector, _State, _Stop
+from .base import ActiveSelector, _Closure, _Stop
 
 __all__ = ["RandomPairs"]
 
 _BATCH = 256
 _TRIES = 8
 _BLOCK = 512
-
-
-class _Closure:
-    """Must-link components and the cannot-links between them, updated per answer."""
-
-    def __init__(self, state: _State):
-        n = state.n
-        self.n = n
-        self.comp = np.asarray(state.warm.component_labels()).copy()
-        cl = state.warm.cannot_link
-        a, b = self.comp[cl[:, 0]], self.comp[cl[:, 1]]
-        pairs = zip(a.tolist(), b.tolist(), strict=True)
-        self.cl = {(int(min(u, v)), int(max(u, v))) for u, v in pairs if u != v}
-        self.asked = state.asked
-        self._refresh()
-
-    def _refresh(self):
-        n = self.n
-        self.cl_keys = np.fromiter((u * n + v for u, v in self.cl), dtype=np.int64, count=len(self.cl))
-        self.asked_keys = np.fromiter(
-            (i * n + j for i, j in self.asked), dtype=np.int64, count=len(self.asked)
-        )
-
-    def valid(self, lo, hi) -> np.ndarray:
-        """Mask of pairs ``lo < hi`` neither asked nor implied by the closure."""
-        n = self.n
-        ca, cb = self.comp[lo], self.comp[hi]
-        u, v = np.minimum(ca, cb), np.maximum(ca, cb)
-        return (ca != cb) & ~np.isin(u * n + v, self.cl_keys) & ~np.isin(lo * n + hi, self.asked_keys)
-
-    def update(self, i, j, answer):
-        ci, cj = int(self.comp[i]), int(self.comp[j])
-        if answer is True:
-            self.comp[self.comp == cj] = ci  # merge component cj into ci
-
-            def rename(c):
-                return ci if c == cj else c
-
-            self.cl = {(min(rename(u), rename(v)), max(rename(u), rename(v))) for u, v in self.cl}
-        elif answer is False:
-            self.cl.add((min(ci, cj), max(ci, cj)))
-        self._refresh()
 
 
 class RandomPairs(ActiveSelector):

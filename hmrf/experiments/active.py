@@ -169,7 +169,7 @@ def _one_run(r, seeds, template, clusterer, X, y, budgets, closure, noise, dont_
     t0 = time.perf_counter()
     sel.fit(X, oracle)
     select_time = time.perf_counter() - t0
-    has_rs = "random_state" in clusterer.get_params(deep=False)
+    params = {} if clusterer is None else clusterer.get_params(deep=False)
     n = X.shape[0]
     records = []
     for budget in (int(b) for b in budgets):
@@ -179,17 +179,20 @@ def _one_run(r, seeds, template, clusterer, X, y, budgets, closure, noise, dont_
                    n_queries=min(budget, int(sel.n_queries_)), select_time=select_time,
                    n_must_link=c.n_must_link, n_cannot_link=c.n_cannot_link,
                    n_constraints=float(len(c)))
-        if closure and len(c):
-            c = c.closure()
-        est = clone(clusterer)
-        if has_rs:
-            est.set_params(random_state=s_clu)
         t1 = time.perf_counter()
-        try:
-            labels = fit_clusterer(est, X, c)
-            error = ""
-        except (InfeasibleError, InconsistentConstraintsError) as exc:
-            labels, error = None, str(exc)
+        if clusterer is None:  # the selector's own clustering (COBRAS)
+            labels, error = sel.labels_at(budget), ""
+        else:
+            est = clone(clusterer)
+            if "random_state" in params:
+                est.set_params(random_state=s_clu)
+            if "closure" in params:  # the curve decides on the closure, once
+                est.set_params(closure=False)
+            try:
+                labels = fit_clusterer(est, X, sel.clusterer_constraints(budget, closure))
+                error = ""
+            except (InfeasibleError, InconsistentConstraintsError) as exc:
+                labels, error = None, str(exc)
         rec["fit_time"] = time.perf_counter() - t1
         if labels is None:
             rec.update({m: np.nan for m in ACTIVE_SCORES if m != "n_constraints"})
@@ -226,7 +229,10 @@ def active_curve(
     queries for every budget ``b`` (:meth:`~hmrf.active.ActiveSelector.constraints_at`:
     identical to a run with budget ``b``, since no selector looks at its budget) and
     scores the clustering against ``y`` on all points and on the points no query
-    involved.
+    involved. The clusterer receives
+    :meth:`~hmrf.active.ActiveSelector.clusterer_constraints` (the answers, their
+    closure, and for :class:`~hmrf.active.COBRAS` its super-instances) with its own
+    ``closure`` turned off, the curve having decided on it.
 
     Parameters
     ----------
@@ -234,9 +240,10 @@ def active_curve(
         Its ``random_state`` is set per run. An :class:`~hmrf.active.NPU` without a
         clusterer gets ``clusterer``; a selector with ``emission=None`` gets the
         clusterer's ``emission`` if it has one.
-    clusterer : hmrf estimator
+    clusterer : hmrf estimator or None
         Fitted (a clone, ``random_state`` set per run) at every budget through
-        :func:`~hmrf.active.fit_clusterer`.
+        :func:`~hmrf.active.fit_clusterer`. ``None``: the selector's own clustering
+        (:meth:`COBRAS.labels_at <hmrf.active.COBRAS.labels_at>`).
     X : array-like, sparse matrix, or str
         The data, or the name of a data set of :func:`hmrf.datasets.load_dataset`.
     y : array-like of shape (n,)
@@ -245,7 +252,7 @@ def active_curve(
     n_runs : int, default=10
     closure : bool, default=True
         Give the clusterer the transitive closure of the constraints, as Xiong et al.
-        (2014, §4.1.2) and the thesis (§4.5.2) do.
+        (2014, §4.1.2) and the thesis (§4.5.2) do; ``False``: the answered pairs only.
     noise, dont_know : float, default=0.0
         Error and "don't know" rates of the label oracle.
     oracle_factory : callable, optional
@@ -287,13 +294,19 @@ def active_curve(
 
     template = clone(selector)
     sel_params = template.get_params(deep=False)
-    if "clusterer" in sel_params and sel_params["clusterer"] is None:
-        template.set_params(clusterer=clone(clusterer))
-    if "emission" in sel_params and sel_params["emission"] is None:
-        template.set_params(emission=clusterer_emission(clusterer))
+    if clusterer is None:
+        if not callable(getattr(template, "labels_at", None)):
+            raise ValueError(f"clusterer=None uses the selector's own clustering, and "
+                             f"{type(selector).__name__} has none (labels_at); give a clusterer.")
+    else:
+        if "clusterer" in sel_params and sel_params["clusterer"] is None:
+            template.set_params(clusterer=clone(clusterer))
+        if "emission" in sel_params and sel_params["emission"] is None:
+            template.set_params(emission=clusterer_emission(clusterer))
 
     seeds = np.random.default_rng(random_state).integers(np.iinfo(np.int32).max, size=(n_runs, 3))
-    names = (type(selector).__name__, type(clusterer).__name__, name or "")
+    names = (type(selector).__name__, type(selector if clusterer is None else clusterer).__name__,
+             name or "")
     args = (template, clusterer, X, y, budgets, closure, noise, dont_know, oracle_factory, names)
     if n_jobs in (None, 1):
         results = (_one_run(r, seeds[r], *args) for r in range(n_runs))

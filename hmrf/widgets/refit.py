@@ -64,7 +64,7 @@ class Reclusterer:
     ``n_init=1``) and run at most ``max_iter`` EM iterations: one answer moves the
     optimum a little, so a few iterations from the last centres reach it, where a
     cold start would pay for the initialisation and for the iterations to come back.
-    Estimators without ``init`` (PCKMeans, COP-KMeans, the seeded ones) refit from
+    Estimators without ``init`` (COP-KMeans, the seeded ones) refit from
     their own initialisation. Labels are renamed to agree with the previous fit
     (:func:`align_labels`).
 
