@@ -24,6 +24,7 @@ Engines never see the data ``X`` or the emission parameters: only ``U`` and this
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +32,8 @@ from scipy.sparse import csgraph
 
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
 
-__all__ = ["PairwiseGraph", "GraphCache", "STRUCTURAL_FIELDS", "as_graph", "segment_sum"]
+__all__ = ["PairwiseGraph", "GraphCache", "STRUCTURAL_FIELDS", "EdgeClasses", "as_graph", "segment_sum",
+           "independent_sets", "best_per_component"]
 
 POTTS_ML = MUST_LINK
 POTTS_CL = CANNOT_LINK
@@ -49,10 +51,143 @@ def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray
     return np.asarray(out)
 
 
+def independent_sets(n_nodes: int, edges: np.ndarray, rng=None) -> list[np.ndarray]:
+    """Partition nodes into independent sets (a proper colouring), Luby-style.
+
+    Every round selects the remaining nodes whose priority beats all their remaining
+    neighbours'; at least the top-priority node is selected, so it ends. Without
+    ``rng`` the priorities are fixed (higher degree first, ties in a fixed
+    pseudo-random order of the indices), so the colouring is a function of the graph
+    alone and can be cached on it (:meth:`PairwiseGraph.independent_sets`); with a
+    NumPy Generator they are a random permutation. Ties are not broken by index: on a
+    regular graph such as an image grid, where every degree is equal, index priorities
+    select one anti-diagonal per round (about ``h + w`` rounds); random ones need
+    O(log n) rounds (Luby 1986).
+
+    Parameters
+    ----------
+    n_nodes : int
+    edges : ndarray of shape (m, 2)
+    rng : numpy Generator, optional
+        Random priorities; fixed ones without it.
+
+    Returns
+    -------
+    list of ndarray
+        The sets, in the order the rounds selected them; together they hold every node once.
+
+    References
+    ----------
+    Luby (1986), "A simple parallel algorithm for the maximal independent set problem",
+    SIAM J. Computing 15(4).
+    """
+    src = np.r_[edges[:, 0], edges[:, 1]]
+    dst = np.r_[edges[:, 1], edges[:, 0]]
+    if rng is None:
+        degree = np.bincount(src, minlength=n_nodes)
+        ties = np.random.default_rng(0).permutation(n_nodes)  # fixed: a function of n alone
+        prio = np.empty(n_nodes, dtype=np.int64)
+        prio[np.lexsort((ties, degree))] = np.arange(n_nodes)
+    else:
+        prio = rng.permutation(n_nodes)
+    remaining = np.ones(n_nodes, dtype=bool)
+    sets = []
+    while remaining.any():
+        live = remaining[src] & remaining[dst]
+        best_neighbor = np.full(n_nodes, -1, dtype=np.int64)
+        np.maximum.at(best_neighbor, src[live], prio[dst[live]])
+        chosen = remaining & (prio > best_neighbor)
+        sets.append(np.flatnonzero(chosen))
+        remaining &= ~chosen
+        keep = remaining[src] & remaining[dst]  # drop edges that can no longer matter
+        src, dst = src[keep], dst[keep]
+    return sets
+
+
+def best_per_component(unary, graph: PairwiseGraph, candidates, comp=None,
+                       n_comp=None) -> tuple[np.ndarray, np.ndarray]:
+    """Combine candidate labellings component by component, keeping the cheapest part.
+
+    The E-step energy is a sum over connected components,
+    ``E(y) = sum_c E_c(y)`` with ``E_c(y) = sum_{i in c} U[i, y_i] + sum_{e in c} cost_e(y)``,
+    so taking, in every component, the candidate with the lowest ``E_c`` gives a
+    labelling no worse than the best single candidate (and usually much better).
+
+    Parameters
+    ----------
+    unary : ndarray (n, k)
+    graph : PairwiseGraph
+    candidates : ndarray (R, n)
+    comp : ndarray (n,), optional
+        Component of every node; ``graph.components()`` by default.
+    n_comp : int, optional
+
+    Returns
+    -------
+    labels : ndarray (n,)
+    choice : ndarray (n_comp,)
+        Index of the candidate used in each component.
+    """
+    if comp is None:
+        n_comp, comp = graph.components()
+    cand = np.asarray(candidates, dtype=np.int64)
+    n = cand.shape[1]
+    cost = _component_energies(unary, graph, cand, comp, n_comp)  # (n_comp, R)
+    choice = np.argmin(cost, axis=1)
+    return cand[choice[comp], np.arange(n)], choice
+
+
+def _component_energies(unary, graph, cand, comp, n_comp) -> np.ndarray:
+    """``E_c`` of every candidate (R, n) in every component: shape (n_comp, R)."""
+    n = cand.shape[1]
+    node_cost = unary[np.arange(n)[None, :], cand]  # (R, n)
+    cost = segment_sum(comp, node_cost.T, n_comp)  # (n_comp, R)
+    if graph.n_edges:
+        edge_cost = np.stack([graph.edge_costs(c) for c in cand], axis=1)  # (m, R)
+        cost = cost + segment_sum(comp[graph.edges[:, 0]], edge_cost, n_comp)
+    return cost
+
+
+class EdgeClasses(NamedTuple):
+    """The classes of a graph's factors, as read-only (m,) masks
+    (:meth:`PairwiseGraph.edge_classes`).
+
+    A Potts edge is *hard* when its weight is ``inf`` and *soft* when it is finite and
+    positive; a zero-weight Potts edge is neither (it costs nothing).
+    """
+
+    must: np.ndarray         #: Potts must-links (kind +1), any weight
+    cannot: np.ndarray       #: Potts cannot-links (kind -1), any weight
+    table: np.ndarray        #: table edges (kind 0)
+    hard: np.ndarray         #: Potts edges of weight inf
+    soft_must: np.ndarray    #: must-links of finite positive weight
+    soft_cannot: np.ndarray  #: cannot-links of finite positive weight
+    hard_must: np.ndarray    #: must-links of weight inf
+    hard_cannot: np.ndarray  #: cannot-links of weight inf
+
+    def split(self) -> tuple[np.ndarray, ...]:
+        """``(soft_must, soft_cannot, hard_must, hard_cannot, table)``: every factor with
+        a cost in exactly one class (the terms of the Kleinberg-Tardos program, Basu
+        2005, Appendix A.2), zero-weight Potts edges in none."""
+        return self.soft_must, self.soft_cannot, self.hard_must, self.hard_cannot, self.table
+
+    @classmethod
+    def of(cls, kind: np.ndarray, weight: np.ndarray) -> EdgeClasses:
+        must, cannot = kind == POTTS_ML, kind == POTTS_CL
+        inf = np.isinf(weight)
+        soft = ~inf & (weight > 0)
+        out = cls(must, cannot, kind == TABLE, inf & (must | cannot), must & soft, cannot & soft,
+                  must & inf, cannot & inf)
+        for a in out:
+            a.flags.writeable = False
+        return out
+
+
 #: GraphCache fields that depend on the edges and their kinds only, never on the weights:
 #: :meth:`PairwiseGraph.with_weights` hands them to the re-weighted graph. Every other
 #: field may hold weights (or which edges are hard) and is built anew for new weights.
-STRUCTURAL_FIELDS = ("adjacency", "components", "bp_colours", "bp_bfs", "bp_node_orders")
+STRUCTURAL_FIELDS = ("adjacency", "components", "independent_sets", "bp_colours", "bp_bfs",
+                     "bp_node_orders")
 
 
 @dataclass(eq=False)
@@ -97,6 +232,10 @@ class GraphCache:
         frustrated part and lattice components (:mod:`hmrf.inference.bp`).
     bp_node_orders : dict
         Belief propagation's compiled node-order layouts and TRW-S's layouts, by order name.
+    edge_classes : EdgeClasses or None
+        The classes of the factors (:meth:`PairwiseGraph.edge_classes`; weighted).
+    independent_sets : list or None
+        The fixed-priority colouring (:meth:`PairwiseGraph.independent_sets`).
     auto_parts : tuple or None
         The split of the graph by :class:`~hmrf.inference.auto.AutoEngine`'s rule (its
         nodes and sub-graphs per engine).
@@ -115,6 +254,8 @@ class GraphCache:
     bp_lattice: np.ndarray | None = None
     bp_node_orders: dict = field(default_factory=dict)
     auto_parts: tuple | None = None
+    edge_classes: EdgeClasses | None = None
+    independent_sets: list | None = None
 
     def reweighted(self, weight) -> GraphCache:
         """The cache of the same edges under the weights ``weight`` (the contract above)."""
@@ -271,7 +412,7 @@ class PairwiseGraph:
         if m and (np.any(np.isnan(w)) or np.any(w < 0)):
             b = int(np.flatnonzero(np.isnan(w) | (w < 0))[0])
             raise ValueError(f"edge weight #{b} is {w[b]}; weights must be >= 0.")
-        if self.tables is not None and np.any(np.isinf(w[self.kind == TABLE])):
+        if self.tables is not None and np.any(np.isinf(w[self.edge_classes().table])):
             raise ValueError("table edges need finite weights; put inf inside the table instead.")
         w.flags.writeable = False
         g = object.__new__(PairwiseGraph)
@@ -326,8 +467,28 @@ class PairwiseGraph:
 
     @property
     def hard(self) -> np.ndarray:
-        """(m,) mask of hard Potts edges."""
-        return np.isinf(self.weight)
+        """(m,) mask of hard Potts edges (read-only; :meth:`edge_classes`)."""
+        return self.edge_classes().hard
+
+    def edge_classes(self) -> EdgeClasses:
+        """The classes of the factors (must / cannot / table, hard / soft), cached.
+
+        Every engine reads the classes here rather than comparing ``kind`` and
+        ``weight`` itself, so that "hard" and "soft" mean one thing everywhere
+        (:class:`EdgeClasses`). They depend on the weights, so a re-weighted graph
+        (:meth:`with_weights`) computes its own.
+        """
+        if self.cache.edge_classes is None:
+            self.cache.edge_classes = EdgeClasses.of(self.kind, self.weight)
+        return self.cache.edge_classes
+
+    def independent_sets(self) -> list[np.ndarray]:
+        """The nodes in independent sets (:func:`independent_sets`, fixed priorities),
+        cached: a proper colouring, each set a class of nodes updated together by ICM,
+        mean-field and belief propagation's decoding and node orders."""
+        if self.cache.independent_sets is None:
+            self.cache.independent_sets = independent_sets(self.n_nodes, self.edges)
+        return self.cache.independent_sets
 
     def check_labels(self, n_labels: int) -> None:
         """Raise if the tables do not match ``n_labels``."""
@@ -339,7 +500,7 @@ class PairwiseGraph:
 
     def table_costs(self) -> np.ndarray:
         """Per-edge scaled tables ``w_e * T[t_e]`` for table edges, shape (m_table, k, k)."""
-        sel = self.kind == TABLE
+        sel = self.edge_classes().table
         w = self.weight[sel][:, None, None]
         t = self.tables[self.table_index[sel]]
         with np.errstate(invalid="ignore"):
@@ -354,10 +515,10 @@ class PairwiseGraph:
         a, b = labels[self.edges[:, 0]], labels[self.edges[:, 1]]
         same = a == b
         cost = np.zeros(self.n_edges)
-        ml, cl = self.kind == POTTS_ML, self.kind == POTTS_CL
-        cost[ml & ~same] = self.weight[ml & ~same]
-        cost[cl & same] = self.weight[cl & same]
-        tab = self.kind == TABLE
+        cls = self.edge_classes()
+        cost[cls.must & ~same] = self.weight[cls.must & ~same]
+        cost[cls.cannot & same] = self.weight[cls.cannot & same]
+        tab = cls.table
         if tab.any():
             t = self.tables[self.table_index[tab], a[tab], b[tab]]
             w = self.weight[tab]
@@ -375,6 +536,20 @@ class PairwiseGraph:
         unary = np.asarray(unary)
         u = float(unary[np.arange(unary.shape[0]), labels].sum(dtype=np.float64))
         return u + self.pairwise_energy(labels)
+
+    def component_energies(self, unary, labels) -> np.ndarray:
+        """``E_c(y) = sum_{i in c} U[i, y_i] + sum_{e in c} cost_e(y)`` of every connected
+        component ``c`` (:meth:`components`): shape (n_comp,) for one labelling (n,),
+        (n_comp, R) for R labellings (R, n). Their sum is :meth:`energy`."""
+        n_comp, comp = self.components()
+        labels = np.asarray(labels, dtype=np.int64)
+        cost = _component_energies(np.asarray(unary), self, np.atleast_2d(labels), comp, n_comp)
+        return cost[:, 0] if labels.ndim == 1 else cost
+
+    def best_per_component(self, unary, candidates) -> tuple[np.ndarray, np.ndarray]:
+        """In every connected component, the candidate labelling of lowest energy there
+        (:func:`best_per_component`): ``(labels (n,), choice (n_comp,))``."""
+        return best_per_component(unary, self, candidates)
 
     def neighbors(self) -> sp.csr_matrix:
         """Unweighted symmetric (n, n) adjacency (multi-edges counted)."""
@@ -422,9 +597,7 @@ class PairwiseGraph:
         )
 
     def __repr__(self) -> str:
-        ml = int(np.count_nonzero(self.kind == POTTS_ML))
-        cl = int(np.count_nonzero(self.kind == POTTS_CL))
-        tb = int(np.count_nonzero(self.kind == TABLE))
+        ml, cl, tb = (int(np.count_nonzero(c)) for c in self.edge_classes()[:3])
         return f"PairwiseGraph(n_nodes={self.n_nodes}, must_link={ml}, cannot_link={cl}, table={tb})"
 
 

@@ -40,7 +40,6 @@ from functools import partial
 
 import numpy as np
 
-from ..graph import POTTS_CL, POTTS_ML, TABLE
 from ..inference.base import InferenceEngine
 from .passes import assignment_pass
 
@@ -96,17 +95,18 @@ def _move_cost(labels, graph, target) -> np.ndarray:
     delta = np.zeros(n)
     if graph.n_edges == 0:
         return delta
-    e, w, kind = graph.edges, graph.weight, graph.kind
+    e, w = graph.edges, graph.weight
+    cls = graph.edge_classes()
     src = np.r_[e[:, 0], e[:, 1]]
     dst = np.r_[e[:, 1], e[:, 0]]
-    ww, kk = np.r_[w, w], np.r_[kind, kind]
+    ww, must, cannot = np.r_[w, w], np.r_[cls.must, cls.must], np.r_[cls.cannot, cls.cannot]
     same = labels[src] == labels[dst]  # nobody is in ``target`` yet
     potts = np.zeros(src.shape[0])
-    ml, cl = (kk == POTTS_ML) & same, (kk == POTTS_CL) & same
+    ml, cl = must & same, cannot & same
     potts[ml] = ww[ml]  # a kept must-link becomes violated
     potts[cl] = -ww[cl]  # a violated cannot-link is repaired
     delta += _inf_safe_sum(src, potts, n)
-    tab = np.flatnonzero(kind == TABLE)
+    tab = np.flatnonzero(cls.table)
     if tab.size:
         T = graph.table_costs()
         a, b = e[tab, 0], e[tab, 1]

@@ -22,7 +22,6 @@ from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
 from .expansion import AlphaExpansion
 from .qpbo import load_maxflow
-from .rounding import best_per_component
 
 __all__ = ["AutoEngine", "graph_cuts_available", "LARGE_COMPONENT"]
 
@@ -108,13 +107,14 @@ class AutoEngine(InferenceEngine):
             # moves from BP's labelling never raise its energy, whatever the tables: no
             # semi-metric requirement here (QPBO moves where a term is not submodular)
             moves = AlphaExpansion(tables="any").map(u, bp_graph, init=bp.labels, rng=rng)
+            energies = bp_graph.component_energies(u, np.array([bp.labels, moves.labels]))  # (n_comp, 2)
             n_comp, comp = bp_graph.components()
-            best, _ = best_per_component(u, bp_graph, np.array([bp.labels, moves.labels]), comp, n_comp)
+            best = np.where(energies[comp, 1] < energies[comp, 0], moves.labels, bp.labels)
             labels[bp_nodes] = best
             info.update({k: v for k, v in bp.info.items() if k not in info})
             info["expansion_sweeps"] = max(info["expansion_sweeps"] or 0, moves.n_iter)
             info["improved_components"] = int(np.count_nonzero(
-                _component_energy(u, bp_graph, best) < _component_energy(u, bp_graph, bp.labels) - 1e-12))
+                energies.min(axis=1) < energies[:, 0] - 1e-12))
             bound = bp.lower_bound if not cut_nodes.size else None
             n_iter, converged = max(n_iter, bp.n_iter), converged and bp.converged
         notify(n_iter, labels, bound)
@@ -136,10 +136,3 @@ def _parts(graph):
                                   (rest, graph if whole[1] else graph.subgraph(rest)))
     return graph.cache.auto_parts
 
-
-def _component_energy(unary, graph, labels) -> np.ndarray:
-    """``E_c(labels)`` of every connected component of ``graph``."""
-    n_comp, comp = graph.components()
-    node = unary[np.arange(unary.shape[0]), labels]
-    e = np.bincount(comp, weights=node, minlength=n_comp)
-    return e + np.bincount(comp[graph.edges[:, 0]], weights=graph.edge_costs(labels), minlength=n_comp)

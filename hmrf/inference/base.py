@@ -28,7 +28,7 @@ from scipy.sparse import csgraph
 from .._params import validate_params
 from .._validation import check_random_state
 from ..exceptions import InfeasibleError
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, as_graph, segment_sum
+from ..graph import PairwiseGraph, as_graph, segment_sum
 from .feasibility import raise_if_infeasible
 
 __all__ = ["InferenceResult", "InferenceEngine", "ReducedProblem", "reduce_problem", "check_unary",
@@ -222,7 +222,8 @@ def _structure(graph: PairwiseGraph) -> _Structure:
         return graph.cache.reduction
     n = graph.n_nodes
     e, kind, w = graph.edges, graph.kind, graph.weight
-    hard_ml = (kind == POTTS_ML) & np.isinf(w)
+    cls = graph.edge_classes()
+    hard_ml = cls.hard_must
     if hard_ml.any():
         adj = sp.coo_matrix((np.ones(int(hard_ml.sum())), (e[hard_ml, 0], e[hard_ml, 1])), shape=(n, n))
         n_super, node_of = csgraph.connected_components(adj, directed=False)
@@ -231,7 +232,7 @@ def _structure(graph: PairwiseGraph) -> _Structure:
         n_super, node_of = n, np.arange(n, dtype=np.int64)
     a, b = node_of[e[:, 0]], node_of[e[:, 1]]
     inside = a == b
-    bad = inside & (kind == POTTS_CL) & np.isinf(w)
+    bad = inside & cls.hard_cannot
     if bad.any():
         i, j = (int(v) for v in e[np.flatnonzero(bad)[0]])
         raise InfeasibleError(
@@ -240,8 +241,8 @@ def _structure(graph: PairwiseGraph) -> _Structure:
             point=i,
         )
     # inside a contracted component must-links always hold and cannot-links always fail
-    cl_in = inside & (kind == POTTS_CL)
-    tab_in = inside & (kind == TABLE)
+    cl_in = inside & cls.cannot
+    tab_in = inside & cls.table
     diag = np.empty((0, 0))
     if tab_in.any():
         k = graph.tables.shape[1]
@@ -260,7 +261,7 @@ def _structure(graph: PairwiseGraph) -> _Structure:
         None if graph.table_index is None else graph.table_index[keep],
     )
     st = _Structure(int(n_super), node_of, bool(hard_ml.any()), const, a[tab_in], tab_diag,
-                    has_edge, active, sub, np.isinf(w), cl_in, tab_in, diag, np.flatnonzero(keep))
+                    has_edge, active, sub, cls.hard, cl_in, tab_in, diag, np.flatnonzero(keep))
     graph.cache.reduction = st
     return st
 

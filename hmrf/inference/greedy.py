@@ -16,7 +16,7 @@ import numpy as np
 
 from .._params import Interval, Options
 from ..exceptions import InfeasibleError
-from ..graph import TABLE, PairwiseGraph
+from ..graph import PairwiseGraph
 from .base import InferenceEngine
 from .feasibility import HardFactors, greedy_with_restarts
 from .milp import ExactMILP
@@ -110,7 +110,8 @@ class GreedyFeasible(InferenceEngine):
 
     def _exact(self, unary, sub: PairwiseGraph, nodes, rng) -> np.ndarray:
         """The MILP repair: the cheapest labelling honouring the hard factors of ``sub``."""
-        keep = np.isinf(sub.weight) | (sub.kind == TABLE)
+        cls = sub.edge_classes()
+        keep = cls.hard | cls.table
         hard_only = PairwiseGraph(sub.n_nodes, sub.edges[keep], sub.weight[keep], sub.kind[keep],
                                   sub.tables, None if sub.table_index is None else sub.table_index[keep])
         try:

@@ -23,7 +23,6 @@ from ..exceptions import InfeasibleError
 from .base import InferenceEngine
 from .lp import build_program, solve_relaxation
 from .polish import polish_labels
-from .rounding import best_per_component
 
 __all__ = ["ExactMILP"]
 
@@ -176,8 +175,7 @@ def _warm_start(unary, graph, init, rng) -> np.ndarray:
     cands = [polish_labels(unary, graph, start, rng)[0]]
     if init is not None:
         cands.append(polish_labels(unary, graph, init, rng)[0])
-    n_comp, comp = graph.components()
-    return best_per_component(unary, graph, np.array(cands), comp, n_comp)[0]
+    return graph.best_per_component(unary, np.array(cands))[0]
 
 
 def _solve_milp(unary, graph, time_limit, gap):

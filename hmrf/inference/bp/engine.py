@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph import TABLE, as_graph, segment_sum
+from ...graph import as_graph, segment_sum
 from ..base import InferenceEngine, InferenceResult, check_unary, reduce_problem
 from ..polish import finish, polish_labels
-from ..rounding import best_per_component
 from .flooding_numpy import FloodingRounds, uniform_edge_appearance
 from .schedules import (
     AUTO_PATIENCE,
@@ -276,9 +275,8 @@ class BeliefPropagation(InferenceEngine):
         for y in fl["labels"]:
             spliced.append(cands[0].copy())
             spliced[-1][nodes] = y
-        n_comp, comp = graph.components()
         info["flooding_iter"] = fl["n_iter"]
-        return spliced + [best_per_component(unary, graph, np.array(cands + spliced), comp, n_comp)[0]]
+        return spliced + [graph.best_per_component(unary, np.array(cands + spliced))[0]]
 
     # ------------------------------------------------------------- sum-product
     def map(self, unary, graph=None, init=None, rng=None, callback=None) -> InferenceResult:
@@ -311,7 +309,7 @@ class BeliefPropagation(InferenceEngine):
         n_super = red.fixed_labels.shape[0]
         sup = segment_sum(red.node_of, u, n_super)
         a, b = red.node_of[g.edges[:, 0]], red.node_of[g.edges[:, 1]]
-        inside = (a == b) & (g.kind == TABLE)
+        inside = (a == b) & g.edge_classes().table
         if inside.any():  # table factors inside a contracted component act on its label
             diag = g.tables[g.table_index[inside]][:, np.arange(k), np.arange(k)]
             wt = g.weight[inside][:, None]

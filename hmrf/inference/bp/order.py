@@ -24,8 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
-from ..icm import independent_sets
+from ...graph import TABLE, PairwiseGraph, independent_sets
 
 __all__ = ["colour_classes", "greedy_colouring", "bfs_order", "MessageOrder", "NodeOrder", "node_order"]
 
@@ -34,11 +33,11 @@ def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
     """Colour classes of the sequential order, cached on the graph.
 
     A greedy (first-fit) colouring in the fixed priority order of
-    :func:`~hmrf.inference.icm.independent_sets` (higher degree first, ties in a fixed
+    :meth:`~hmrf.graph.PairwiseGraph.independent_sets` (higher degree first, ties in a fixed
     pseudo-random order): every node takes the smallest colour none of its
     higher-priority neighbours has.
     Computed round by round (Jones & Plassmann 1993): the rounds of
-    :func:`~hmrf.inference.icm.independent_sets` are exactly the nodes whose
+    :meth:`~hmrf.graph.PairwiseGraph.independent_sets` are exactly the nodes whose
     higher-priority neighbours are all coloured, so each round is one vectorised step.
     First-fit needs far fewer classes than the rounds themselves (docs/inference.md),
     and each class is one Python step of a pass.
@@ -116,7 +115,8 @@ class MessageOrder:
         new[perm] = np.arange(n)
         a, b = new[graph.edges[:, 0]], new[graph.edges[:, 1]]
         low, high = np.minimum(a, b), np.maximum(a, b)
-        rank = np.select([graph.kind == POTTS_ML, graph.kind == POTTS_CL], [0, 1], 2)
+        cls = graph.edge_classes()
+        rank = np.select([cls.must, cls.cannot], [0, 1], 2)
         fo = np.lexsort((rank, group[low]))   # forward messages low -> high
         bo = np.lexsort((rank, group[high]))  # backward messages high -> low
         pos = np.empty(2 * m, dtype=np.int64)
@@ -141,7 +141,8 @@ class MessageOrder:
         tcost = np.empty((0, k, k))
         if tab.size:  # graph tables are [y_a, y_b]; a message's cost is [y_src, y_dst]
             t_edge = np.full(graph.n_edges, -1, dtype=np.int64)
-            t_edge[graph.kind == TABLE] = np.arange(int((graph.kind == TABLE).sum()))
+            is_tab = graph.edge_classes().table
+            t_edge[is_tab] = np.arange(int(is_tab.sum()))
             tc = graph.table_costs()[t_edge[self.edge[tab]]]
             tc = np.where(np.isinf(tc), big, tc)
             a_is_src = graph.edges[self.edge[tab], 0] == self.perm[self.src[tab]]

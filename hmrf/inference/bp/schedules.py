@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...graph import POTTS_ML, PairwiseGraph
+from ...graph import PairwiseGraph
 from .messages import big_cost, marginals_from_beliefs
 from .settings import BPSettings
 
@@ -97,7 +97,8 @@ def frustrated_components(graph) -> np.ndarray:
     """Per component of :meth:`~hmrf.PairwiseGraph.components`: whether it has a factor
     other than a soft must-link (a cannot-link, a table or a hard factor)."""
     n_comp, comp = graph.components()
-    bad = (graph.kind != POTTS_ML) | np.isinf(graph.weight)
+    cls = graph.edge_classes()
+    bad = ~cls.must | cls.hard
     frustrated = np.zeros(n_comp, dtype=bool)
     frustrated[comp[graph.edges[bad, 0]]] = True
     return frustrated
