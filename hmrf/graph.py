@@ -23,8 +23,9 @@ Engines never see the data ``X`` or the emission parameters: only ``U`` and this
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,12 +33,14 @@ from scipy.sparse import csgraph
 
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
 
-__all__ = ["PairwiseGraph", "GraphCache", "STRUCTURAL_FIELDS", "EdgeClasses", "as_graph", "segment_sum",
+__all__ = ["PairwiseGraph", "GraphCache", "CacheKey", "EdgeClasses", "as_graph", "segment_sum",
            "independent_sets", "best_per_component"]
 
 POTTS_ML = MUST_LINK
 POTTS_CL = CANNOT_LINK
 TABLE = 0
+
+T = TypeVar("T")
 
 
 def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray:
@@ -183,91 +186,111 @@ class EdgeClasses(NamedTuple):
         return out
 
 
-#: GraphCache fields that depend on the edges and their kinds only, never on the weights:
-#: :meth:`PairwiseGraph.with_weights` hands them to the re-weighted graph. Every other
-#: field may hold weights (or which edges are hard) and is built anew for new weights.
-STRUCTURAL_FIELDS = ("adjacency", "components", "independent_sets", "bp_colours", "bp_bfs",
-                     "bp_node_orders")
+#: What happens to a cache entry when its graph is re-weighted
+#: (:meth:`PairwiseGraph.with_weights`): ``"keep"`` it (a function of the edges and their
+#: kinds alone), ``"drop"`` it (it holds weights, or which edges are hard), or a function
+#: ``(entry, weight) -> entry | None`` that re-weights it (``None``: build anew).
+Reweight = Literal["keep", "drop"] | Callable[[Any, np.ndarray], Any]
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
+class CacheKey(Generic[T]):
+    """The key of one kind of entry in a :class:`GraphCache`, with its re-weighting rule.
+
+    A module that caches a structure on graphs declares one key at module level and
+    reads its entry with ``graph.cache.get(KEY, build)``; keys compare by identity, so
+    two modules never share an entry by accident, and a new engine adds its entries
+    without editing this module.
+
+    Parameters
+    ----------
+    name : str
+        What the entry is (``"icm.blocks"``), for ``repr`` and error messages.
+    on_reweight : {"keep", "drop"} or callable, default="drop"
+        The entry under new weights (:data:`Reweight`). ``"keep"`` only if no weight,
+        not even which edges are hard, enters the entry.
+    """
+
+    name: str
+    on_reweight: Reweight = "drop"
+
+    def __post_init__(self):
+        if not (self.on_reweight in ("keep", "drop") or callable(self.on_reweight)):
+            raise ValueError(f"on_reweight must be 'keep', 'drop' or a callable; got {self.on_reweight!r}.")
+
+    @property
+    def structural(self) -> bool:
+        """Whether the entry depends on the edges and kinds alone (kept on re-weighting)."""
+        return self.on_reweight == "keep"
+
+    def __repr__(self) -> str:
+        return f"CacheKey({self.name!r})"
+
+
 class GraphCache:
     """Structures derived from one (immutable) :class:`PairwiseGraph`, built on first use.
 
     A graph is solved many times during EM (one E-step per iteration, the factors
-    unchanged), so what depends on the graph alone is computed once and kept here, each
-    structure in the field named after it and filled by the module that uses it.
+    unchanged), so what depends on the graph alone is computed once and kept here: a
+    registry of entries, each under the :class:`CacheKey` of the module that builds and
+    reads it (``cache.get(KEY, build)``). The graph layer's own keys are
+    ``ADJACENCY``, ``COMPONENTS``, ``CONSTRAINED``, ``EDGE_CLASSES`` and
+    ``INDEPENDENT_SETS``; engines declare theirs beside their code.
 
     The weight-update contract: a potential whose weights change between E-steps
     (MPCKMeans' distance-scaled penalties) re-weights its graph with
-    :meth:`PairwiseGraph.with_weights`, which keeps the fields of
-    ``STRUCTURAL_FIELDS`` (functions of the edges and kinds alone), the constrained
-    part (re-weighted likewise, with its own caches) and the ``reduction``, whose object
-    re-weights itself (``reduction.reweighted(weight)``: the same contraction with the
-    new weights, or ``None`` when the hard edges changed), and leaves every other field
-    empty.
-    A module that caches a structure here puts it in a structural field only if no
-    weight (not even which edges are hard) enters it; it reads the weights from the
-    graph it is given at every solve.
-
-    Attributes
-    ----------
-    adjacency : csr_matrix or None
-        Symmetric (n, n) adjacency, multi-edges counted (:meth:`PairwiseGraph.neighbors`).
-    components : tuple (int, ndarray) or None
-        Connected components (:meth:`PairwiseGraph.components`).
-    constrained : tuple (ndarray, PairwiseGraph) or None
-        The nodes with a factor and the graph among them
-        (:meth:`PairwiseGraph.constrained_part`).
-    reduction : object or None
-        Hard must-link contraction and the active sub-graph
-        (:func:`hmrf.inference.base.reduce_problem`).
-    icm_blocks : list or None
-        Independent sets with their incident factors (:mod:`hmrf.inference.icm`).
-    mean_field : object or None
-        Colour classes with their factors for mean-field sweeps
-        (:mod:`hmrf.inference.meanfield`).
-    bp_layout, bp_colours, bp_bfs, bp_dense, bp_lattice : object or None
-        Belief propagation's message layout, colour classes, breadth-first order, dense
-        frustrated part and lattice components (:mod:`hmrf.inference.bp`).
-    bp_node_orders : dict
-        Belief propagation's compiled node-order layouts and TRW-S's layouts, by order name.
-    edge_classes : EdgeClasses or None
-        The classes of the factors (:meth:`PairwiseGraph.edge_classes`; weighted).
-    independent_sets : list or None
-        The fixed-priority colouring (:meth:`PairwiseGraph.independent_sets`).
-    auto_parts : tuple or None
-        The split of the graph by :class:`~hmrf.inference.auto.AutoEngine`'s rule (its
-        nodes and sub-graphs per engine).
+    :meth:`PairwiseGraph.with_weights`, whose cache is :meth:`reweighted`: every entry
+    as its key's ``on_reweight`` says. Structural entries (``"keep"``) are shared; the
+    constrained part is re-weighted likewise (with its own caches); the hard-must-link
+    reduction re-weights itself (the same contraction with the new weights, or ``None``
+    when the hard edges changed); every other entry is built anew. A module reads the
+    weights from the graph it is given at every solve.
     """
 
-    adjacency: sp.csr_matrix | None = None
-    components: tuple | None = None
-    constrained: tuple | None = None
-    reduction: object | None = None
-    icm_blocks: list | None = None
-    mean_field: object | None = None
-    bp_layout: object | None = None
-    bp_colours: list | None = None
-    bp_bfs: np.ndarray | None = None
-    bp_dense: tuple | None = None
-    bp_lattice: np.ndarray | None = None
-    bp_node_orders: dict = field(default_factory=dict)
-    auto_parts: tuple | None = None
-    edge_classes: EdgeClasses | None = None
-    independent_sets: list | None = None
+    __slots__ = ("_entries",)
+
+    def __init__(self):
+        self._entries: dict[CacheKey, object] = {}
+
+    def get(self, key: CacheKey[T], build: Callable[[], T]) -> T:
+        """The entry under ``key``, built by ``build()`` and stored on first use."""
+        try:
+            return self._entries[key]
+        except KeyError:
+            value = self._entries[key] = build()
+            return value
+
+    def peek(self, key: CacheKey[T]) -> T | None:
+        """The entry under ``key`` if it was built, else ``None`` (nothing is built)."""
+        return self._entries.get(key)
+
+    def keys(self) -> list[CacheKey]:
+        """The keys of the entries built so far."""
+        return list(self._entries)
 
     def reweighted(self, weight) -> GraphCache:
         """The cache of the same edges under the weights ``weight`` (the contract above)."""
-        out = GraphCache(**{name: getattr(self, name) for name in STRUCTURAL_FIELDS
-                            if name != "bp_node_orders"})
-        out.bp_node_orders = dict(self.bp_node_orders)
-        if self.constrained is not None:
-            nodes, sub = self.constrained
-            out.constrained = (nodes, sub.with_weights(weight))  # the part keeps every edge, in order
-        if self.reduction is not None:  # an engine's structure that re-weights itself, or None
-            out.reduction = self.reduction.reweighted(weight)
+        out = GraphCache()
+        for key, value in self._entries.items():
+            rule = key.on_reweight
+            if rule == "keep":
+                out._entries[key] = value
+            elif rule != "drop":
+                new = rule(value, weight)
+                if new is not None:
+                    out._entries[key] = new
         return out
+
+    def __repr__(self) -> str:
+        return f"GraphCache({', '.join(k.name for k in self._entries)})"
+
+
+ADJACENCY = CacheKey("graph.adjacency", "keep")
+COMPONENTS = CacheKey("graph.components", "keep")
+INDEPENDENT_SETS = CacheKey("graph.independent_sets", "keep")
+EDGE_CLASSES = CacheKey("graph.edge_classes")
+#: the part keeps every edge, in order: it is re-weighted with the same weights
+CONSTRAINED = CacheKey("graph.constrained", lambda part, weight: (part[0], part[1].with_weights(weight)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -478,17 +501,13 @@ class PairwiseGraph:
         (:class:`EdgeClasses`). They depend on the weights, so a re-weighted graph
         (:meth:`with_weights`) computes its own.
         """
-        if self.cache.edge_classes is None:
-            self.cache.edge_classes = EdgeClasses.of(self.kind, self.weight)
-        return self.cache.edge_classes
+        return self.cache.get(EDGE_CLASSES, lambda: EdgeClasses.of(self.kind, self.weight))
 
     def independent_sets(self) -> list[np.ndarray]:
         """The nodes in independent sets (:func:`independent_sets`, fixed priorities),
         cached: a proper colouring, each set a class of nodes updated together by ICM,
         mean-field and belief propagation's decoding and node orders."""
-        if self.cache.independent_sets is None:
-            self.cache.independent_sets = independent_sets(self.n_nodes, self.edges)
-        return self.cache.independent_sets
+        return self.cache.get(INDEPENDENT_SETS, lambda: independent_sets(self.n_nodes, self.edges))
 
     def check_labels(self, n_labels: int) -> None:
         """Raise if the tables do not match ``n_labels``."""
@@ -553,36 +572,35 @@ class PairwiseGraph:
 
     def neighbors(self) -> sp.csr_matrix:
         """Unweighted symmetric (n, n) adjacency (multi-edges counted)."""
-        if self.cache.adjacency is None:
-            e = self.edges
-            a = sp.coo_matrix(
-                (np.ones(2 * self.n_edges), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
-                shape=(self.n_nodes, self.n_nodes),
-            ).tocsr()
-            self.cache.adjacency = a
-        return self.cache.adjacency
+        e = self.edges
+        return self.cache.get(ADJACENCY, lambda: sp.coo_matrix(
+            (np.ones(2 * self.n_edges), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
+            shape=(self.n_nodes, self.n_nodes),
+        ).tocsr())
 
     def components(self) -> tuple[int, np.ndarray]:
         """Connected components ``(n_components, component of every node)``, cached
         (``scipy.sparse.csgraph.connected_components``; the array is read-only)."""
-        if self.cache.components is None:
+        def build():
             n_comp, comp = csgraph.connected_components(self.neighbors(), directed=False)
             comp = comp.astype(np.int64)
             comp.flags.writeable = False
-            self.cache.components = (int(n_comp), comp)
-        return self.cache.components
+            return int(n_comp), comp
+
+        return self.cache.get(COMPONENTS, build)
 
     def constrained_part(self) -> tuple[np.ndarray, PairwiseGraph]:
         """The nodes that have at least one factor (sorted) and the graph among them,
         re-indexed; cached. Every other node's label is the argmin of its own costs, so
         this is all an engine needs to see (the EM loop never hands it the rest)."""
-        if self.cache.constrained is None:
+        def build():
             has = np.zeros(self.n_nodes, dtype=bool)
             has[self.edges.ravel()] = True
             nodes = np.flatnonzero(has)
             nodes.flags.writeable = False
-            self.cache.constrained = (nodes, self.subgraph(nodes))
-        return self.cache.constrained
+            return nodes, self.subgraph(nodes)
+
+        return self.cache.get(CONSTRAINED, build)
 
     def subgraph(self, nodes) -> PairwiseGraph:
         """Factors among ``nodes`` only, re-indexed to ``0..len(nodes)-1``."""

@@ -70,3 +70,24 @@ def test_component_energies_by_enumeration_of_the_candidates():
                for pick in itertools.product(range(4), repeat=n_comp))
     assert g.energy(labels, unary) == pytest.approx(best)
     np.testing.assert_array_equal(labels, cands[choice[comp], np.arange(12)])
+
+
+def test_an_engine_keeps_its_own_entries_and_their_reweighting_rule():
+    from hmrf.graph import CacheKey
+
+    kept, dropped = CacheKey("test.kept", "keep"), CacheKey("test.dropped")
+    rescaled = CacheKey("test.rescaled", lambda value, weight: value * 0 + weight.sum())
+    g = _mixed_graph().subgraph(np.arange(5))  # Potts edges only
+    builds = []
+    assert g.cache.get(kept, lambda: builds.append(1) or "structure") == "structure"
+    assert g.cache.get(kept, lambda: builds.append(1) or "other") == "structure"
+    assert builds == [1]  # built once
+    g.cache.get(dropped, lambda: "weighted")
+    g.cache.get(rescaled, lambda: 0.0)
+    h = g.with_weights(np.array([1.0, 2.0, 3.0, 4.0]))
+    assert h.cache.peek(kept) == "structure"
+    assert h.cache.peek(dropped) is None
+    assert h.cache.peek(rescaled) == 10.0
+    assert g.cache.peek(rescaled) == 0.0
+    with pytest.raises(ValueError, match="on_reweight"):
+        CacheKey("bad", "sometimes")

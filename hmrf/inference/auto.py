@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._params import Options, validate_params
+from ..graph import CacheKey
 from .base import InferenceEngine
 from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
@@ -24,6 +25,9 @@ from .expansion import AlphaExpansion
 from .qpbo import load_maxflow
 
 __all__ = ["AutoEngine", "graph_cuts_available", "LARGE_COMPONENT"]
+
+#: the split of the graph by the rule (depends on which edges are hard)
+PARTS = CacheKey("auto.parts")
 
 #: Must-link-only components with at least this many (super-)nodes go to α-expansion alone.
 LARGE_COMPONENT = 1000
@@ -125,14 +129,15 @@ class AutoEngine(InferenceEngine):
 def _parts(graph):
     """``((nodes, subgraph) for α-expansion alone, (nodes, subgraph) for BP + moves)``,
     cached on the graph (EM solves the same graph in every E-step)."""
-    if graph.cache.auto_parts is None:
+    def build():
         n_comp, comp = graph.components()
         size = np.bincount(comp, minlength=n_comp)
         alone = ~frustrated_components(graph) & (size >= LARGE_COMPONENT)
         cut = np.flatnonzero(alone[comp])
         rest = np.flatnonzero(~alone[comp])
         whole = cut.size == graph.n_nodes, rest.size == graph.n_nodes
-        graph.cache.auto_parts = ((cut, graph if whole[0] else graph.subgraph(cut)),
-                                  (rest, graph if whole[1] else graph.subgraph(rest)))
-    return graph.cache.auto_parts
+        return ((cut, graph if whole[0] else graph.subgraph(cut)),
+                (rest, graph if whole[1] else graph.subgraph(rest)))
+
+    return graph.cache.get(PARTS, build)
 

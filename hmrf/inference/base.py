@@ -28,11 +28,14 @@ from scipy.sparse import csgraph
 from .._params import validate_params
 from .._validation import check_random_state
 from ..exceptions import InfeasibleError
-from ..graph import PairwiseGraph, as_graph, segment_sum
+from ..graph import CacheKey, PairwiseGraph, as_graph, segment_sum
 from .feasibility import raise_if_infeasible
 
 __all__ = ["InferenceResult", "InferenceEngine", "ReducedProblem", "reduce_problem", "check_unary",
            "argmin_rows"]
+
+#: the hard-must-link contraction: re-weights itself (``None`` when the hard edges changed)
+REDUCTION = CacheKey("inference.reduction", lambda st, weight: st.reweighted(weight))
 
 
 @dataclass
@@ -218,8 +221,11 @@ def _weighted_terms(w, cl_inside, tab_inside, tab_diag_raw):
 
 
 def _structure(graph: PairwiseGraph) -> _Structure:
-    if graph.cache.reduction is not None:
-        return graph.cache.reduction
+    """The hard-must-link contraction of ``graph``, cached on it."""
+    return graph.cache.get(REDUCTION, lambda: _contract(graph))
+
+
+def _contract(graph: PairwiseGraph) -> _Structure:
     n = graph.n_nodes
     e, kind, w = graph.edges, graph.kind, graph.weight
     cls = graph.edge_classes()
@@ -262,7 +268,6 @@ def _structure(graph: PairwiseGraph) -> _Structure:
     )
     st = _Structure(int(n_super), node_of, bool(hard_ml.any()), const, a[tab_in], tab_diag,
                     has_edge, active, sub, cls.hard, cl_in, tab_in, diag, np.flatnonzero(keep))
-    graph.cache.reduction = st
     return st
 
 

@@ -22,12 +22,15 @@ import numpy as np
 
 from .._params import Interval
 from ..exceptions import InfeasibleError
-from ..graph import POTTS_ML, TABLE, PairwiseGraph, independent_sets, segment_sum
+from ..graph import POTTS_ML, TABLE, CacheKey, PairwiseGraph, independent_sets, segment_sum
 from .base import InferenceEngine
 from .feasibility import greedy_repair, violating_nodes
 
 # independent_sets: defined by the graph layer (hmrf.graph), public here as well
 __all__ = ["ICM", "iterated_conditional_modes", "independent_sets", "build_blocks"]
+
+#: the independent sets with their factors (weighted): built anew for new weights
+BLOCKS = CacheKey("icm.blocks")
 
 
 class _Block:
@@ -84,8 +87,10 @@ def build_blocks(graph: PairwiseGraph) -> list[_Block]:
 
     Cached on the (immutable) graph, so EM pays for it once per fit.
     """
-    if graph.cache.icm_blocks is not None:
-        return graph.cache.icm_blocks
+    return graph.cache.get(BLOCKS, lambda: _blocks(graph))
+
+
+def _blocks(graph: PairwiseGraph) -> list[_Block]:
     n, m = graph.n_nodes, graph.n_edges
     sets = graph.independent_sets()
     colour = np.empty(n, dtype=np.int64)
@@ -113,7 +118,6 @@ def build_blocks(graph: PairwiseGraph) -> list[_Block]:
             members, pos[src[d]], dst[d], w[d], kind[d],
             tables[tpos[tab]] if tables is not None else None, first[tab],
         ))
-    graph.cache.icm_blocks = blocks
     return blocks
 
 

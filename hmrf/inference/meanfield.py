@@ -32,10 +32,13 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._params import Interval, validate_params
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, as_graph, segment_sum
+from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph, as_graph, segment_sum
 from .base import check_unary, reduce_problem
 
 __all__ = ["MeanField", "MarginalResult", "softmax_free_energy", "factorised_free_energy"]
+
+#: colour classes with their (weighted) factors: built anew for new weights
+LAYOUT = CacheKey("mean_field.layout")
 
 #: factor of the largest finite cost that replaces an infinite one
 HARD = 1e3
@@ -106,9 +109,7 @@ class _Layout:
     @staticmethod
     def of(graph: PairwiseGraph) -> _Layout:
         """The layout of ``graph``, cached on it (EM solves the same graph repeatedly)."""
-        if graph.cache.mean_field is None:
-            graph.cache.mean_field = _Layout(graph)
-        return graph.cache.mean_field
+        return graph.cache.get(LAYOUT, lambda: _Layout(graph))
 
     @staticmethod
     def expected_costs(cls, q, big) -> np.ndarray:

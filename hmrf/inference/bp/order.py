@@ -24,9 +24,16 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from ...graph import TABLE, PairwiseGraph, independent_sets
+from ...graph import TABLE, CacheKey, PairwiseGraph, independent_sets
 
 __all__ = ["colour_classes", "greedy_colouring", "bfs_order", "MessageOrder", "NodeOrder", "node_order"]
+
+#: colour classes and breadth-first order: functions of the edges alone
+COLOURS = CacheKey("bp.colours", "keep")
+BFS = CacheKey("bp.bfs", "keep")
+#: compiled node-order layouts and TRW-S's layouts, by order name; they read the weights
+#: at every solve, so a re-weighted graph starts from a copy of the dict
+NODE_ORDERS = CacheKey("bp.node_orders", lambda orders, weight: dict(orders))
 
 
 def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
@@ -42,9 +49,7 @@ def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
     First-fit needs far fewer classes than the rounds themselves (docs/inference.md),
     and each class is one Python step of a pass.
     """
-    if graph.cache.bp_colours is None:
-        graph.cache.bp_colours = greedy_colouring(graph.n_nodes, graph.edges)
-    return graph.cache.bp_colours
+    return graph.cache.get(COLOURS, lambda: greedy_colouring(graph.n_nodes, graph.edges))
 
 
 def greedy_colouring(n_nodes: int, edges: np.ndarray) -> list[np.ndarray]:
@@ -80,7 +85,7 @@ def bfs_order(graph: PairwiseGraph) -> np.ndarray:
     BFS layers interleave, which changes nothing (no message crosses components) and
     needs no Python loop over components.
     """
-    if graph.cache.bp_bfs is None:
+    def build():
         n, e = graph.n_nodes, graph.edges
         n_comp, comp = graph.components()
         deg = np.diff(graph.neighbors().indptr)  # distinct neighbours
@@ -93,8 +98,9 @@ def bfs_order(graph: PairwiseGraph) -> np.ndarray:
         aug = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n + 1, n + 1))
         aug.sum_duplicates()
         order = csgraph.breadth_first_order(aug, n, directed=True, return_predecessors=False)
-        graph.cache.bp_bfs = order[1:].astype(np.int64)
-    return graph.cache.bp_bfs
+        return order[1:].astype(np.int64)
+
+    return graph.cache.get(BFS, build)
 
 
 class MessageOrder:
@@ -173,7 +179,7 @@ class NodeOrder(MessageOrder):
 
 def node_order(graph: PairwiseGraph, order: str) -> NodeOrder:
     """The :class:`NodeOrder` of ``order`` (``"bfs"`` or ``"colour"``), cached on the graph."""
-    orders = graph.cache.bp_node_orders
+    orders = graph.cache.get(NODE_ORDERS, dict)
     if order not in orders:
         perm = bfs_order(graph) if order == "bfs" else _concat(colour_classes(graph))
         orders[order] = NodeOrder(graph, perm)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...graph import PairwiseGraph
+from ...graph import CacheKey, PairwiseGraph
 from .messages import big_cost, marginals_from_beliefs
 from .settings import BPSettings
 
@@ -38,6 +38,11 @@ __all__ = ["BPProblem", "run_sequential", "run_flooding", "trw_components", "fru
            "lattice_components", "LATTICE_NODES", "LATTICE_CYCLES",
            "dense_frustrated_part", "component_patience", "AUTO_SWITCH", "AUTO_PATIENCE",
            "AUTO_PATIENCE_WORK", "WARM_UP_PATIENCE", "DENSE_DEGREE"]
+
+#: which components are lattices, and the dense frustrated part (both depend on which
+#: edges are hard): built anew for new weights
+LATTICES = CacheKey("bp.lattices")
+DENSE_PART = CacheKey("bp.dense_part")
 
 #: with ``damping="auto"``, undamped iterations (or flooding rounds) before damping 0.5
 AUTO_SWITCH = 20
@@ -130,7 +135,7 @@ def lattice_components(graph) -> np.ndarray:
     would hold more than ``50 m`` entries (hubs of high degree) are not counted, and
     not lattices.
     """
-    if graph.cache.bp_lattice is None:
+    def build():
         n_comp, comp = graph.components()
         size = np.bincount(comp, minlength=n_comp)
         out = ~frustrated_components(graph) & (size >= LATTICE_NODES)
@@ -150,21 +155,23 @@ def lattice_components(graph) -> np.ndarray:
                 out &= cycles >= LATTICE_CYCLES * size
             else:
                 out[:] = False
-        graph.cache.bp_lattice = out
-    return graph.cache.bp_lattice
+        return out
+
+    return graph.cache.get(LATTICES, build)
 
 
 def dense_frustrated_part(graph):
     """Nodes of the frustrated components of mean degree >= ``DENSE_DEGREE`` and their
     subgraph (cached on the graph): where ``schedule="auto"`` also runs flooding."""
-    if graph.cache.bp_dense is None:
+    def build():
         n_comp, comp = graph.components()
         size = np.bincount(comp, minlength=n_comp)
         m_c = np.bincount(comp[graph.edges[:, 0]], minlength=n_comp)
         nodes = np.flatnonzero((frustrated_components(graph) & (2 * m_c >= DENSE_DEGREE * size))[comp])
         sub = graph if nodes.size == graph.n_nodes else graph.subgraph(nodes)
-        graph.cache.bp_dense = (nodes, sub)
-    return graph.cache.bp_dense
+        return nodes, sub
+
+    return graph.cache.get(DENSE_PART, build)
 
 
 def component_patience(settings: BPSettings, trw_target, size) -> np.ndarray:

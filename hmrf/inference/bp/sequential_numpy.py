@@ -47,11 +47,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+from ...graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph
 from .messages import cannot_link_messages, must_link_messages, table_messages
 from .order import MessageOrder, colour_classes
 
 __all__ = ["PassState", "SequentialMessages"]
+
+#: the message layout of the colour order
+LAYOUT = CacheKey("bp.sequential_layout")
 
 _KINDS = (POTTS_ML, POTTS_CL, TABLE)
 
@@ -197,9 +200,7 @@ class SequentialMessages(PassState):
     """
 
     def __init__(self, graph: PairwiseGraph, k: int, big: float, tol: float = 0.0):
-        if graph.cache.bp_layout is None:
-            graph.cache.bp_layout = _Layout(graph)
-        lay = graph.cache.bp_layout
+        lay = graph.cache.get(LAYOUT, lambda: _Layout(graph))
         super().__init__(lay, graph.n_nodes, graph.n_edges, k, tol)
         self.bounds, self.n_colours = lay.bounds, len(lay.bounds) - 1
         self.w, self.tab_of, self.tcost = lay.factor_costs(graph, k, big)

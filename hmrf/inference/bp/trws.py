@@ -21,11 +21,12 @@ from ...graph import POTTS_ML
 from ..base import InferenceEngine
 from ..polish import finish
 from .messages import big_cost
-from .order import bfs_order
+from .order import NODE_ORDERS, bfs_order
 from .settings import numba_available
 from .trws_numpy import TRWSLayout, backward_pass, edge_costs, forward_pass
 
 __all__ = ["TRWS", "run_trws", "trws_layout", "trws_order", "STALL_WINDOW", "STALL_GAP"]
+
 
 #: iterations over which a component's gap must close by more than ``tol`` per iteration
 #: (relative; the bound rising and the best labelling improving together) for it to go on
@@ -39,7 +40,7 @@ def trws_layout(graph, order: str) -> TRWSLayout:
     """The :class:`~hmrf.inference.bp.trws_numpy.TRWSLayout` of ``order`` (``"bfs"`` or
     ``"index"``), cached on the graph."""
     key = "trws-" + order
-    layouts = graph.cache.bp_node_orders
+    layouts = graph.cache.get(NODE_ORDERS, dict)
     if key not in layouts:
         perm = bfs_order(graph) if order == "bfs" else np.arange(graph.n_nodes)
         layouts[key] = TRWSLayout(graph, perm)
