@@ -18,7 +18,7 @@ import numpy as np
 
 from .._params import Options, validate_params
 from ..graph import CacheKey
-from .base import InferenceEngine
+from .base import InferenceEngine, Solution
 from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
 from .expansion import AlphaExpansion
@@ -93,8 +93,8 @@ class AutoEngine(InferenceEngine):
         if not use_moves:
             bp = BeliefPropagation().map(unary, graph, rng=rng, callback=lambda it, y, e, b: notify(it, y, b))
             info = dict(bp.info, expansion_nodes=0, expansion_sweeps=None, improved_components=0)
-            return {"labels": bp.labels, "lower_bound": bp.lower_bound, "n_iter": bp.n_iter,
-                    "converged": bp.converged, "info": info}
+            return Solution(bp.labels, lower_bound=bp.lower_bound, n_iter=bp.n_iter,
+                            converged=bp.converged, info=info)
         (cut_nodes, cut_graph), (bp_nodes, bp_graph) = _parts(graph)
         labels = np.empty(unary.shape[0], dtype=np.int64)
         info = dict(expansion_nodes=int(cut_nodes.size), expansion_sweeps=None, improved_components=0)
@@ -122,8 +122,7 @@ class AutoEngine(InferenceEngine):
             bound = bp.lower_bound if not cut_nodes.size else None
             n_iter, converged = max(n_iter, bp.n_iter), converged and bp.converged
         notify(n_iter, labels, bound)
-        return {"labels": labels, "lower_bound": bound, "n_iter": n_iter, "converged": converged,
-                "info": info}
+        return Solution(labels, lower_bound=bound, n_iter=n_iter, converged=converged, info=info)
 
 
 def _parts(graph):

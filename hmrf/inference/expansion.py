@@ -36,7 +36,7 @@ import numpy as np
 
 from .._params import Interval, Options, validate_params
 from ..graph import PairwiseGraph
-from .base import InferenceEngine
+from .base import InferenceEngine, Solution
 from .polish import finish
 from .qpbo import BinaryCut, load_maxflow, solve_split, split_terms
 
@@ -490,4 +490,4 @@ class AlphaExpansion(InferenceEngine):
             notify(sweep, labels)
         info = {"moves": n_moves, "qpbo_moves": qpbo_moves, "unlabelled": unlabelled,
                 "rejected_moves": rejected, "exact_moves": qpbo_moves == 0}
-        return {"labels": labels, "n_iter": sweep, "converged": converged, "info": info}
+        return Solution(labels, n_iter=sweep, converged=converged, info=info)

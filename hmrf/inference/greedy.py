@@ -17,7 +17,7 @@ import numpy as np
 from .._params import Interval, Options
 from ..exceptions import InfeasibleError
 from ..graph import PairwiseGraph
-from .base import InferenceEngine
+from .base import InferenceEngine, Solution
 from .feasibility import HardFactors, greedy_with_restarts
 from .milp import ExactMILP
 
@@ -105,8 +105,8 @@ class GreedyFeasible(InferenceEngine):
                 point=int(first),
             )
         notify(1, labels)
-        return {"labels": labels, "n_iter": 1 + restarts, "converged": True,
-                "info": {"method": method, "restarts": restarts}}
+        return Solution(labels, n_iter=1 + restarts, converged=True,
+                        info={"method": method, "restarts": restarts})
 
     def _exact(self, unary, sub: PairwiseGraph, nodes, rng) -> np.ndarray:
         """The MILP repair: the cheapest labelling honouring the hard factors of ``sub``."""

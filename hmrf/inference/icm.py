@@ -23,7 +23,7 @@ import numpy as np
 from .._params import Interval
 from ..exceptions import InfeasibleError
 from ..graph import POTTS_ML, TABLE, CacheKey, PairwiseGraph, independent_sets, segment_sum
-from .base import InferenceEngine
+from .base import InferenceEngine, Solution
 from .feasibility import greedy_repair, violating_nodes
 
 # independent_sets: defined by the graph layer (hmrf.graph), public here as well
@@ -254,5 +254,4 @@ class ICM(InferenceEngine):
             labels, more, converged = iterated_conditional_modes(
                 unary, graph, labels, rng, self.max_iter, lambda it, y: notify(done + it, y))
             sweeps += more
-        return {"labels": labels, "n_iter": sweeps, "converged": converged,
-                "info": {"repaired": repaired}}
+        return Solution(labels, n_iter=sweeps, converged=converged, info={"repaired": repaired})

@@ -41,7 +41,7 @@ from scipy.optimize import linprog
 from .._params import Interval, Options, validate_params
 from ..exceptions import InfeasibleError
 from ..graph import PairwiseGraph
-from .base import InferenceEngine
+from .base import InferenceEngine, Solution
 from .feasibility import HardFactors, constrained_first_order, greedy_assign
 from .polish import POLISH, check_polish, finish, polish_labels
 from .rounding import kleinberg_tardos_rounding
@@ -402,7 +402,7 @@ def solve_lp(unary, graph: PairwiseGraph, backend: str = "highs") -> tuple[np.nd
 
 def relax_and_round(unary, graph: PairwiseGraph, rng: np.random.Generator, *, n_rounds: int = 10,
                     polish=None, backend: str = "highs", max_phases=None, init=None,
-                    notify=None) -> dict:
+                    notify=None) -> Solution:
     """Kleinberg–Tardos on a (reduced) problem: solve the LP, round, optionally polish.
 
     The work of :class:`LPRelaxation` (whose parameters these are), as a function other
@@ -423,7 +423,7 @@ def relax_and_round(unary, graph: PairwiseGraph, rng: np.random.Generator, *, n_
 
     Returns
     -------
-    dict
+    Solution
         ``labels``, ``lower_bound`` (the LP value), ``n_iter``, ``converged``, ``info``.
     """
     notify = notify or (lambda *a, **kw: None)
@@ -447,5 +447,4 @@ def relax_and_round(unary, graph: PairwiseGraph, rng: np.random.Generator, *, n_
     info.update(lp_value=value, rounding_time=t2 - t1, polish_time=t3 - t2,
                 solve_time=t1 - t0, integral_fraction=float(integral.mean()),
                 phases=rinfo["phases"], fallback=rinfo["fallback"])
-    return {"labels": labels, "lower_bound": value, "n_iter": int(n_rounds), "converged": True,
-            "info": info}
+    return Solution(labels, lower_bound=value, n_iter=int(n_rounds), converged=True, info=info)

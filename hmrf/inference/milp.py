@@ -20,7 +20,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from .._params import Interval
 from ..exceptions import InfeasibleError
-from .base import InferenceEngine
+from .base import InferenceEngine, Solution
 from .lp import build_program, solve_relaxation
 from .polish import polish_labels
 
@@ -159,8 +159,7 @@ class ExactMILP(InferenceEngine):
             notify(b + 1, np.where(labels >= 0, labels, warm), None)
         info = {"mip_nodes": nodes_explored, "n_components": n_comp, "anytime_batches": anytime,
                 "highs_incumbents": kept, "warm_energy": float(graph.energy(warm, unary))}
-        return {"labels": labels, "lower_bound": bound, "n_iter": len(batches),
-                "converged": converged, "info": info}
+        return Solution(labels, lower_bound=bound, n_iter=len(batches), converged=converged, info=info)
 
 
 def _warm_start(unary, graph, init, rng) -> np.ndarray:

@@ -34,7 +34,8 @@ from ...graph import CacheKey, PairwiseGraph
 from .messages import big_cost, marginals_from_beliefs
 from .settings import BPSettings
 
-__all__ = ["BPProblem", "run_sequential", "run_flooding", "trw_components", "frustrated_components",
+__all__ = ["BPProblem", "ScheduleRun", "run_sequential", "run_flooding", "trw_components",
+           "frustrated_components",
            "lattice_components", "LATTICE_NODES", "LATTICE_CYCLES",
            "dense_frustrated_part", "component_patience", "AUTO_SWITCH", "AUTO_PATIENCE",
            "AUTO_PATIENCE_WORK", "WARM_UP_PATIENCE", "DENSE_DEGREE"]
@@ -225,15 +226,37 @@ class _Progress:
         self.progressed |= rising
 
 
-def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> dict:
+@dataclass
+class ScheduleRun:
+    """What a schedule's driver returns (:func:`run_sequential`, :func:`run_flooding`).
+
+    Attributes
+    ----------
+    candidates : list of ndarray
+        Max-product: the decoding of the last messages, then the best labelling of
+        every component seen on the way; sum-product: the argmax of the marginals.
+    n_iter : int
+    converged : bool
+    info : dict
+        ``stopped``, ``damping``, ``schedule``, ...; ``marginals`` in sum mode.
+    lower_bound : float or None
+        The TRW-S bound, when every component ran TRW-S (sequential schedule).
+    """
+
+    candidates: list
+    n_iter: int
+    converged: bool
+    info: dict
+    lower_bound: float | None = None
+
+
+def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> ScheduleRun:
     """Run the sequential schedule (module docstring) with the passes ``passes``.
 
     ``passes`` is a :class:`~hmrf.inference.bp.sequential_numpy.SequentialMessages` or
     :class:`~hmrf.inference.bp.kernels_numba.CompiledSequentialMessages` of the problem's
-    graph; ``notify(iteration, labels, bound)`` reports progress. Returns ``labels`` (max
-    mode: [last decoding, best per component]; sum mode: the argmax of the marginals),
-    ``n_iter``, ``converged``, ``info`` and, when every component ran TRW-S,
-    ``lower_bound``.
+    graph; ``notify(iteration, labels, bound)`` reports progress. Returns a
+    :class:`ScheduleRun` (``lower_bound`` when every component ran TRW-S).
     """
     unary, graph = problem.unary, problem.graph
     n, k = unary.shape
@@ -299,14 +322,13 @@ def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> 
         y = np.argmax(marg, axis=1)
         notify(it, y)
         info["marginals"] = marg
-        return {"labels": y, "n_iter": it, "converged": converged, "info": info}
+        return ScheduleRun([y], it, converged, info)
     if stopped != "gap":  # decode the last messages
         node_e, _ = sm.forward(u_p, msgs, labels, send=False)
         prog.keep_best(labels, node_e)
-    out = {"labels": [unpermute(labels), unpermute(prog.best)], "n_iter": it, "converged": converged,
-           "info": info}
+    out = ScheduleRun([unpermute(labels), unpermute(prog.best)], it, converged, info)
     if bounded and np.isfinite(prog.best_lb).all():
-        out["lower_bound"] = float(prog.best_lb.sum()) + base
+        out.lower_bound = float(prog.best_lb.sum()) + base
     return out
 
 
@@ -376,16 +398,16 @@ class _Phases:
         return True
 
 
-def run_flooding(settings: BPSettings, problem: BPProblem, rounds, notify, patience=None) -> dict:
+def run_flooding(settings: BPSettings, problem: BPProblem, rounds, notify, patience=None) -> ScheduleRun:
     """Run flooding rounds (module docstring) with the rounds ``rounds``.
 
     ``rounds`` is a :class:`~hmrf.inference.bp.flooding_numpy.FloodingRounds` or
     :class:`~hmrf.inference.bp.kernels_numba.CompiledFloodingRounds`: ``step(damping)``
     runs one round and returns (moved, anytime labels, their energy); ``decode()`` and
     ``marginals()`` read the final messages. ``patience`` (default: the settings')
-    stops max mode after that many rounds without a better anytime labelling. Returns
-    ``labels`` (max mode: [consistent decoding, best anytime labelling]; sum mode: the
-    argmax of the marginals), ``n_iter``, ``converged`` and ``info``.
+    stops max mode after that many rounds without a better anytime labelling. Returns a
+    :class:`ScheduleRun` (max mode: the consistent decoding, then the best anytime
+    labelling; sum mode: the argmax of the marginals).
     """
     patience = settings.patience if patience is None else patience
     max_mode = settings.mode == "max"
@@ -414,5 +436,5 @@ def run_flooding(settings: BPSettings, problem: BPProblem, rounds, notify, patie
         labels = np.argmax(marg, axis=1)
         notify(it, labels)
         info["marginals"] = marg
-        return {"labels": labels, "n_iter": it, "converged": converged, "info": info}
-    return {"labels": [rounds.decode(), best], "n_iter": it, "converged": converged, "info": info}
+        return ScheduleRun([labels], it, converged, info)
+    return ScheduleRun([rounds.decode(), best], it, converged, info)
