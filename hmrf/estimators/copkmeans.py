@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._params import Interval, Options, validate_params
 from ..inference.greedy import METHODS, GreedyFeasible
@@ -137,7 +138,7 @@ class COPKMeans(HMRFClusterMixin):
         _, first = np.unique(comp[order], return_index=True)
         picks = order[np.sort(first)][: model.n_clusters]
         X = model.X[picks]
-        centers = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+        centers = X.toarray() if sp.issparse(X) else np.asarray(X)
         if centers.shape[0] < model.n_clusters:
             raise ValueError(
                 f"only {centers.shape[0]} must-link components for n_clusters={model.n_clusters}; "
