@@ -207,7 +207,7 @@ class CacheKey(Generic[T]):
     name : str
         What the entry is (``"icm.blocks"``), for ``repr`` and error messages.
     on_reweight : {"keep", "drop"} or callable, default="drop"
-        The entry under new weights (:data:`Reweight`). ``"keep"`` only if no weight,
+        The entry under new weights (see ``Reweight``). ``"keep"`` only if no weight,
         not even which edges are hard, enters the entry.
     """
 
@@ -316,7 +316,12 @@ class PairwiseGraph:
     Notes
     -----
     Build one with :meth:`from_constraints`, :meth:`potts` or :meth:`from_tables`, or
-    combine several with :meth:`concatenate`.
+    combine several with :meth:`concatenate`. What every engine derives from the graph
+    is computed here, once, and cached (:class:`GraphCache`): the classes of its factors
+    (:meth:`edge_classes`), its connected components, the constrained part, a colouring
+    into independent sets (:meth:`independent_sets`), and per-component energies and the
+    cheapest candidate per component (:meth:`component_energies`,
+    :meth:`best_per_component`).
     """
 
     n_nodes: int

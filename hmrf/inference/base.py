@@ -91,7 +91,7 @@ class Solution:
     converged : bool
         Whether the engine met its own stopping criterion before its cap.
     info : dict
-        Engine-specific extras, carried into :attr:`InferenceResult.info`.
+        Engine-specific extras, carried into ``InferenceResult.info``.
     """
 
     labels: np.ndarray
