@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -194,7 +194,7 @@ Reweight = Literal["keep", "drop"] | Callable[[Any, np.ndarray], Any]
 
 
 @dataclass(frozen=True, eq=False)
-class CacheKey(Generic[T]):
+class CacheKey:
     """The key of one kind of entry in a :class:`GraphCache`, with its re-weighting rule.
 
     A module that caches a structure on graphs declares one key at module level and
@@ -252,7 +252,7 @@ class GraphCache:
     def __init__(self):
         self._entries: dict[CacheKey, object] = {}
 
-    def get(self, key: CacheKey[T], build: Callable[[], T]) -> T:
+    def get(self, key: CacheKey, build: Callable[[], T]) -> T:
         """The entry under ``key``, built by ``build()`` and stored on first use."""
         try:
             return self._entries[key]
@@ -260,7 +260,7 @@ class GraphCache:
             value = self._entries[key] = build()
             return value
 
-    def peek(self, key: CacheKey[T]) -> T | None:
+    def peek(self, key: CacheKey) -> object | None:
         """The entry under ``key`` if it was built, else ``None`` (nothing is built)."""
         return self._entries.get(key)
 

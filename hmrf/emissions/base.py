@@ -135,7 +135,7 @@ def inner_products(X, G) -> np.ndarray:
     Every family whose cost is linear in the point up to per-point and per-cluster
     terms (:class:`LinearCosts`: the Bregman divergences, vMF, a diagonal Mahalanobis
     metric) computes its (n, k) costs from this product. The result is a new array in
-    ``X``'s precision (:func:`work_dtype`). For dense ``X`` it is formed as
+    ``X``'s precision (``work_dtype``). For dense ``X`` it is formed as
     ``(G @ X.T).T``: OpenBLAS is markedly faster with the long dimension last when k is
     small, and the column-major result is what
     :func:`hmrf.inference.base.argmin_rows` reduces fastest. Sparse ``X`` uses the
