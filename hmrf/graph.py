@@ -23,7 +23,9 @@ Engines never see the data ``X`` or the emission parameters: only ``U`` and this
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,11 +33,14 @@ from scipy.sparse import csgraph
 
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
 
-__all__ = ["PairwiseGraph", "GraphCache", "STRUCTURAL_FIELDS", "as_graph", "segment_sum"]
+__all__ = ["PairwiseGraph", "GraphCache", "CacheKey", "EdgeClasses", "as_graph", "segment_sum",
+           "independent_sets", "best_per_component"]
 
 POTTS_ML = MUST_LINK
 POTTS_CL = CANNOT_LINK
 TABLE = 0
+
+T = TypeVar("T")
 
 
 def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray:
@@ -49,84 +54,243 @@ def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray
     return np.asarray(out)
 
 
-#: GraphCache fields that depend on the edges and their kinds only, never on the weights:
-#: :meth:`PairwiseGraph.with_weights` hands them to the re-weighted graph. Every other
-#: field may hold weights (or which edges are hard) and is built anew for new weights.
-STRUCTURAL_FIELDS = ("adjacency", "components", "bp_colours", "bp_bfs", "bp_node_orders")
+def independent_sets(n_nodes: int, edges: np.ndarray, rng=None) -> list[np.ndarray]:
+    """Partition nodes into independent sets (a proper colouring), Luby-style.
+
+    Every round selects the remaining nodes whose priority beats all their remaining
+    neighbours'; at least the top-priority node is selected, so it ends. Without
+    ``rng`` the priorities are fixed (higher degree first, ties in a fixed
+    pseudo-random order of the indices), so the colouring is a function of the graph
+    alone and can be cached on it (:meth:`PairwiseGraph.independent_sets`); with a
+    NumPy Generator they are a random permutation. Ties are not broken by index: on a
+    regular graph such as an image grid, where every degree is equal, index priorities
+    select one anti-diagonal per round (about ``h + w`` rounds); random ones need
+    O(log n) rounds (Luby 1986).
+
+    Parameters
+    ----------
+    n_nodes : int
+    edges : ndarray of shape (m, 2)
+    rng : numpy Generator, optional
+        Random priorities; fixed ones without it.
+
+    Returns
+    -------
+    list of ndarray
+        The sets, in the order the rounds selected them; together they hold every node once.
+
+    References
+    ----------
+    Luby (1986), "A simple parallel algorithm for the maximal independent set problem",
+    SIAM J. Computing 15(4).
+    """
+    src = np.r_[edges[:, 0], edges[:, 1]]
+    dst = np.r_[edges[:, 1], edges[:, 0]]
+    if rng is None:
+        degree = np.bincount(src, minlength=n_nodes)
+        ties = np.random.default_rng(0).permutation(n_nodes)  # fixed: a function of n alone
+        prio = np.empty(n_nodes, dtype=np.int64)
+        prio[np.lexsort((ties, degree))] = np.arange(n_nodes)
+    else:
+        prio = rng.permutation(n_nodes)
+    remaining = np.ones(n_nodes, dtype=bool)
+    sets = []
+    while remaining.any():
+        live = remaining[src] & remaining[dst]
+        best_neighbor = np.full(n_nodes, -1, dtype=np.int64)
+        np.maximum.at(best_neighbor, src[live], prio[dst[live]])
+        chosen = remaining & (prio > best_neighbor)
+        sets.append(np.flatnonzero(chosen))
+        remaining &= ~chosen
+        keep = remaining[src] & remaining[dst]  # drop edges that can no longer matter
+        src, dst = src[keep], dst[keep]
+    return sets
 
 
-@dataclass(eq=False)
+def best_per_component(unary, graph: PairwiseGraph, candidates, comp=None,
+                       n_comp=None) -> tuple[np.ndarray, np.ndarray]:
+    """Combine candidate labellings component by component, keeping the cheapest part.
+
+    The E-step energy is a sum over connected components,
+    ``E(y) = sum_c E_c(y)`` with ``E_c(y) = sum_{i in c} U[i, y_i] + sum_{e in c} cost_e(y)``,
+    so taking, in every component, the candidate with the lowest ``E_c`` gives a
+    labelling no worse than the best single candidate (and usually much better).
+
+    Parameters
+    ----------
+    unary : ndarray (n, k)
+    graph : PairwiseGraph
+    candidates : ndarray (R, n)
+    comp : ndarray (n,), optional
+        Component of every node; ``graph.components()`` by default.
+    n_comp : int, optional
+
+    Returns
+    -------
+    labels : ndarray (n,)
+    choice : ndarray (n_comp,)
+        Index of the candidate used in each component.
+    """
+    if comp is None:
+        n_comp, comp = graph.components()
+    cand = np.asarray(candidates, dtype=np.int64)
+    n = cand.shape[1]
+    cost = _component_energies(unary, graph, cand, comp, n_comp)  # (n_comp, R)
+    choice = np.argmin(cost, axis=1)
+    return cand[choice[comp], np.arange(n)], choice
+
+
+def _component_energies(unary, graph, cand, comp, n_comp) -> np.ndarray:
+    """``E_c`` of every candidate (R, n) in every component: shape (n_comp, R)."""
+    n = cand.shape[1]
+    node_cost = unary[np.arange(n)[None, :], cand]  # (R, n)
+    cost = segment_sum(comp, node_cost.T, n_comp)  # (n_comp, R)
+    if graph.n_edges:
+        edge_cost = np.stack([graph.edge_costs(c) for c in cand], axis=1)  # (m, R)
+        cost = cost + segment_sum(comp[graph.edges[:, 0]], edge_cost, n_comp)
+    return cost
+
+
+class EdgeClasses(NamedTuple):
+    """The classes of a graph's factors, as read-only (m,) masks
+    (:meth:`PairwiseGraph.edge_classes`).
+
+    A Potts edge is *hard* when its weight is ``inf`` and *soft* when it is finite and
+    positive; a zero-weight Potts edge is neither (it costs nothing).
+    """
+
+    must: np.ndarray         #: Potts must-links (kind +1), any weight
+    cannot: np.ndarray       #: Potts cannot-links (kind -1), any weight
+    table: np.ndarray        #: table edges (kind 0)
+    hard: np.ndarray         #: Potts edges of weight inf
+    soft_must: np.ndarray    #: must-links of finite positive weight
+    soft_cannot: np.ndarray  #: cannot-links of finite positive weight
+    hard_must: np.ndarray    #: must-links of weight inf
+    hard_cannot: np.ndarray  #: cannot-links of weight inf
+
+    def split(self) -> tuple[np.ndarray, ...]:
+        """``(soft_must, soft_cannot, hard_must, hard_cannot, table)``: every factor with
+        a cost in exactly one class (the terms of the Kleinberg-Tardos program, Basu
+        2005, Appendix A.2), zero-weight Potts edges in none."""
+        return self.soft_must, self.soft_cannot, self.hard_must, self.hard_cannot, self.table
+
+    @classmethod
+    def of(cls, kind: np.ndarray, weight: np.ndarray) -> EdgeClasses:
+        must, cannot = kind == POTTS_ML, kind == POTTS_CL
+        inf = np.isinf(weight)
+        soft = ~inf & (weight > 0)
+        out = cls(must, cannot, kind == TABLE, inf & (must | cannot), must & soft, cannot & soft,
+                  must & inf, cannot & inf)
+        for a in out:
+            a.flags.writeable = False
+        return out
+
+
+#: What happens to a cache entry when its graph is re-weighted
+#: (:meth:`PairwiseGraph.with_weights`): ``"keep"`` it (a function of the edges and their
+#: kinds alone), ``"drop"`` it (it holds weights, or which edges are hard), or a function
+#: ``(entry, weight) -> entry | None`` that re-weights it (``None``: build anew).
+Reweight = Literal["keep", "drop"] | Callable[[Any, np.ndarray], Any]
+
+
+@dataclass(frozen=True, eq=False)
+class CacheKey:
+    """The key of one kind of entry in a :class:`GraphCache`, with its re-weighting rule.
+
+    A module that caches a structure on graphs declares one key at module level and
+    reads its entry with ``graph.cache.get(KEY, build)``; keys compare by identity, so
+    two modules never share an entry by accident, and a new engine adds its entries
+    without editing this module.
+
+    Parameters
+    ----------
+    name : str
+        What the entry is (``"icm.blocks"``), for ``repr`` and error messages.
+    on_reweight : {"keep", "drop"} or callable, default="drop"
+        The entry under new weights (see ``Reweight``). ``"keep"`` only if no weight,
+        not even which edges are hard, enters the entry.
+    """
+
+    name: str
+    on_reweight: Reweight = "drop"
+
+    def __post_init__(self):
+        if not (self.on_reweight in ("keep", "drop") or callable(self.on_reweight)):
+            raise ValueError(f"on_reweight must be 'keep', 'drop' or a callable; got {self.on_reweight!r}.")
+
+    @property
+    def structural(self) -> bool:
+        """Whether the entry depends on the edges and kinds alone (kept on re-weighting)."""
+        return self.on_reweight == "keep"
+
+    def __repr__(self) -> str:
+        return f"CacheKey({self.name!r})"
+
+
 class GraphCache:
     """Structures derived from one (immutable) :class:`PairwiseGraph`, built on first use.
 
     A graph is solved many times during EM (one E-step per iteration, the factors
-    unchanged), so what depends on the graph alone is computed once and kept here, each
-    structure in the field named after it and filled by the module that uses it.
+    unchanged), so what depends on the graph alone is computed once and kept here: a
+    registry of entries, each under the :class:`CacheKey` of the module that builds and
+    reads it (``cache.get(KEY, build)``). The graph layer's own keys are
+    ``ADJACENCY``, ``COMPONENTS``, ``CONSTRAINED``, ``EDGE_CLASSES`` and
+    ``INDEPENDENT_SETS``; engines declare theirs beside their code.
 
     The weight-update contract: a potential whose weights change between E-steps
     (MPCKMeans' distance-scaled penalties) re-weights its graph with
-    :meth:`PairwiseGraph.with_weights`, which keeps the fields of
-    ``STRUCTURAL_FIELDS`` (functions of the edges and kinds alone), the constrained
-    part (re-weighted likewise, with its own caches) and the ``reduction``, whose object
-    re-weights itself (``reduction.reweighted(weight)``: the same contraction with the
-    new weights, or ``None`` when the hard edges changed), and leaves every other field
-    empty.
-    A module that caches a structure here puts it in a structural field only if no
-    weight (not even which edges are hard) enters it; it reads the weights from the
-    graph it is given at every solve.
-
-    Attributes
-    ----------
-    adjacency : csr_matrix or None
-        Symmetric (n, n) adjacency, multi-edges counted (:meth:`PairwiseGraph.neighbors`).
-    components : tuple (int, ndarray) or None
-        Connected components (:meth:`PairwiseGraph.components`).
-    constrained : tuple (ndarray, PairwiseGraph) or None
-        The nodes with a factor and the graph among them
-        (:meth:`PairwiseGraph.constrained_part`).
-    reduction : object or None
-        Hard must-link contraction and the active sub-graph
-        (:func:`hmrf.inference.base.reduce_problem`).
-    icm_blocks : list or None
-        Independent sets with their incident factors (:mod:`hmrf.inference.icm`).
-    mean_field : object or None
-        Colour classes with their factors for mean-field sweeps
-        (:mod:`hmrf.inference.meanfield`).
-    bp_layout, bp_colours, bp_bfs, bp_dense, bp_lattice : object or None
-        Belief propagation's message layout, colour classes, breadth-first order, dense
-        frustrated part and lattice components (:mod:`hmrf.inference.bp`).
-    bp_node_orders : dict
-        Belief propagation's compiled node-order layouts and TRW-S's layouts, by order name.
-    auto_parts : tuple or None
-        The split of the graph by :class:`~hmrf.inference.auto.AutoEngine`'s rule (its
-        nodes and sub-graphs per engine).
+    :meth:`PairwiseGraph.with_weights`, whose cache is :meth:`reweighted`: every entry
+    as its key's ``on_reweight`` says. Structural entries (``"keep"``) are shared; the
+    constrained part is re-weighted likewise (with its own caches); the hard-must-link
+    reduction re-weights itself (the same contraction with the new weights, or ``None``
+    when the hard edges changed); every other entry is built anew. A module reads the
+    weights from the graph it is given at every solve.
     """
 
-    adjacency: sp.csr_matrix | None = None
-    components: tuple | None = None
-    constrained: tuple | None = None
-    reduction: object | None = None
-    icm_blocks: list | None = None
-    mean_field: object | None = None
-    bp_layout: object | None = None
-    bp_colours: list | None = None
-    bp_bfs: np.ndarray | None = None
-    bp_dense: tuple | None = None
-    bp_lattice: np.ndarray | None = None
-    bp_node_orders: dict = field(default_factory=dict)
-    auto_parts: tuple | None = None
+    __slots__ = ("_entries",)
+
+    def __init__(self):
+        self._entries: dict[CacheKey, object] = {}
+
+    def get(self, key: CacheKey, build: Callable[[], T]) -> T:
+        """The entry under ``key``, built by ``build()`` and stored on first use."""
+        try:
+            return self._entries[key]
+        except KeyError:
+            value = self._entries[key] = build()
+            return value
+
+    def peek(self, key: CacheKey) -> object | None:
+        """The entry under ``key`` if it was built, else ``None`` (nothing is built)."""
+        return self._entries.get(key)
+
+    def keys(self) -> list[CacheKey]:
+        """The keys of the entries built so far."""
+        return list(self._entries)
 
     def reweighted(self, weight) -> GraphCache:
         """The cache of the same edges under the weights ``weight`` (the contract above)."""
-        out = GraphCache(**{name: getattr(self, name) for name in STRUCTURAL_FIELDS
-                            if name != "bp_node_orders"})
-        out.bp_node_orders = dict(self.bp_node_orders)
-        if self.constrained is not None:
-            nodes, sub = self.constrained
-            out.constrained = (nodes, sub.with_weights(weight))  # the part keeps every edge, in order
-        if self.reduction is not None:  # an engine's structure that re-weights itself, or None
-            out.reduction = self.reduction.reweighted(weight)
+        out = GraphCache()
+        for key, value in self._entries.items():
+            rule = key.on_reweight
+            if rule == "keep":
+                out._entries[key] = value
+            elif rule != "drop":
+                new = rule(value, weight)
+                if new is not None:
+                    out._entries[key] = new
         return out
+
+    def __repr__(self) -> str:
+        return f"GraphCache({', '.join(k.name for k in self._entries)})"
+
+
+ADJACENCY = CacheKey("graph.adjacency", "keep")
+COMPONENTS = CacheKey("graph.components", "keep")
+INDEPENDENT_SETS = CacheKey("graph.independent_sets", "keep")
+EDGE_CLASSES = CacheKey("graph.edge_classes")
+#: the part keeps every edge, in order: it is re-weighted with the same weights
+CONSTRAINED = CacheKey("graph.constrained", lambda part, weight: (part[0], part[1].with_weights(weight)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,7 +316,12 @@ class PairwiseGraph:
     Notes
     -----
     Build one with :meth:`from_constraints`, :meth:`potts` or :meth:`from_tables`, or
-    combine several with :meth:`concatenate`.
+    combine several with :meth:`concatenate`. What every engine derives from the graph
+    is computed here, once, and cached (:class:`GraphCache`): the classes of its factors
+    (:meth:`edge_classes`), its connected components, the constrained part, a colouring
+    into independent sets (:meth:`independent_sets`), and per-component energies and the
+    cheapest candidate per component (:meth:`component_energies`,
+    :meth:`best_per_component`).
     """
 
     n_nodes: int
@@ -271,7 +440,7 @@ class PairwiseGraph:
         if m and (np.any(np.isnan(w)) or np.any(w < 0)):
             b = int(np.flatnonzero(np.isnan(w) | (w < 0))[0])
             raise ValueError(f"edge weight #{b} is {w[b]}; weights must be >= 0.")
-        if self.tables is not None and np.any(np.isinf(w[self.kind == TABLE])):
+        if self.tables is not None and np.any(np.isinf(w[self.edge_classes().table])):
             raise ValueError("table edges need finite weights; put inf inside the table instead.")
         w.flags.writeable = False
         g = object.__new__(PairwiseGraph)
@@ -326,8 +495,24 @@ class PairwiseGraph:
 
     @property
     def hard(self) -> np.ndarray:
-        """(m,) mask of hard Potts edges."""
-        return np.isinf(self.weight)
+        """(m,) mask of hard Potts edges (read-only; :meth:`edge_classes`)."""
+        return self.edge_classes().hard
+
+    def edge_classes(self) -> EdgeClasses:
+        """The classes of the factors (must / cannot / table, hard / soft), cached.
+
+        Every engine reads the classes here rather than comparing ``kind`` and
+        ``weight`` itself, so that "hard" and "soft" mean one thing everywhere
+        (:class:`EdgeClasses`). They depend on the weights, so a re-weighted graph
+        (:meth:`with_weights`) computes its own.
+        """
+        return self.cache.get(EDGE_CLASSES, lambda: EdgeClasses.of(self.kind, self.weight))
+
+    def independent_sets(self) -> list[np.ndarray]:
+        """The nodes in independent sets (:func:`independent_sets`, fixed priorities),
+        cached: a proper colouring, each set a class of nodes updated together by ICM,
+        mean-field and belief propagation's decoding and node orders."""
+        return self.cache.get(INDEPENDENT_SETS, lambda: independent_sets(self.n_nodes, self.edges))
 
     def check_labels(self, n_labels: int) -> None:
         """Raise if the tables do not match ``n_labels``."""
@@ -339,7 +524,7 @@ class PairwiseGraph:
 
     def table_costs(self) -> np.ndarray:
         """Per-edge scaled tables ``w_e * T[t_e]`` for table edges, shape (m_table, k, k)."""
-        sel = self.kind == TABLE
+        sel = self.edge_classes().table
         w = self.weight[sel][:, None, None]
         t = self.tables[self.table_index[sel]]
         with np.errstate(invalid="ignore"):
@@ -354,10 +539,10 @@ class PairwiseGraph:
         a, b = labels[self.edges[:, 0]], labels[self.edges[:, 1]]
         same = a == b
         cost = np.zeros(self.n_edges)
-        ml, cl = self.kind == POTTS_ML, self.kind == POTTS_CL
-        cost[ml & ~same] = self.weight[ml & ~same]
-        cost[cl & same] = self.weight[cl & same]
-        tab = self.kind == TABLE
+        cls = self.edge_classes()
+        cost[cls.must & ~same] = self.weight[cls.must & ~same]
+        cost[cls.cannot & same] = self.weight[cls.cannot & same]
+        tab = cls.table
         if tab.any():
             t = self.tables[self.table_index[tab], a[tab], b[tab]]
             w = self.weight[tab]
@@ -376,38 +561,51 @@ class PairwiseGraph:
         u = float(unary[np.arange(unary.shape[0]), labels].sum(dtype=np.float64))
         return u + self.pairwise_energy(labels)
 
+    def component_energies(self, unary, labels) -> np.ndarray:
+        """``E_c(y) = sum_{i in c} U[i, y_i] + sum_{e in c} cost_e(y)`` of every connected
+        component ``c`` (:meth:`components`): shape (n_comp,) for one labelling (n,),
+        (n_comp, R) for R labellings (R, n). Their sum is :meth:`energy`."""
+        n_comp, comp = self.components()
+        labels = np.asarray(labels, dtype=np.int64)
+        cost = _component_energies(np.asarray(unary), self, np.atleast_2d(labels), comp, n_comp)
+        return cost[:, 0] if labels.ndim == 1 else cost
+
+    def best_per_component(self, unary, candidates) -> tuple[np.ndarray, np.ndarray]:
+        """In every connected component, the candidate labelling of lowest energy there
+        (:func:`best_per_component`): ``(labels (n,), choice (n_comp,))``."""
+        return best_per_component(unary, self, candidates)
+
     def neighbors(self) -> sp.csr_matrix:
         """Unweighted symmetric (n, n) adjacency (multi-edges counted)."""
-        if self.cache.adjacency is None:
-            e = self.edges
-            a = sp.coo_matrix(
-                (np.ones(2 * self.n_edges), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
-                shape=(self.n_nodes, self.n_nodes),
-            ).tocsr()
-            self.cache.adjacency = a
-        return self.cache.adjacency
+        e = self.edges
+        return self.cache.get(ADJACENCY, lambda: sp.coo_matrix(
+            (np.ones(2 * self.n_edges), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
+            shape=(self.n_nodes, self.n_nodes),
+        ).tocsr())
 
     def components(self) -> tuple[int, np.ndarray]:
         """Connected components ``(n_components, component of every node)``, cached
         (``scipy.sparse.csgraph.connected_components``; the array is read-only)."""
-        if self.cache.components is None:
+        def build():
             n_comp, comp = csgraph.connected_components(self.neighbors(), directed=False)
             comp = comp.astype(np.int64)
             comp.flags.writeable = False
-            self.cache.components = (int(n_comp), comp)
-        return self.cache.components
+            return int(n_comp), comp
+
+        return self.cache.get(COMPONENTS, build)
 
     def constrained_part(self) -> tuple[np.ndarray, PairwiseGraph]:
         """The nodes that have at least one factor (sorted) and the graph among them,
         re-indexed; cached. Every other node's label is the argmin of its own costs, so
         this is all an engine needs to see (the EM loop never hands it the rest)."""
-        if self.cache.constrained is None:
+        def build():
             has = np.zeros(self.n_nodes, dtype=bool)
             has[self.edges.ravel()] = True
             nodes = np.flatnonzero(has)
             nodes.flags.writeable = False
-            self.cache.constrained = (nodes, self.subgraph(nodes))
-        return self.cache.constrained
+            return nodes, self.subgraph(nodes)
+
+        return self.cache.get(CONSTRAINED, build)
 
     def subgraph(self, nodes) -> PairwiseGraph:
         """Factors among ``nodes`` only, re-indexed to ``0..len(nodes)-1``."""
@@ -422,9 +620,7 @@ class PairwiseGraph:
         )
 
     def __repr__(self) -> str:
-        ml = int(np.count_nonzero(self.kind == POTTS_ML))
-        cl = int(np.count_nonzero(self.kind == POTTS_CL))
-        tb = int(np.count_nonzero(self.kind == TABLE))
+        ml, cl, tb = (int(np.count_nonzero(c)) for c in self.edge_classes()[:3])
         return f"PairwiseGraph(n_nodes={self.n_nodes}, must_link={ml}, cannot_link={cl}, table={tb})"
 
 

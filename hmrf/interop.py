@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, as_graph
+from .graph import PairwiseGraph, as_graph
 
 __all__ = ["to_pgmpy", "variable_name", "labels_from_assignment", "pgmpy_map"]
 
@@ -44,11 +44,11 @@ def _pair_tables(graph: PairwiseGraph, k: int) -> np.ndarray:
     m = graph.n_edges
     out = np.zeros((m, k, k))
     eye = np.eye(k, dtype=bool)
-    for code, mask in ((POTTS_ML, ~eye), (POTTS_CL, eye)):
-        sel = graph.kind == code
+    cls = graph.edge_classes()
+    for sel, mask in ((cls.must, ~eye), (cls.cannot, eye)):
         w = graph.weight[sel][:, None, None]
         out[sel] = np.where(mask[None], w, 0.0)
-    tab = graph.kind == TABLE
+    tab = cls.table
     if tab.any():
         out[tab] = graph.table_costs()
     return out

@@ -368,9 +368,9 @@ class HMRF:
         terms = {
             "distortion": float(distortion.sum()),
             "normalizer": float((unary - distortion).sum()),
-            "must_link": float(costs[g.kind == POTTS_ML].sum()),
-            "cannot_link": float(costs[g.kind == POTTS_CL].sum()),
-            "table": float(costs[g.kind == TABLE].sum()),
+            "must_link": float(costs[g.edge_classes().must].sum()),
+            "cannot_link": float(costs[g.edge_classes().cannot].sum()),
+            "table": float(costs[g.edge_classes().table].sum()),
         }
         terms["total"] = float(unary.sum() + costs.sum())
         return terms

@@ -16,7 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
-from .emissions.mahalanobis import pair_sq_distances
+from .emissions.base import MetricTerms
+from .emissions.mahalanobis import MahalanobisParams, pair_sq_distances
 from .graph import PairwiseGraph
 
 __all__ = ["PairwisePotential", "PottsConstraints", "DistanceScaledPotts", "TablePotential"]
@@ -30,11 +31,6 @@ class PairwisePotential:
     """
 
     depends_on_params = False
-    #: In potentials whose costs depend on a learned metric (:class:`DistanceScaledPotts`),
-    #: a method ``metric_terms(X, params, labels) -> (diff, coef)`` giving the violated
-    #: pairs' terms of the metric update (see :class:`~hmrf.emissions.Mahalanobis`);
-    #: ``None`` in every other potential.
-    metric_terms = None
 
     def graph(self, X=None, params=None, n_clusters=None) -> PairwiseGraph:  # pragma: no cover
         """The factors as a :class:`~hmrf.graph.PairwiseGraph`."""
@@ -100,7 +96,7 @@ class PottsConstraints(PairwisePotential):
         return f"{type(self).__name__}({self.constraints!r}, w={self.w!r})"
 
 
-class DistanceScaledPotts(PottsConstraints):
+class DistanceScaledPotts(PottsConstraints, MetricTerms):
     """Potts constraints whose penalties scale with the learned distance (MPCKMeans).
 
     A violated must-link costs ``w · w_ij · f_M(i, j)`` and a violated cannot-link
@@ -185,7 +181,7 @@ class DistanceScaledPotts(PottsConstraints):
 
     @staticmethod
     def _metric(params):
-        if hasattr(params, "mean_metric") and params.metric is not None:
+        if isinstance(params, MahalanobisParams) and params.metric is not None:
             return params.mean_metric()
         return None
 

@@ -8,7 +8,7 @@ import pytest
 
 from hmrf import Constraints, PairwiseGraph
 from hmrf.inference import AlphaExpansion, BeliefPropagation
-from hmrf.inference.auto import AutoEngine, _component_energy
+from hmrf.inference.auto import AutoEngine
 
 pytest.importorskip("maxflow")
 
@@ -34,7 +34,7 @@ def test_never_worse_than_bp_or_the_moves_from_its_labelling_per_component(seed,
     bp = BeliefPropagation().map(unary, g, rng=0)
     moves = AlphaExpansion().map(unary, g, init=bp.labels, rng=0)
     assert brute_force(unary, g) - 1e-9 <= auto.energy <= min(bp.energy, moves.energy) + 1e-9
-    assert np.all(_component_energy(unary, g, auto.labels) <= _component_energy(unary, g, bp.labels) + 1e-9)
+    assert np.all(g.component_energies(unary, auto.labels) <= g.component_energies(unary, bp.labels) + 1e-9)
     if auto.lower_bound is not None:  # BP's TRW-S bound (must-links only)
         assert auto.lower_bound <= brute_force(unary, g) + 1e-9
 
@@ -43,7 +43,7 @@ def test_component_energies_add_up_to_the_energy():
     rng = np.random.default_rng(2100)
     unary, g = random_problem(rng, 30, 4, 25, 0.3)
     y = rng.integers(0, 4, 30)
-    assert _component_energy(unary, g, y).sum() == pytest.approx(g.energy(y, unary))
+    assert g.component_energies(unary, y).sum() == pytest.approx(g.energy(y, unary))
 
 
 def test_the_moves_repair_what_bp_misses():

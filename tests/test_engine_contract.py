@@ -11,6 +11,7 @@ from mrf_problems import brute_force, preferred_label_table, random_problem
 
 from hmrf import HMRF, Constraints, InfeasibleError, PairwiseGraph
 from hmrf.inference import ICM, TRWS, BeliefPropagation, ExactMILP, LPRelaxation, get_engine
+from hmrf.inference.base import Solution
 from hmrf.potentials import PairwisePotential, TablePotential
 
 ENGINES = {
@@ -266,7 +267,7 @@ class _BreaksCannotLinks(ICM):
     """An engine whose own algorithm ignores hard factors (every node takes label 0)."""
 
     def _solve(self, unary, graph, init, rng, notify):
-        return {"labels": np.zeros(unary.shape[0], dtype=np.int64)}
+        return Solution(np.zeros(unary.shape[0], dtype=np.int64))
 
 
 def test_map_never_returns_a_labelling_that_breaks_a_hard_constraint():

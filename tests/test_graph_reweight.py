@@ -11,6 +11,9 @@ import hmrf.graph as graph_module
 from hmrf import HMRF, Constraints, MPCKMeans, PairwiseGraph
 from hmrf.emissions import Mahalanobis
 from hmrf.inference import ENGINES, get_engine
+from hmrf.inference.base import REDUCTION
+from hmrf.inference.bp.order import NODE_ORDERS
+from hmrf.inference.icm import BLOCKS
 from hmrf.potentials import DistanceScaledPotts, TablePotential
 
 NAMES = sorted(ENGINES)
@@ -75,23 +78,26 @@ def test_reweighted_graph_keeps_structure_and_drops_weighted_caches():
     nodes, sub = g.constrained_part()
     get_engine("bp").map(unary[nodes], sub, rng=0)
     get_engine("icm").map(unary[nodes], sub, init=np.zeros(nodes.size, dtype=np.int64), rng=0)
-    reduced = sub.cache.reduction.sub  # the graph the engines solve
-    assert reduced.cache.icm_blocks is not None and reduced.cache.bp_node_orders
+    reduced = sub.cache.peek(REDUCTION).sub  # the graph the engines solve
+    assert reduced.cache.peek(BLOCKS) is not None and reduced.cache.peek(NODE_ORDERS)
+    g.components()
     w = _new_weights(g, rng)
     h = g.with_weights(w)
-    for name in graph_module.STRUCTURAL_FIELDS:
-        assert getattr(h.cache, name) is getattr(g.cache, name) or name == "bp_node_orders"
+    structural = [key for key in g.cache.keys() if key.structural]
+    assert graph_module.COMPONENTS in structural
+    for key in structural:
+        assert h.cache.peek(key) is g.cache.peek(key)
     h_sub = h.constrained_part()[1]
     np.testing.assert_array_equal(h_sub.weight, w)
-    red = h_sub.cache.reduction
-    assert red is not None and red.node_of is sub.cache.reduction.node_of
+    red = h_sub.cache.peek(REDUCTION)
+    assert red is not None and red.node_of is sub.cache.peek(REDUCTION).node_of
     np.testing.assert_array_equal(red.sub.weight, w[red.kept])
     assert red.sub.edges is reduced.edges
-    assert red.sub.cache.icm_blocks is None  # holds weights: built anew
-    assert red.sub.cache.bp_node_orders == reduced.cache.bp_node_orders  # BP's layouts: kept
+    assert red.sub.cache.peek(BLOCKS) is None  # holds weights: built anew
+    assert red.sub.cache.peek(NODE_ORDERS) == reduced.cache.peek(NODE_ORDERS)  # BP's layouts: kept
     # a new hard edge changes the contraction: the reduction is built anew
     w2 = _new_weights(g, rng, change_hard=True)
-    assert g.with_weights(w2).constrained_part()[1].cache.reduction is None
+    assert g.with_weights(w2).constrained_part()[1].cache.peek(REDUCTION) is None
 
 
 def test_with_weights_checks_the_weights():

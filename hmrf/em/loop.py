@@ -40,7 +40,6 @@ from functools import partial
 
 import numpy as np
 
-from ..graph import POTTS_CL, POTTS_ML, TABLE
 from ..inference.base import InferenceEngine
 from .passes import assignment_pass
 
@@ -78,7 +77,12 @@ class EMResult:
     converged : bool
     trace : list of dict
         Per iteration: ``objective``, ``e_energy``, ``lower_bound``, ``n_changed``,
-        ``rejected``, ``reseeded``, ``e_time``, ``m_time``.
+        ``rejected``, ``reseeded``, ``e_time``, ``m_time``, and ``engine``: the
+        ``info`` of the engine's :class:`~hmrf.inference.InferenceResult` for the
+        E-step (``None`` when no point was constrained).
+    final_engine_info : dict or None
+        The engine's ``info`` for the last pass's E-step, which makes the labels
+        consistent with the final parameters (``None`` when it did not run the engine).
     """
 
     labels: np.ndarray
@@ -88,6 +92,7 @@ class EMResult:
     n_iter: int = 0
     converged: bool = False
     trace: list = field(default_factory=list)
+    final_engine_info: dict | None = None
 
 
 def _move_cost(labels, graph, target) -> np.ndarray:
@@ -96,17 +101,18 @@ def _move_cost(labels, graph, target) -> np.ndarray:
     delta = np.zeros(n)
     if graph.n_edges == 0:
         return delta
-    e, w, kind = graph.edges, graph.weight, graph.kind
+    e, w = graph.edges, graph.weight
+    cls = graph.edge_classes()
     src = np.r_[e[:, 0], e[:, 1]]
     dst = np.r_[e[:, 1], e[:, 0]]
-    ww, kk = np.r_[w, w], np.r_[kind, kind]
+    ww, must, cannot = np.r_[w, w], np.r_[cls.must, cls.must], np.r_[cls.cannot, cls.cannot]
     same = labels[src] == labels[dst]  # nobody is in ``target`` yet
     potts = np.zeros(src.shape[0])
-    ml, cl = (kk == POTTS_ML) & same, (kk == POTTS_CL) & same
+    ml, cl = must & same, cannot & same
     potts[ml] = ww[ml]  # a kept must-link becomes violated
     potts[cl] = -ww[cl]  # a violated cannot-link is repaired
     delta += _inf_safe_sum(src, potts, n)
-    tab = np.flatnonzero(kind == TABLE)
+    tab = np.flatnonzero(cls.table)
     if tab.size:
         T = graph.table_costs()
         a, b = e[tab, 0], e[tab, 1]
@@ -276,6 +282,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
     age, moved_fraction = 0, 1.0
     prev_obj = np.inf
     history, trace = [], []
+    final_info = None
     converged = False
     it = 0
     while True:
@@ -303,7 +310,8 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
             if converged or it == int(max_iter):
                 # this pass's E-step under the final parameters, kept only if it does not
                 # worsen J or empty a cluster (no M-step follows)
-                final, energy, _, _ = _e_step(step, nodes, sub, labels, engine, rng)
+                final, energy, res, _ = _e_step(step, nodes, sub, labels, engine, rng)
+                final_info = None if res is None else res.info
                 if energy <= obj and np.unique(final).shape[0] >= np.unique(labels).shape[0]:
                     labels, obj = final, energy
                 prev_obj = obj
@@ -324,7 +332,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
                           lower_bound=None if res is None or res.lower_bound is None
                           else res.lower_bound + _free_energy(step, nodes),
                           n_changed=n_changed, rejected=rejected, reseeded=reseeded,
-                          e_time=t1 - t0, m_time=0.0))
+                          e_time=t1 - t0, m_time=0.0, engine=None if res is None else res.info))
         if labels is not None and n_changed == 0:
             converged = True
             break
@@ -338,7 +346,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         params = model.update(stats, labels, params)
         trace[-1]["m_time"] = time.perf_counter() - t1
     return EMResult(labels=labels, params=params, objective=float(prev_obj), history=history,
-                    n_iter=it, converged=converged, trace=trace)
+                    n_iter=it, converged=converged, trace=trace, final_engine_info=final_info)
 
 
 def _own_cost(model, params, labels):

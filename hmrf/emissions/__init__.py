@@ -6,7 +6,15 @@ Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
 family with ``BregmanFamily(phi, grad_phi)``.
 """
 
-from .base import EmissionFamily, EmissionParams, LinearCosts, MStepContext, cluster_sums
+from .base import (
+    EmissionFamily,
+    EmissionParams,
+    LinearCosts,
+    MetricTerms,
+    MStepContext,
+    cluster_sums,
+    inner_products,
+)
 from .bregman import BregmanFamily
 from .euclidean import SquaredEuclidean
 from .itakura_saito import ItakuraSaito
@@ -19,7 +27,7 @@ __all__ = [
     "EmissionFamily", "EmissionParams", "BregmanFamily", "SquaredEuclidean", "KL",
     "IDivergence", "ItakuraSaito", "VonMisesFisher", "SmoothedParams", "cluster_sums",
     "log_vmf_normalizer", "get_emission", "Mahalanobis", "MahalanobisParams", "MStepContext",
-    "ClusterStats", "LinearCosts",
+    "ClusterStats", "LinearCosts", "MetricTerms", "inner_products",
 ]
 
 _ALIASES = {

@@ -14,8 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import first_negative
-from .base import EmissionParams, LinearCosts, scale_rows, work_dtype
-from .bregman import BregmanFamily, _cross
+from .base import EmissionParams, LinearCosts, inner_products, scale_rows, work_dtype
+from .bregman import BregmanFamily
 
 __all__ = ["KL", "IDivergence", "SmoothedParams"]
 
@@ -102,7 +102,7 @@ class IDivergence(BregmanFamily):
         M = np.asarray(centers, dtype=np.float64)
         zero = M <= 0
         logM = np.log(np.where(zero, 1.0, M))
-        cost = _cross(X, -logM)
+        cost = inner_products(X, -logM)
         phi_x = self.data_terms(X) if data is None else data
         cost += phi_x[:, None].astype(cost.dtype, copy=False)
         cost += M.sum(axis=1)[None, :].astype(cost.dtype)

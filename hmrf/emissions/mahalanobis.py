@@ -46,8 +46,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .base import EmissionFamily, check_squared_scale, work_dtype
-from .bregman import _cross, row_dot
+from .base import EmissionFamily, MetricTerms, check_squared_scale, inner_products, work_dtype
+from .bregman import row_dot
 from .mahalanobis_params import MahalanobisParams, log_det_pd, pair_sq_distances
 
 __all__ = ["Mahalanobis", "MahalanobisParams", "log_det_pd", "pair_sq_distances", "METRICS"]
@@ -111,8 +111,8 @@ class Mahalanobis(EmissionFamily):
         Accept a new metric only if it does not increase the objective (otherwise the
         paper's update is applied as is, and the objective may rise).
     metric_potential : PairwisePotential, optional
-        A potential with ``metric_terms`` used *only* by the metric update, not by the
-        E-step (M-KMeans). Potentials of the model itself are found automatically.
+        A :class:`~hmrf.emissions.base.MetricTerms` potential used *only* by the metric
+        update, not by the E-step (M-KMeans). Potentials of the model itself are found automatically.
 
     Notes
     -----
@@ -147,8 +147,10 @@ class Mahalanobis(EmissionFamily):
             raise ValueError(f"eig_floor must be a positive number; got {eig_floor!r}.")
         if int(max_backtrack) < 0:
             raise ValueError(f"max_backtrack must be >= 0; got {max_backtrack!r}.")
-        if metric_potential is not None and getattr(metric_potential, "metric_terms", None) is None:
-            raise TypeError("metric_potential must define metric_terms(X, params, labels).")
+        if metric_potential is not None and not isinstance(metric_potential, MetricTerms):
+            raise TypeError("metric_potential must be a hmrf.emissions.base.MetricTerms potential, which "
+                            "defines metric_terms(X, params, labels) (e.g. DistanceScaledPotts); got "
+                            f"{type(metric_potential).__name__}.")
         self.metric = metric
         self.per_cluster = bool(per_cluster)
         self.shrinkage = shrinkage
@@ -187,7 +189,7 @@ class Mahalanobis(EmissionFamily):
             if params.n_groups == 1 and not sp.issparse(X):
                 # one metric: ||x||²_A is one number a row (one pass, no (n, d) temporary),
                 # and the cross term one product, as for the squared Euclidean distance
-                cost = _cross(X, -2.0 * M * a)
+                cost = inner_products(X, -2.0 * M * a)
                 cost += np.einsum("ij,ij,j->i", X, X, params.metric[0].astype(dt))[:, None]
             else:
                 sq = X.multiply(X) if sp.issparse(X) else X * X
@@ -278,7 +280,8 @@ class Mahalanobis(EmissionFamily):
 
         1. Centres: cluster means, the exact minimiser for fixed labels and metric.
         2. Metric: the paper's update (★) with the violated-constraint terms of every
-           potential of ``context`` that has ``metric_terms`` (plus ``metric_potential``).
+           :class:`~hmrf.emissions.base.MetricTerms` potential of ``context`` (plus
+           ``metric_potential``).
         3. Safeguard: (★) is stationary only with the penalty thresholds held fixed,
            but ``α_max`` moves with ``A`` and pairs cross the thresholds, so the
            objective (distortion from the cluster statistics, plus the potentials'
@@ -297,7 +300,7 @@ class Mahalanobis(EmissionFamily):
         mid = params.replace(centers=means, metric_step=0.0)
         if self.metric == "identity":
             return mid.replace(metric_step=1.0)
-        pots = [] if context is None else [p for p in context.potentials if p.metric_terms is not None]
+        pots = [] if context is None else [p for p in context.potentials if isinstance(p, MetricTerms)]
         extra = [self.metric_potential] if self.metric_potential is not None else []
         K = None
         if pots or extra:

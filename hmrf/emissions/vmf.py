@@ -6,8 +6,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._special import log_bessel_iv
-from .base import EmissionFamily, EmissionParams, LinearCosts, scale_rows
-from .bregman import _cross, row_dot
+from .base import EmissionFamily, EmissionParams, LinearCosts, inner_products, scale_rows
+from .bregman import row_dot
 
 __all__ = ["VonMisesFisher", "log_vmf_normalizer"]
 
@@ -105,7 +105,7 @@ class VonMisesFisher(EmissionFamily):
 
     def divergence(self, X, centers, data=None) -> np.ndarray:
         C = np.asarray(centers, dtype=np.float64)
-        cost = _cross(X, -C)
+        cost = inner_products(X, -C)
         cost += 1.0
         np.clip(cost, 0.0, 2.0, out=cost)
         return cost

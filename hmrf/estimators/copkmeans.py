@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._params import Interval, Options, validate_params
 from ..inference.greedy import METHODS, GreedyFeasible
@@ -118,33 +119,13 @@ class COPKMeans(HMRFClusterMixin):
             and ``repair``).
         """
         validate_params(self)
-        self._methods = []
-        try:
-            super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints,
-                        potentials=potentials)
-        finally:
-            methods, self._methods = getattr(self, "_best_methods", self._methods), None
-        self.assignment_ = max(methods, key=METHODS.index, default="greedy")
+        super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints,
+                    potentials=potentials)
+        self.assignment_ = max(_methods(self.em_result_), key=METHODS.index, default="greedy")
         return self
 
-    def _best_of_runs(self, model, constraints, y, em, initial_params):
-        """As the base class, keeping what produced the best run's labels (``assignment_``)."""
-        logged = {}
-
-        def em_logged(m, params, rng):
-            start = len(self._methods)
-            res = em(m, params, rng)
-            logged[id(res)] = self._methods[start:]
-            return res
-
-        best = super()._best_of_runs(model, constraints, y, em_logged, initial_params)
-        self._best_methods = logged.get(id(best), [])
-        return best
-
     def _spec_inference(self):
-        engine = _RecordingGreedy(self.n_restarts, self.repair, self.time_limit)
-        engine._log = getattr(self, "_methods", None)
-        return engine
+        return GreedyFeasible(self.n_restarts, self.repair, self.time_limit)
 
     def _supervision(self, n, y, must_link, cannot_link, constraints):
         c = super()._supervision(n, y, must_link, cannot_link, constraints)
@@ -157,7 +138,7 @@ class COPKMeans(HMRFClusterMixin):
         _, first = np.unique(comp[order], return_index=True)
         picks = order[np.sort(first)][: model.n_clusters]
         X = model.X[picks]
-        centers = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+        centers = X.toarray() if sp.issparse(X) else np.asarray(X)
         if centers.shape[0] < model.n_clusters:
             raise ValueError(
                 f"only {centers.shape[0]} must-link components for n_clusters={model.n_clusters}; "
@@ -166,13 +147,8 @@ class COPKMeans(HMRFClusterMixin):
         return model.emission.init_params(model.X, centers)
 
 
-class _RecordingGreedy(GreedyFeasible):
-    """GreedyFeasible that notes what produced each E-step's labels (for ``assignment_``)."""
-
-    _log = None
-
-    def map(self, unary, graph=None, init=None, rng=None, callback=None):
-        res = super().map(unary, graph, init=init, rng=rng, callback=callback)
-        if self._log is not None:
-            self._log.append(res.info.get("method", "greedy"))
-        return res
+def _methods(result) -> list[str]:
+    """What produced the labels of every E-step of an EM run (``GreedyFeasible``'s
+    ``info["method"]``, carried by the EM trace), the last pass's included."""
+    infos = [t["engine"] for t in result.trace] + [result.final_engine_info]
+    return [info.get("method", "greedy") for info in infos if info is not None]

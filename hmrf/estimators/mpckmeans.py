@@ -38,6 +38,9 @@ class _MetricLearner(HMRFClusterMixin):
         "shrinkage": [Interval(Real, 0, 1, closed="left")],
     }
 
+    #: M-KMeans has no ``penalty`` parameter: its potentials are the paper's distance-scaled ones
+    _fixed = dict(HMRFClusterMixin._fixed, penalty="distance")
+
     def _spec_emission(self):
         return Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage)
 
@@ -48,7 +51,7 @@ class _MetricLearner(HMRFClusterMixin):
         return 1.0 if isinstance(self.w, str) else self.w
 
     def _distance_potential(self, constraints):
-        mirrored = getattr(self, "penalty", "distance") == "mirrored"
+        mirrored = self._setting("penalty") == "mirrored"
         alpha_max = self.alpha_max
         if alpha_max == "auto":  # Bilenko et al.'s f_C uses the diameter (class docstring)
             alpha_max = "data" if mirrored else "must_link"

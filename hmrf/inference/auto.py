@@ -17,14 +17,17 @@ from __future__ import annotations
 import numpy as np
 
 from .._params import Options, validate_params
-from .base import InferenceEngine
+from ..graph import CacheKey
+from .base import InferenceEngine, Solution
 from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
 from .expansion import AlphaExpansion
 from .qpbo import load_maxflow
-from .rounding import best_per_component
 
 __all__ = ["AutoEngine", "graph_cuts_available", "LARGE_COMPONENT"]
+
+#: the split of the graph by the rule (depends on which edges are hard)
+PARTS = CacheKey("auto.parts")
 
 #: Must-link-only components with at least this many (super-)nodes go to α-expansion alone.
 LARGE_COMPONENT = 1000
@@ -90,8 +93,8 @@ class AutoEngine(InferenceEngine):
         if not use_moves:
             bp = BeliefPropagation().map(unary, graph, rng=rng, callback=lambda it, y, e, b: notify(it, y, b))
             info = dict(bp.info, expansion_nodes=0, expansion_sweeps=None, improved_components=0)
-            return {"labels": bp.labels, "lower_bound": bp.lower_bound, "n_iter": bp.n_iter,
-                    "converged": bp.converged, "info": info}
+            return Solution(bp.labels, lower_bound=bp.lower_bound, n_iter=bp.n_iter,
+                            converged=bp.converged, info=info)
         (cut_nodes, cut_graph), (bp_nodes, bp_graph) = _parts(graph)
         labels = np.empty(unary.shape[0], dtype=np.int64)
         info = dict(expansion_nodes=int(cut_nodes.size), expansion_sweeps=None, improved_components=0)
@@ -108,38 +111,32 @@ class AutoEngine(InferenceEngine):
             # moves from BP's labelling never raise its energy, whatever the tables: no
             # semi-metric requirement here (QPBO moves where a term is not submodular)
             moves = AlphaExpansion(tables="any").map(u, bp_graph, init=bp.labels, rng=rng)
+            energies = bp_graph.component_energies(u, np.array([bp.labels, moves.labels]))  # (n_comp, 2)
             n_comp, comp = bp_graph.components()
-            best, _ = best_per_component(u, bp_graph, np.array([bp.labels, moves.labels]), comp, n_comp)
+            best = np.where(energies[comp, 1] < energies[comp, 0], moves.labels, bp.labels)
             labels[bp_nodes] = best
             info.update({k: v for k, v in bp.info.items() if k not in info})
             info["expansion_sweeps"] = max(info["expansion_sweeps"] or 0, moves.n_iter)
             info["improved_components"] = int(np.count_nonzero(
-                _component_energy(u, bp_graph, best) < _component_energy(u, bp_graph, bp.labels) - 1e-12))
+                energies.min(axis=1) < energies[:, 0] - 1e-12))
             bound = bp.lower_bound if not cut_nodes.size else None
             n_iter, converged = max(n_iter, bp.n_iter), converged and bp.converged
         notify(n_iter, labels, bound)
-        return {"labels": labels, "lower_bound": bound, "n_iter": n_iter, "converged": converged,
-                "info": info}
+        return Solution(labels, lower_bound=bound, n_iter=n_iter, converged=converged, info=info)
 
 
 def _parts(graph):
     """``((nodes, subgraph) for α-expansion alone, (nodes, subgraph) for BP + moves)``,
     cached on the graph (EM solves the same graph in every E-step)."""
-    if graph.cache.auto_parts is None:
+    def build():
         n_comp, comp = graph.components()
         size = np.bincount(comp, minlength=n_comp)
         alone = ~frustrated_components(graph) & (size >= LARGE_COMPONENT)
         cut = np.flatnonzero(alone[comp])
         rest = np.flatnonzero(~alone[comp])
         whole = cut.size == graph.n_nodes, rest.size == graph.n_nodes
-        graph.cache.auto_parts = ((cut, graph if whole[0] else graph.subgraph(cut)),
-                                  (rest, graph if whole[1] else graph.subgraph(rest)))
-    return graph.cache.auto_parts
+        return ((cut, graph if whole[0] else graph.subgraph(cut)),
+                (rest, graph if whole[1] else graph.subgraph(rest)))
 
+    return graph.cache.get(PARTS, build)
 
-def _component_energy(unary, graph, labels) -> np.ndarray:
-    """``E_c(labels)`` of every connected component of ``graph``."""
-    n_comp, comp = graph.components()
-    node = unary[np.arange(unary.shape[0]), labels]
-    e = np.bincount(comp, weights=node, minlength=n_comp)
-    return e + np.bincount(comp[graph.edges[:, 0]], weights=graph.edge_costs(labels), minlength=n_comp)

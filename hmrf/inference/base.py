@@ -28,11 +28,14 @@ from scipy.sparse import csgraph
 from .._params import validate_params
 from .._validation import check_random_state
 from ..exceptions import InfeasibleError
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, as_graph, segment_sum
+from ..graph import CacheKey, PairwiseGraph, as_graph, segment_sum
 from .feasibility import raise_if_infeasible
 
-__all__ = ["InferenceResult", "InferenceEngine", "ReducedProblem", "reduce_problem", "check_unary",
-           "argmin_rows"]
+__all__ = ["InferenceResult", "Solution", "InferenceEngine", "ReducedProblem", "reduce_problem",
+           "check_unary", "argmin_rows"]
+
+#: the hard-must-link contraction: re-weights itself (``None`` when the hard edges changed)
+REDUCTION = CacheKey("inference.reduction", lambda st, weight: st.reweighted(weight))
 
 
 @dataclass
@@ -69,6 +72,33 @@ class InferenceResult:
         if self.lower_bound is None:
             return None
         return float(self.energy - self.lower_bound)
+
+
+@dataclass
+class Solution:
+    """What an engine's ``_solve`` returns: its labelling of the reduced problem
+    (:meth:`InferenceEngine.map` expands it and recomputes the energy on the original
+    problem).
+
+    Attributes
+    ----------
+    labels : ndarray of shape (n_active,)
+        Labels of the constrained super-nodes the engine was given.
+    lower_bound : float or None
+        A proven lower bound on the reduced problem's optimal energy, if any.
+    n_iter : int
+        Iterations the engine ran.
+    converged : bool
+        Whether the engine met its own stopping criterion before its cap.
+    info : dict
+        Engine-specific extras, carried into ``InferenceResult.info``.
+    """
+
+    labels: np.ndarray
+    lower_bound: float | None = None
+    n_iter: int = 0
+    converged: bool = True
+    info: dict = field(default_factory=dict)
 
 
 def check_unary(unary) -> np.ndarray:
@@ -218,11 +248,15 @@ def _weighted_terms(w, cl_inside, tab_inside, tab_diag_raw):
 
 
 def _structure(graph: PairwiseGraph) -> _Structure:
-    if graph.cache.reduction is not None:
-        return graph.cache.reduction
+    """The hard-must-link contraction of ``graph``, cached on it."""
+    return graph.cache.get(REDUCTION, lambda: _contract(graph))
+
+
+def _contract(graph: PairwiseGraph) -> _Structure:
     n = graph.n_nodes
     e, kind, w = graph.edges, graph.kind, graph.weight
-    hard_ml = (kind == POTTS_ML) & np.isinf(w)
+    cls = graph.edge_classes()
+    hard_ml = cls.hard_must
     if hard_ml.any():
         adj = sp.coo_matrix((np.ones(int(hard_ml.sum())), (e[hard_ml, 0], e[hard_ml, 1])), shape=(n, n))
         n_super, node_of = csgraph.connected_components(adj, directed=False)
@@ -231,7 +265,7 @@ def _structure(graph: PairwiseGraph) -> _Structure:
         n_super, node_of = n, np.arange(n, dtype=np.int64)
     a, b = node_of[e[:, 0]], node_of[e[:, 1]]
     inside = a == b
-    bad = inside & (kind == POTTS_CL) & np.isinf(w)
+    bad = inside & cls.hard_cannot
     if bad.any():
         i, j = (int(v) for v in e[np.flatnonzero(bad)[0]])
         raise InfeasibleError(
@@ -240,8 +274,8 @@ def _structure(graph: PairwiseGraph) -> _Structure:
             point=i,
         )
     # inside a contracted component must-links always hold and cannot-links always fail
-    cl_in = inside & (kind == POTTS_CL)
-    tab_in = inside & (kind == TABLE)
+    cl_in = inside & cls.cannot
+    tab_in = inside & cls.table
     diag = np.empty((0, 0))
     if tab_in.any():
         k = graph.tables.shape[1]
@@ -260,8 +294,7 @@ def _structure(graph: PairwiseGraph) -> _Structure:
         None if graph.table_index is None else graph.table_index[keep],
     )
     st = _Structure(int(n_super), node_of, bool(hard_ml.any()), const, a[tab_in], tab_diag,
-                    has_edge, active, sub, np.isinf(w), cl_in, tab_in, diag, np.flatnonzero(keep))
-    graph.cache.reduction = st
+                    has_edge, active, sub, cls.hard, cl_in, tab_in, diag, np.flatnonzero(keep))
     return st
 
 
@@ -320,8 +353,7 @@ class InferenceEngine:
     ``_solve(unary, graph, init, rng, notify)`` receives the unary costs (n_c, k) and
     :class:`~hmrf.graph.PairwiseGraph` of the constrained super-nodes, an initial
     labelling of them or ``None``, a NumPy ``Generator``, and ``notify(iteration,
-    labels, bound)`` to report progress. It returns a dict with keys ``labels``
-    (required), ``lower_bound``, ``n_iter``, ``converged`` and ``info`` (optional).
+    labels, bound)`` to report progress. It returns a :class:`Solution`.
     """
 
     #: Whether the energy of the returned labelling never exceeds that of ``init``.
@@ -387,7 +419,7 @@ class InferenceEngine:
             callback(iteration, red.expand(sub_labels), float(energy), full_bound)
 
         if red.active.size == 0:
-            out = {"labels": np.empty(0, dtype=np.int64), "lower_bound": 0.0, "n_iter": 0, "converged": True}
+            out = Solution(np.empty(0, dtype=np.int64), lower_bound=0.0)
         else:
             try:
                 out = self._solve(red.unary, red.graph, sub_init, gen, notify)
@@ -396,19 +428,22 @@ class InferenceEngine:
                     raise
                 point = red.first_member(exc.point)
                 raise InfeasibleError(f"point {point}: {exc}", point=point) from None
-        labels = red.expand(np.asarray(out["labels"], dtype=np.int64)).astype(np.int64)
+            if not isinstance(out, Solution):
+                raise TypeError(f"{type(self).__name__}._solve must return a hmrf.inference.base.Solution; "
+                                f"got {type(out).__name__}.")
+        labels = red.expand(np.asarray(out.labels, dtype=np.int64)).astype(np.int64)
         energy = graph.energy(labels, unary)
         if not np.isfinite(energy):  # the contract: hard constraints honoured, or an error
             raise_if_infeasible(unary, graph, labels, type(self).__name__)
-        lb = out.get("lower_bound")
-        info = dict(out.get("info", {}))
+        lb = out.lower_bound
+        info = dict(out.info)
         info.update(time=time.perf_counter() - t0, n_active=int(red.active.size))
         return InferenceResult(
             labels=labels,
             energy=float(energy),
             lower_bound=None if lb is None else float(lb) + red.offset,
-            n_iter=int(out.get("n_iter", 0)),
-            converged=bool(out.get("converged", True)),
+            n_iter=int(out.n_iter),
+            converged=bool(out.converged),
             info=info,
         )
 
@@ -424,7 +459,7 @@ class InferenceEngine:
                                n_iter=0, converged=True,
                                info={"time": time.perf_counter() - t0, "n_active": 0})
 
-    def _solve(self, unary, graph, init, rng, notify):  # pragma: no cover - abstract
+    def _solve(self, unary, graph, init, rng, notify) -> Solution:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def __repr__(self) -> str:

@@ -35,8 +35,8 @@ from numbers import Integral
 import numpy as np
 
 from .._params import Interval, Options, validate_params
-from ..graph import POTTS_ML, TABLE, PairwiseGraph
-from .base import InferenceEngine
+from ..graph import PairwiseGraph
+from .base import InferenceEngine, Solution
 from .polish import finish
 from .qpbo import BinaryCut, load_maxflow, solve_split, split_terms
 
@@ -82,8 +82,7 @@ def classify_tables(graph: PairwiseGraph) -> bool:
     """
     if graph.tables is None:
         return True
-    used = graph.kind == TABLE
-    used &= graph.weight > 0
+    used = graph.edge_classes().table & (graph.weight > 0)
     if not used.any():
         return True
     index = np.unique(graph.table_index[used])
@@ -155,14 +154,14 @@ class ExpansionMoves:
         self.n_labels = unary.shape[1]
         self.allowed = np.isfinite(unary)
         self.p, self.q = graph.edges[:, 0], graph.edges[:, 1]
-        kind, w = graph.kind, graph.weight
-        potts = kind != TABLE
-        hard = potts & np.isinf(w)
+        w = graph.weight
+        cls = graph.edge_classes()
+        potts, hard = ~cls.table, cls.hard
         finite_u = np.where(self.allowed, unary, np.nan)
         with np.errstate(invalid="ignore"):
             spread = float(np.nansum(np.nanmax(finite_u, axis=1) - np.nanmin(finite_u, axis=1)))
         spread += float(w[potts & ~hard].sum())
-        self.tab = np.flatnonzero(kind == TABLE)
+        self.tab = np.flatnonzero(cls.table)
         self.tab_cost = None
         if self.tab.size:
             cost = graph.table_costs()
@@ -177,7 +176,7 @@ class ExpansionMoves:
             self.tab_cost = np.where(finite, cost, self.penalty)
         # Potts cost = wc - wk [a == b]: must-link w (1 - [a == b]), cannot-link w [a == b]
         w_pen = np.where(hard, self.penalty, np.where(potts, w, 0.0))
-        ml = kind == POTTS_ML
+        ml = cls.must
         self.wc = np.where(ml, w_pen, 0.0)
         self.wk = np.where(potts, np.where(ml, w_pen, -w_pen), 0.0)
         self.both_alpha = self.wc - self.wk  # θ(1,1) of Potts edges, whatever the labels
@@ -491,4 +490,4 @@ class AlphaExpansion(InferenceEngine):
             notify(sweep, labels)
         info = {"moves": n_moves, "qpbo_moves": qpbo_moves, "unlabelled": unlabelled,
                 "rejected_moves": rejected, "exact_moves": qpbo_moves == 0}
-        return {"labels": labels, "n_iter": sweep, "converged": converged, "info": info}
+        return Solution(labels, n_iter=sweep, converged=converged, info=info)

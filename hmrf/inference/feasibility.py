@@ -37,8 +37,9 @@ class HardFactors:
 
     def __init__(self, graph: PairwiseGraph, k: int):
         n = graph.n_nodes
-        hard_potts = np.isinf(graph.weight) & (graph.kind != TABLE)
-        tab = np.flatnonzero(graph.kind == TABLE)
+        cls = graph.edge_classes()
+        hard_potts = cls.hard
+        tab = np.flatnonzero(cls.table)
         tab_allowed = np.empty((0, k, k), dtype=bool)
         hard_tab = np.empty(0, dtype=np.int64)
         if tab.size and np.isinf(graph.tables).any():

@@ -16,8 +16,8 @@ import numpy as np
 
 from .._params import Interval, Options
 from ..exceptions import InfeasibleError
-from ..graph import TABLE, PairwiseGraph
-from .base import InferenceEngine
+from ..graph import PairwiseGraph
+from .base import InferenceEngine, Solution
 from .feasibility import HardFactors, greedy_with_restarts
 from .milp import ExactMILP
 
@@ -105,12 +105,13 @@ class GreedyFeasible(InferenceEngine):
                 point=int(first),
             )
         notify(1, labels)
-        return {"labels": labels, "n_iter": 1 + restarts, "converged": True,
-                "info": {"method": method, "restarts": restarts}}
+        return Solution(labels, n_iter=1 + restarts, converged=True,
+                        info={"method": method, "restarts": restarts})
 
     def _exact(self, unary, sub: PairwiseGraph, nodes, rng) -> np.ndarray:
         """The MILP repair: the cheapest labelling honouring the hard factors of ``sub``."""
-        keep = np.isinf(sub.weight) | (sub.kind == TABLE)
+        cls = sub.edge_classes()
+        keep = cls.hard | cls.table
         hard_only = PairwiseGraph(sub.n_nodes, sub.edges[keep], sub.weight[keep], sub.kind[keep],
                                   sub.tables, None if sub.table_index is None else sub.table_index[keep])
         try:

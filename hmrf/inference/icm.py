@@ -22,46 +22,15 @@ import numpy as np
 
 from .._params import Interval
 from ..exceptions import InfeasibleError
-from ..graph import POTTS_ML, TABLE, PairwiseGraph, segment_sum
-from .base import InferenceEngine
+from ..graph import POTTS_ML, TABLE, CacheKey, PairwiseGraph, independent_sets, segment_sum
+from .base import InferenceEngine, Solution
 from .feasibility import greedy_repair, violating_nodes
 
+# independent_sets: defined by the graph layer (hmrf.graph), public here as well
 __all__ = ["ICM", "iterated_conditional_modes", "independent_sets", "build_blocks"]
 
-
-def independent_sets(n_nodes: int, edges: np.ndarray, rng=None) -> list[np.ndarray]:
-    """Partition nodes into independent sets (a proper colouring), Luby-style.
-
-    Every round selects the remaining nodes whose priority beats all their remaining
-    neighbours'; at least the top-priority node is selected, so it ends. Without
-    ``rng`` the priorities are fixed (higher degree first, ties in a fixed
-    pseudo-random order of the indices), so the colouring is a function of the graph
-    alone and can be cached on it; with a NumPy Generator they are a random
-    permutation. Ties are not broken by index: on a regular graph such as an image
-    grid, where every degree is equal, index priorities select one anti-diagonal per
-    round (about ``h + w`` rounds); random ones need O(log n) rounds (Luby 1986).
-    """
-    src = np.r_[edges[:, 0], edges[:, 1]]
-    dst = np.r_[edges[:, 1], edges[:, 0]]
-    if rng is None:
-        degree = np.bincount(src, minlength=n_nodes)
-        ties = np.random.default_rng(0).permutation(n_nodes)  # fixed: a function of n alone
-        prio = np.empty(n_nodes, dtype=np.int64)
-        prio[np.lexsort((ties, degree))] = np.arange(n_nodes)
-    else:
-        prio = rng.permutation(n_nodes)
-    remaining = np.ones(n_nodes, dtype=bool)
-    sets = []
-    while remaining.any():
-        live = remaining[src] & remaining[dst]
-        best_neighbor = np.full(n_nodes, -1, dtype=np.int64)
-        np.maximum.at(best_neighbor, src[live], prio[dst[live]])
-        chosen = remaining & (prio > best_neighbor)
-        sets.append(np.flatnonzero(chosen))
-        remaining &= ~chosen
-        keep = remaining[src] & remaining[dst]  # drop edges that can no longer matter
-        src, dst = src[keep], dst[keep]
-    return sets
+#: the independent sets with their factors (weighted): built anew for new weights
+BLOCKS = CacheKey("icm.blocks")
 
 
 class _Block:
@@ -118,10 +87,12 @@ def build_blocks(graph: PairwiseGraph) -> list[_Block]:
 
     Cached on the (immutable) graph, so EM pays for it once per fit.
     """
-    if graph.cache.icm_blocks is not None:
-        return graph.cache.icm_blocks
+    return graph.cache.get(BLOCKS, lambda: _blocks(graph))
+
+
+def _blocks(graph: PairwiseGraph) -> list[_Block]:
     n, m = graph.n_nodes, graph.n_edges
-    sets = independent_sets(n, graph.edges)
+    sets = graph.independent_sets()
     colour = np.empty(n, dtype=np.int64)
     pos = np.empty(n, dtype=np.int64)
     for c, members in enumerate(sets):  # loop over colour classes, not nodes
@@ -135,7 +106,7 @@ def build_blocks(graph: PairwiseGraph) -> list[_Block]:
     tpos = np.full(2 * m, -1, dtype=np.int64)
     if tables is not None:
         t_of_edge = np.full(m, -1, dtype=np.int64)
-        t_of_edge[graph.kind == TABLE] = np.arange(tables.shape[0])
+        t_of_edge[graph.edge_classes().table] = np.arange(tables.shape[0])
         tpos = np.r_[t_of_edge, t_of_edge]
     order = np.argsort(colour[src], kind="stable")
     cuts = np.searchsorted(colour[src][order], np.arange(len(sets) + 1))
@@ -147,7 +118,6 @@ def build_blocks(graph: PairwiseGraph) -> list[_Block]:
             members, pos[src[d]], dst[d], w[d], kind[d],
             tables[tpos[tab]] if tables is not None else None, first[tab],
         ))
-    graph.cache.icm_blocks = blocks
     return blocks
 
 
@@ -284,5 +254,4 @@ class ICM(InferenceEngine):
             labels, more, converged = iterated_conditional_modes(
                 unary, graph, labels, rng, self.max_iter, lambda it, y: notify(done + it, y))
             sweeps += more
-        return {"labels": labels, "n_iter": sweeps, "converged": converged,
-                "info": {"repaired": repaired}}
+        return Solution(labels, n_iter=sweeps, converged=converged, info={"repaired": repaired})

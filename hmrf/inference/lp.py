@@ -40,11 +40,11 @@ from scipy.optimize import linprog
 
 from .._params import Interval, Options, validate_params
 from ..exceptions import InfeasibleError
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
-from .base import InferenceEngine
+from ..graph import PairwiseGraph
+from .base import InferenceEngine, Solution
 from .feasibility import HardFactors, constrained_first_order, greedy_assign
 from .polish import POLISH, check_polish, finish, polish_labels
-from .rounding import best_per_component, kleinberg_tardos_rounding
+from .rounding import kleinberg_tardos_rounding
 
 __all__ = ["KTProgram", "build_program", "frustrated_triangles", "solve_relaxation", "solve_lp",
            "relax_and_round", "LPRelaxation"]
@@ -114,9 +114,9 @@ def frustrated_triangles(graph: PairwiseGraph):
     enumeration would check more than ``MAX_TRIANGLE_WORK`` two-paths.
     """
     n = graph.n_nodes
-    kind, w = graph.kind, graph.weight
-    ml = (kind == POTTS_ML) & np.isfinite(w) & (w > 0)
-    cl = (kind == POTTS_CL) & (w > 0)
+    cls = graph.edge_classes()
+    ml = cls.soft_must
+    cl = cls.soft_cannot | cls.hard_cannot
     use = ml | cl
     a = np.minimum(graph.edges[use, 0], graph.edges[use, 1])
     b = np.maximum(graph.edges[use, 0], graph.edges[use, 1])
@@ -181,14 +181,9 @@ def build_program(unary, graph: PairwiseGraph, cycles: bool = False) -> KTProgra
     """
     unary = np.asarray(unary, dtype=np.float64)
     n, k = unary.shape
-    e, w, kind = graph.edges, graph.weight, graph.kind
+    e, w = graph.edges, graph.weight
     hk = np.arange(k)
-    soft = np.isfinite(w) & (w > 0)
-    ml = np.flatnonzero(soft & (kind == POTTS_ML))
-    cl = np.flatnonzero(soft & (kind == POTTS_CL))
-    hard_cl = np.flatnonzero(np.isinf(w) & (kind == POTTS_CL))
-    hard_ml = np.flatnonzero(np.isinf(w) & (kind == POTTS_ML))
-    tab = np.flatnonzero(kind == TABLE)
+    ml, cl, hard_ml, hard_cl, tab = (np.flatnonzero(c) for c in graph.edge_classes().split())
     tab_costs = graph.table_costs() if tab.size else np.empty((0, k, k))
     keep_t = graph.weight[tab] > 0
     tab, tab_costs = tab[keep_t], tab_costs[keep_t]
@@ -407,7 +402,7 @@ def solve_lp(unary, graph: PairwiseGraph, backend: str = "highs") -> tuple[np.nd
 
 def relax_and_round(unary, graph: PairwiseGraph, rng: np.random.Generator, *, n_rounds: int = 10,
                     polish=None, backend: str = "highs", max_phases=None, init=None,
-                    notify=None) -> dict:
+                    notify=None) -> Solution:
     """Kleinberg–Tardos on a (reduced) problem: solve the LP, round, optionally polish.
 
     The work of :class:`LPRelaxation` (whose parameters these are), as a function other
@@ -428,7 +423,7 @@ def relax_and_round(unary, graph: PairwiseGraph, rng: np.random.Generator, *, n_
 
     Returns
     -------
-    dict
+    Solution
         ``labels``, ``lower_bound`` (the LP value), ``n_iter``, ``converged``, ``info``.
     """
     notify = notify or (lambda *a, **kw: None)
@@ -436,9 +431,8 @@ def relax_and_round(unary, graph: PairwiseGraph, rng: np.random.Generator, *, n_
     t0 = time.perf_counter()
     u, value, info = solve_lp(unary, graph, backend)
     t1 = time.perf_counter()
-    n_comp, comp = graph.components()
     cands, rinfo = kleinberg_tardos_rounding(u, rng, int(n_rounds), max_phases)
-    labels, _ = best_per_component(unary, graph, cands, comp, n_comp)
+    labels, _ = graph.best_per_component(unary, cands)
     notify(1, labels, value)
     t2 = time.perf_counter()
     candidates = [labels]
@@ -453,5 +447,4 @@ def relax_and_round(unary, graph: PairwiseGraph, rng: np.random.Generator, *, n_
     info.update(lp_value=value, rounding_time=t2 - t1, polish_time=t3 - t2,
                 solve_time=t1 - t0, integral_fraction=float(integral.mean()),
                 phases=rinfo["phases"], fallback=rinfo["fallback"])
-    return {"labels": labels, "lower_bound": value, "n_iter": int(n_rounds), "converged": True,
-            "info": info}
+    return Solution(labels, lower_bound=value, n_iter=int(n_rounds), converged=True, info=info)

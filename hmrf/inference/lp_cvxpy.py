@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from ..exceptions import InfeasibleError
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+from ..graph import PairwiseGraph
 
 __all__ = ["kt_problem", "solve_kt_cvxpy"]
 
@@ -66,12 +66,8 @@ def kt_problem(unary, graph: PairwiseGraph):
 
     unary = np.asarray(unary, dtype=np.float64)
     n, k = unary.shape
-    e, w, kind = graph.edges, graph.weight, graph.kind
-    soft = np.isfinite(w) & (w > 0)
-    ml = np.flatnonzero(soft & (kind == POTTS_ML))
-    cl = np.flatnonzero(soft & (kind == POTTS_CL))
-    hard_cl = np.flatnonzero(np.isinf(w) & (kind == POTTS_CL))
-    hard_ml = np.flatnonzero(np.isinf(w) & (kind == POTTS_ML))
+    e, w = graph.edges, graph.weight
+    ml, cl, hard_ml, hard_cl, tab = (np.flatnonzero(c) for c in graph.edge_classes().split())
     forbidden = np.isinf(unary)
 
     u = cp.Variable((n, k), nonneg=True, name="u")
@@ -91,7 +87,6 @@ def kt_problem(unary, graph: PairwiseGraph):
         cons.append(u[e[hard_cl, 0], :] + u[e[hard_cl, 1], :] <= 1)
     if hard_ml.size:
         cons.append(u[e[hard_ml, 0], :] == u[e[hard_ml, 1], :])
-    tab = np.flatnonzero(kind == TABLE)
     if tab.size:
         costs = graph.table_costs()
         keep = w[tab] > 0

@@ -32,11 +32,13 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._params import Interval, validate_params
-from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, as_graph, segment_sum
+from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph, as_graph, segment_sum
 from .base import check_unary, reduce_problem
-from .icm import independent_sets
 
 __all__ = ["MeanField", "MarginalResult", "softmax_free_energy", "factorised_free_energy"]
+
+#: colour classes with their (weighted) factors: built anew for new weights
+LAYOUT = CacheKey("mean_field.layout")
 
 #: factor of the largest finite cost that replaces an infinite one
 HARD = 1e3
@@ -86,11 +88,11 @@ class _Layout:
         if not graph.is_potts:
             t = graph.table_costs()
             pos = np.full(m, -1)
-            pos[graph.kind == TABLE] = np.arange(t.shape[0])
+            pos[graph.edge_classes().table] = np.arange(t.shape[0])
             tables = (t, np.r_[pos, pos])
         self.classes = []
         colour = np.empty(graph.n_nodes, dtype=np.int64)
-        sets = independent_sets(graph.n_nodes, e)
+        sets = graph.independent_sets()
         for c, members in enumerate(sets):
             colour[members] = c
         local = np.empty(graph.n_nodes, dtype=np.int64)
@@ -107,9 +109,7 @@ class _Layout:
     @staticmethod
     def of(graph: PairwiseGraph) -> _Layout:
         """The layout of ``graph``, cached on it (EM solves the same graph repeatedly)."""
-        if graph.cache.mean_field is None:
-            graph.cache.mean_field = _Layout(graph)
-        return graph.cache.mean_field
+        return graph.cache.get(LAYOUT, lambda: _Layout(graph))
 
     @staticmethod
     def expected_costs(cls, q, big) -> np.ndarray:
@@ -137,9 +137,10 @@ def _pairwise_expectation(graph: PairwiseGraph, q, big) -> float:
     a, b = graph.edges[:, 0], graph.edges[:, 1]
     w = np.where(np.isinf(graph.weight), big, graph.weight)
     same = np.einsum("eh,eh->e", q[a], q[b])
-    out = np.where(graph.kind == POTTS_ML, w * (1.0 - same), 0.0)
-    out = np.where(graph.kind == POTTS_CL, w * same, out)
-    tab = np.flatnonzero(graph.kind == TABLE)
+    cls = graph.edge_classes()
+    out = np.where(cls.must, w * (1.0 - same), 0.0)
+    out = np.where(cls.cannot, w * same, out)
+    tab = np.flatnonzero(cls.table)
     if tab.size:
         T = graph.table_costs()
         T = np.where(np.isinf(T), big, T)
@@ -284,8 +285,9 @@ def _contract(U, graph, node_of, n_super):
     sup = segment_sum(node_of, U, n_super) if n_super < U.shape[0] else U.copy()
     a, b = node_of[graph.edges[:, 0]], node_of[graph.edges[:, 1]]
     inside = a == b
-    const = float(graph.weight[inside & (graph.kind == POTTS_CL)].sum())
-    tab = inside & (graph.kind == TABLE)
+    cls = graph.edge_classes()
+    const = float(graph.weight[inside & cls.cannot].sum())
+    tab = inside & cls.table
     if tab.any():
         k = U.shape[1]
         diag = graph.tables[graph.table_index[tab]][:, np.arange(k), np.arange(k)]

@@ -20,10 +20,9 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from .._params import Interval
 from ..exceptions import InfeasibleError
-from .base import InferenceEngine
+from .base import InferenceEngine, Solution
 from .lp import build_program, solve_relaxation
 from .polish import polish_labels
-from .rounding import best_per_component
 
 __all__ = ["ExactMILP"]
 
@@ -160,8 +159,7 @@ class ExactMILP(InferenceEngine):
             notify(b + 1, np.where(labels >= 0, labels, warm), None)
         info = {"mip_nodes": nodes_explored, "n_components": n_comp, "anytime_batches": anytime,
                 "highs_incumbents": kept, "warm_energy": float(graph.energy(warm, unary))}
-        return {"labels": labels, "lower_bound": bound, "n_iter": len(batches),
-                "converged": converged, "info": info}
+        return Solution(labels, lower_bound=bound, n_iter=len(batches), converged=converged, info=info)
 
 
 def _warm_start(unary, graph, init, rng) -> np.ndarray:
@@ -176,8 +174,7 @@ def _warm_start(unary, graph, init, rng) -> np.ndarray:
     cands = [polish_labels(unary, graph, start, rng)[0]]
     if init is not None:
         cands.append(polish_labels(unary, graph, init, rng)[0])
-    n_comp, comp = graph.components()
-    return best_per_component(unary, graph, np.array(cands), comp, n_comp)[0]
+    return graph.best_per_component(unary, np.array(cands))[0]
 
 
 def _solve_milp(unary, graph, time_limit, gap):

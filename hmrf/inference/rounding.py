@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..graph import PairwiseGraph, segment_sum
+from ..graph import best_per_component  # public here as well (the graph layer defines it)
 
 __all__ = ["kleinberg_tardos_rounding", "best_per_component"]
 
@@ -88,37 +88,3 @@ def kleinberg_tardos_rounding(u, rng: np.random.Generator, n_rounds: int = 1,
         out[r] = labels
         phases_drawn += used
     return out, {"phases": phases_drawn / max(int(n_rounds), 1), "fallback": fallback}
-
-
-def best_per_component(unary, graph: PairwiseGraph, candidates, comp,
-                       n_comp) -> tuple[np.ndarray, np.ndarray]:
-    """Combine candidate labellings component by component, keeping the cheapest part.
-
-    The E-step energy is a sum over connected components, so taking, in every
-    component, the candidate with the lowest energy there gives a labelling no worse
-    than the best single candidate (and usually much better).
-
-    Parameters
-    ----------
-    unary : ndarray (n, k)
-    graph : PairwiseGraph
-    candidates : ndarray (R, n)
-    comp : ndarray (n,)
-        Component of every node (``scipy.sparse.csgraph.connected_components``).
-    n_comp : int
-
-    Returns
-    -------
-    labels : ndarray (n,)
-    choice : ndarray (n_comp,)
-        Index of the candidate used in each component.
-    """
-    cand = np.asarray(candidates, dtype=np.int64)
-    r, n = cand.shape
-    node_cost = unary[np.arange(n)[None, :], cand]  # (R, n)
-    cost = segment_sum(comp, node_cost.T, n_comp)  # (n_comp, R)
-    if graph.n_edges:
-        edge_cost = np.stack([graph.edge_costs(c) for c in cand], axis=1)  # (m, R)
-        cost = cost + segment_sum(comp[graph.edges[:, 0]], edge_cost, n_comp)
-    choice = np.argmin(cost, axis=1)
-    return cand[choice[comp], np.arange(n)], choice

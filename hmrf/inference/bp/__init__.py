@@ -18,7 +18,9 @@ To change ... read:
 * the passes themselves — :mod:`.sequential_numpy` and :mod:`.flooding_numpy` (the NumPy
   reference, and the only sum-product passes) and their compiled twins in
   :mod:`.kernels_numba` (numba, optional); ``tests/test_bp_compiled.py`` checks that
-  both compute the same thing.
+  both compute the same thing;
+* the state the sequential passes of both twins carry (messages' layout, TRW-S weights,
+  lazy-update flags) — :mod:`.state`.
 """
 
 from .engine import BeliefPropagation

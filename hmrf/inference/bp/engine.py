@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph import TABLE, as_graph, segment_sum
-from ..base import InferenceEngine, InferenceResult, check_unary, reduce_problem
+from ...graph import as_graph, segment_sum
+from ..base import InferenceEngine, InferenceResult, Solution, check_unary, reduce_problem
 from ..polish import finish, polish_labels
-from ..rounding import best_per_component
 from .flooding_numpy import FloodingRounds, uniform_edge_appearance
 from .schedules import (
     AUTO_PATIENCE,
@@ -207,31 +206,31 @@ class BeliefPropagation(InferenceEngine):
         t = run_trws(unary[lat], lat_graph, max_iter=s.trws_max_iter, rel_gap=s.rel_gap,
                      order=trws_order(lat_graph), compiled=s.compiled,
                      init=None if init is None else init[lat])
-        labels[lat], _ = finish(unary[lat], lat_graph, [t["labels"]], "TRW-S", rng,
+        labels[lat], _ = finish(unary[lat], lat_graph, [t.labels], "TRW-S", rng,
                                 fallback=None if init is None else init[lat])
-        info = dict(t["info"], trws_components=int(lattice.sum()), trws_iter=t["n_iter"])
+        info = dict(t.info, trws_components=int(lattice.sum()), trws_iter=t.n_iter)
         if whole:
-            notify(t["n_iter"], labels, t["lower_bound"])
+            notify(t.n_iter, labels, t.lower_bound)
             info.update(n_components=int(n_comp), trw_components=int(n_comp), schedule="trws")
-            return {"labels": labels, "lower_bound": t["lower_bound"], "n_iter": t["n_iter"],
-                    "converged": t["converged"], "info": info}
+            return Solution(labels, lower_bound=t.lower_bound, n_iter=t.n_iter, converged=t.converged,
+                            info=info)
         rest_graph = graph.subgraph(rest)
 
         def notify_rest(it, y, bound=None):
             labels[rest] = y
-            notify(it, labels, None if bound is None else bound + t["lower_bound"])
+            notify(it, labels, None if bound is None else bound + t.lower_bound)
 
         rest_init = None if init is None else init[rest]
         out = self._solve_bp(s, unary[rest], rest_graph, rest_init, rng, notify_rest)
-        labels[rest] = out["labels"]
-        bp_info = out["info"]
+        labels[rest] = out.labels
+        bp_info = out.info
         bp_info.update({key: val for key, val in info.items() if key not in bp_info})
-        bp_info.update(n_components=int(n_comp), trws_stopped=t["info"]["stopped"],
+        bp_info.update(n_components=int(n_comp), trws_stopped=t.info["stopped"],
                        trw_components=bp_info["trw_components"] + int(lattice.sum()))
-        bound = out.get("lower_bound")
-        return {"labels": labels, "lower_bound": None if bound is None else bound + t["lower_bound"],
-                "n_iter": max(out["n_iter"], t["n_iter"]), "converged": out["converged"] and t["converged"],
-                "info": bp_info}
+        bound = out.lower_bound
+        return Solution(labels, lower_bound=None if bound is None else bound + t.lower_bound,
+                        n_iter=max(out.n_iter, t.n_iter), converged=out.converged and t.converged,
+                        info=bp_info)
 
     def _solve_bp(self, s, unary, graph, init, rng, notify):
         problem = BPProblem.build(unary, graph)
@@ -241,10 +240,11 @@ class BeliefPropagation(InferenceEngine):
             rounds = _flooding_rounds(s, problem, s.edge_appearance(graph), rng)
             out = run_flooding(s, problem, rounds, notify)
         if s.mode == "sum":
-            return out
-        labels, info = out.pop("labels"), out["info"]
-        info["decoded_energy"] = graph.energy(labels[0], unary)
-        cands = list(labels)
+            return Solution(out.candidates[0], lower_bound=out.lower_bound, n_iter=out.n_iter,
+                            converged=out.converged, info=out.info)
+        info = out.info
+        info["decoded_energy"] = graph.energy(out.candidates[0], unary)
+        cands = list(out.candidates)
         known = [info["decoded_energy"]] + [None] * (len(cands) - 1)
         if s.schedule == "auto" and s.sequential and info["trw_components"] < info["n_components"]:
             cands += self._dense_flooding(s, problem, cands, rng, info)
@@ -254,9 +254,9 @@ class BeliefPropagation(InferenceEngine):
             cands.append(polished)
             info["polish_sweeps"] = sweeps
         known += [None] * (len(cands) - len(known))
-        out["labels"], _ = finish(unary, graph, cands, "belief propagation", rng, fallback=init,
-                                  energies=known)
-        return out
+        labels, _ = finish(unary, graph, cands, "belief propagation", rng, fallback=init, energies=known)
+        return Solution(labels, lower_bound=out.lower_bound, n_iter=out.n_iter, converged=out.converged,
+                        info=info)
 
     @staticmethod
     def _dense_flooding(s, problem, cands, rng, info) -> list:
@@ -273,12 +273,11 @@ class BeliefPropagation(InferenceEngine):
         patience = AUTO_PATIENCE if s.patience is None else s.patience
         fl = run_flooding(s, part, _flooding_rounds(s, part, None, rng), lambda *a: None, patience=patience)
         spliced = []
-        for y in fl["labels"]:
+        for y in fl.candidates:
             spliced.append(cands[0].copy())
             spliced[-1][nodes] = y
-        n_comp, comp = graph.components()
-        info["flooding_iter"] = fl["n_iter"]
-        return spliced + [best_per_component(unary, graph, np.array(cands + spliced), comp, n_comp)[0]]
+        info["flooding_iter"] = fl.n_iter
+        return spliced + [graph.best_per_component(unary, np.array(cands + spliced))[0]]
 
     # ------------------------------------------------------------- sum-product
     def map(self, unary, graph=None, init=None, rng=None, callback=None) -> InferenceResult:
@@ -311,7 +310,7 @@ class BeliefPropagation(InferenceEngine):
         n_super = red.fixed_labels.shape[0]
         sup = segment_sum(red.node_of, u, n_super)
         a, b = red.node_of[g.edges[:, 0]], red.node_of[g.edges[:, 1]]
-        inside = (a == b) & (g.kind == TABLE)
+        inside = (a == b) & g.edge_classes().table
         if inside.any():  # table factors inside a contracted component act on its label
             diag = g.tables[g.table_index[inside]][:, np.arange(k), np.arange(k)]
             wt = g.weight[inside][:, None]

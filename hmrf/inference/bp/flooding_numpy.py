@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, segment_sum
-from ..icm import independent_sets
+from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, independent_sets, segment_sum
 from .messages import cannot_link_messages, marginals_from_beliefs, must_link_messages, table_messages
 
 __all__ = ["FactorMessages", "FloodingRounds", "consistent_decode", "uniform_edge_appearance"]

@@ -16,9 +16,9 @@ calls per colour class; compiled, one iteration touches every message once, node
 node in any node order (:mod:`~hmrf.inference.bp.order`). The kernels take their
 arrays packed in three named tuples: :class:`MessageFactors` (what each directed message
 is), :class:`NodeMessages` (which messages each node receives and sends) and
-:class:`PassFlags` (the lazy-update state). Each kernel unpacks the fields it uses into
-local names before its loops: read through the tuple inside the loops, the passes ran
-three times slower.
+:class:`~hmrf.inference.bp.state.PassFlags` (the lazy-update state). Each kernel unpacks
+the fields it uses into local names before its loops: read through the tuple inside the
+loops, the passes ran three times slower.
 
 Numba is imported only when this module is (never by ``import hmrf``); the kernels are
 cached on disk after their first compilation (``cache=True``).
@@ -33,10 +33,9 @@ import numpy as np
 
 from ...graph import POTTS_CL, POTTS_ML
 from .order import node_order
-from .sequential_numpy import PassState
+from .state import PassFlags, PassState
 
-__all__ = ["CompiledSequentialMessages", "CompiledFloodingRounds", "MessageFactors", "NodeMessages",
-           "PassFlags"]
+__all__ = ["CompiledSequentialMessages", "CompiledFloodingRounds", "MessageFactors", "NodeMessages"]
 
 #: ``mins`` argument of :func:`_send` when no TRW-S bound term is wanted
 NO_BOUND = np.inf
@@ -66,18 +65,6 @@ class NodeMessages(NamedTuple):
     out_ptr: np.ndarray
     out_mid: np.ndarray
     out_ids: np.ndarray
-
-
-class PassFlags(NamedTuple):
-    """Lazy-update state (:class:`~hmrf.inference.bp.sequential_numpy.PassState`): messages
-    never damped; nodes to send in the next forward / backward pass; nodes to decode
-    again; nodes whose component has finished."""
-
-    undamped: np.ndarray
-    dirty_f: np.ndarray
-    dirty_b: np.ndarray
-    stale: np.ndarray
-    frozen: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -362,14 +349,11 @@ class CompiledSequentialMessages(PassState):
         """Recompute the sums of incoming messages after ``msgs`` was changed directly."""
         _sums(msgs, self.layout.dst, self.m, self.into_f, self.into_b)
 
-    def _flags(self) -> PassFlags:
-        return PassFlags(self.undamped, self.dirty[0], self.dirty[1], self.stale_label, self.frozen)
-
     def forward(self, unary, msgs, labels, mode="max", damping=0.0, send=True):
         if mode != "max":
             raise ValueError("the compiled passes are max-product only")
         moved = _forward(unary, msgs, self.into_f, self.into_b, labels, self.node_e, self.factors, self.nodes,
-                         self.gamma_flat, self._flags(), self.all_trw, float(damping), self.tol, send)
+                         self.gamma_flat, self.flags(), self.all_trw, float(damping), self.tol, send)
         return self.node_e, bool(moved)
 
     def backward(self, unary, msgs, mode="max", damping=0.0, bound=False, beliefs=None):
@@ -377,7 +361,7 @@ class CompiledSequentialMessages(PassState):
             raise ValueError("the compiled passes are max-product only")
         lb = np.zeros(self.n_comp)
         moved = _backward(unary, msgs, self.into_f, self.into_b, self.factors, self.nodes, self.gamma_flat,
-                          self._flags(), self.trw_node, self.all_trw, float(damping), self.tol, bool(bound),
+                          self.flags(), self.trw_node, self.all_trw, float(damping), self.tol, bool(bound),
                           self.layout.comp, lb)
         return bool(moved), (lb if bound else None)
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from ...graph import TABLE, PairwiseGraph
+from ...graph import PairwiseGraph
 
 __all__ = ["big_cost", "potts_cannot_link_min", "logsumexp_excluding",
            "must_link_messages", "cannot_link_messages", "table_messages", "marginals_from_beliefs"]
@@ -58,7 +58,7 @@ def _finite_spread(x: np.ndarray, axis) -> float:
 def big_cost(unary: np.ndarray, graph: PairwiseGraph) -> float:
     """A finite stand-in for ``inf`` that dominates every finite energy difference."""
     spread = _finite_spread(unary, axis=1)
-    spread += float(graph.weight[(graph.kind != TABLE) & np.isfinite(graph.weight)].sum())
+    spread += float(graph.weight[~(graph.edge_classes().table | graph.hard)].sum())
     if not graph.is_potts:
         spread += _finite_spread(graph.table_costs(), axis=(1, 2))
     return 2.0 * spread + 800.0

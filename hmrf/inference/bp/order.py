@@ -24,28 +24,32 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
-from ..icm import independent_sets
+from ...graph import TABLE, CacheKey, PairwiseGraph, independent_sets
 
 __all__ = ["colour_classes", "greedy_colouring", "bfs_order", "MessageOrder", "NodeOrder", "node_order"]
+
+#: colour classes and breadth-first order: functions of the edges alone
+COLOURS = CacheKey("bp.colours", "keep")
+BFS = CacheKey("bp.bfs", "keep")
+#: compiled node-order layouts and TRW-S's layouts, by order name; they read the weights
+#: at every solve, so a re-weighted graph starts from a copy of the dict
+NODE_ORDERS = CacheKey("bp.node_orders", lambda orders, weight: dict(orders))
 
 
 def colour_classes(graph: PairwiseGraph) -> list[np.ndarray]:
     """Colour classes of the sequential order, cached on the graph.
 
     A greedy (first-fit) colouring in the fixed priority order of
-    :func:`~hmrf.inference.icm.independent_sets` (higher degree first, ties in a fixed
+    :meth:`~hmrf.graph.PairwiseGraph.independent_sets` (higher degree first, ties in a fixed
     pseudo-random order): every node takes the smallest colour none of its
     higher-priority neighbours has.
     Computed round by round (Jones & Plassmann 1993): the rounds of
-    :func:`~hmrf.inference.icm.independent_sets` are exactly the nodes whose
+    :meth:`~hmrf.graph.PairwiseGraph.independent_sets` are exactly the nodes whose
     higher-priority neighbours are all coloured, so each round is one vectorised step.
     First-fit needs far fewer classes than the rounds themselves (docs/inference.md),
     and each class is one Python step of a pass.
     """
-    if graph.cache.bp_colours is None:
-        graph.cache.bp_colours = greedy_colouring(graph.n_nodes, graph.edges)
-    return graph.cache.bp_colours
+    return graph.cache.get(COLOURS, lambda: greedy_colouring(graph.n_nodes, graph.edges))
 
 
 def greedy_colouring(n_nodes: int, edges: np.ndarray) -> list[np.ndarray]:
@@ -81,7 +85,7 @@ def bfs_order(graph: PairwiseGraph) -> np.ndarray:
     BFS layers interleave, which changes nothing (no message crosses components) and
     needs no Python loop over components.
     """
-    if graph.cache.bp_bfs is None:
+    def build():
         n, e = graph.n_nodes, graph.edges
         n_comp, comp = graph.components()
         deg = np.diff(graph.neighbors().indptr)  # distinct neighbours
@@ -94,8 +98,9 @@ def bfs_order(graph: PairwiseGraph) -> np.ndarray:
         aug = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n + 1, n + 1))
         aug.sum_duplicates()
         order = csgraph.breadth_first_order(aug, n, directed=True, return_predecessors=False)
-        graph.cache.bp_bfs = order[1:].astype(np.int64)
-    return graph.cache.bp_bfs
+        return order[1:].astype(np.int64)
+
+    return graph.cache.get(BFS, build)
 
 
 class MessageOrder:
@@ -116,7 +121,8 @@ class MessageOrder:
         new[perm] = np.arange(n)
         a, b = new[graph.edges[:, 0]], new[graph.edges[:, 1]]
         low, high = np.minimum(a, b), np.maximum(a, b)
-        rank = np.select([graph.kind == POTTS_ML, graph.kind == POTTS_CL], [0, 1], 2)
+        cls = graph.edge_classes()
+        rank = np.select([cls.must, cls.cannot], [0, 1], 2)
         fo = np.lexsort((rank, group[low]))   # forward messages low -> high
         bo = np.lexsort((rank, group[high]))  # backward messages high -> low
         pos = np.empty(2 * m, dtype=np.int64)
@@ -141,7 +147,8 @@ class MessageOrder:
         tcost = np.empty((0, k, k))
         if tab.size:  # graph tables are [y_a, y_b]; a message's cost is [y_src, y_dst]
             t_edge = np.full(graph.n_edges, -1, dtype=np.int64)
-            t_edge[graph.kind == TABLE] = np.arange(int((graph.kind == TABLE).sum()))
+            is_tab = graph.edge_classes().table
+            t_edge[is_tab] = np.arange(int(is_tab.sum()))
             tc = graph.table_costs()[t_edge[self.edge[tab]]]
             tc = np.where(np.isinf(tc), big, tc)
             a_is_src = graph.edges[self.edge[tab], 0] == self.perm[self.src[tab]]
@@ -172,7 +179,7 @@ class NodeOrder(MessageOrder):
 
 def node_order(graph: PairwiseGraph, order: str) -> NodeOrder:
     """The :class:`NodeOrder` of ``order`` (``"bfs"`` or ``"colour"``), cached on the graph."""
-    orders = graph.cache.bp_node_orders
+    orders = graph.cache.get(NODE_ORDERS, dict)
     if order not in orders:
         perm = bfs_order(graph) if order == "bfs" else _concat(colour_classes(graph))
         orders[order] = NodeOrder(graph, perm)

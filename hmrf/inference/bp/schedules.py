@@ -30,14 +30,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...graph import POTTS_ML, PairwiseGraph
+from ...graph import CacheKey, PairwiseGraph
 from .messages import big_cost, marginals_from_beliefs
 from .settings import BPSettings
 
-__all__ = ["BPProblem", "run_sequential", "run_flooding", "trw_components", "frustrated_components",
+__all__ = ["BPProblem", "ScheduleRun", "run_sequential", "run_flooding", "trw_components",
+           "frustrated_components",
            "lattice_components", "LATTICE_NODES", "LATTICE_CYCLES",
            "dense_frustrated_part", "component_patience", "AUTO_SWITCH", "AUTO_PATIENCE",
            "AUTO_PATIENCE_WORK", "WARM_UP_PATIENCE", "DENSE_DEGREE"]
+
+#: which components are lattices, and the dense frustrated part (both depend on which
+#: edges are hard): built anew for new weights
+LATTICES = CacheKey("bp.lattices")
+DENSE_PART = CacheKey("bp.dense_part")
 
 #: with ``damping="auto"``, undamped iterations (or flooding rounds) before damping 0.5
 AUTO_SWITCH = 20
@@ -97,7 +103,8 @@ def frustrated_components(graph) -> np.ndarray:
     """Per component of :meth:`~hmrf.PairwiseGraph.components`: whether it has a factor
     other than a soft must-link (a cannot-link, a table or a hard factor)."""
     n_comp, comp = graph.components()
-    bad = (graph.kind != POTTS_ML) | np.isinf(graph.weight)
+    cls = graph.edge_classes()
+    bad = ~cls.must | cls.hard
     frustrated = np.zeros(n_comp, dtype=bool)
     frustrated[comp[graph.edges[bad, 0]]] = True
     return frustrated
@@ -129,7 +136,7 @@ def lattice_components(graph) -> np.ndarray:
     would hold more than ``50 m`` entries (hubs of high degree) are not counted, and
     not lattices.
     """
-    if graph.cache.bp_lattice is None:
+    def build():
         n_comp, comp = graph.components()
         size = np.bincount(comp, minlength=n_comp)
         out = ~frustrated_components(graph) & (size >= LATTICE_NODES)
@@ -149,21 +156,23 @@ def lattice_components(graph) -> np.ndarray:
                 out &= cycles >= LATTICE_CYCLES * size
             else:
                 out[:] = False
-        graph.cache.bp_lattice = out
-    return graph.cache.bp_lattice
+        return out
+
+    return graph.cache.get(LATTICES, build)
 
 
 def dense_frustrated_part(graph):
     """Nodes of the frustrated components of mean degree >= ``DENSE_DEGREE`` and their
     subgraph (cached on the graph): where ``schedule="auto"`` also runs flooding."""
-    if graph.cache.bp_dense is None:
+    def build():
         n_comp, comp = graph.components()
         size = np.bincount(comp, minlength=n_comp)
         m_c = np.bincount(comp[graph.edges[:, 0]], minlength=n_comp)
         nodes = np.flatnonzero((frustrated_components(graph) & (2 * m_c >= DENSE_DEGREE * size))[comp])
         sub = graph if nodes.size == graph.n_nodes else graph.subgraph(nodes)
-        graph.cache.bp_dense = (nodes, sub)
-    return graph.cache.bp_dense
+        return nodes, sub
+
+    return graph.cache.get(DENSE_PART, build)
 
 
 def component_patience(settings: BPSettings, trw_target, size) -> np.ndarray:
@@ -217,15 +226,37 @@ class _Progress:
         self.progressed |= rising
 
 
-def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> dict:
+@dataclass
+class ScheduleRun:
+    """What a schedule's driver returns (:func:`run_sequential`, :func:`run_flooding`).
+
+    Attributes
+    ----------
+    candidates : list of ndarray
+        Max-product: the decoding of the last messages, then the best labelling of
+        every component seen on the way; sum-product: the argmax of the marginals.
+    n_iter : int
+    converged : bool
+    info : dict
+        ``stopped``, ``damping``, ``schedule``, ...; ``marginals`` in sum mode.
+    lower_bound : float or None
+        The TRW-S bound, when every component ran TRW-S (sequential schedule).
+    """
+
+    candidates: list
+    n_iter: int
+    converged: bool
+    info: dict
+    lower_bound: float | None = None
+
+
+def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> ScheduleRun:
     """Run the sequential schedule (module docstring) with the passes ``passes``.
 
     ``passes`` is a :class:`~hmrf.inference.bp.sequential_numpy.SequentialMessages` or
     :class:`~hmrf.inference.bp.kernels_numba.CompiledSequentialMessages` of the problem's
-    graph; ``notify(iteration, labels, bound)`` reports progress. Returns ``labels`` (max
-    mode: [last decoding, best per component]; sum mode: the argmax of the marginals),
-    ``n_iter``, ``converged``, ``info`` and, when every component ran TRW-S,
-    ``lower_bound``.
+    graph; ``notify(iteration, labels, bound)`` reports progress. Returns a
+    :class:`ScheduleRun` (``lower_bound`` when every component ran TRW-S).
     """
     unary, graph = problem.unary, problem.graph
     n, k = unary.shape
@@ -291,14 +322,13 @@ def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> 
         y = np.argmax(marg, axis=1)
         notify(it, y)
         info["marginals"] = marg
-        return {"labels": y, "n_iter": it, "converged": converged, "info": info}
+        return ScheduleRun([y], it, converged, info)
     if stopped != "gap":  # decode the last messages
         node_e, _ = sm.forward(u_p, msgs, labels, send=False)
         prog.keep_best(labels, node_e)
-    out = {"labels": [unpermute(labels), unpermute(prog.best)], "n_iter": it, "converged": converged,
-           "info": info}
+    out = ScheduleRun([unpermute(labels), unpermute(prog.best)], it, converged, info)
     if bounded and np.isfinite(prog.best_lb).all():
-        out["lower_bound"] = float(prog.best_lb.sum()) + base
+        out.lower_bound = float(prog.best_lb.sum()) + base
     return out
 
 
@@ -368,16 +398,16 @@ class _Phases:
         return True
 
 
-def run_flooding(settings: BPSettings, problem: BPProblem, rounds, notify, patience=None) -> dict:
+def run_flooding(settings: BPSettings, problem: BPProblem, rounds, notify, patience=None) -> ScheduleRun:
     """Run flooding rounds (module docstring) with the rounds ``rounds``.
 
     ``rounds`` is a :class:`~hmrf.inference.bp.flooding_numpy.FloodingRounds` or
     :class:`~hmrf.inference.bp.kernels_numba.CompiledFloodingRounds`: ``step(damping)``
     runs one round and returns (moved, anytime labels, their energy); ``decode()`` and
     ``marginals()`` read the final messages. ``patience`` (default: the settings')
-    stops max mode after that many rounds without a better anytime labelling. Returns
-    ``labels`` (max mode: [consistent decoding, best anytime labelling]; sum mode: the
-    argmax of the marginals), ``n_iter``, ``converged`` and ``info``.
+    stops max mode after that many rounds without a better anytime labelling. Returns a
+    :class:`ScheduleRun` (max mode: the consistent decoding, then the best anytime
+    labelling; sum mode: the argmax of the marginals).
     """
     patience = settings.patience if patience is None else patience
     max_mode = settings.mode == "max"
@@ -406,5 +436,5 @@ def run_flooding(settings: BPSettings, problem: BPProblem, rounds, notify, patie
         labels = np.argmax(marg, axis=1)
         notify(it, labels)
         info["marginals"] = marg
-        return {"labels": labels, "n_iter": it, "converged": converged, "info": info}
-    return {"labels": [rounds.decode(), best], "n_iter": it, "converged": converged, "info": info}
+        return ScheduleRun([labels], it, converged, info)
+    return ScheduleRun([rounds.decode(), best], it, converged, info)

@@ -3,8 +3,8 @@
 The reference implementation of the passes that
 :func:`~hmrf.inference.bp.schedules.run_sequential` drives, and the one sum-product
 uses; :class:`~hmrf.inference.bp.kernels_numba.CompiledSequentialMessages` is its
-compiled twin. :class:`PassState` is what both share (messages, TRW-S weights,
-lazy-update flags, finished components).
+compiled twin. :class:`~hmrf.inference.bp.state.PassState` is what both share (messages,
+TRW-S weights, lazy-update flags, finished components).
 
 The nodes are ordered by colour class (each class an independent set, see
 :func:`~hmrf.inference.bp.order.colour_classes`). One *iteration* is a forward pass over
@@ -44,14 +44,20 @@ residual belief propagation, Elidan, McGraw & Koller 2006).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 
-from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+from ...graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph
 from .messages import cannot_link_messages, must_link_messages, table_messages
 from .order import MessageOrder, colour_classes
+from .state import PassState
 
-__all__ = ["PassState", "SequentialMessages"]
+__all__ = ["SequentialMessages", "ClassDecoding"]
+
+#: the message layout of the colour order
+LAYOUT = CacheKey("bp.sequential_layout")
 
 _KINDS = (POTTS_ML, POTTS_CL, TABLE)
 
@@ -115,65 +121,20 @@ class _Layout(MessageOrder):
         return out
 
 
-class PassState:
-    """What both implementations of the passes share: messages of a :class:`MessageOrder`,
-    TRW-S weights, lazy-update flags and frozen (finished) components.
+class ClassDecoding(NamedTuple):
+    """What decoding a colour class reads (:meth:`SequentialMessages.forward`): the
+    true costs of its members' factors towards decoded earlier nodes.
 
-    ``dirty[0]`` / ``dirty[1]``: the node sends in the next forward / backward pass;
-    ``stale_label``: the node is decoded again in the next forward pass.
+    Potts factors as ``base_i + sum sign_w [y_i == x_j]`` (must-link ``w [y != x] = w -
+    w [y == x]``, cannot-link ``w [y == x]``); table factors by their rows.
     """
 
-    def __init__(self, layout: MessageOrder, n: int, m: int, k: int, tol: float):
-        self.layout = layout
-        self.n, self.m, self.k, self.tol = n, m, k, float(tol)
-        self.perm, self.comp, self.n_comp = layout.perm, layout.comp, layout.n_comp
-        self.gamma_node = np.ones((n, 1))
-        self.reweighted = self.all_trw = False
-        self.undamped = np.zeros(2 * m, dtype=bool)
-        self.trw_node = np.zeros(n, dtype=bool)
-        self.dirty = [np.ones(n, dtype=bool), np.ones(n, dtype=bool)]  # forward, backward
-        self.frozen = np.zeros(n, dtype=bool)
-        self.any_frozen = False
-        self.stale_label = np.ones(n, dtype=bool)
-        self.node_e = np.zeros(n)
-
-    def set_gamma(self, trws_nodes):
-        """TRW-S weights for the senders in ``trws_nodes`` (bool, permuted order), 1 elsewhere."""
-        self.gamma_node = np.where(trws_nodes, self.layout.trw_gamma, 1.0)[:, None]
-        self.reweighted = bool(np.any(self.gamma_node != 1.0))
-        self.trw_node = np.asarray(trws_nodes, dtype=bool)
-        self.all_trw = bool(self.trw_node.all())
-        self.undamped = self.trw_node[self.layout.src]  # TRW-S updates are never damped
-
-    def wake(self, nodes):
-        """Flag ``nodes`` (bool mask, permuted order) that are not frozen to send in both
-        passes and to be decoded again (after a change of their weights or messages)."""
-        live = nodes & ~self.frozen
-        self.dirty[0] |= live
-        self.dirty[1] |= live
-        self.stale_label |= nodes
-
-    def freeze(self, nodes):
-        """Stop updating the messages sent by ``nodes`` (bool mask, permuted order)."""
-        self.frozen |= nodes
-        self.any_frozen = bool(self.frozen.any())
-        self.dirty[0] &= ~nodes
-        self.dirty[1] &= ~nodes
-
-    def new_messages(self):
-        """All-zero messages, shape (2m + 1, k)."""
-        return np.zeros((2 * self.m + 1, self.k))
-
-    def zero_messages(self, msgs, which):
-        """Set the messages ``which`` (bool mask over the 2m messages) to zero."""
-        if which.all():
-            msgs.fill(0.0)
-        else:
-            msgs[:-1][which] = 0.0
-
-    def restore_messages(self, msgs, which, saved):
-        """Set the messages ``which`` (bool mask over the 2m messages) to those of ``saved``."""
-        msgs[:-1][which] = saved[:-1][which]
+    potts: np.ndarray       #: message ids of the Potts factors towards earlier nodes
+    potts_row: np.ndarray   #: their member (local index) times k
+    sign_w: np.ndarray      #: ``-w`` for must-links, ``+w`` for cannot-links
+    base: np.ndarray        #: (n_c,) summed must-link weights of each member
+    tables: np.ndarray      #: message ids of the table factors towards earlier nodes
+    table_row: np.ndarray   #: their member (local index)
 
 
 class SequentialMessages(PassState):
@@ -197,9 +158,7 @@ class SequentialMessages(PassState):
     """
 
     def __init__(self, graph: PairwiseGraph, k: int, big: float, tol: float = 0.0):
-        if graph.cache.bp_layout is None:
-            graph.cache.bp_layout = _Layout(graph)
-        lay = graph.cache.bp_layout
+        lay = graph.cache.get(LAYOUT, lambda: _Layout(graph))
         super().__init__(lay, graph.n_nodes, graph.n_edges, k, tol)
         self.bounds, self.n_colours = lay.bounds, len(lay.bounds) - 1
         self.w, self.tab_of, self.tcost = lay.factor_costs(graph, k, big)
@@ -210,7 +169,7 @@ class SequentialMessages(PassState):
             ml, potts = lay.kind[d] == POTTS_ML, lay.kind[d] != TABLE
             base = np.bincount(row[ml], weights=self.w[d][ml], minlength=size)
             sw = np.where(ml, -self.w[d], self.w[d])
-            self.dec.append((d[potts], row[potts] * k, sw[potts], base, d[~potts], row[~potts]))
+            self.dec.append(ClassDecoding(d[potts], row[potts] * k, sw[potts], base, d[~potts], row[~potts]))
 
     # ------------------------------------------------------------------ passes
     def _send(self, lo, hi, belief, msgs, out, flags, mode, damping, mins, lb_msg):
@@ -362,7 +321,7 @@ class SequentialMessages(PassState):
         """(n_c, k): unary costs plus the true costs of the factors to decoded earlier nodes."""
         lay, k = self.layout, self.k
         size = unary_c.shape[0]
-        d, rowk, sw, base, dt, rowt = self.dec[c]
+        d, rowk, sw, base, dt, rowt = self.dec[c]  # a ClassDecoding
         out = unary_c.copy()
         if d.size:
             out += np.bincount(rowk + labels[lay.src[d]], weights=sw, minlength=size * k).reshape(size, k)

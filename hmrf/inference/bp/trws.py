@@ -18,14 +18,15 @@ import numpy as np
 
 from ..._params import Interval, Options
 from ...graph import POTTS_ML
-from ..base import InferenceEngine
+from ..base import InferenceEngine, Solution
 from ..polish import finish
 from .messages import big_cost
-from .order import bfs_order
+from .order import NODE_ORDERS, bfs_order
 from .settings import numba_available
 from .trws_numpy import TRWSLayout, backward_pass, edge_costs, forward_pass
 
 __all__ = ["TRWS", "run_trws", "trws_layout", "trws_order", "STALL_WINDOW", "STALL_GAP"]
+
 
 #: iterations over which a component's gap must close by more than ``tol`` per iteration
 #: (relative; the bound rising and the best labelling improving together) for it to go on
@@ -39,7 +40,7 @@ def trws_layout(graph, order: str) -> TRWSLayout:
     """The :class:`~hmrf.inference.bp.trws_numpy.TRWSLayout` of ``order`` (``"bfs"`` or
     ``"index"``), cached on the graph."""
     key = "trws-" + order
-    layouts = graph.cache.bp_node_orders
+    layouts = graph.cache.get(NODE_ORDERS, dict)
     if key not in layouts:
         perm = bfs_order(graph) if order == "bfs" else np.arange(graph.n_nodes)
         layouts[key] = TRWSLayout(graph, perm)
@@ -58,11 +59,11 @@ def trws_order(graph) -> str:
 
 
 def run_trws(unary, graph, *, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="bfs", compiled=True,
-             notify=None, init=None):
+             notify=None, init=None) -> Solution:
     """TRW-S on ``(unary, graph)`` (the engine's algorithm, see :class:`TRWS`).
 
-    Returns a dict with ``labels`` (the best decoded labelling of every connected
-    component, or ``init`` where it is better), ``lower_bound``, ``n_iter``,
+    Returns a :class:`~hmrf.inference.base.Solution` with ``labels`` (the best decoded
+    labelling of every connected component, or ``init`` where it is better), ``lower_bound``, ``n_iter``,
     ``converged`` (every component's gap closed to ``rel_gap``) and ``info``
     (``stopped``: "gap", "bound" (the bound stopped rising) or "max_iter"; ``order``;
     ``gap_components``: components whose gap closed; ``bound_trace``: the bound of each
@@ -158,8 +159,8 @@ def run_trws(unary, graph, *, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="bfs"
     info = {"stopped": stopped, "order": order, "gap_components": int(closed.sum()),
             "n_components": int(n_comp), "bound_trace": trace, "energy_trace": energy_trace,
             "time_trace": time_trace}
-    return {"labels": _unpermute(best, perm), "lower_bound": float(best_lb.sum()), "n_iter": it,
-            "converged": bool(closed.all()), "info": info}
+    return Solution(_unpermute(best, perm), lower_bound=float(best_lb.sum()), n_iter=it,
+                    converged=bool(closed.all()), info=info)
 
 
 def _unpermute(y, perm):
@@ -286,5 +287,5 @@ class TRWS(InferenceEngine):
         out = run_trws(unary, graph, max_iter=self.max_iter, rel_gap=float(self.rel_gap), tol=float(self.tol),
                        order=order, compiled=compiled, init=init,
                        notify=lambda it, y, b: notify(it, y, b))
-        out["labels"], _ = finish(unary, graph, [out["labels"]], "TRW-S", rng, fallback=init)
+        out.labels, _ = finish(unary, graph, [out.labels], "TRW-S", rng, fallback=init)
         return out

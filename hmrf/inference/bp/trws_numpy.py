@@ -148,7 +148,8 @@ def edge_costs(layout: TRWSLayout, graph: PairwiseGraph, k: int, big: float) -> 
     tcost = np.zeros((1, k, k))
     if tab.size:
         t_edge = np.full(graph.n_edges, -1, dtype=np.int64)
-        t_edge[graph.kind == TABLE] = np.arange(int((graph.kind == TABLE).sum()))
+        is_tab = graph.edge_classes().table
+        t_edge[is_tab] = np.arange(int(is_tab.sum()))
         tc = graph.table_costs()[t_edge[layout.edge[tab]]]
         tc = np.where(np.isinf(tc), big, tc)
         tcost = np.ascontiguousarray(np.where(layout.flip[tab, None, None], tc.transpose(0, 2, 1), tc))
