@@ -151,7 +151,7 @@ PUBLIC_NAMESPACES = [
     "hmrf.metrics", "hmrf.datasets", "hmrf.datasets.text", "hmrf.datasets.files",
     "hmrf.experiments", "hmrf.experiments.engines", "hmrf.active",
     "hmrf.interop", "hmrf.exceptions",
-    "hmrf.distributed",
+    "hmrf.distributed", "hmrf.widgets", "hmrf.cli",
 ]
 
 

@@ -14,6 +14,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import sys
 from pathlib import Path
 
 import hmrf
@@ -82,6 +83,20 @@ def test_api_reference_lists_only_public_names():
     public = {f"{module}.{name}" for module, name, _ in _public_entries()}
     stale = sorted(documented_names() - public)
     assert not stale, f"docs/api/*.rst lists names that no public __all__ has: {stale}"
+
+
+def test_each_object_is_documented_under_the_name_users_import_it_by():
+    """The spelling ``docs/conf.py`` resolves references to (the first of its
+    ``PUBLIC_NAMESPACES`` that exports the object) is the documented one."""
+    docs = str(API.parent)
+    sys.path.insert(0, docs)
+    try:
+        conf = importlib.import_module("conf")
+    finally:
+        sys.path.remove(docs)
+    table, _ = conf._alias_table()
+    missing = sorted(set(table.values()) - documented_names())
+    assert not missing, f"documented under another spelling than docs/conf.py's: {missing}"
 
 
 def test_every_engine_class_is_exported_by_hmrf_inference():
