@@ -258,7 +258,7 @@ def summary_markdown(rows):
         e_lp = np.array([r["lp_energy"] for r in g])
         verified = np.mean(e_lp - lb <= 1e-6 * np.maximum(1.0, np.abs(lb)))
         share = np.mean([r["lp_solver_time"] / r["lp_time"] for r in g])
-        lp_rows.append([gname, f"{100 * gap.mean():.2f} %", f"{100 * gap.max():.2f} %",
+        lp_rows.append([gname, f"{round(100 * gap.mean(), 2) + 0.0:.2f} %", f"{100 * gap.max():.2f} %",
                         f"{100 * verified:.0f} %", f"{100 * share:.0f} %"])
     engines = markdown_table(["group", "engine", "mean excess", "max excess", "within 1 %", "optimal",
                               "mean time"], body, ["---", "---", *["---:"] * 5])
@@ -438,7 +438,8 @@ def main(argv=None):
                 "points, k = 3–10, n–3n constraints with weights in [0.2, 2], 10 % of them contradicting "
                 "the clusters; unary costs shifted so that the unconstrained optimum costs 0. Excess: "
                 "(E − E*)/E* against the ExactMILP optimum; \"exact\" gives the share proven optimal. "
-                "Times on a shared 2-core machine, numba's kernels loaded before any timing.")))
+                "Times on a shared 2-core machine, numba's kernels loaded before any timing; load "
+                f"average at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())}.")))
             print("wrote", write_result("inference-small-lp", lp, notes=(
                 "The LP relaxation's lower bound LB on the same instances against the optimum E*, how "
                 "often the rounded LP labelling is proven optimal by it, and HiGHS' share of the LP "
