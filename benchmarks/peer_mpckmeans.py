@@ -29,23 +29,33 @@ Three parts (all re-runnable; timings on a shared machine are indicative only):
 
 Usage::
 
-    python benchmarks/peer_mpckmeans.py                       # everything (~15 min)
+    python benchmarks/peer_mpckmeans.py --write               # everything (~15 min)
     python benchmarks/peer_mpckmeans.py --datasets iris wine --runs 2 --skip-ablation
+
+``--write`` also writes each part's tables to ``docs/results/`` (``peer-mpckmeans.md``,
+``peer-mpckmeans-monotonicity.md``, ``peer-mpckmeans-ablation.md``), which
+``docs/metric_learning.md`` includes.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 import warnings
 
 import numpy as np
 
-from hmrf import Constraints, KMeans, MKMeans, MPCKMeans, PCKMeans
-from hmrf.datasets import load_dataset
-from hmrf.em import run_em
-from hmrf.inference import get_engine
-from hmrf.metrics import nmi, pairwise_f_measure
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _results import write_result  # noqa: E402
+
+from hmrf import Constraints, KMeans, MKMeans, MPCKMeans, PCKMeans  # noqa: E402
+from hmrf.datasets import load_dataset  # noqa: E402
+from hmrf.em import run_em  # noqa: E402
+from hmrf.inference import get_engine  # noqa: E402
+from hmrf.metrics import nmi, pairwise_f_measure  # noqa: E402
 
 DATASETS = ("iris", "wine", "digits389", "breast_cancer")
 
@@ -65,6 +75,23 @@ VARIANTS = {
     "bp+tol0": dict(PAPER, inference="bp", tol=0.0),  # stop only at a fixed point (not run unless asked for)
 }
 DEFAULT_VARIANTS = [v for v in VARIANTS if v != "bp+tol0"]
+
+
+class Report:
+    """The lines of one part: printed as they come, written to ``docs/results/`` with
+    ``--write``."""
+
+    def __init__(self, name, args):
+        self.name, self.args, self.lines = name, args, []
+
+    def __call__(self, line=""):
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def write(self, notes=""):
+        if self.args.write:
+            body = "\n".join(self.lines).strip()
+            print("wrote", write_result(self.name, body, notes=notes))
 
 
 def load_peer():
@@ -157,44 +184,53 @@ def peer_comparison(args):
                 rows.append(row)
                 per_cell[ds, m, name] = row
     print("\n## Peer comparison (mean over runs; scores on unconstrained points)\n")
-    print(f"runs={args.runs}, peer max_iter={args.peer_max_iter}; J = our objective of the "
-          "labelling (default MPCKMeans model, parameters refitted to the labels)\n")
+    out = Report("peer-mpckmeans", args)
     cells = [(ds, m) for ds in args.datasets for m in args.constraints]
     for key, title, fmt in (("nmi", "NMI", ".3f"), ("f", "pairwise F", ".3f"),
                             ("time", "fit time (s)", ".3f"), ("J", "J (lower is better)", ".1f")):
-        print(f"**{title}**\n")
-        print("| data | constraints | " + " | ".join(methods) + " |")
-        print("|---|---:|" + "---:|" * len(methods))
+        out(f"**{title}**\n")
+        out("| data | constraints | " + " | ".join(methods) + " |")
+        out("|---|---:|" + "---:|" * len(methods))
         for ds, m in cells:
             vals = " | ".join(format(per_cell[ds, m, name][key], fmt) for name in methods)
-            print(f"| {ds} | {m} | {vals} |")
+            out(f"| {ds} | {m} | {vals} |")
         if key in ("nmi", "f"):
             means = " | ".join(format(np.nanmean([per_cell[c][key] for c in
                                                   [(d, m, name) for d, m in cells]]), ".3f")
                                for name in methods)
-            print(f"| **mean** | | {means} |")
-        print()
+            out(f"| **mean** | | {means} |")
+        out()
     fails = {name: sum(per_cell[ds, m, name]["n_fail"] for ds, m in cells) for name in methods}
-    print("failed fits:", ", ".join(f"{k} {v}" for k, v in fails.items()))
+    out("Failed fits: " + ", ".join(f"{k} {v}" for k, v in fails.items()) + ".")
     errs = {e for r in rows for e in r["errors"]}
     if errs:
-        print("peer errors:", "; ".join(sorted(errs)))
+        out("Peer errors: " + "; ".join(sorted(errs)) + ".")
     if "peer" in methods:
-        print("\n**Speed-up over the peer** (ratio of mean fit times per data set)\n")
-        print("| data | " + " | ".join(methods[:-1]) + " |")
-        print("|---|" + "---:|" * (len(methods) - 1))
+        out("\n**Speed-up over the peer** (ratio of mean fit times per data set)\n")
+        out("| data | " + " | ".join(methods[:-1]) + " |")
+        out("|---|" + "---:|" * (len(methods) - 1))
         for ds in args.datasets:
             tp = np.mean([per_cell[ds, m, "peer"]["time"] for m in args.constraints])
             ratios = [tp / np.mean([per_cell[ds, m, name]["time"] for m in args.constraints])
                       for name in methods[:-1]]
-            print(f"| {ds} | " + " | ".join(f"{r:.0f}x" for r in ratios) + " |")
+            out(f"| {ds} | " + " | ".join(f"{r:.0f}x" for r in ratios) + " |")
+    out.write(notes=(
+        f"Mean over {args.runs} runs of random labelled pairs (seeds 1000-{999 + args.runs}), both "
+        "libraries on the same pairs; NMI and pairwise F on the points in no constraint; fit time "
+        f"wall-clock on a shared machine (indicative), the peer with `max_iter={args.peer_max_iter}`. "
+        "`hmrf[bp]` is MPCKMeans with the paper's seeding, one run and `w=1` (`init=\"pckmeans\", "
+        "n_init=1, w=1`) and `inference=\"bp\"`; `icm`: `inference=\"icm\"`; `+ff`: "
+        "`init=\"neighborhoods\"`; `+mir`: `penalty=\"mirrored\"` (`+mir-ml`: with "
+        "`alpha_max=\"must_link\"`). J: our objective of the labelling (the default MPCKMeans "
+        "model, parameters refitted to the labels), lower is better."))
 
 
 def monotonicity(args):
     print("\n## Monotonicity of the metric step (MPCKMeans, ICM)\n")
-    print("| data | metric | M-steps | paper step raised J (backtracked) | old metric kept | "
+    out = Report("peer-mpckmeans-monotonicity", args)
+    out("| data | metric | M-steps | paper step raised J (backtracked) | old metric kept | "
           "runs whose history rose without the safeguard |")
-    print("|---|---|---:|---:|---:|---:|")
+    out("|---|---|---:|---:|---:|---:|")
     for ds in args.datasets:
         X, y = load_dataset(ds)
         k = len(np.unique(y))
@@ -221,15 +257,21 @@ def monotonicity(args):
                             rose += bool(np.any(np.diff(h) > 1e-9 * np.abs(h[:-1])))
             s = np.asarray(steps)
             n_runs = args.runs * len([v for v in args.constraints if v > 0])
-            print(f"| {ds} | {metric} | {s.size} | {np.sum(s < 1)} | {np.sum(s == 0)} | "
+            out(f"| {ds} | {metric} | {s.size} | {np.sum(s < 1)} | {np.sum(s == 0)} | "
                   f"{rose}/{n_runs} |")
+    out.write(notes=(
+        f"MPCKMeans with ICM, {args.runs} runs per number of constraints "
+        f"({', '.join(str(v) for v in args.constraints if v > 0)}). \"Paper step raised J\": M-steps "
+        "whose full metric update would have raised J, so the safeguard backtracked; \"old metric "
+        "kept\": no halving helped either; the last column reruns the same fits with "
+        "`safeguard=False`."))
 
 
 def ablation(args):
     from hmrf.experiments import learning_curve
 
     print("\n## Ablation (ICML 2004 Figs. 2-3): pairwise F on held-out points\n")
-    print(f"{args.curve_runs} x 10-fold cross-validation, constraints from the training folds\n")
+    out = Report("peer-mpckmeans-ablation", args)
     tables = {}
     for ds in ("iris", "wine"):
         X, y = load_dataset(ds)
@@ -244,13 +286,18 @@ def ablation(args):
         tables[ds] = t
         summ = t.summary(["pairwise_f"])
         names = list(ests)
-        print(f"**{ds}**\n")
-        print("| constraints | " + " | ".join(names) + " |")
-        print("|---:|" + "---:|" * len(names))
+        out(f"**{ds}**\n")
+        out("| constraints | " + " | ".join(names) + " |")
+        out("|---:|" + "---:|" * len(names))
         for p in args.curve_points:
             vals = {r["estimator"]: r["pairwise_f_mean"] for r in summ if r["point"] == p}
-            print(f"| {p} | " + " | ".join(f"{vals[n]:.3f}" for n in names) + " |")
-        print()
+            out(f"| {p} | " + " | ".join(f"{vals[n]:.3f}" for n in names) + " |")
+        out()
+    out.write(notes=(
+        f"Pairwise F on the held-out fold, {args.curve_runs} x 10-fold cross-validation, constraints "
+        "from the training folds (`hmrf.experiments.learning_curve`). MPCKMeans, MKMeans and PCKMeans "
+        "with the paper's seeding, one run and `w=1` (MPCKMeans with `inference=\"bp\"`, PCKMeans "
+        "with ICM); `[icm]`: MPCKMeans with ICM; `[bp+ff]`: with `init=\"neighborhoods\"`."))
     if args.plot:
         import matplotlib
 
@@ -272,7 +319,7 @@ def main(argv=None):
     p.add_argument("--constraints", nargs="+", type=int, default=[0, 50, 200])
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS, choices=list(VARIANTS),
-                   help="MPCKMeans configurations: bp = defaults, icm = inference='icm', "
+                   help="MPCKMeans configurations: bp = the paper's settings with BP, icm = inference='icm', "
                         "+ff = init='neighborhoods' (weighted farthest-first), +mir = "
                         "penalty='mirrored' (+mir-ml: with alpha_max='must_link'), "
                         "bp+tol0 = tol=0 (default: all but bp+tol0)")
@@ -286,6 +333,8 @@ def main(argv=None):
     p.add_argument("--curve-runs", type=int, default=2)
     p.add_argument("--curve-points", nargs="+", type=int, default=[0, 25, 50, 100, 200, 300])
     p.add_argument("--plot", metavar="PNG", help="save the ablation learning curves")
+    p.add_argument("--write", action="store_true",
+                   help="write each part's tables to docs/results/ (for docs/metric_learning.md)")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     peer_comparison(args)

@@ -125,6 +125,8 @@ nitpick_ignore_regex = [
     # NumPy, SciPy, scikit-learn (also the estimators' base classes shown by
     # show-inheritance), networkx, pgmpy, cvxpy, matplotlib
     (r"py:.*", r"(numpy|np|scipy|sp|sklearn|networkx|nx|pgmpy|cvxpy|cp|matplotlib)(\..*)?"),
+    # anywidget and traitlets: the oracle widget's base classes (show-inheritance)
+    (r"py:.*", r"(anywidget|traitlets|ipywidgets)(\..*)?"),
     # the standard library (base classes shown by show-inheritance, a module reference)
     (r"py:.*", r"(object|Exception|ValueError|TypeError|RuntimeError|UserWarning|"
                r"RuntimeWarning|ImportError|abc\.ABC|typing\.\w+|importlib\.metadata)"),
@@ -151,7 +153,7 @@ PUBLIC_NAMESPACES = [
     "hmrf.metrics", "hmrf.datasets", "hmrf.datasets.text", "hmrf.datasets.files",
     "hmrf.experiments", "hmrf.experiments.engines", "hmrf.active",
     "hmrf.interop", "hmrf.exceptions",
-    "hmrf.distributed",
+    "hmrf.distributed", "hmrf.widgets", "hmrf.cli",
 ]
 
 

@@ -1,6 +1,6 @@
 """The ``hmrf`` command (also ``python -m hmrf``).
 
-Each sub-command lives in :mod:`hmrf.commands` as a module with ``add_parser(sub)``
+Each sub-command lives in ``hmrf.commands`` as a module with ``add_parser(sub)``
 (its arguments) and ``run(args) -> int``. ``main`` returns the exit code: 0 on success,
 2 for bad arguments, bad files or a clustering that cannot be done (the message is one
 line on stderr, and no result file is written).

@@ -48,7 +48,7 @@ from .emissions.base import EmissionFamily
 
 __all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS",
            "centers_from_constraints", "kmeanspp_candidates", "neighborhood_representatives",
-           "distinct_representatives"]
+           "distinct_representatives", "seeded_centers"]
 
 INIT_METHODS = ("pckmeans++", "neighborhoods", "pckmeans", "k-means++", "buckshot", "random")
 

@@ -33,7 +33,7 @@ def resolve_emission(emission=None, clusterer=None):
     """The emission family distances are measured with.
 
     ``emission`` if given (a name or an :class:`~hmrf.emissions.EmissionFamily`), else
-    the fixed emission of ``clusterer`` (:func:`clusterer_emission`), else squared Euclidean.
+    the fixed emission of ``clusterer`` (``clusterer_emission``), else squared Euclidean.
     """
     if emission is None and clusterer is not None:
         emission = clusterer_emission(clusterer)

@@ -244,7 +244,7 @@ def constrained_linkage(D, n, method, components=None, cannot_link=None):
     Notes
     -----
     Forbidden merges are ``+inf`` entries of the condensed matrix between components,
-    kept ``+inf`` by the Lance-Williams updates (:func:`_lance_williams`), so single,
+    kept ``+inf`` by the Lance-Williams updates (``_lance_williams``), so single,
     complete and average link stay *reducible* (``d(A ∪ B, C) >= min(d(A, C), d(B, C))``)
     and the nearest-neighbour-chain algorithm (Murtagh 1983; Müllner 2011) finds the
     same merges as the greedy closest-pair loop, in O(L²) time. A cluster whose every

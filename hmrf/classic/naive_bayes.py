@@ -90,7 +90,7 @@ def m_step(X, resp, weights, alpha=1.0, prior_smoothing=1.0):
 
     ``N = (Λ R)ᵀ X`` is one sparse product (:func:`hmrf.emissions.cluster_sums`).
     These are the MAP estimates under Dirichlet(α + 1) and Dirichlet(β + 1) priors,
-    so EM increases the log posterior of :meth:`NaiveBayesEM._objective`.
+    so EM increases the log posterior of ``NaiveBayesEM._objective``.
     """
     wr = resp * weights[:, None]
     counts, mass = cluster_sums(X, wr, resp.shape[1])

@@ -8,8 +8,6 @@ from ..estimators import ESTIMATORS
 from . import _common as common
 from ._common import parse_range
 
-__all__ = ["add_parser", "run", "parse_range"]
-
 SUMMARY = "learning curves: scores against the amount of supervision"
 
 DESCRIPTION = """\

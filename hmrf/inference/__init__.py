@@ -18,12 +18,14 @@ from .auto import AutoEngine
 from .base import InferenceEngine, InferenceResult, reduce_problem
 from .bp import TRWS, BeliefPropagation
 from .expansion import AlphaExpansion
+from .greedy import GreedyFeasible
 from .icm import ICM
 from .lp import LPRelaxation
 from .milp import ExactMILP
 
 __all__ = ["InferenceEngine", "InferenceResult", "ICM", "BeliefPropagation", "TRWS", "LPRelaxation",
-           "ExactMILP", "AlphaExpansion", "reduce_problem", "get_engine", "ENGINES", "EngineSpec"]
+           "ExactMILP", "AlphaExpansion", "AutoEngine", "GreedyFeasible", "reduce_problem", "get_engine",
+           "ENGINES", "EngineSpec"]
 
 
 @dataclass(frozen=True)
