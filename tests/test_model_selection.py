@@ -95,15 +95,16 @@ def test_scorers_against_a_hand_count():
 def test_grid_search_cv_over_w_with_the_constraint_splitter_and_scorer():
     """Real GridSearchCV: the pairs are the samples; every fold clusters all the points
     with the training pairs. w = 0 ignores the constraints (on overlapping blobs it
-    breaks held-out pairs); a weight that counts keeps more of them."""
+    breaks held-out pairs; the seeding does not read them either); a weight that counts
+    keeps more of them."""
     X, y = _blobs(std=3.5, seed=1)
-    c = Constraints.sample_from_labels(y, 150, np.random.default_rng(1))
-    search = GridSearchCV(PairwiseClusterer(_fast(), X), {"estimator__w": [0.0, 50.0]},
+    c = Constraints.sample_from_labels(y, 400, np.random.default_rng(1))
+    search = GridSearchCV(PairwiseClusterer(_fast(init="k-means++"), X), {"estimator__w": [0.0, 500.0]},
                           cv=ConstraintKFold(3, random_state=0), scoring=held_out_accuracy)
     search.fit(pair_samples(c))
     scores = search.cv_results_["mean_test_score"]
     assert scores[1] > scores[0]
-    assert search.best_params_ == {"estimator__w": 50.0}
+    assert search.best_params_ == {"estimator__w": 500.0}
     # refit: the best estimator clustered all points with all the pairs
     assert search.best_estimator_.constraints_ == c
     assert search.best_estimator_.labels_.shape == (X.shape[0],)

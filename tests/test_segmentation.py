@@ -205,7 +205,8 @@ def test_a_cluster_emptied_on_a_grid_is_reseeded():
     X = image_pixels(image)
 
     def fit():
-        return HMRFKMeans(2, inference="expansion", w=0.2, init="neighborhoods", random_state=0).fit(
+        return HMRFKMeans(2, inference="expansion", w=0.2, init="neighborhoods", n_init=1,
+                          random_state=0).fit(
             X, constraints=Constraints.grid(image.shape[:2]))
 
     est = fit()
