@@ -16,6 +16,8 @@ gives the same labels.
 
 from __future__ import annotations
 
+import weakref
+
 import dask
 import dask.array as da
 import numpy as np
@@ -77,7 +79,10 @@ class ChunkLabels:
         self.counts = np.asarray(counts, dtype=np.int64)
         self.shape = (data.n,)
         self.dtype = np.dtype(np.int64)
-        self._previous, self._free_changed = previous, free_changed
+        # a weak reference: holding the previous labelling would keep every pass's labels
+        # on the workers for the whole fit
+        self._previous = None if previous is None else weakref.ref(previous)
+        self._free_changed = free_changed
         self._free_except = np.empty(0, dtype=np.int64) if free_except is None else \
             np.asarray(free_except, dtype=np.int64)
 
@@ -140,7 +145,7 @@ class ChunkLabels:
         """Points whose label differs from ``previous``: from the count of the pass that
         computed these labels from ``previous`` and the points the client knows, or else
         by a pass over the chunks (:meth:`count_changed`)."""
-        if previous is self._previous and self._free_changed is not None:
+        if self._previous is not None and previous is self._previous() and self._free_changed is not None:
             try:
                 nodes = self._free_except
                 return int(self._free_changed + np.count_nonzero(self[nodes] != previous[nodes]))
@@ -174,7 +179,8 @@ class ChunkLabels:
         vals[np.searchsorted(nodes, rows)] = values
         # the pass's count of changed points holds while only the points it left out change
         free = self._free_changed if np.isin(rows[changed], self._free_except).all() else None
-        return ChunkLabels(self._data, chunks, nodes, vals, counts, self._previous, free, self._free_except)
+        previous = None if self._previous is None else self._previous()
+        return ChunkLabels(self._data, chunks, nodes, vals, counts, previous, free, self._free_except)
 
     def _fetch(self, rows) -> np.ndarray:
         """Labels of the increasing, distinct points ``rows`` read from their chunks."""
