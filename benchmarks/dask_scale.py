@@ -272,12 +272,13 @@ def client_memory(a):
         rows.append([f"{n:,}", f"{r['peak_mb']:.1f}", f"{r['peak_mb'] * 1e6 / n:.1f}", r["n_iter"],
                      f"{r['fit']:.0f}"])
         print(rows[-1], flush=True)
-    write_result("dask_client_memory", markdown_table(
-        ["n", "client peak (MB)", "bytes a row", "iterations", "fit (s)"], rows),
-        notes="HMRFKMeans (defaults but `n_init=1`, `tol=0`, 5 iterations), 10 float32 features, "
-              "k = 20, 20,000 random labelled pairs; data made on the workers of a 2-process "
-              "`LocalCluster`; peak of `tracemalloc` in the client over the whole `fit`, after a small "
-              "fit that imports the client's modules.")
+        # written after every size, so that a run stopped early keeps what it measured
+        write_result("dask_client_memory", markdown_table(
+            ["n", "client peak (MB)", "bytes a row", "iterations", "fit (s)"], rows),
+            notes="HMRFKMeans (defaults but `n_init=1`, `tol=0`, 5 iterations), 10 float32 features, "
+                  "k = 20, 20,000 random labelled pairs; data made on the workers of a 2-process "
+                  "`LocalCluster`; peak of `tracemalloc` in the client over the whole `fit`, after a "
+                  "small fit that imports the client's modules.")
 
 
 def main(argv=None):
