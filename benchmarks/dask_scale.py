@@ -33,6 +33,10 @@ limit, and whether a worker was restarted.
     python benchmarks/dask_scale.py                          # n = 1e6, then out of core; ~4 min
     python benchmarks/dask_scale.py --sizes 1000000,10000000 # also 1e7 (X is 4 GB a copy)
     python benchmarks/dask_scale.py --ooc-only --ooc-memory 1GiB --ooc-factor 4
+    python benchmarks/dask_scale.py --client-only            # the client's memory against n
+
+Client memory: the peak of ``tracemalloc`` in the client during a fit at each of
+``--client-sizes`` rows made on the workers (docs/results/dask_client_memory.md).
 """
 
 from __future__ import annotations
@@ -216,7 +220,36 @@ def job_ooc(a):
         cluster.close()
 
 
-JOBS = {"memory": job_memory, "dask": job_dask, "ooc": job_ooc}
+def job_client(a):
+    """Peak memory the client allocates (``tracemalloc``) during a fit whose data are made
+    on the workers: the model, the initialisation, EM, and ``labels_`` (not computed)."""
+    import tracemalloc
+
+    from hmrf import Constraints, HMRFKMeans
+
+    cluster, client = _cluster(2, a.memory)
+    try:
+        warm_up()
+        client.run(warm_up)
+        small = dask_data(20 * a.chunk // 100, a.d, a.k, a.chunk // 100, np.float32)
+        y = classes(small.shape[0], a.d, a.k, a.chunk // 100)
+        HMRFKMeans(a.k, n_init=1, max_iter=2, random_state=0).fit(  # the client's imports, untraced
+            small, constraints=Constraints.sample_from_labels(y, a.pairs // 100, rng=1))
+        X = dask_data(a.n, a.d, a.k, a.chunk, np.float32).persist()
+        c = Constraints.sample_from_labels(classes(a.n, a.d, a.k, a.chunk), a.pairs, rng=1)  # made before
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        est = HMRFKMeans(a.k, n_init=1, max_iter=a.iters, tol=0.0, random_state=0).fit(X, constraints=c)
+        fit = time.perf_counter() - t0
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return dict(peak_mb=peak / 1e6, fit=fit, n_iter=int(est.n_iter_))
+    finally:
+        client.close()
+        cluster.close()
+
+
+JOBS = {"memory": job_memory, "dask": job_dask, "ooc": job_ooc, "client": job_client}
 
 
 def spawn(**kw) -> dict:
@@ -226,6 +259,26 @@ def spawn(**kw) -> dict:
     if proc.returncode != 0 or not line:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}")
     return json.loads(line[-1][7:])
+
+
+def client_memory(a):
+    """The client's peak allocations against n (``docs/results/dask_client_memory.md``)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _results import markdown_table, write_result
+
+    rows = []
+    for n in [int(s) for s in a.client_sizes.split(",")]:
+        r = spawn(job="client", n=n, pairs=20_000, d=10, k=20, iters=5, chunk=a.chunk, memory=a.memory)
+        rows.append([f"{n:,}", f"{r['peak_mb']:.1f}", f"{r['peak_mb'] * 1e6 / n:.1f}", r["n_iter"],
+                     f"{r['fit']:.0f}"])
+        print(rows[-1], flush=True)
+        # written after every size, so that a run stopped early keeps what it measured
+        write_result("dask_client_memory", markdown_table(
+            ["n", "client peak (MB)", "bytes a row", "iterations", "fit (s)"], rows),
+            notes="HMRFKMeans (defaults but `n_init=1`, `tol=0`, 5 iterations), 10 float32 features, "
+                  "k = 20, 20,000 random labelled pairs; data made on the workers of a 2-process "
+                  "`LocalCluster`; peak of `tracemalloc` in the client over the whole `fit`, after a "
+                  "small fit that imports the client's modules.")
 
 
 def main(argv=None):
@@ -245,6 +298,10 @@ def main(argv=None):
     ap.add_argument("--ooc-path", default="")
     ap.add_argument("--ooc-only", action="store_true")
     ap.add_argument("--skip-ooc", action="store_true")
+    ap.add_argument("--client-sizes", default="1000000,4000000,10000000",
+                    help="n of the client-memory runs (d = 10, 20,000 constraints)")
+    ap.add_argument("--client-only", action="store_true")
+    ap.add_argument("--skip-client", action="store_true")
     ap.add_argument("--job", default="", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--pairs", type=int, default=0, help=argparse.SUPPRESS)
@@ -257,6 +314,10 @@ def main(argv=None):
     common = dict(d=a.d, k=a.k, iters=a.iters, chunk=a.chunk)
     pairs = [int(p) for p in a.constraints.split(",")]
     started = time.perf_counter()
+    if not a.skip_client and not a.ooc_only:
+        client_memory(a)
+        if a.client_only:
+            return
     if not a.ooc_only:
         print(f"d = {a.d}, k = {a.k}, {a.iters} iterations from the same centres, tol = 0; seconds per "
               f"EM iteration (median); chunks of {a.chunk:,} rows; peak = largest worker's (or the "

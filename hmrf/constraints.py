@@ -547,6 +547,18 @@ class Constraints:
             self._cache[key] = labels
         return self._cache[key]
 
+    def _member_components(self, members) -> np.ndarray:
+        """``component_labels()[members]`` for increasing ``members``, computed on the
+        graph of the must-linked points alone when the (n,) labels are not cached (memory
+        in the number of constrained points, not in n). Component numbers follow the
+        smallest member, as in the whole graph, so their order is the same."""
+        if "components" in self._cache:
+            return self._cache["components"][members]
+        ml = self._pairs[self._kind == MUST_LINK]
+        nodes = np.union1d(members, ml.ravel())
+        comp = components(nodes.shape[0], np.searchsorted(nodes, ml))
+        return comp[np.searchsorted(nodes, members)]
+
     def neighborhoods(self, *, include_singletons: bool = False) -> list[np.ndarray]:
         """Neighbourhoods: components of the must-link closure (Basu 2005, §4.4.3).
 
@@ -562,16 +574,16 @@ class Constraints:
             Sorted member indices of each neighbourhood, largest first (ties: smallest
             first member first).
         """
-        comp = self.component_labels()
         if include_singletons:
             members = self.constrained_points
         else:
             members = np.unique(self.must_link)
         if members.size == 0:
             return []
-        order = np.lexsort((members, comp[members]))
+        comp = self._member_components(members)
+        order = np.lexsort((members, comp))
         members = members[order]
-        c = comp[members]
+        c = comp[order]
         cuts = np.flatnonzero(np.diff(c)) + 1
         groups = np.split(members, cuts)
         groups.sort(key=lambda g: (-g.shape[0], int(g[0])))
@@ -588,12 +600,11 @@ class Constraints:
         starts, sizes : ndarray (g,)
             Where each neighbourhood's members begin in ``members``, and how many.
         """
-        comp = self.component_labels()
         members = self.constrained_points if include_singletons else np.unique(self.must_link)
         if members.size == 0:
             empty = np.empty(0, dtype=np.int64)
             return empty, empty, empty
-        _, group = np.unique(comp[members], return_inverse=True)
+        _, group = np.unique(self._member_components(members), return_inverse=True)
         n_groups = int(group.max()) + 1
         sizes = np.bincount(group, minlength=n_groups)
         first = np.full(n_groups, np.iinfo(np.int64).max)

@@ -599,9 +599,12 @@ class PairwiseGraph:
         re-indexed; cached. Every other node's label is the argmin of its own costs, so
         this is all an engine needs to see (the EM loop never hands it the rest)."""
         def build():
-            has = np.zeros(self.n_nodes, dtype=bool)
-            has[self.edges.ravel()] = True
-            nodes = np.flatnonzero(has)
+            if self.n_nodes <= _DENSE_INDEX * self.edges.size:  # a mask of the nodes is cheap
+                has = np.zeros(self.n_nodes, dtype=bool)
+                has[self.edges.ravel()] = True
+                nodes = np.flatnonzero(has)
+            else:  # few factors among many nodes (a Dask fit's n): memory in the factors only
+                nodes = np.unique(self.edges.ravel()).astype(np.int64)
             nodes.flags.writeable = False
             return nodes, self.subgraph(nodes)
 
@@ -610,9 +613,13 @@ class PairwiseGraph:
     def subgraph(self, nodes) -> PairwiseGraph:
         """Factors among ``nodes`` only, re-indexed to ``0..len(nodes)-1``."""
         nodes = np.asarray(nodes, dtype=np.int64)
-        pos = np.full(self.n_nodes, -1, dtype=np.int64)
-        pos[nodes] = np.arange(nodes.shape[0])
-        a, b = pos[self.edges[:, 0]], pos[self.edges[:, 1]]
+        if self.n_nodes <= _DENSE_INDEX * self.edges.size:  # a table of positions is cheap
+            pos = np.full(self.n_nodes, -1, dtype=np.int64)
+            pos[nodes] = np.arange(nodes.shape[0])
+            a, b = pos[self.edges[:, 0]], pos[self.edges[:, 1]]
+        else:  # few factors among many nodes: positions by binary search in the sorted nodes
+            order = np.argsort(nodes, kind="stable")
+            a, b = (_position(nodes, order, self.edges[:, j]) for j in (0, 1))
         keep = (a >= 0) & (b >= 0)
         return PairwiseGraph(
             nodes.shape[0], np.column_stack([a[keep], b[keep]]), self.weight[keep], self.kind[keep],
@@ -641,3 +648,19 @@ def as_graph(graph, n_nodes: int | None = None) -> PairwiseGraph:
     if n_nodes is not None and g.n_nodes != n_nodes:
         raise ValueError(f"the graph has {g.n_nodes} nodes but the unary costs have {n_nodes} rows.")
     return g
+
+
+#: ``constrained_part`` and ``subgraph`` index the nodes by an (n_nodes,) table when
+#: n_nodes is at most this many times the edge endpoints, else by sorting the endpoints
+#: (the same result; memory in the factors, not in n).
+_DENSE_INDEX = 8
+
+
+def _position(nodes, order, points) -> np.ndarray:
+    """Position of each of ``points`` in ``nodes`` (``order`` sorts ``nodes``), -1 where
+    absent."""
+    sorted_nodes = nodes[order]
+    at = np.minimum(np.searchsorted(sorted_nodes, points), max(sorted_nodes.shape[0] - 1, 0))
+    found = sorted_nodes[at] == points if sorted_nodes.shape[0] else np.zeros(points.shape[0], dtype=bool)
+    return np.where(found, order[at] if order.shape[0] else -1, -1).astype(np.int64)
+

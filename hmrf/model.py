@@ -206,12 +206,16 @@ class HMRF:
         array, passes on the workers).
         """
         n = self.n_samples
-        one = np.zeros(n, dtype=np.int64)
+        one = self._one_cluster()
         theta = self.emission.update(self.statistics(one), None, self.normalizer,
                                      MStepContext(n_clusters=self.n_clusters))
         centre = np.asarray(theta.centers[:1], dtype=np.float64)
         at_centre = float(block_unary(self.emission, centre, theta, self.normalizer)[0, 0])
         return self.unary_total(one, theta) / n - at_centre
+
+    def _one_cluster(self):
+        """Every point in cluster 0, as labels of this model's points."""
+        return np.zeros(self.n_samples, dtype=np.int64)
 
     def unary_total(self, labels, params) -> float:
         """``Σ_i u(x_i, labels_i)`` under ``params``, ignoring clamped labels (float64, in

@@ -9,8 +9,8 @@ import time
 import numpy as np
 
 from ..estimators import ESTIMATORS
+from . import _cluster, _image
 from . import _common as common
-from . import _image
 
 SUMMARY = "cluster one data set (bundled or your own files); write labels, summary, plot"
 
@@ -37,7 +37,7 @@ Examples:
   hmrf fit --data docs.txt --k 4 --estimator spherical-kmeans
   hmrf fit --dataset wine --estimator seeded-kmeans --seeds 0.2
 
-""" + _image.HELP
+""" + _image.HELP + "\n" + _cluster.HELP
 
 
 def add_parser(sub):
@@ -69,6 +69,7 @@ def add_parser(sub):
                    help="random seed (supervision draws, initialisation)")
     p.add_argument("--plot", action="store_true", help="also write clusters.png")
     _image.add_options(p)
+    _cluster.add_options(p)
     common.add_run_options(p, out="results/fit", many_fits=False)
     return p
 
@@ -145,6 +146,8 @@ def run(args) -> int:
 
     if _image.requested(args):
         return _image.run(args)
+    if _cluster.requested(args):
+        return _cluster.run(args)
     spec = ESTIMATORS[args.estimator]
     data = common.load(args, need_labels=False)
     X, y, n = data.X, data.y, data.X.shape[0]

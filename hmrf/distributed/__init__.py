@@ -12,8 +12,9 @@ the chunks of a row-chunked ``dask.array.Array``, on the workers of a
   :func:`hmrf.em.run_em` and :func:`hmrf.em.run_soft_em`: one task per chunk runs
   :func:`hmrf.em.passes.assign_block` (or :func:`~hmrf.em.passes.soft_assign_block`) over the
   chunk's rows, the M-step statistics are tree-reduced on the workers, and the client
-  receives the labels and minimum costs (O(n)) and the cost rows of the constrained
-  points (O(m k)), on which the chosen engine runs as it does in memory.
+  receives the cost rows of the constrained points (O(m k)), on which the chosen engine
+  runs as it does in memory, the cluster sizes and the statistics; every point's label
+  stays on the worker that holds its chunk (:class:`ChunkLabels`).
 * :func:`fit_dask` and :func:`predict_dask` are what the estimators' ``fit`` and
   ``predict`` call when given a Dask array.
 
@@ -26,13 +27,14 @@ from __future__ import annotations
 from .._lazy import lazy_names
 from .._validation import is_dask_collection
 
-__all__ = ["DaskHMRF", "ChunkedData", "ColumnSummary", "GatheredRows", "dask_assignment_pass",
+__all__ = ["DaskHMRF", "ChunkedData", "ChunkLabels", "ColumnSummary", "GatheredRows", "dask_assignment_pass",
            "dask_soft_pass", "fit_dask", "predict_dask", "initial_params_dask",
            "initial_centers_dask", "is_dask_collection"]
 
 #: public name -> submodule of this package that defines it
 _LAZY = {
-    "DaskHMRF": "model", "ChunkedData": "data", "ColumnSummary": "data", "GatheredRows": "rows",
+    "DaskHMRF": "model", "ChunkedData": "data", "ChunkLabels": "labels", "ColumnSummary": "data",
+    "GatheredRows": "rows",
     "dask_assignment_pass": "passes", "dask_soft_pass": "passes", "fit_dask": "estimators",
     "predict_dask": "estimators", "initial_params_dask": "estimators",
     "initial_centers_dask": "initialization",

@@ -377,15 +377,19 @@ class ChunkedData:
 
     def send(self, pieces) -> list:
         """Arrays held by the client (one per chunk), as arguments for the chunks' tasks:
-        scattered straight to the workers under a ``distributed`` client (never through
-        the scheduler's task graph), as they are under Dask's local schedulers."""
-        client = _current_client()
+        under a ``distributed`` client each piece is a task of its own, persisted on the
+        workers, whose value the scheduler keeps in its graph: a worker lost with a piece
+        is recomputed from it, as a chunk is from its source (data scattered with
+        ``client.scatter`` would be lost with the worker). Dask's local schedulers share
+        the client's memory and take the pieces themselves."""
         pieces = [np.ascontiguousarray(p) for p in pieces]
-        return client.scatter(pieces, hash=False) if client is not None else pieces
+        if _current_client() is None:
+            return pieces
+        return list(dask.persist(*[dask.delayed(p, traverse=False) for p in pieces]))
 
     def to_dask(self, values, dtype=None):
         """An (n,) vector held by the client as a Dask array chunked like the rows of ``X``,
-        its pieces held by the workers (scattered, one piece a chunk). ``dtype``: the type
+        its pieces held by the workers (one piece a chunk, see :meth:`send`). ``dtype``: the type
         the array computes to, when the pieces are stored in a narrower one."""
         values = np.asarray(values)
         if _current_client() is None:  # Dask's local schedulers share the client's memory

@@ -24,6 +24,7 @@ from ..estimators.mpckmeans import MKMeans
 from ..estimators.seeded import SeededKMeans, _seed_clusters
 from .data import _global_rows, as_row_chunked, label_dtype, prepare_chunk
 from .initialization import initial_centers_dask, seeded_centers_dask
+from .labels import ChunkLabels
 from .model import DaskHMRF, stand_in
 from .passes import dask_assignment_pass, dask_soft_pass
 
@@ -91,12 +92,16 @@ def fit_dask(estimator, X, y=None, *, must_link=None, cannot_link=None, constrai
     c = estimator._supervision(n, y, must_link, cannot_link, constraints)
     template = estimator._model(stand_in(n), c, y, potentials)
     model = DaskHMRF.from_model(template, X, persist=persist)
+    del template  # its stand-in data
 
     def initial_params(model, constraints, y, rng):
         return initial_params_dask(estimator, model, constraints, y, rng)
 
     best = estimator._best_of_runs(model, c, y, em, initial_params)
-    labels = model.data.to_dask(best.labels.astype(label_dtype(model.n_clusters)), np.int64)
+    if isinstance(best.labels, ChunkLabels):  # hard EM: the labels are on the workers
+        labels = best.labels.to_dask()
+    else:  # soft EM's pass gathers them
+        labels = model.data.to_dask(best.labels.astype(label_dtype(model.n_clusters)), np.int64)
     return estimator._set_fitted(best, model, c, labels)
 
 

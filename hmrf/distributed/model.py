@@ -22,9 +22,11 @@ import numpy as np
 
 from .._blocks import row_blocks
 from ..emissions import get_emission
+from ..emissions.base import MStepContext
 from ..model import HMRF, block_unary
 from ..potentials import DistanceScaledPotts
 from .data import ChunkedData, as_row_chunked, label_dtype, tree_reduce
+from .labels import ChunkLabels
 from .passes import dask_assignment_pass
 from .rows import GatheredRows
 
@@ -32,11 +34,12 @@ __all__ = ["DaskHMRF", "stand_in"]
 
 
 def stand_in(n_samples: int) -> np.ndarray:
-    """A one-column array of ``n_samples`` ones (4 bytes a point), on which an in-memory
-    :class:`~hmrf.HMRF` (or an estimator's ``_model``) checks and builds everything that
-    depends on the number of points only: the potentials, the clamped labels, the family
-    and its settings. :class:`DaskHMRF` then takes these over with the real data."""
-    return np.ones((int(n_samples), 1), dtype=np.float32)
+    """A one-column array of ``n_samples`` ones, one float broadcast to every row (no
+    memory per point), on which an in-memory :class:`~hmrf.HMRF` (or an estimator's
+    ``_model``) checks and builds everything that depends on the number of points only:
+    the potentials, the clamped labels, the family and its settings. :class:`DaskHMRF`
+    then takes these over with the real data."""
+    return np.broadcast_to(np.ones((1, 1), dtype=np.float32), (int(n_samples), 1))
 
 
 def _needs_all_rows(potential) -> str | None:
@@ -177,28 +180,60 @@ class DaskHMRF(HMRF):
         workers, for the points ``rows`` from their gathered rows (as :class:`~hmrf.HMRF`)."""
         if rows is not None:
             return super().statistics(assignment, rows)
-        labels = np.asarray(assignment)
-        if labels.shape != (self.n_samples,):
-            raise ValueError(f"a DaskHMRF accumulates statistics of hard labels of shape "
-                             f"({self.n_samples},); got {labels.shape}.")
         shift, k = self.statistics_shift, self.n_clusters
-        pieces = self.data.send(self.data.pieces(labels.astype(label_dtype(k))))
+        if isinstance(assignment, ChunkLabels):
+            pieces = assignment.chunks
+        else:
+            labels = np.asarray(assignment)
+            if labels.shape != (self.n_samples,):
+                raise ValueError(f"a DaskHMRF accumulates statistics of hard labels of shape "
+                                 f"({self.n_samples},); got {labels.shape}.")
+            pieces = self.data.send(self.data.pieces(labels.astype(label_dtype(k))))
         parts = [dask.delayed(_chunk_statistics, pure=False)(self.data.family_key, x, lab, k,
                                                              self.normalizer, shift)
                  for x, lab in zip(self.data.chunks, pieces)]
         return dask.compute(tree_reduce(parts))[0]
 
+    def _one_cluster(self) -> ChunkLabels:
+        """Every point in cluster 0, made on the workers (no (n,) vector on the client)."""
+        return ChunkLabels.constant(self.data, 0, self.n_clusters)
+
     def unary_total(self, labels, params) -> float:
         """``Σ_i u(x_i, labels_i)`` by a pass on the workers (as :class:`~hmrf.HMRF`, but
         clamped labels apply: no estimator that clamps labels has a weight to resolve)."""
-        return float(dask_assignment_pass(self, params, previous=np.asarray(labels)).previous_cost)
+        return float(dask_assignment_pass(self, params, previous=labels).previous_cost)
 
     def energy(self, labels, params) -> float:
         """The objective ``J(y, Θ)`` (as :meth:`hmrf.HMRF.energy`): the unary part by a pass
         on the workers, the pairwise part on the client."""
+        if isinstance(labels, ChunkLabels):
+            nodes, sub = self.graph(params).constrained_part()
+            step = dask_assignment_pass(self, params, previous=labels)
+            return float(step.previous_cost + sub.pairwise_energy(labels[nodes]))
         y = self._check_labels(labels)
         step = dask_assignment_pass(self, params, previous=y)
         return float(step.previous_cost + self.graph(params).pairwise_energy(y))
+
+    def context(self, labels) -> MStepContext:
+        """As :meth:`hmrf.HMRF.context`; labels kept on the workers
+        (:class:`~hmrf.distributed.ChunkLabels`) are given to an M-step that reads labels
+        (MPCKMeans' metric update reads those of the constraint pairs) as an (n,) vector of
+        one byte a point (k <= 256) holding the labels of the points in constraint pairs
+        (of the potentials and of the family's ``metric_potential``); the other entries
+        are 0 and never read. With a potential that is not a set of pairs, every label
+        is gathered."""
+        if isinstance(labels, ChunkLabels) and set(self.emission.m_step_needs) - {"statistics"}:
+            extra = getattr(self.emission, "metric_potential", None)
+            pots = [*self.potentials, *([extra] if extra is not None else [])]
+            if all(hasattr(p, "constraints") for p in pots):
+                points = np.unique(np.concatenate([np.asarray(p.constraints.pairs, dtype=np.int64).ravel()
+                                                   for p in pots] or [np.empty(0, dtype=np.int64)]))
+                dense = np.zeros(self.n_samples, dtype=label_dtype(self.n_clusters))
+                dense[points] = labels[points]  # the constrained points' labels, fetched if unknown
+                labels = dense
+            else:  # a potential that is not a set of constraint pairs: every label
+                labels = labels.compute()
+        return super().context(labels)
 
     def energy_terms(self, labels, params) -> dict:
         raise ValueError("energy_terms reads every point's costs on the client; on a DaskHMRF use "

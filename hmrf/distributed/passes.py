@@ -38,6 +38,7 @@ from ..em.passes import (
     soft_assign_block,
 )
 from .data import label_dtype, tree_reduce
+from .labels import ChunkLabels
 
 __all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_soft_assignment",
            "run_chunks", "TREE_ABOVE"]
@@ -148,29 +149,87 @@ def _stack_rows(parts, k):
     return np.vstack(parts) if parts else np.empty((0, k))
 
 
+def chunk_pass(family, X, data, params, normalizer, n_clusters, clamped, previous, local, accumulate,
+               shift, tree):
+    """:func:`chunk_assignment` with the chunk's labels as an output of their own, to stay
+    on the worker: ``(labels, summary, stats)``.
+
+    ``summary`` is what the client receives, O(m_c k + k): ``(cost, previous_cost,
+    constrained_unary, labels of the constrained rows, free_changed, counts, stats)``,
+    where ``free_changed`` counts the other rows whose label differs from ``previous``
+    and ``counts`` (k,) the chunk's points per cluster; the statistics travel in
+    ``summary`` unless ``tree`` (then as the third output, for :func:`tree_reduce`).
+    """
+    (labels, cost, total, unary_c), stats = chunk_assignment(
+        family, X, data, params, normalizer, n_clusters, clamped, previous, local, accumulate, shift)
+    changed = 0
+    if previous is not None:
+        diff = labels != previous
+        if local is not None:
+            diff[local] = False
+        changed = int(np.count_nonzero(diff))
+    at = labels[local] if local is not None else labels[:0]
+    summary = (cost, total, unary_c, at.astype(np.int64), changed, np.bincount(labels, minlength=n_clusters),
+               None if tree else stats)
+    return labels, summary, stats if tree else None
+
+
+def _previous_chunks(model, previous):
+    """The previous labelling as one argument a chunk: the chunks of a
+    :class:`~hmrf.distributed.ChunkLabels`, or labels held by the client sent once."""
+    data, k = model.data, model.n_clusters
+    if previous is None:
+        return [None] * data.n_chunks
+    if isinstance(previous, ChunkLabels):
+        return previous.chunks
+    return data.send(data.pieces(np.asarray(previous).astype(label_dtype(k))))
+
+
 def dask_assignment_pass(model, params, previous=None, constrained=None, accumulate: bool = False,
                          shift=None) -> AssignmentPass:
     """:func:`hmrf.em.passes.assignment_pass` over the chunks of a
     :class:`~hmrf.distributed.DaskHMRF`, as one Dask computation (module docstring).
 
-    Parameters and result as :func:`hmrf.em.passes.assignment_pass`; ``previous`` is sent to
-    the chunks in ``label_dtype``.
+    Parameters and result as :func:`hmrf.em.passes.assignment_pass`, except that
+    ``previous`` may be (and ``labels`` of the result is) a
+    :class:`~hmrf.distributed.ChunkLabels`: each chunk's labels stay on its worker and
+    the client receives the constrained points' cost rows and labels, the cluster sizes,
+    the cost sums and the statistics.
     """
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)
-    prev = [None] * data.n_chunks if previous is None else \
-        data.send(data.pieces(np.asarray(previous).astype(label_dtype(k))))
+    prev = _previous_chunks(model, previous)
     par = dask.delayed(params, traverse=False)
+    tree = bool(accumulate) and _statistics_size(model) > TREE_ABOVE
     args = [(data.family_key, x, t, par, model.normalizer, k, c, p, loc, accumulate, shift)
             for x, t, c, p, loc in zip(data.chunks, terms, clamped, prev, local)]
-    results, stats = run_chunks(model, chunk_assignment, args, accumulate)
-    labels, cost, totals, rows = zip(*results)
+    tasks = [dask.delayed(chunk_pass, pure=False, nout=3)(*a, tree) for a in args]
+    wanted = [t[0] for t in tasks] + [t[1] for t in tasks]
+    if tree:
+        wanted.append(tree_reduce([t[2] for t in tasks]))
+    kept = dask.persist(*wanted)  # one graph: the labels stay, the rest is gathered below
+    n_chunks = len(tasks)
+    label_chunks, small = list(kept[:n_chunks]), dask.compute(*kept[n_chunks:])
+    summaries = small[:n_chunks]
+    cost, totals, rows, at, changed, counts, parts = zip(*summaries)
+    if tree:
+        stats = small[-1]
+    elif accumulate:
+        stats = None
+        for st in parts:  # a loop over chunks: k x d additions each
+            stats = st if stats is None else stats + st
+    else:
+        stats = None
+    nodes = np.empty(0, dtype=np.int64) if constrained is None else np.asarray(constrained, dtype=np.int64)
+    labels = ChunkLabels(data, label_chunks, nodes, np.concatenate(at), np.sum(counts, axis=0),
+                         previous=previous if isinstance(previous, ChunkLabels) else None,
+                         free_changed=int(sum(changed)), free_except=nodes)
 
     def costs():  # only for re-seeding an empty cluster: one more pass, minima gathered
         again = [(*a[:9], False, a[10], True) for a in args]
         return np.concatenate([r[1] for r in run_chunks(model, chunk_assignment, again, False)[0]])
 
-    return AssignmentPass(np.concatenate(labels).astype(np.int64), float(sum(cost)),
+    return AssignmentPass(labels, float(sum(cost)),
                           float("nan") if previous is None else float(sum(totals)),
                           _stack_rows(rows, k), stats, costs=costs)
 

@@ -294,7 +294,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         step = data_pass(model, params, previous=labels, constrained=nodes, accumulate=accumulate,
                          shift=model.statistics_shift)
         if labels is not None:
-            obj = step.previous_cost + graph.pairwise_energy(labels)
+            obj = step.previous_cost + _pairwise_energy(graph, nodes, sub, labels)
             history.append(obj)
             trace[-1]["objective"] = obj
             if obj > prev_obj + rise_tolerance(prev_obj, precision) and family.exact_m_step:
@@ -312,7 +312,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
                 # worsen J or empty a cluster (no M-step follows)
                 final, energy, res, _ = _e_step(step, nodes, sub, labels, engine, rng)
                 final_info = None if res is None else res.info
-                if energy <= obj and np.unique(final).shape[0] >= np.unique(labels).shape[0]:
+                if energy <= obj and _n_used(final) >= _n_used(labels):
                     labels, obj = final, energy
                 prev_obj = obj
                 break
@@ -320,14 +320,20 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         it += 1
         new, energy, res, rejected = _e_step(step, nodes, sub, labels, engine, rng)
         reseeded = 0
-        if np.bincount(new, minlength=k).min() == 0:  # an empty cluster: its point costs
+        if _counts(new, k).min() == 0:  # an empty cluster: its point costs
             cost = np.array(step.costs(), dtype=np.float64)
             if nodes.size:
                 cost[nodes] = step.constrained_unary[np.arange(nodes.size), new[nodes]]
-            new, reseeded = _reseed(new, cost, graph, k, partial(_finite_cost, model, params), movable,
-                                    _own_cost(model, params, new))
+            dense = new if isinstance(new, np.ndarray) else new.compute()  # labels kept elsewhere
+            out, reseeded = _reseed(dense, cost, graph, k, partial(_finite_cost, model, params), movable,
+                                    _own_cost(model, params, dense))
+            if isinstance(new, np.ndarray):
+                new = out
+            else:
+                rows = np.flatnonzero(out != dense)
+                new = new.with_rows(rows, out[rows])
         t1 = time.perf_counter()
-        n_changed = int(new.shape[0] if labels is None else np.count_nonzero(new != labels))
+        n_changed = int(new.shape[0] if labels is None else _n_changed(new, labels))
         trace.append(dict(objective=prev_obj, e_energy=energy,
                           lower_bound=None if res is None or res.lower_bound is None
                           else res.lower_bound + _free_energy(step, nodes),
@@ -338,7 +344,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
             break
         if accumulate:
             stats, stats_labels, age = step.stats, step.labels, 0
-        moved = np.flatnonzero(new != stats_labels)
+        moved = _moved(new, stats_labels)
         stats = _move_statistics(model, stats, moved, new[moved], stats_labels[moved])
         age += 1
         moved_fraction = n_changed / new.shape[0]
@@ -389,16 +395,57 @@ def _e_step(step, nodes, sub, previous, engine, rng):
     separable between the two sets, so the argmin part is always kept). Returns the
     labels, their energy, the engine's result (``None`` without constrained points) and
     whether its labelling was rejected."""
-    labels = step.labels.copy()
     free = _free_energy(step, nodes)
     if nodes.size == 0:
-        return labels, free, None, False
+        return _with_rows(step.labels, nodes, None), free, None, False
     init = None if previous is None else previous[nodes]
     res = engine.map(step.constrained_unary, sub, init=init, rng=rng)
     if init is not None:
         old = sub.energy(init, step.constrained_unary)
         if res.energy > old:
-            labels[nodes] = init
-            return labels, free + old, res, True
-    labels[nodes] = res.labels
-    return labels, free + res.energy, res, False
+            return _with_rows(step.labels, nodes, init), free + old, res, True
+    return _with_rows(step.labels, nodes, res.labels), free + res.energy, res, False
+
+
+# The labels of a pass: an (n,) ndarray in memory; on a cluster a labelling whose values
+# stay where the data are (hmrf.distributed.ChunkLabels), which the client reads at the
+# constrained points only and changes by ``with_rows``. The helpers below do the same
+# thing to either.
+
+def _with_rows(labels, rows, values):
+    """A copy of ``labels`` with ``labels[rows] = values`` (``values=None``: a copy)."""
+    if not isinstance(labels, np.ndarray):
+        return labels if values is None else labels.with_rows(rows, values)
+    out = labels.copy()
+    if values is not None:
+        out[rows] = values
+    return out
+
+
+def _pairwise_energy(graph, nodes, sub, labels) -> float:
+    """``graph.pairwise_energy(labels)``; on labels kept elsewhere, from the constrained
+    points' labels and the graph among them (the same factors, in the same order)."""
+    if isinstance(labels, np.ndarray):
+        return graph.pairwise_energy(labels)
+    return sub.pairwise_energy(labels[nodes])
+
+
+def _counts(labels, k) -> np.ndarray:
+    """Points in each cluster."""
+    return np.bincount(labels, minlength=k) if isinstance(labels, np.ndarray) else labels.counts
+
+
+def _n_used(labels) -> int:
+    """Number of non-empty clusters."""
+    return np.unique(labels).shape[0] if isinstance(labels, np.ndarray) else labels.n_used()
+
+
+def _n_changed(new, old) -> int:
+    """Points whose label differs between ``new`` and ``old``."""
+    return np.count_nonzero(new != old) if isinstance(new, np.ndarray) else new.n_changed_from(old)
+
+
+def _moved(new, old) -> np.ndarray:
+    """Indices of the points whose label differs between ``new`` and ``old`` (labels that
+    a pass computed and the E-step changed at a few points)."""
+    return np.flatnonzero(new != old) if isinstance(new, np.ndarray) else new.moved_from(old)

@@ -1,0 +1,83 @@
+"""Dask fits that survive a lost worker (hmrf.distributed), on real ``LocalCluster``\\ s.
+
+A worker process killed with SIGKILL (as an out-of-memory kill or a lost node ends it)
+in the middle of a fit loses everything that worker held: prepared chunks, per-chunk
+labels, data terms. Every one of them is a task the scheduler can recompute from its
+source (the Zarr store, the Dask array's graph), so the fit goes on and its result is
+identical to the undisturbed fit's.
+"""
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+zarr = pytest.importorskip("zarr")
+
+from hmrf import Constraints, HMRFKMeans  # noqa: E402
+from hmrf.inference import ICM  # noqa: E402
+
+N, D, K, CHUNK = 24_000, 5, 4, 3_000
+
+
+@pytest.fixture(scope="module")
+def cluster_client():
+    """A cluster of its own (workers are killed here): three worker processes."""
+    cluster = distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                                       memory_limit="1GiB", dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, K, N)
+    X = (rng.normal(size=(N, D)) + 2.0 * rng.normal(size=(K, D))[y]).astype(np.float32)
+    path = str(tmp_path_factory.mktemp("faults") / "X.zarr")
+    da.to_zarr(da.from_array(X, chunks=(CHUNK, D)), path)
+    return path, y
+
+
+class KillingICM(ICM):
+    """ICM that, before its ``at``-th E-step, SIGKILLs the worker process holding the
+    most of the fit's data (found by pid through ``client.run``)."""
+
+    def __init__(self, client, at=3):
+        super().__init__()
+        self._client, self._at, self._calls, self.killed = client, at, 0, None
+
+    def map(self, *args, **kwargs):
+        self._calls += 1
+        if self._calls == self._at:
+            pids = self._client.run(os.getpid)
+            held = self._client.run(lambda dask_worker: len(dask_worker.data))
+            victim = max(held, key=held.get)
+            os.kill(pids[victim], signal.SIGKILL)
+            self.killed = victim
+        return super().map(*args, **kwargs)
+
+
+@pytest.mark.parametrize("persist", [True, False], ids=["persisted", "read-by-every-pass"])
+def test_a_worker_killed_mid_fit_gives_the_undisturbed_result(cluster_client, store, persist):
+    path, y = store
+    c = Constraints.sample_from_labels(y, n_pairs=300, rng=1)
+    X = da.from_zarr(path)
+
+    def fit(engine):
+        with dask.config.set({"hmrf.persist": persist}):
+            return HMRFKMeans(K, inference=engine, n_init=1, random_state=0, max_iter=8, tol=0).fit(X, constraints=c)
+
+    quiet = fit(ICM())
+    killer = KillingICM(cluster_client, at=3)
+    hit = fit(killer)
+    assert killer.killed is not None and killer._calls > killer._at  # the fit went on
+    np.testing.assert_array_equal(hit.labels_.compute(), quiet.labels_.compute())
+    assert hit.objective_ == quiet.objective_
+    np.testing.assert_array_equal(hit.cluster_centers_, quiet.cluster_centers_)
