@@ -35,7 +35,7 @@ from .._params import Check, Interval, Options, validate_params
 from .._validation import check_data, check_partial_labels, check_random_state, first_negative
 from ..emissions.base import cluster_sums
 from ..emissions.bregman import _cross
-from ..estimators.base import as_constraints
+from ..estimators.supervision import as_constraints
 from ..graph import PairwiseGraph
 from ..inference.meanfield import MeanField
 
