@@ -29,6 +29,7 @@ from functools import partial
 
 import numpy as np
 
+from .._optional import load
 from ..constraints import Constraints
 from ..estimators import fit_supervised, make_estimator
 from ..inference import InferenceEngine, LPRelaxation, get_engine, reduce_problem
@@ -364,7 +365,7 @@ def plot_engine_summary(rows, path=None, title="E-step engines"):
     and small horizontal offsets, so curves that coincide (as NMI often does) stay
     visible. Returns the matplotlib Figure (saved to ``path`` if given).
     """
-    from matplotlib.figure import Figure
+    Figure = load("matplotlib.figure", purpose="plot_engines").Figure
 
     engines = list(dict.fromkeys(r["engine"] for r in rows))
     points = sorted({r["constraints"] for r in rows})

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._optional import available
 from .._params import Options, validate_params
 from .base import InferenceEngine
 from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
 from .expansion import AlphaExpansion
-from .qpbo import load_maxflow
 from .rounding import best_per_component
 
 __all__ = ["AutoEngine", "graph_cuts_available", "LARGE_COMPONENT"]
@@ -32,11 +32,7 @@ LARGE_COMPONENT = 1000
 
 def graph_cuts_available() -> bool:
     """Whether PyMaxflow (``pip install hmrf[graphcut]``), which α-expansion needs, imports."""
-    try:
-        load_maxflow()
-    except ImportError:
-        return False
-    return True
+    return available("maxflow")
 
 
 class AutoEngine(InferenceEngine):

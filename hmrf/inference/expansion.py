@@ -34,6 +34,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .._optional import available, missing_message
 from .._params import Interval, Options, validate_params
 from ..graph import POTTS_ML, TABLE, PairwiseGraph
 from .base import InferenceEngine
@@ -114,11 +115,9 @@ def _use_compiled(kernel) -> bool:
         raise ValueError(f"kernel must be 'auto', 'numba' or 'numpy'; got {kernel!r}.")
     if kernel == "numpy":
         return False
-    from .bp.settings import numba_available
-
-    if kernel == "numba" and not numba_available():
-        raise ImportError("kernel='numba' needs numba: pip install 'hmrf[fast]'")
-    return numba_available()
+    if kernel == "numba" and not available("numba"):
+        raise ImportError(missing_message("numba", "kernel='numba'"))
+    return available("numba")
 
 
 class ExpansionMoves:
