@@ -167,9 +167,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         return c
 
     def _model(self, X, constraints, y, potentials=None):
-        """The HMRF to fit (subclasses may clamp labels or add potentials)."""
+        """The HMRF to fit (subclasses may clamp labels or add potentials), on ``X`` and
+        ``constraints`` checked by ``fit``."""
         return HMRF(X, self.n_clusters, emission=self._spec_emission(), constraints=constraints,
-                    w=self._spec_w(), normalizer=self._spec_normalizer(), potentials=potentials)
+                    w=self._spec_w(), normalizer=self._spec_normalizer(), potentials=potentials,
+                    validated=True)
 
     def _initial_params(self, model, constraints, y, rng):
         centers = initial_centers(model.X, model.n_clusters, model.emission, constraints,

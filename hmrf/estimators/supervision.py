@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints import Constraints
+from ..constraints import Constraints, check_constraints
 
 __all__ = ["as_constraints", "emission_of", "supervision_kind", "fit_supervised",
            "neighborhoods_from_constraints"]
@@ -54,15 +54,6 @@ def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, w
         check_constraints(constraints, n)
         return constraints
     return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
-
-
-def check_constraints(constraints, n=None) -> None:
-    """A ``TypeError`` unless ``constraints`` is a :class:`~hmrf.Constraints`, a
-    ``ValueError`` unless it is on ``n`` points (when ``n`` is given)."""
-    if not isinstance(constraints, Constraints):
-        raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
-    if n is not None and constraints.n != n:
-        raise ValueError(f"constraints refer to {constraints.n} points but X has {n} samples.")
 
 
 def emission_of(estimator):
