@@ -6,7 +6,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._params import Interval, Options, validate_params
+from .._params import Interval, Options
 from ..inference.greedy import METHODS, GreedyFeasible
 from .base import HMRFClusterMixin
 
@@ -117,7 +117,6 @@ class COPKMeans(HMRFClusterMixin):
             An assignment step found no legal cluster for a point (see ``n_restarts``
             and ``repair``).
         """
-        validate_params(self)
         self._methods = []
         try:
             super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints,
@@ -171,8 +170,8 @@ class _RecordingGreedy(GreedyFeasible):
 
     _log = None
 
-    def map(self, unary, graph=None, init=None, rng=None, callback=None):
-        res = super().map(unary, graph, init=init, rng=rng, callback=callback)
+    def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *, started=None):
+        res = super().solve_validated(unary, graph, init, rng, callback, started=started)
         if self._log is not None:
             self._log.append(res.info.get("method", "greedy"))
         return res
