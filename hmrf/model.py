@@ -24,7 +24,7 @@ from .emissions.base import NORMALIZERS, MStepContext
 from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .potentials import PairwisePotential, PottsConstraints
 
-__all__ = ["HMRF", "block_unary", "AUTO_W_FACTOR"]
+__all__ = ["HMRF", "block_unary", "clamp_rows", "AUTO_W_FACTOR"]
 
 #: ``w="auto"``: a violated constraint costs this many times the data's scale
 #: (:meth:`HMRF.data_scale`), i.e. the expected divergence between two random points
@@ -42,11 +42,19 @@ def block_unary(family, X_block, params, normalizer: str = "constant", data=None
         with np.errstate(divide="ignore"):
             cost -= np.log(params.weights).astype(cost.dtype)[None, :]
     if clamped is not None:
-        fixed = np.flatnonzero(clamped >= 0)
-        if fixed.size:
-            row = cost[fixed, clamped[fixed]].copy()
-            cost[fixed] = np.inf
-            cost[fixed, clamped[fixed]] = row
+        clamp_rows(cost, clamped)
+    return cost
+
+
+def clamp_rows(cost, clamped):
+    """Fix the label of the rows of ``cost`` (b, k) whose ``clamped`` (b,) value is >= 0:
+    their other labels get infinite cost, in place (CONSTRAINED-KMEANS, Basu 2005,
+    Fig. 3.2; the labelled documents of naive-Bayes EM). Returns ``cost``."""
+    fixed = np.flatnonzero(clamped >= 0)
+    if fixed.size:
+        row = cost[fixed, clamped[fixed]].copy()
+        cost[fixed] = np.inf
+        cost[fixed, clamped[fixed]] = row
     return cost
 
 
