@@ -20,7 +20,8 @@ def test_an_installed_module_is_returned():
     ("pyarrow.parquet", "parquet", "pyarrow"), ("matplotlib.pyplot", "plot", "matplotlib"),
 ])
 def test_a_missing_module_names_what_needs_it_and_the_extra(monkeypatch, name, extra, distribution):
-    monkeypatch.setitem(sys.modules, name.split(".")[0], None)  # "import name" now fails
+    for blocked in {name, name.split(".")[0]}:  # "import name" now fails, even if it was imported
+        monkeypatch.setitem(sys.modules, blocked, None)
     assert not available(name)
     with pytest.raises(ImportError) as err:
         load(name, purpose="the thing")
@@ -31,6 +32,7 @@ def test_a_missing_module_names_what_needs_it_and_the_extra(monkeypatch, name, e
 
 def test_without_an_extra_the_distribution_is_named_and_a_hint_follows(monkeypatch):
     monkeypatch.setitem(sys.modules, "PIL", None)
+    monkeypatch.setitem(sys.modules, "PIL.Image", None)
     with pytest.raises(ImportError, match=r"^x.png: reading needs Pillow \(import name PIL\): "
                                           r"pip install Pillow; or not$"):
         load("PIL.Image", purpose="x.png: reading", hint="or not")
