@@ -15,6 +15,7 @@ loaded on first use, so ``import hmrf`` stays fast.
 
 from ._lazy import lazy_names
 from .constraints import Constraints
+from .estimators.registry import ESTIMATOR_CLASSES
 from .exceptions import InconsistentConstraintsError, InfeasibleError
 from .graph import PairwiseGraph
 from .model import HMRF
@@ -38,13 +39,9 @@ _SUBMODULES = ("active", "classic", "constraints", "datasets", "em", "emissions"
                "experiments", "graph", "inference", "initialization", "interop", "metrics", "model",
                "model_selection", "potentials")
 
-_LAZY = {
-    "HMRFKMeans": "estimators", "PCKMeans": "estimators", "KMeans": "estimators",
-    "SphericalKMeans": "estimators", "SeededKMeans": "estimators",
-    "ConstrainedKMeans": "estimators", "COPKMeans": "estimators",
-    "MPCKMeans": "estimators", "MKMeans": "estimators",
-    "NaiveBayesEM": "classic", "HAC": "classic",
-}
+#: public name -> the subpackage that defines it (the estimators from their table,
+#: :data:`hmrf.estimators.ESTIMATORS`)
+_LAZY = {**dict.fromkeys(ESTIMATOR_CLASSES, "estimators"), "NaiveBayesEM": "classic", "HAC": "classic"}
 
 __all__ = ["Constraints", "PairwiseGraph", "HMRF", "InconsistentConstraintsError",
            "InfeasibleError", *_LAZY]

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_data", "check_n_clusters", "check_partial_labels", "as_float_array_1d",
+__all__ = ["check_data", "check_dense", "check_n_clusters", "check_partial_labels", "as_float_array_1d",
            "check_random_state", "is_dask_collection", "first_negative", "convert_data"]
 
 
@@ -90,10 +90,7 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
         )
     if sp.issparse(X):
         if not accept_sparse:
-            raise TypeError(
-                f"{name} is a scipy.sparse matrix, but this method needs dense data; "
-                f"convert it with {name}.toarray() if it fits in memory."
-            )
+            check_dense(X, name)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D; got a sparse array of shape {X.shape}.")
         if np.issubdtype(X.dtype, np.complexfloating):
@@ -138,6 +135,16 @@ def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: i
     if d == 0:
         raise ValueError(f"{name} has 0 feature(s) (shape=({n}, 0)) while a minimum of 1 is required.")
     return X
+
+
+def check_dense(X, name: str = "X") -> None:
+    """A ``TypeError`` naming ``name`` if ``X`` is a scipy.sparse matrix (for a method that
+    needs dense data)."""
+    if sp.issparse(X):
+        raise TypeError(
+            f"{name} is a scipy.sparse matrix, but this method needs dense data; "
+            f"convert it with {name}.toarray() if it fits in memory."
+        )
 
 
 def _work_dtype(X, keep_float32: bool):

@@ -30,7 +30,7 @@ from ._pairs import (
 )
 from ._validation import check_random_state
 
-__all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK"]
+__all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK", "check_constraints"]
 
 _CONFLICT_POLICIES = ("raise", "warn", "soften", "drop")
 _KIND_NAMES = {MUST_LINK: "must-link", CANNOT_LINK: "cannot-link"}
@@ -748,3 +748,13 @@ class Constraints:
             name = "must_link" if k == MUST_LINK else "cannot_link"
             g.add_edge(i, j, key=name, kind=name, weight=w)
         return g
+
+
+def check_constraints(constraints, n=None) -> None:
+    """A ``TypeError`` unless ``constraints`` is a :class:`Constraints`, a ``ValueError``
+    unless it is on ``n`` points (when ``n`` is given): the check of supervision given to
+    an estimator or an :class:`~hmrf.HMRF`."""
+    if not isinstance(constraints, Constraints):
+        raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
+    if n is not None and constraints.n != n:
+        raise ValueError(f"constraints refer to {constraints.n} points but X has {n} samples.")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._optional import load
 from .graph import PairwiseGraph, as_graph
 
 __all__ = ["to_pgmpy", "variable_name", "labels_from_assignment", "pgmpy_map"]
@@ -83,7 +84,7 @@ def to_pgmpy(unary, graph=None, factor_graph: bool = False):
     >>> sorted(mn.nodes()), len(mn.factors)
     (['y0', 'y1'], 3)
     """
-    from pgmpy.factors.discrete import DiscreteFactor
+    DiscreteFactor = load("pgmpy.factors.discrete", purpose="to_pgmpy").DiscreteFactor
     from pgmpy.models import DiscreteMarkovNetwork, FactorGraph
 
     u = np.asarray(unary, dtype=np.float64)
@@ -123,7 +124,7 @@ def pgmpy_map(unary, graph=None) -> np.ndarray:
     -------
     labels : ndarray of shape (n,)
     """
-    from pgmpy.inference import VariableElimination
+    VariableElimination = load("pgmpy.inference", purpose="pgmpy_map").VariableElimination
 
     model = to_pgmpy(unary, graph)
     n = np.asarray(unary).shape[0]

@@ -17,14 +17,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._blocks import block_rows, row_blocks
-from ._validation import check_data, check_n_clusters
-from .constraints import Constraints
+from ._validation import check_data, check_dense, check_n_clusters
+from .constraints import Constraints, check_constraints
 from .emissions import EmissionFamily, get_emission
 from .emissions.base import NORMALIZERS, MStepContext
 from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .potentials import PairwisePotential, PottsConstraints
 
-__all__ = ["HMRF", "block_unary", "AUTO_W_FACTOR"]
+__all__ = ["HMRF", "block_unary", "clamp_rows", "AUTO_W_FACTOR"]
 
 #: ``w="auto"``: a violated constraint costs this many times the data's scale
 #: (:meth:`HMRF.data_scale`), i.e. the expected divergence between two random points
@@ -42,11 +42,19 @@ def block_unary(family, X_block, params, normalizer: str = "constant", data=None
         with np.errstate(divide="ignore"):
             cost -= np.log(params.weights).astype(cost.dtype)[None, :]
     if clamped is not None:
-        fixed = np.flatnonzero(clamped >= 0)
-        if fixed.size:
-            row = cost[fixed, clamped[fixed]].copy()
-            cost[fixed] = np.inf
-            cost[fixed, clamped[fixed]] = row
+        clamp_rows(cost, clamped)
+    return cost
+
+
+def clamp_rows(cost, clamped):
+    """Fix the label of the rows of ``cost`` (b, k) whose ``clamped`` (b,) value is >= 0:
+    their other labels get infinite cost, in place (CONSTRAINED-KMEANS, Basu 2005,
+    Fig. 3.2; the labelled documents of naive-Bayes EM). Returns ``cost``."""
+    fixed = np.flatnonzero(clamped >= 0)
+    if fixed.size:
+        row = cost[fixed, clamped[fixed]].copy()
+        cost[fixed] = np.inf
+        cost[fixed, clamped[fixed]] = row
     return cost
 
 
@@ -92,6 +100,11 @@ class HMRF:
     clamped : array-like of shape (n,), optional
         Labels fixed for some points (``-1`` = free); other labels get infinite unary
         cost (CONSTRAINED-KMEANS, Basu 2005, Fig. 3.2).
+    validated : bool, default=False
+        Whether ``X`` is the output of :func:`hmrf._validation.check_data` and
+        ``constraints`` a :class:`~hmrf.Constraints` on its rows: an estimator checks both
+        at its entrance (``fit``), so the model does not scan ``X`` again (what depends
+        on the family, dense data for a dense-only family, is still checked).
 
     Attributes
     ----------
@@ -125,9 +138,12 @@ class HMRF:
 
 
     def __init__(self, X, n_clusters, emission="sqeuclidean", constraints=None, w=1.0,
-                 potentials=None, normalizer="constant", clamped=None):
+                 potentials=None, normalizer="constant", clamped=None, *, validated=False):
         self.emission: EmissionFamily = get_emission(emission)
-        X = check_data(X, accept_sparse=self.emission.accepts_sparse, keep_float32=True)
+        if not validated:
+            X = check_data(X, accept_sparse=self.emission.accepts_sparse, keep_float32=True)
+        elif not self.emission.accepts_sparse:
+            check_dense(X)
         self.X = self.emission.prepare(X)
         self.n_samples = int(self.X.shape[0])
         self.n_clusters = check_n_clusters(n_clusters, self.n_samples)
@@ -137,12 +153,8 @@ class HMRF:
         self.normalizer = normalizer
         pots = []
         if constraints is not None:
-            if not isinstance(constraints, Constraints):
-                raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
-            if constraints.n != self.n_samples:
-                raise ValueError(
-                    f"constraints refer to {constraints.n} points but X has {self.n_samples} samples."
-                )
+            if not validated:
+                check_constraints(constraints, self.n_samples)
             pots.append(PottsConstraints(constraints, 0.0 if _is_auto(w) else _check_w(w)))
         if potentials is not None:
             extra = [potentials] if isinstance(potentials, PairwisePotential) else list(potentials)

@@ -382,7 +382,7 @@ def choose_w(estimator, X, constraints: Constraints, ws=None, *, cv=5, scoring="
 def _auto_w(estimator, X, constraints) -> float:
     """The weight ``w="auto"`` stands for: 1 for MPCKMeans' distance-scaled penalties,
     else the model's (:meth:`hmrf.HMRF.auto_w`)."""
-    from .estimators.base import emission_of
+    from .estimators.supervision import emission_of
     from .model import HMRF
 
     if hasattr(estimator, "_distance_w") and getattr(estimator, "penalty", "distance") != "constant":

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import numbers
+from numbers import Real
 
 import numpy as np
 
+from .._params import Interval, validate_params
 from .base import _State
 from .explore import ExploreConsolidate
 
@@ -97,15 +98,15 @@ class MinMax(ExploreConsolidate):
     semi-supervised clustering", ICPR. Švehla (2018), §3.1.2. Xiong et al. (2014), §4.1.4.
     """
 
+    _parameter_constraints = {"percentile": [Interval(Real, 0, 100, closed="right")]}
+
     def __init__(self, n_clusters=3, *, percentile=20.0, emission=None, random_state=None):
         super().__init__(n_clusters, emission=emission, random_state=random_state)
         self.percentile = percentile
 
     def _validate_params(self, n):
         super()._validate_params(n)
-        p = self.percentile
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 < float(p) <= 100:
-            raise ValueError(f"percentile must be in (0, 100]; got {p!r}.")
+        validate_params(self)
 
     def _similarity(self, state: _State, idx) -> np.ndarray:
         D = state.divergence_to_points(None, idx)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import numbers
 import time
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 
+from .._params import Check, Interval, validate_params
 from .base import ActiveSelector, _State, fit_clusterer
 
 __all__ = [
@@ -296,6 +297,14 @@ class NPU(ActiveSelector):
     semi-supervised clustering", IEEE TKDE 26(1): Alg. 1–2, eqs. 1–4, §3.4.
     """
 
+    _parameter_constraints = {
+        "clusterer": [Check(lambda c: callable(getattr(c, "fit", None)),
+                            "an estimator with a fit method (NPU needs a clusterer: an hmrf estimator "
+                            "such as PCKMeans(n_clusters=k))")],
+        "n_estimators": [Interval(Integral, 1, None)],
+        "forest_tolerance": [Interval(Real, 0, 1, closed="left")],
+    }
+
     def __init__(
         self,
         clusterer=None,
@@ -320,14 +329,7 @@ class NPU(ActiveSelector):
         self.random_state = random_state
 
     def _validate_params(self, n):
-        if self.clusterer is None or not callable(getattr(self.clusterer, "fit", None)):
-            raise ValueError("NPU needs a clusterer: an hmrf estimator such as PCKMeans(n_clusters=k).")
-        t = self.n_estimators
-        if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 1:
-            raise ValueError(f"n_estimators must be a positive integer; got {t!r}.")
-        f = self.forest_tolerance
-        if isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 <= float(f) < 1:
-            raise ValueError(f"forest_tolerance must be a fraction in [0, 1); got {f!r}.")
+        validate_params(self)
 
     def _cluster(self, state: _State) -> np.ndarray:
         est = clone(self.clusterer)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._optional import load
+
 __all__ = ["plot_dendrogram"]
 
 
@@ -56,7 +58,7 @@ def plot_dendrogram(hac, ax=None, *, show_cut=True, **kwargs):
     the merging early the tree is a forest: its roots are joined for drawing at a
     height above every real merge, marked by a dotted line ("no merge allowed").
     """
-    from matplotlib import pyplot as plt
+    plt = load("matplotlib.pyplot", purpose="plot_dendrogram")
     from scipy.cluster.hierarchy import dendrogram
     from sklearn.utils.validation import check_is_fitted
 

@@ -24,6 +24,7 @@ variational free energy, which EM still never decreases.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -35,11 +36,12 @@ from .._params import Check, Interval, Options, validate_params
 from .._validation import check_data, check_partial_labels, check_random_state, first_negative
 from ..emissions.base import cluster_sums
 from ..emissions.bregman import _cross
-from ..estimators.base import as_constraints
+from ..estimators.supervision import as_constraints
 from ..graph import PairwiseGraph
 from ..inference.meanfield import MeanField
+from ..model import clamp_rows
 
-__all__ = ["NaiveBayesEM", "m_step", "log_joint", "posteriors"]
+__all__ = ["NaiveBayesEM", "NaiveBayesRun", "m_step", "log_joint", "posteriors"]
 
 
 def _finite_nonnegative(value) -> bool:
@@ -137,6 +139,37 @@ def posteriors(joint, frozen_labels=None):
         resp[lab] = 0.0
         resp[lab, frozen_labels[lab]] = 1.0
     return resp, log_evidence
+
+
+@dataclass(frozen=True)
+class NaiveBayesRun:
+    """Outcome of one EM run of :class:`NaiveBayesEM`.
+
+    Attributes
+    ----------
+    resp : ndarray (n, k)
+        ``P(c | x_i)`` at the final parameters (one-hot for labelled documents).
+    log_prior : ndarray (k,)
+        ``log π_c``.
+    log_theta : ndarray (k, d)
+        ``log θ_cw``.
+    history : ndarray
+        The log posterior ``ℓ(θ)`` at the start and after every iteration (non-decreasing).
+    n_iter : int
+    converged : bool
+    """
+
+    resp: np.ndarray
+    log_prior: np.ndarray
+    log_theta: np.ndarray
+    history: np.ndarray
+    n_iter: int
+    converged: bool
+
+    @property
+    def objective(self) -> float:
+        """``ℓ(θ)`` of the final parameters."""
+        return float(self.history[-1])
 
 
 class NaiveBayesEM(ClusterMixin, BaseEstimator):
@@ -290,7 +323,7 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         resp[unl, rng.integers(k, size=unl.size)] = 1.0
         return resp
 
-    def _run(self, X, labels, weights, resp, graph=None):
+    def _run(self, X, labels, weights, resp, graph=None) -> NaiveBayesRun:
         alpha, beta = float(self.alpha), float(self.prior_smoothing)
         log_prior, log_theta = m_step(X, resp, weights, alpha, beta)
         history = []
@@ -315,20 +348,14 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
                 break
             log_prior, log_theta = m_step(X, resp, weights, alpha, beta)
             n_iter += 1
-        return dict(resp=resp, log_prior=log_prior, log_theta=log_theta,
-                    history=np.asarray(history), n_iter=n_iter, converged=converged)
+        return NaiveBayesRun(resp=resp, log_prior=log_prior, log_theta=log_theta,
+                             history=np.asarray(history), n_iter=n_iter, converged=converged)
 
     @staticmethod
     def _constrained_posteriors(joint, log_evidence, labels, weights, nodes, sub, q_prev):
         """Mean-field posteriors of the constrained documents and the change of the
         objective: their independent terms out, minus their free energy in."""
-        U = -weights[nodes, None] * joint[nodes]
-        frozen = labels[nodes] >= 0
-        if frozen.any():
-            rows = np.flatnonzero(frozen)
-            keep = U[rows, labels[nodes][rows]]
-            U[rows] = np.inf
-            U[rows, labels[nodes][rows]] = keep
+        U = clamp_rows(-weights[nodes, None] * joint[nodes], labels[nodes])
         res = MeanField().marginals(U, sub, init=q_prev)
         lab = labels[nodes]
         independent = np.where(lab >= 0, joint[nodes, np.maximum(lab, 0)],
@@ -374,17 +401,17 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         best = None
         for _ in range(int(self.n_init)):
             run = self._run(Xc, labels, weights, self._initial_resp(labels, k, rng), graph)
-            if best is None or run["history"][-1] > best["history"][-1]:
+            if best is None or run.objective > best.objective:
                 best = run
-        self.responsibilities_ = best["resp"]
-        self.labels_ = np.where(lab, labels, np.argmax(best["resp"], axis=1)).astype(np.int64)
-        self.class_log_prior_ = best["log_prior"]
-        self.feature_log_prob_ = best["log_theta"]
-        self.cluster_centers_ = np.exp(best["log_theta"])
-        self.log_likelihood_history_ = best["history"]
-        self.log_likelihood_ = float(best["history"][-1])
-        self.n_iter_ = int(best["n_iter"])
-        self.converged_ = bool(best["converged"])
+        self.responsibilities_ = best.resp
+        self.labels_ = np.where(lab, labels, np.argmax(best.resp, axis=1)).astype(np.int64)
+        self.class_log_prior_ = best.log_prior
+        self.feature_log_prob_ = best.log_theta
+        self.cluster_centers_ = np.exp(best.log_theta)
+        self.log_likelihood_history_ = best.history
+        self.log_likelihood_ = best.objective
+        self.n_iter_ = int(best.n_iter)
+        self.converged_ = bool(best.converged)
         return self
 
     def _joint(self, X):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._optional import available
 from ..datasets import DATASETS, PACKAGES
 
 
@@ -335,6 +336,4 @@ class OutputDir:
 
 
 def has_matplotlib() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("matplotlib") is not None
+    return available("matplotlib")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._optional import load
+
 
 def project_2d(X) -> tuple[np.ndarray, list]:
     """Coordinates (n, 2) to draw and the axis labels.
@@ -42,8 +44,8 @@ def project_2d(X) -> tuple[np.ndarray, list]:
 def plot_clusters(X, labels, constraints, path, title) -> None:
     """Points coloured by cluster; violated must-links solid red, violated cannot-links
     dashed black, kept constraints faint grey (up to 2,000 of them)."""
+    Figure = load("matplotlib.figure", purpose="hmrf fit --plot").Figure
     from matplotlib.collections import LineCollection
-    from matplotlib.figure import Figure
 
     Z, axis = project_2d(X)
     fig = Figure(figsize=(7, 5.5), layout="constrained")

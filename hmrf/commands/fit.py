@@ -124,7 +124,8 @@ def _json_safe(value):
 
 def _family(est) -> str | None:
     """Name of the emission family the estimator fitted with."""
-    from ..estimators.base import HMRFClusterMixin, emission_of
+    from ..estimators.base import HMRFClusterMixin
+    from ..estimators.supervision import emission_of
 
     return emission_of(est).name if isinstance(est, HMRFClusterMixin) else None
 

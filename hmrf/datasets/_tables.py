@@ -12,6 +12,8 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
+from .._optional import load
+
 __all__ = ["DataFileError", "TextTable", "read_text_table", "numeric_columns", "parquet_columns",
            "load_array", "check_exists", "check_finite", "check_unique_ids", "extension", "is_number"]
 
@@ -150,11 +152,7 @@ def check_exists(path):
 # -------------------------------------------------------------------- parquet
 def parquet_columns(path) -> tuple[list, list]:
     """Column names and NumPy arrays of a Parquet file (pyarrow)."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportError(f"{path}: reading Parquet needs pyarrow; install it with:  "
-                          "pip install pyarrow") from None
+    pq = load("pyarrow.parquet", purpose=f"{path}: reading Parquet")
     try:
         table = pq.read_table(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow's errors have many types

@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+from .._optional import load
 from ._tables import DataFileError, check_exists
 
 __all__ = ["image_pixels", "label_image", "segmented_image", "read_image", "write_image"]
@@ -155,11 +156,8 @@ def read_image(path) -> np.ndarray:
     """
     path = os.fspath(path)
     check_exists(path)
-    try:
-        from PIL import Image, UnidentifiedImageError
-    except ImportError:
-        raise ImportError(f"{path}: reading images needs Pillow (it comes with matplotlib); install it "
-                          "with:  pip install pillow") from None
+    load("PIL.Image", purpose=f"{path}: reading images", hint="Pillow also comes with matplotlib")
+    from PIL import Image, UnidentifiedImageError
     try:
         with Image.open(path) as im:
             if im.mode in ("L", "I;16", "I;16B", "I;16L"):
@@ -202,8 +200,7 @@ def write_image(path, image) -> str:
         out = arr.astype(np.uint8)
     else:
         out = arr
-    from PIL import Image
-
+    Image = load("PIL.Image", purpose="write_image", hint="Pillow also comes with matplotlib")
     path = os.fspath(path)
     Image.fromarray(out).save(path, format="PNG")
     return path

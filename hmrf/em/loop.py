@@ -40,10 +40,11 @@ from functools import partial
 
 import numpy as np
 
+from .._validation import check_random_state
 from ..inference.base import InferenceEngine
 from .passes import assignment_pass
 
-__all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance"]
+__all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "check_engine", "solve_e_step"]
 
 #: Relative rise of the objective below which it counts as round-off: at least this ...
 RISE_RTOL = 1e-9
@@ -93,6 +94,26 @@ class EMResult:
     converged: bool = False
     trace: list = field(default_factory=list)
     final_engine_info: dict | None = None
+
+
+def check_engine(engine) -> None:
+    """Check an E-step engine's parameters once, at the start of a fit (its E-steps then
+    go through :func:`solve_e_step`, which does not check them again)."""
+    if isinstance(engine, InferenceEngine):
+        engine.check_params()
+
+
+def solve_e_step(engine, unary, graph, init, rng):
+    """``engine``'s labelling of one E-step problem of a fit: costs (n_c, k), a
+    :class:`~hmrf.graph.PairwiseGraph` and the previous labels (or ``None``) that the model
+    produced from inputs checked at the fit's entrance, so an
+    :class:`~hmrf.inference.InferenceEngine` solves them without checking them again
+    (:meth:`~hmrf.inference.InferenceEngine.solve_validated`); another object with a
+    ``map`` method is called as usual."""
+    if isinstance(engine, InferenceEngine):
+        return engine.solve_validated(np.asarray(unary, dtype=np.float64), graph, init,
+                                      check_random_state(rng, "rng"))
+    return engine.map(unary, graph, init=init, rng=rng)
 
 
 def _move_cost(labels, graph, target) -> np.ndarray:
@@ -273,6 +294,7 @@ def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: 
         raise ValueError(f"max_iter must be >= 1; got {max_iter}.")
     if not np.isfinite(tol) or tol < 0:
         raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
+    check_engine(engine)
     k = model.n_clusters
     family = model.emission
     data_pass = assignment_pass if data_pass is None else data_pass
@@ -399,7 +421,7 @@ def _e_step(step, nodes, sub, previous, engine, rng):
     if nodes.size == 0:
         return _with_rows(step.labels, nodes, None), free, None, False
     init = None if previous is None else previous[nodes]
-    res = engine.map(step.constrained_unary, sub, init=init, rng=rng)
+    res = solve_e_step(engine, step.constrained_unary, sub, init, rng)
     if init is not None:
         old = sub.energy(init, step.constrained_unary)
         if res.energy > old:

@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _blocks
+from .._optional import available
 from ..inference.base import argmin_rows
 from ..inference.meanfield import softmax_free_energy
 from ..model import block_unary
@@ -39,10 +40,9 @@ _NUMBA = {}
 def _compiled_reduce_rows():
     """The compiled row reduction, or ``None`` without numba (loaded on first use)."""
     if "reduce_rows" not in _NUMBA:
-        try:
+        kernel = None
+        if available("numba"):
             from .passes_numba import reduce_rows as kernel
-        except ImportError:
-            kernel = None
         _NUMBA["reduce_rows"] = kernel
     return _NUMBA["reduce_rows"]
 

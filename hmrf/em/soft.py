@@ -44,7 +44,7 @@ import numpy as np
 
 from ..inference.bp import BeliefPropagation
 from ..inference.meanfield import MeanField, factorised_free_energy
-from .loop import EMResult, rise_tolerance
+from .loop import EMResult, check_engine, rise_tolerance, solve_e_step
 from .passes import soft_pass
 
 __all__ = ["run_soft_em", "posterior_engine", "POSTERIORS"]
@@ -81,7 +81,7 @@ def _posteriors(engine, unary, graph, init, rng):
     if isinstance(engine, MeanField):
         res = engine.marginals(unary, graph, init=init)
         return res.marginals, res.free_energy
-    q = engine.map(unary, graph, rng=rng).info["marginals"]
+    q = solve_e_step(engine, unary, graph, None, rng).info["marginals"]
     return q, factorised_free_energy(unary, graph, q)
 
 
@@ -123,6 +123,7 @@ def run_soft_em(model, params, engine=None, *, max_iter: int = 100, tol: float =
             "potentials (MPCKMeans' metric update needs MAP labels); use em='hard'."
         )
     engine = posterior_engine("mean_field" if engine is None else engine)
+    check_engine(engine)
     monotone = isinstance(engine, MeanField) and model.emission.exact_m_step
     learn_weights = model.normalizer == "closed_form"
     if learn_weights and params.weights is None:  # uniform π: the prior's log k is part of F

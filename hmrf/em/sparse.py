@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._optional import available
 from ..emissions.base import EmissionFamily
 from ..emissions.stats import ClusterStats
 
@@ -49,11 +50,10 @@ _NUMBA = {}
 def _kernels():
     """The compiled kernels ``(linear_rows, add_rows_of)``, or ``None`` without numba."""
     if "k" not in _NUMBA:
-        try:
+        _NUMBA["k"] = None
+        if available("numba"):
             from .sparse_numba import add_rows_of, linear_rows
             _NUMBA["k"] = (linear_rows, add_rows_of)
-        except ImportError:
-            _NUMBA["k"] = None
     return _NUMBA["k"]
 
 

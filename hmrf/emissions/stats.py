@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .._optional import available
+
 __all__ = ["ClusterStats", "group_sums", "SECOND_MOMENTS"]
 
 #: kinds of second moment a family may ask for: none, Σ||x-c||² (k,), Σ(x-c)∘(x-c)
@@ -35,11 +37,10 @@ def _compiled_add_rows(name: str = "add_rows"):
     """The compiled row accumulator ``name`` of :mod:`hmrf.emissions.stats_numba`, or
     ``None`` without numba (loaded on first use)."""
     if name not in _NUMBA:
-        try:
+        kernel = None
+        if available("numba"):
             from . import stats_numba
             kernel = getattr(stats_numba, name)
-        except ImportError:
-            kernel = None
         _NUMBA[name] = kernel
     return _NUMBA[name]
 

@@ -7,21 +7,14 @@ supervision it takes.
 """
 
 from .._lazy import lazy_names
-from .registry import ESTIMATORS, EstimatorSpec, make_estimator
+from .registry import ESTIMATOR_CLASSES, ESTIMATORS, EstimatorSpec, make_estimator
 from .supervision import fit_supervised, supervision_kind
 
-#: class name -> module of this package that defines it
-_CLASSES = {
-    "HMRFClusterMixin": "base", "HMRFKMeans": "hmrf_kmeans", "PCKMeans": "hmrf_kmeans",
-    "KMeans": "hmrf_kmeans", "SphericalKMeans": "hmrf_kmeans", "SeededKMeans": "seeded",
-    "ConstrainedKMeans": "seeded", "COPKMeans": "copkmeans", "MPCKMeans": "mpckmeans",
-    "MKMeans": "mpckmeans",
-}
+#: class name -> module of this package that defines it (the estimators from the table)
+_CLASSES = {"HMRFClusterMixin": "base", **ESTIMATOR_CLASSES}
 
 __all__ = [
-    "HMRFClusterMixin", "HMRFKMeans", "PCKMeans", "KMeans", "SphericalKMeans",
-    "SeededKMeans", "ConstrainedKMeans", "COPKMeans", "MPCKMeans", "MKMeans",
-    "ESTIMATORS", "EstimatorSpec", "make_estimator", "fit_supervised", "supervision_kind",
+    *_CLASSES, "ESTIMATORS", "EstimatorSpec", "make_estimator", "fit_supervised", "supervision_kind",
 ]
 
 

@@ -23,21 +23,15 @@ from ..constraints import Constraints
 from ..em import rise_tolerance, run_em
 from ..em.passes import nearest_clusters
 from ..em.soft import run_soft_em
-from ..emissions import EmissionFamily, get_emission
+from ..emissions import EmissionFamily
 from ..exceptions import InfeasibleError
 from ..inference import InferenceEngine, get_engine
 from ..inference.meanfield import MeanField, softmax_free_energy
 from ..initialization import INIT_METHODS, initial_centers
 from ..model import HMRF, block_unary
+from .supervision import as_constraints, emission_of
 
-__all__ = ["HMRFClusterMixin", "emission_of"]
-
-
-def emission_of(estimator):
-    """The emission family an HMRF estimator fits with (its ``emission`` parameter, or
-    the family it fixes: squared Euclidean for PCKMeans, cosine for SphericalKMeans,
-    the learned metric for MPCKMeans), as an :class:`~hmrf.emissions.EmissionFamily`."""
-    return get_emission(estimator._spec_emission())
+__all__ = ["HMRFClusterMixin"]
 
 
 def _is_array_init(value) -> bool:
@@ -84,23 +78,6 @@ def auto_n_init(model) -> int:
     entries = float(X.nnz) if hasattr(X, "nnz") else float(n) * float(d)
     work = model.n_clusters * (entries + EDGE_COST * len(model.constraints))
     return int(min(AUTO_MAX_RUNS, max(1, AUTO_WORK // max(work, 1.0))))
-
-
-def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, weight=1.0) -> Constraints:
-    """Normalise the ways estimators accept supervision into one :class:`Constraints`.
-
-    Exactly one of ``constraints`` or the pair lists may be given (both is an error, to
-    avoid silently ignoring one).
-    """
-    if constraints is not None:
-        if must_link is not None or cannot_link is not None:
-            raise ValueError("pass either constraints= or must_link=/cannot_link=, not both.")
-        if not isinstance(constraints, Constraints):
-            raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
-        if n is not None and constraints.n != n:
-            raise ValueError(f"constraints refer to {constraints.n} points but X has {n} samples.")
-        return constraints
-    return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
 
 
 class HMRFClusterMixin(ClusterMixin, BaseEstimator):
@@ -190,9 +167,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         return c
 
     def _model(self, X, constraints, y, potentials=None):
-        """The HMRF to fit (subclasses may clamp labels or add potentials)."""
+        """The HMRF to fit (subclasses may clamp labels or add potentials), on ``X`` and
+        ``constraints`` checked by ``fit``."""
         return HMRF(X, self.n_clusters, emission=self._spec_emission(), constraints=constraints,
-                    w=self._spec_w(), normalizer=self._spec_normalizer(), potentials=potentials)
+                    w=self._spec_w(), normalizer=self._spec_normalizer(), potentials=potentials,
+                    validated=True)
 
     def _initial_params(self, model, constraints, y, rng):
         centers = initial_centers(model.X, model.n_clusters, model.emission, constraints,
@@ -341,7 +320,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         return nearest_clusters(family, Xp, self.params_, self._spec_normalizer())
 
     def _prepared(self, X):
-        family = get_emission(self._spec_emission())
+        family = emission_of(self)
         Xc = check_data(X, accept_sparse=family.accepts_sparse, keep_float32=True)
         validate_data(self, X, skip_check_array=True, reset=False)
         return family, family.prepare(Xc)
@@ -397,5 +376,5 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = get_emission(self._spec_emission()).accepts_sparse
+        tags.input_tags.sparse = emission_of(self).accepts_sparse
         return tags

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import Interval, Options, validate_params
+from .._params import Interval, Options
 from ..inference.greedy import METHODS, GreedyFeasible
 from .base import HMRFClusterMixin
 
@@ -118,7 +118,6 @@ class COPKMeans(HMRFClusterMixin):
             An assignment step found no legal cluster for a point (see ``n_restarts``
             and ``repair``).
         """
-        validate_params(self)
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints,
                     potentials=potentials)
         self.assignment_ = max(_methods(self.em_result_), key=METHODS.index, default="greedy")

@@ -200,9 +200,10 @@ class MPCKMeans(_MetricLearner):
             list(potentials) if isinstance(potentials, (list, tuple)) else [potentials])
         if self.penalty == "constant":
             return HMRF(X, self.n_clusters, emission=family, constraints=constraints, w=self.w,
-                        potentials=extra or None)
+                        potentials=extra or None, validated=True)
         pots = ([self._distance_potential(constraints)] if len(constraints) else []) + extra
-        return HMRF(X, self.n_clusters, emission=family, potentials=pots or None, w=self._distance_w())
+        return HMRF(X, self.n_clusters, emission=family, potentials=pots or None, w=self._distance_w(),
+                    validated=True)
 
 
 class MKMeans(_MetricLearner):
@@ -267,7 +268,8 @@ class MKMeans(_MetricLearner):
         pot = self._distance_potential(constraints) if len(constraints) else None
         family = Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage,
                              metric_potential=pot)
-        return HMRF(X, self.n_clusters, emission=family, potentials=potentials, w=self._distance_w())
+        return HMRF(X, self.n_clusters, emission=family, potentials=potentials, w=self._distance_w(),
+                    validated=True)
 
     def _initial_params(self, model, constraints, y, rng):
         centers = initial_centers(model.X, model.n_clusters, model.emission, None, self.init, rng)

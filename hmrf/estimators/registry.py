@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-__all__ = ["ESTIMATORS", "EstimatorSpec", "make_estimator"]
+__all__ = ["ESTIMATORS", "ESTIMATOR_CLASSES", "EstimatorSpec", "make_estimator"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,18 @@ class EstimatorSpec:
     params: dict = field(default_factory=dict)
     no_engine: str = ""
 
+    @property
+    def module(self) -> str:
+        """The module of :mod:`hmrf.estimators` that defines the class."""
+        return self.cls.split(":")[0]
+
+    @property
+    def class_name(self) -> str:
+        return self.cls.split(":")[1]
+
     def load(self) -> type:
         """The estimator class (imports scikit-learn on first use)."""
-        module, name = self.cls.split(":")
-        return getattr(importlib.import_module(f"hmrf.estimators.{module}"), name)
+        return getattr(importlib.import_module(f"hmrf.estimators.{self.module}"), self.class_name)
 
 
 _FAMILY = {"sqeuclidean": "squared Euclidean distance", "mahalanobis": "a learned Mahalanobis metric",
@@ -111,6 +119,11 @@ ESTIMATORS = {
         "KMeans from perturbed global centroids, no supervision (the thesis's baseline)",
         "none", params={"init": "neighborhoods"}, no_engine=_ARGMIN),
 }
+
+
+#: Estimator class name -> the module of :mod:`hmrf.estimators` that defines it, in the
+#: order of :data:`ESTIMATORS` (the lazy names of ``hmrf`` and ``hmrf.estimators``).
+ESTIMATOR_CLASSES = {spec.class_name: spec.module for spec in ESTIMATORS.values()}
 
 
 def _spec(name) -> EstimatorSpec:

@@ -80,7 +80,8 @@ class SeededKMeans(HMRFClusterMixin):
     def _model(self, X, constraints, y, potentials=None):
         seeds, self.seed_classes_ = _seed_clusters(y, X.shape[0], self.n_clusters)
         return HMRF(X, self.n_clusters, emission=self._spec_emission(), potentials=potentials,
-                    normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None)
+                    normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None,
+                    validated=True)
 
     def _initial_params(self, model, constraints, y, rng):
         seeds, _ = _seed_clusters(y, model.n_samples, model.n_clusters)

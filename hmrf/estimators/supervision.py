@@ -1,4 +1,10 @@
-"""Giving supervision to an estimator: one adapter for every caller.
+"""Giving supervision to an estimator: one adapter for every caller, one normalisation.
+
+Estimators accept supervision as a :class:`~hmrf.Constraints` or as must-link and
+cannot-link pair lists; :func:`as_constraints` turns either into one
+:class:`~hmrf.Constraints` (the check that the supervision fits ``X`` happens here, at
+the entrance, once). :func:`emission_of` says which emission family an HMRF estimator
+fits with (the divergence selectors and the commands measure distance with it).
 
 Learning curves, active-learning curves, the NPU selector and the ``hmrf`` commands all
 hand "whatever supervision there is" — a :class:`~hmrf.Constraints`, partial labels,
@@ -16,11 +22,47 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints import Constraints
+from ..constraints import Constraints, check_constraints
 
-__all__ = ["supervision_kind", "fit_supervised", "neighborhoods_from_constraints"]
+__all__ = ["as_constraints", "emission_of", "supervision_kind", "fit_supervised",
+           "neighborhoods_from_constraints"]
 
 KINDS = ("constraints", "labels", "none")
+
+
+def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, weight=1.0) -> Constraints:
+    """Normalise the ways estimators accept supervision into one :class:`~hmrf.Constraints`.
+
+    Parameters
+    ----------
+    constraints : Constraints, optional
+    must_link, cannot_link : sequence of (i, j) pairs, optional
+        Exactly one of ``constraints`` or the pair lists may be given (both is an error,
+        to avoid silently ignoring one).
+    n : int, optional
+        Number of points of ``X``; a ``Constraints`` on another number is an error.
+    weight : float, default=1.0
+        Weight of every pair given as a list.
+
+    Returns
+    -------
+    Constraints
+    """
+    if constraints is not None:
+        if must_link is not None or cannot_link is not None:
+            raise ValueError("pass either constraints= or must_link=/cannot_link=, not both.")
+        check_constraints(constraints, n)
+        return constraints
+    return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
+
+
+def emission_of(estimator):
+    """The emission family an HMRF estimator fits with (its ``emission`` parameter, or
+    the family it fixes: squared Euclidean for PCKMeans, cosine for SphericalKMeans,
+    the learned metric for MPCKMeans), as an :class:`~hmrf.emissions.EmissionFamily`."""
+    from ..emissions import get_emission
+
+    return get_emission(estimator._spec_emission())
 
 
 def supervision_kind(estimator) -> str:

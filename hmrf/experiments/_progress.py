@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .._optional import available
+
 
 def progress_bar(total: int, progress, default: str, unit: str):
     """A tqdm bar of ``total`` steps, or None when ``progress`` is false or tqdm is missing.
@@ -10,9 +12,9 @@ def progress_bar(total: int, progress, default: str, unit: str):
     """
     if not progress:
         return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
+    if not available("tqdm.auto"):
         return None
+    from tqdm.auto import tqdm
+
     desc = progress if isinstance(progress, str) else default
     return tqdm(total=total, desc=desc, unit=unit)

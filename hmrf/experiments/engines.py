@@ -29,6 +29,7 @@ from functools import partial
 
 import numpy as np
 
+from .._optional import load
 from ..constraints import Constraints
 from ..estimators import fit_supervised, make_estimator
 from ..inference import InferenceEngine, LPRelaxation, get_engine, reduce_problem
@@ -70,8 +71,8 @@ class RecordingEngine(InferenceEngine):
     """An engine that runs another and keeps every E-step problem and result it saw.
 
     Behaves exactly as ``engine`` (same arguments, same random stream); ``calls`` holds
-    ``(unary, graph, result, seconds)`` per :meth:`map`, ``seconds`` being the time of
-    the wrapped engine's ``map``.
+    ``(unary, graph, result, seconds)`` per :meth:`map` (or E-step of a fit, through
+    :meth:`solve_validated`), ``seconds`` being the time of the wrapped engine's call.
 
     Parameters
     ----------
@@ -92,6 +93,21 @@ class RecordingEngine(InferenceEngine):
         res = engine.map(unary, graph, init=init, rng=rng, callback=callback)
         self.calls.append((unary, graph, res, time.perf_counter() - t0))
         return res
+
+    def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *, started=None):
+        engine = get_engine(self.engine)
+        t0 = time.perf_counter()
+        if isinstance(engine, InferenceEngine):
+            res = engine.solve_validated(unary, graph, init, rng, callback)
+        else:
+            res = engine.map(unary, graph, init=init, rng=rng, callback=callback)
+        self.calls.append((unary, graph, res, time.perf_counter() - t0))
+        return res
+
+    def check_params(self) -> None:
+        engine = get_engine(self.engine)
+        if isinstance(engine, InferenceEngine):
+            engine.check_params()
 
     def __repr__(self) -> str:
         return f"RecordingEngine({self.engine!r})"
@@ -364,7 +380,7 @@ def plot_engine_summary(rows, path=None, title="E-step engines"):
     and small horizontal offsets, so curves that coincide (as NMI often does) stay
     visible. Returns the matplotlib Figure (saved to ``path`` if given).
     """
-    from matplotlib.figure import Figure
+    Figure = load("matplotlib.figure", purpose="plot_engines").Figure
 
     engines = list(dict.fromkeys(r["engine"] for r in rows))
     points = sorted({r["constraints"] for r in rows})

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._optional import load
+
 __all__ = ["CurveTable", "METRICS"]
 
 #: Scores and fit statistics a record can hold, with what each measures. External
@@ -225,12 +227,12 @@ class CurveTable:
             x = "noise" if one_point and len({r["noise"] for r in rows}) > 1 else "point"
         fig = None
         if ax is None and path is not None:
-            from matplotlib.figure import Figure
+            Figure = load("matplotlib.figure", purpose="CurveTable.plot").Figure
 
             fig = Figure(figsize=(6, 4), layout="constrained")
             ax = fig.add_subplot()
         elif ax is None:
-            import matplotlib.pyplot as plt
+            plt = load("matplotlib.pyplot", purpose="CurveTable.plot")
 
             _, ax = plt.subplots()
         sup = {r["supervision"] for r in self.records}

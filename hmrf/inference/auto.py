@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._optional import available
 from .._params import Options, validate_params
 from ..graph import CacheKey
 from .base import InferenceEngine, Solution
 from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
 from .expansion import AlphaExpansion
-from .qpbo import load_maxflow
 
 __all__ = ["AutoEngine", "graph_cuts_available", "LARGE_COMPONENT"]
 
@@ -35,11 +35,7 @@ LARGE_COMPONENT = 1000
 
 def graph_cuts_available() -> bool:
     """Whether PyMaxflow (``pip install hmrf[graphcut]``), which α-expansion needs, imports."""
-    try:
-        load_maxflow()
-    except ImportError:
-        return False
-    return True
+    return available("maxflow")
 
 
 class AutoEngine(InferenceEngine):

@@ -338,8 +338,10 @@ class InferenceEngine:
 
     Subclasses implement :meth:`_solve` on the reduced problem; :meth:`map` handles
     validation (of the inputs, and of the engine's parameters against its
-    ``_parameter_constraints`` table, :mod:`hmrf._params`), reduction, callbacks, timing
-    and the final energy. Engines see costs and a graph, never the data or the emission
+    ``_parameter_constraints`` table, :mod:`hmrf._params`), then :meth:`solve_validated`
+    the reduction, callbacks, timing and the final energy (the EM loop, whose inputs are
+    checked once at the estimator's entrance, calls :meth:`solve_validated` directly).
+    Engines see costs and a graph, never the data or the emission
     parameters.
 
     The contract. The labelling :meth:`map` returns honours every hard factor (hard
@@ -392,8 +394,7 @@ class InferenceEngine:
             Bad costs, labels or engine parameters (the message names which).
         """
         t0 = time.perf_counter()
-        if hasattr(type(self), "_parameter_constraints"):
-            validate_params(self)
+        self.check_params()
         unary = check_unary(unary)
         n, k = unary.shape
         graph = as_graph(graph, n)
@@ -405,6 +406,35 @@ class InferenceEngine:
             if init.dtype.kind not in "iu" or init.min() < 0 or init.max() >= k:
                 raise ValueError(f"init must hold integer labels in [0, {k - 1}].")
         gen = check_random_state(rng, "rng")
+        return self.solve_validated(unary, graph, init, gen, callback, started=t0)
+
+    def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *,
+                        started=None) -> InferenceResult:
+        """:meth:`map` on inputs it would accept unchanged, without checking them again:
+        the E-steps of an EM fit, whose costs, graph and engine the estimator checked at
+        its entrance (ARCHITECTURE.md, "validation once").
+
+        Parameters
+        ----------
+        unary : ndarray of shape (n, k), float64
+            Finite or ``+inf`` costs.
+        graph : PairwiseGraph
+            On ``n`` nodes, its tables checked against ``k`` (``check_labels``).
+        init : ndarray of shape (n,) of labels in ``[0, k)``, or None
+        rng : numpy Generator
+        callback : callable, optional
+            As for :meth:`map`.
+        started : float, optional
+            ``time.perf_counter()`` when the call began (the reported ``time``).
+
+        Returns
+        -------
+        InferenceResult
+            As :meth:`map`; an engine that adds to the result of its E-step overrides this
+            method (not :meth:`map`), so that both ways in give the same result.
+        """
+        t0 = time.perf_counter() if started is None else started
+        gen = rng
         if graph.n_edges == 0:  # KMeans' E-step: every node is isolated
             return self._map_isolated(unary, t0)
 
@@ -446,6 +476,12 @@ class InferenceEngine:
             converged=bool(out.converged),
             info=info,
         )
+
+    def check_params(self) -> None:
+        """Check the engine's parameters against its ``_parameter_constraints`` table
+        (:mod:`hmrf._params`): :meth:`map` does, and the EM loop once per fit."""
+        if hasattr(type(self), "_parameter_constraints"):
+            validate_params(self)
 
     @staticmethod
     def _map_isolated(unary, t0) -> InferenceResult:

@@ -34,6 +34,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .._optional import available, missing_message
 from .._params import Interval, Options, validate_params
 from ..graph import PairwiseGraph
 from .base import InferenceEngine, Solution
@@ -113,11 +114,9 @@ def _use_compiled(kernel) -> bool:
         raise ValueError(f"kernel must be 'auto', 'numba' or 'numpy'; got {kernel!r}.")
     if kernel == "numpy":
         return False
-    from .bp.settings import numba_available
-
-    if kernel == "numba" and not numba_available():
-        raise ImportError("kernel='numba' needs numba: pip install 'hmrf[fast]'")
-    return numba_available()
+    if kernel == "numba" and not available("numba"):
+        raise ImportError(missing_message("numba", "kernel='numba'"))
+    return available("numba")
 
 
 class ExpansionMoves:
@@ -428,6 +427,11 @@ class AlphaExpansion(InferenceEngine):
     def map(self, unary, graph=None, init=None, rng=None, callback=None):
         validate_params(self)
         load_maxflow()  # fail before any work, with the install command
+        return super().map(unary, graph, init=init, rng=rng, callback=callback)
+    map.__doc__ = InferenceEngine.map.__doc__
+
+    def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *, started=None):
+        load_maxflow()
         trace = []
 
         def record(iteration, labels, energy, bound):
@@ -435,10 +439,10 @@ class AlphaExpansion(InferenceEngine):
             if callback is not None:
                 callback(iteration, labels, energy, bound)
 
-        result = super().map(unary, graph, init=init, rng=rng, callback=record)
+        result = super().solve_validated(unary, graph, init, rng, record, started=started)
         result.info["trace"] = trace if trace else [result.energy]
         return result
-    map.__doc__ = InferenceEngine.map.__doc__
+    solve_validated.__doc__ = InferenceEngine.solve_validated.__doc__
 
     def _solve(self, unary, graph, init, rng, notify):
         n, k = unary.shape

@@ -12,26 +12,16 @@ import time
 
 import numpy as np
 
+from .._optional import load
 from ..exceptions import InfeasibleError
 from ..graph import PairwiseGraph
 
 __all__ = ["kt_problem", "solve_kt_cvxpy"]
 
-#: how to get the optional dependency
-INSTALL = "pip install 'hmrf[cvxpy]'  (or: pip install cvxpy)"
-
-
 def _cvxpy():
     """cvxpy, imported on first use; an ImportError with the install command without it."""
-    try:
-        import cvxpy
-    except ImportError as exc:
-        raise ImportError(
-            f"LPRelaxation(backend='cvxpy') and hmrf.inference.lp_cvxpy need cvxpy, which is "
-            f"not installed ({exc}). Install it with: {INSTALL}, or use backend='highs' "
-            "(the same LP, solved by SciPy)."
-        ) from exc
-    return cvxpy
+    return load("cvxpy", purpose="LPRelaxation(backend='cvxpy') (hmrf.inference.lp_cvxpy)",
+                hint="or use backend='highs' (the same LP, solved by SciPy)")
 
 
 def kt_problem(unary, graph: PairwiseGraph):

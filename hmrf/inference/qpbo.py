@@ -39,21 +39,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._optional import load
+
 __all__ = ["BinaryCut", "load_maxflow", "solve_binary", "solve_split", "split_terms", "fix_dominated"]
 
-_INSTALL_HINT = (
-    "AlphaExpansion needs the max-flow library PyMaxflow (import name 'maxflow'); install "
-    "it with: pip install \"hmrf[graphcut]\"  (or: pip install PyMaxflow)"
-)
-
-
 def load_maxflow():
-    """Import PyMaxflow lazily; an ``ImportError`` naming the extra if it is missing."""
-    try:
-        import maxflow
-    except ImportError as exc:
-        raise ImportError(_INSTALL_HINT) from exc
-    return maxflow
+    """PyMaxflow, the max-flow library of α-expansion, imported on first use; an
+    ``ImportError`` naming the extra if it is missing."""
+    return load("maxflow", purpose="AlphaExpansion (the max-flow library)")
 
 
 @dataclass

@@ -13,6 +13,7 @@
 """
 
 from .._lazy import lazy_names
+from .._optional import missing_message
 
 _HOMES = {
     "OracleWidget": "oracle_widget", "OracleModel": "oracle_model", "CurvePoint": "oracle_model",
@@ -29,7 +30,6 @@ def __getattr__(name):
         return _lazy_getattr(name)
     except ModuleNotFoundError as exc:
         if exc.name in ("anywidget", "ipywidgets", "traitlets"):
-            raise ModuleNotFoundError(
-                f"hmrf.widgets.{name} needs {exc.name}: pip install 'hmrf[widgets]'", name=exc.name
-            ) from exc
+            raise ModuleNotFoundError(missing_message(exc.name, f"hmrf.widgets.{name}", extra="widgets"),
+                                      name=exc.name) from exc
         raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._optional import load
 from ..constraints import MUST_LINK
 
 __all__ = ["plot_oracle", "MUST_LINK_COLOR", "CANNOT_LINK_COLOR", "CLUSTER_COLORS"]
@@ -33,7 +34,7 @@ def plot_oracle(model, axes=None):
     -------
     matplotlib.figure.Figure
     """
-    import matplotlib.pyplot as plt
+    plt = load("matplotlib.pyplot", purpose="plot_oracle")
     from matplotlib.collections import LineCollection
 
     model = getattr(model, "model", model)

@@ -280,8 +280,9 @@ class BeliefPropagation(InferenceEngine):
         return spliced + [graph.best_per_component(unary, np.array(cands + spliced))[0]]
 
     # ------------------------------------------------------------- sum-product
-    def map(self, unary, graph=None, init=None, rng=None, callback=None) -> InferenceResult:
-        res = super().map(unary, graph, init=init, rng=rng, callback=callback)
+    def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *,
+                        started=None) -> InferenceResult:
+        res = super().solve_validated(unary, graph, init, rng, callback, started=started)
         if self.mode == "sum":
             res.info["marginals"] = self._full_marginals(unary, graph, res.info.get("marginals"))
         return res

@@ -28,6 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..._optional import available, missing_message
 from ..._params import Interval, Options, validate_params
 from ..polish import check_polish
 from .flooding_numpy import uniform_edge_appearance
@@ -37,11 +38,7 @@ __all__ = ["BPSettings", "numba_available"]
 
 def numba_available() -> bool:
     """Whether numba imports (it is an optional dependency)."""
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return available("numba")
 
 
 @dataclass(frozen=True)
@@ -101,7 +98,7 @@ class BPSettings:
         set_(self, "polish_with", check_polish(self.polish))
         compiled = self.kernel != "numpy" and self.mode == "max" and numba_available()
         if self.kernel == "numba" and self.mode == "max" and not compiled:
-            raise ImportError("BeliefPropagation(kernel='numba') needs numba: pip install 'hmrf[fast]'")
+            raise ImportError(missing_message("numba", "BeliefPropagation(kernel='numba')"))
         if self.order == "bfs" and not compiled:
             raise ValueError("order='bfs' needs the compiled kernel (numba, max mode): the NumPy passes "
                              "update one colour class at a time; use order='colour' or 'auto'.")

@@ -16,13 +16,13 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from ..._optional import available, missing_message
 from ..._params import Interval, Options
 from ...graph import POTTS_ML
 from ..base import InferenceEngine, Solution
 from ..polish import finish
 from .messages import big_cost
 from .order import NODE_ORDERS, bfs_order
-from .settings import numba_available
 from .trws_numpy import TRWSLayout, backward_pass, edge_costs, forward_pass
 
 __all__ = ["TRWS", "run_trws", "trws_layout", "trws_order", "STALL_WINDOW", "STALL_GAP"]
@@ -280,9 +280,9 @@ class TRWS(InferenceEngine):
         self.kernel = kernel
 
     def _solve(self, unary, graph, init, rng, notify):
-        compiled = self.kernel != "numpy" and numba_available()
+        compiled = self.kernel != "numpy" and available("numba")
         if self.kernel == "numba" and not compiled:
-            raise ImportError("TRWS(kernel='numba') needs numba: pip install 'hmrf[fast]'")
+            raise ImportError(missing_message("numba", "TRWS(kernel='numba')"))
         order = trws_order(graph) if self.order == "auto" else self.order
         out = run_trws(unary, graph, max_iter=self.max_iter, rel_gap=float(self.rel_gap), tol=float(self.tol),
                        order=order, compiled=compiled, init=init,
