@@ -50,7 +50,7 @@ def test_fit_command_reports_the_engine_it_used(capsys, tmp_path):
     assert f"engine={__import__('hmrf').MPCKMeans().inference}" in capsys.readouterr().out
 
 
-# ------------------------------------------------------------- issue 14, items 3 and 6
+# ------------------------------------------------ bad arguments are named, exit code 2
 @pytest.mark.parametrize("argv, flag", [
     (["fit", "--constraints", "-5"], "argument --constraints: must be an integer >= 0; got -5"),
     (["fit", "--seed", "-1"], "argument --seed: must be an integer in [0, 4294967295]; got -1"),
@@ -82,7 +82,7 @@ def test_fit_fails_before_fitting_when_out_is_unwritable(tmp_path, capsys, monke
     assert "cannot write to --out" in capsys.readouterr().err and calls == []
 
 
-# ----------------------------------------------------------------- issue 18, section 2
+# ------------------------------------------------- the same options on every command
 def _options(command):
     from hmrf.cli import build_parser
 

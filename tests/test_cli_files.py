@@ -1,4 +1,4 @@
-"""The command line on the user's own files: every format, every bad-file case (issue 18).
+"""The command line on the user's own files: every format, every bad-file case.
 
 A good file gives the same clustering as the Python API on the same array; a bad file
 gives exit code 2, a one-line message naming the file, the row and the column, and no

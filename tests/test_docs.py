@@ -1,4 +1,4 @@
-"""Build the documentation with warnings as errors (issues 7 and 18).
+"""Build the documentation with warnings as errors.
 
 ``sphinx-build -W --keep-going -b html docs <tmp>`` must exit 0: a broken
 cross-reference (``nitpicky = True``), a docstring that does not parse, or an error in

@@ -231,7 +231,7 @@ def test_engines_resolve_by_name_and_run_inside_hmrf_kmeans():
         assert est.labels_[0] != est.labels_[16] and est.labels_[0] == est.labels_[1]
 
 
-# ------------------------------------------------------- the contract (issue 14)
+# ------------------------------- the contract: hard constraints met or InfeasibleError
 @pytest.mark.parametrize("name", sorted(ENGINES))
 @pytest.mark.parametrize("k, cannot_link", [(1, [(0, 1)]), (2, [(0, 1), (1, 2), (0, 2)])])
 def test_every_engine_raises_on_infeasible_hard_constraints_naming_a_point(name, k, cannot_link):

@@ -1,4 +1,4 @@
-"""Data at extreme scales and degenerate directions (issue 14, items 4 and 5)."""
+"""Data at extreme scales and degenerate directions."""
 
 import warnings
 

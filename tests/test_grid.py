@@ -1,4 +1,4 @@
-"""``Constraints.grid``: the pixel-grid must-links of MRF image segmentation (issue 22)."""
+"""``Constraints.grid``: the pixel-grid must-links of MRF image segmentation."""
 
 import itertools
 import tracemalloc
@@ -60,7 +60,7 @@ def test_edges_match_the_definition(shape, connectivity):
 
 
 def test_photograph_size_edge_count():
-    # the flower photograph of issue 22: 427 x 640 pixels, 545,493 4-neighbour edges
+    # scikit-learn's flower photograph: 427 x 640 pixels, 545,493 4-neighbour edges
     assert len(Constraints.grid((427, 640))) == 545_493
     assert len(Constraints.grid((427, 640), 8)) == 545_493 + 2 * 426 * 639
 

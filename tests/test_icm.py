@@ -239,7 +239,7 @@ def test_argmin_rows_matches_numpy_including_ties_and_inf():
         assert np.array_equal(mins, cost.min(axis=1))
 
 
-# ----------------------------------------------------- hard constraints (issue 14)
+# ----------------------------------------------------------------- hard constraints
 @pytest.mark.parametrize("unary, cannot_link", [
     (np.zeros((2, 1)), [(0, 1)]),                        # one cluster, two cannot-linked points
     (np.zeros((3, 2)), [(0, 1), (1, 2), (0, 2)]),        # a triangle with two clusters

@@ -33,7 +33,7 @@ def test_exact_time_limit_reports_bound_and_not_converged():
     assert res.info["anytime_batches"] >= 1
 
 
-# ------------------------------------------------------------ anytime (issues 14, 22)
+# ------------------- anytime: never worse than the warm start, never worse with more time
 def _hard_instance():
     # 60 nodes, ~400 edges, mostly cannot-links: HiGHS needs far more than 0.5 s
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""HMRF image segmentation (issue 22): pixels in and out, EM on a pixel grid, the grid
+"""HMRF image segmentation: pixels in and out, EM on a pixel grid, the grid
 energy against pgmpy, and empty clusters when every point is constrained."""
 
 import itertools
