@@ -99,7 +99,8 @@ class DaskHMRF(HMRF):
     ...     model = DaskHMRF(X, 2, constraints=c)
     ...     params = model.emission.init_params(model.X, np.array([[0.0], [5.0]]))
     ...     res = run_em(model, params, ICM(), data_pass=dask_assignment_pass)
-    >>> res.labels.tolist()
+    ...     labels = res.labels.compute()  # the labels stay on the workers until asked for
+    >>> labels.tolist()
     [0, 0, 1, 1, 0]
     """
 
