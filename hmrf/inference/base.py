@@ -410,8 +410,8 @@ class InferenceEngine:
 
     def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *,
                         started=None) -> InferenceResult:
-        """:meth:`~hmrf.inference.base.InferenceEngine.map` on inputs it would accept unchanged, without checking them again:
-        the E-steps of an EM fit, whose costs, graph and engine the estimator checked at
+        """:meth:`~hmrf.inference.base.InferenceEngine.map` on inputs it would accept
+        unchanged, without checking them again: the E-steps of an EM fit, whose costs, graph and engine the estimator checked at
         its entrance (ARCHITECTURE.md, "validation once").
 
         Parameters
@@ -430,8 +430,10 @@ class InferenceEngine:
         Returns
         -------
         InferenceResult
-            As :meth:`~hmrf.inference.base.InferenceEngine.map`; an engine that adds to the result of its E-step overrides this
-            method (not :meth:`~hmrf.inference.base.InferenceEngine.map`), so that both ways in give the same result.
+            As :meth:`~hmrf.inference.base.InferenceEngine.map`; an engine that adds to
+            the result of its E-step overrides this method (not
+            :meth:`~hmrf.inference.base.InferenceEngine.map`), so that both ways in give
+            the same result.
         """
         t0 = time.perf_counter() if started is None else started
         gen = rng
@@ -479,7 +481,8 @@ class InferenceEngine:
 
     def check_params(self) -> None:
         """Check the engine's parameters against its ``_parameter_constraints`` table
-        (:mod:`hmrf._params`): :meth:`~hmrf.inference.base.InferenceEngine.map` does, and the EM loop once per fit."""
+        (:mod:`hmrf._params`): :meth:`~hmrf.inference.base.InferenceEngine.map` does, and
+        the EM loop once per fit."""
         if hasattr(type(self), "_parameter_constraints"):
             validate_params(self)
 
