@@ -411,8 +411,9 @@ class InferenceEngine:
     def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *,
                         started=None) -> InferenceResult:
         """:meth:`~hmrf.inference.base.InferenceEngine.map` on inputs it would accept
-        unchanged, without checking them again: the E-steps of an EM fit, whose costs, graph and engine the estimator checked at
-        its entrance (ARCHITECTURE.md, "validation once").
+        unchanged, without checking them again: the E-steps of an EM fit, whose costs,
+        graph and engine the estimator checked at its entrance (ARCHITECTURE.md,
+        "Validation once").
 
         Parameters
         ----------
