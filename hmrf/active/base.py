@@ -22,8 +22,8 @@ from sklearn.base import BaseEstimator
 from .._validation import check_data, check_random_state
 from ..constraints import CANNOT_LINK, MUST_LINK, Constraints
 from ..emissions import Mahalanobis, get_emission
-from ..estimators.base import HMRFClusterMixin, emission_of
-from ..estimators.supervision import fit_supervised, neighborhoods_from_constraints
+from ..estimators.base import HMRFClusterMixin
+from ..estimators.supervision import emission_of, fit_supervised, neighborhoods_from_constraints
 from .oracles import BudgetExhausted, Query
 
 __all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", "resolve_emission"]

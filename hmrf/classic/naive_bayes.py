@@ -34,8 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._params import Check, Interval, Options, validate_params
 from .._validation import check_data, check_partial_labels, check_random_state, first_negative
-from ..emissions.base import cluster_sums
-from ..emissions.bregman import _cross
+from ..emissions.base import cluster_sums, inner_products
 from ..estimators.supervision import as_constraints
 from ..graph import PairwiseGraph
 from ..inference.meanfield import MeanField
@@ -109,7 +108,7 @@ def log_joint(X, log_prior, log_theta) -> np.ndarray:
     One sparse-dense product ``X log θᵀ``; the multinomial coefficient
     ``|x|! / Π_w x_w!`` is left out (it does not depend on the class or on θ).
     """
-    out = _cross(X, log_theta)
+    out = inner_products(X, log_theta)
     out += log_prior[None, :]
     return out
 
