@@ -77,7 +77,7 @@ ENGINES = {
     "bp-gap1%": lambda: BeliefPropagation(rel_gap=1e-2),     # TRW-S proves 1 % (default 0.1 %)
     "bp-seq": lambda: BeliefPropagation(reweight=None),      # sequential, ordinary max-product
     "bp-trws": lambda: BeliefPropagation(reweight="trw"),    # sequential, TRW-S everywhere
-    # the flooding schedule (BP's default before issue 3's sequential schedule)
+    # the flooding schedule (parallel updates), beside the default sequential one
     "bp-flood": lambda: BeliefPropagation(schedule="flooding"),
     "bp-flood-d.5": lambda: BeliefPropagation(schedule="flooding", damping=0.5),
     "bp-flood-trw": lambda: BeliefPropagation(schedule="flooding", reweight="trw", damping=0.5, max_iter=200),
