@@ -15,9 +15,18 @@ Fixture ``dask_client``: a real ``dask.distributed.LocalCluster`` of two worker
 processes (one thread and ``DASK_WORKER_MEMORY`` bytes each) and its client, started
 once for the session by the first test that asks for it (``tests/test_distributed.py``)
 and closed at its end.
+
+Parallel runs (pytest-xdist, ``-n auto --dist loadgroup`` in ``pyproject.toml``;
+DEVELOPERS.md, "Tests in parallel"): each test is a unit of work for whichever worker
+process is free, except the modules of ``GROUPS``, whose tests share an expensive
+module- or session-scoped resource (a cluster, a Jupyter server) or a file in the source
+tree and so run together on one worker. In a worker, the modules of ``LONG_FIRST`` are
+collected first, so that the longest tests start at once and the short ones fill the
+other workers around them; ``-n 0`` runs everything in one process in file order.
 """
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -48,3 +57,34 @@ def dask_client():
     yield client
     client.close()
     cluster.close()
+
+
+#: Test modules whose tests run on one xdist worker, with the reason.
+GROUPS = {
+    # the session's ``dask_client`` cluster: one per worker that asks for it
+    "test_distributed.py": "dask_client",
+    "test_distributed_memory.py": "dask_client",
+    # a module-scoped cluster whose workers the test kills
+    "test_distributed_faults.py": "dask_faults",
+    # a module-scoped Jupyter server and browser
+    "test_widget_browser.py": "browser",
+    # importing docs/conf.py deletes docs/api/generated, which the docs build writes
+    "test_docs.py": "docs_source",
+    "test_api_reference.py": "docs_source",
+}
+
+#: Test modules that take the longest (``--durations``), longest first.
+LONG_FIRST = [
+    "test_docs.py",
+]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = GROUPS.get(Path(str(item.fspath)).name)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):  # an xdist worker: its order is the schedule's
+        rank = {name: i for i, name in enumerate(LONG_FIRST)}
+        items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))
