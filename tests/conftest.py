@@ -73,9 +73,15 @@ GROUPS = {
     "test_api_reference.py": "docs_source",
 }
 
-#: Test modules that take the longest (``--durations``), longest first.
+#: Test modules that take the longest (``--durations``; the clusters' and the Jupyter
+#: server's start-up included), longest first.
 LONG_FIRST = [
     "test_docs.py",
+    "test_distributed.py",
+    "test_distributed_faults.py",
+    "test_widget_browser.py",
+    "test_distributed_small_workers.py",
+    "test_cli_cluster.py",
 ]
 
 
