@@ -145,13 +145,14 @@ def test_unwritable_out_fails_before_any_fit(tmp_path, capsys, monkeypatch):
 
 
 class FirstCallCompiles(ICM):
-    """ICM whose first solve in a process takes 0.6 s, as a numba compilation does."""
+    """ICM whose first solve in a process takes 2 s longer, as a numba compilation does
+    (long enough that the timing noise of a loaded machine cannot hide it)."""
 
     compiled = []
 
     def _solve(self, unary, graph, init, rng, notify):
         if not FirstCallCompiles.compiled:
-            time.sleep(0.6)
+            time.sleep(2.0)
             FirstCallCompiles.compiled.append(True)
         return super()._solve(unary, graph, init, rng, notify)
 
@@ -165,11 +166,11 @@ def test_compile_time_never_lands_in_a_timed_fit(tmp_path, monkeypatch, capsys):
                  "--bound", "none", "--out", str(out), "--no-progress"]) == 0
     fits = [r for r in read_csv(out / "compare.csv") if r["estimator"] == "compiling"]
     assert len(fits) == 8 and FirstCallCompiles.compiled == [True]
-    assert max(float(r["fit_time"]) for r in fits) < 0.6  # the slow first call was untimed
+    assert max(float(r["fit_time"]) for r in fits) < 2.0  # the slow first call was untimed
     summary = {(s["engine"], s["constraints"]): s for s in read_csv(out / "compare-summary.csv")}
-    assert float(summary["compiling", "30"]["compile_time"]) >= 0.5  # ...and reported apart
+    assert float(summary["compiling", "30"]["compile_time"]) >= 1.0  # ...and reported apart
     printed = re.search(r"compiling (\d+\.\d+) s", capsys.readouterr().out)
-    assert printed and float(printed.group(1)) >= 0.5
+    assert printed and float(printed.group(1)) >= 1.0
 
 
 def test_numba_compilation_is_not_timed(tmp_path):
