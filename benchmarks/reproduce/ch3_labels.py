@@ -35,7 +35,7 @@ def models(k, emission):
     return {
         "Seeded-KMeans": SeededKMeans(k, emission=emission),
         "Constrained-KMeans": ConstrainedKMeans(k, emission=emission),
-        "COP-KMeans": COPKMeans(k, emission=emission),
+        "COP-KMeans": COPKMeans(k, emission=emission, n_init=1),
         "Random-KMeans": KMeans(k, emission=emission, init="neighborhoods", n_init=1),
     }
 

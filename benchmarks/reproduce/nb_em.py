@@ -40,6 +40,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import Report  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from _results import write_result  # noqa: E402
+
 from hmrf import NaiveBayesEM, SphericalKMeans  # noqa: E402
 from hmrf.classic import buckshot_centers  # noqa: E402
 from hmrf.datasets import load_dataset, package_file  # noqa: E402
@@ -150,6 +153,8 @@ def nb_em_table(args, rep, alpha, Xtr, ytr, Xte, yte, k):
         lines.append(f"| {size} | {fmt(acc['nb'])} | {fmt(acc[1.0])} | {fmt(acc[0.1])} | "
                      f"{np.mean(iters[1.0]):.0f} / {np.mean(iters[0.1]):.0f} | {ref} |")
     rep.add(head + "\n\n" + "\n".join(lines))
+    if not args.quick:
+        write_result(f"classic-nb-em-alpha-{alpha:g}", "\n".join(lines), notes=head.split("\n\n", 1)[1])
 
 
 # ------------------------------------------------------------------- part 2
@@ -183,6 +188,8 @@ def init_comparison(args, rep):
             f"Mean ± std over {args.seeds} seeds; time includes computing the initial centres; "
             f"{time.perf_counter() - t0:.0f} s in all.")
     rep.add(head + "\n\n" + "\n".join(lines))
+    if not args.quick:
+        write_result("classic-buckshot", "\n".join(lines), notes=head.split("\n\n", 1)[1])
 
 
 def main():

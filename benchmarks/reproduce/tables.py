@@ -2,12 +2,13 @@
 
 Reads the CSVs written by ch3_labels.py, ch4_constraints.py and ch5_active.py::
 
-    python benchmarks/reproduce/tables.py [results/reproduce] [--points 0,50,100,...]
+    python benchmarks/reproduce/tables.py [results/reproduce] [--points 0,50,100,...] [--write]
 
 prints, per experiment, mean NMI ± std per estimator at the chosen points, with
 ``*`` where the estimator is significantly better than the reference column (two-tailed
 paired t-test, p < 0.05, over the same splits and supervision) and ``−`` where it is
-significantly worse.
+significantly worse. ``--write`` also writes each table to
+``docs/results/reproduce-<experiment>.md``, which docs/results.md includes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from _results import write_result  # noqa: E402
 
 from hmrf.experiments import CurveTable  # noqa: E402
 
@@ -59,6 +63,8 @@ def main():
     p.add_argument("root", nargs="?", default="results/reproduce")
     p.add_argument("--points", default=None, help="comma-separated points to show")
     p.add_argument("--metric", default="nmi")
+    p.add_argument("--write", action="store_true",
+                   help="also write docs/results/reproduce-<experiment>.md for every table")
     args = p.parse_args()
     points = None if args.points is None else {float(v) for v in args.points.split(",")}
     for path in sorted(glob.glob(os.path.join(args.root, "ch*", "ch*.csv"))):
@@ -67,7 +73,15 @@ def main():
             continue  # single arms of the combined ch5 tables
         t = CurveTable.from_csv(path)
         t.meta = name
-        print(f"#### {name}\n\n{table(t, points, args.metric)}\n")
+        body = table(t, points, args.metric)
+        print(f"#### {name}\n\n{body}\n")
+        if args.write:
+            fits = len(t)
+            write_result(f"reproduce-{name}", body,
+                         notes=f"Mean {args.metric.upper()} ± std over {fits} fits in all "
+                               f"(`{os.path.relpath(path)}`); `*` / `−`: significantly better / "
+                               f"worse than {next((v for k, v in REFERENCE.items() if name.startswith(k)), '—')} "
+                               "(two-tailed paired t-test, p < 0.05).")
 
 
 if __name__ == "__main__":
