@@ -8,15 +8,19 @@ Nothing here modifies its input: conversions return new arrays when they must.
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from hmrf._typing import MatrixLike
 
 __all__ = ["check_data", "check_dense", "check_n_clusters", "check_partial_labels", "as_float_array_1d",
            "check_random_state", "is_dask_collection", "first_negative", "convert_data"]
 
 
-def is_dask_collection(X) -> bool:
+def is_dask_collection(X: MatrixLike) -> bool:
     """Whether ``X`` is a Dask collection (array, data frame, ...), decided from its type's
     module so that Dask is not imported to ask."""
     return type(X).__module__.split(".")[0] in ("dask", "dask_expr")

@@ -6,6 +6,11 @@ Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
 family with ``BregmanFamily(phi, grad_phi)``.
 """
 
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .base import (
     EmissionFamily,
     EmissionParams,
@@ -22,6 +27,9 @@ from .kl import KL, IDivergence, SmoothedParams
 from .mahalanobis import Mahalanobis, MahalanobisParams
 from .stats import ClusterStats
 from .vmf import VonMisesFisher, log_vmf_normalizer
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "EmissionFamily", "EmissionParams", "BregmanFamily", "SquaredEuclidean", "KL",
@@ -44,7 +52,7 @@ _ALIASES = {
 }
 
 
-def get_emission(spec) -> EmissionFamily:
+def get_emission(spec: Any) -> EmissionFamily:
     """Resolve an emission family from a name or return a family instance as is."""
     if isinstance(spec, EmissionFamily):
         return spec

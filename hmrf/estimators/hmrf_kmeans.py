@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .base import HMRFClusterMixin
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from hmrf._typing import RandomLike
+    from hmrf.emissions.base import EmissionFamily
 
 __all__ = ["HMRFKMeans", "PCKMeans", "KMeans", "SphericalKMeans"]
 
@@ -87,9 +95,11 @@ class HMRFKMeans(HMRFClusterMixin):
     [0, 0, 1, 1, 0]
     """
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", inference="auto", w="auto",
-                 init="pckmeans++", n_init="auto", max_iter=100, tol=1e-4, normalizer="constant",
-                 closure=False, em="hard", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
+                 inference: str = "auto", w: float = "auto", init: Any = "pckmeans++", n_init: int = "auto",
+                 max_iter: int = 100, tol: float = 1e-4,
+                 normalizer: Literal['constant', 'closed_form'] = "constant", closure: bool = False,
+                 em: Literal['hard', 'soft'] = "hard", random_state: RandomLike | None = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.inference = inference
@@ -142,8 +152,10 @@ class PCKMeans(HMRFClusterMixin):
 
     _fixed = dict(HMRFClusterMixin._fixed, emission="sqeuclidean")
 
-    def __init__(self, n_clusters=8, *, w="auto", inference="auto", init="pckmeans++", n_init="auto",
-                 closure=True, max_iter=100, tol=1e-4, em="hard", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, w: float = "auto", inference: str = "auto",
+                 init: Any = "pckmeans++", n_init: int = "auto", closure: bool = True, max_iter: int = 100,
+                 tol: float = 1e-4, em: Literal['hard', 'soft'] = "hard",
+                 random_state: RandomLike | None = None) -> None:
         self.n_clusters = n_clusters
         self.w = w
         self.inference = inference
@@ -179,8 +191,10 @@ class KMeans(HMRFClusterMixin):
     random_state : int, RandomState or None, default=None
     """
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", init="k-means++", n_init="auto",
-                 max_iter=300, tol=1e-4, normalizer="constant", em="hard", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
+                 init: Any = "k-means++", n_init: int = "auto", max_iter: int = 300, tol: float = 1e-4,
+                 normalizer: Literal['constant', 'closed_form'] = "constant",
+                 em: Literal['hard', 'soft'] = "hard", random_state: RandomLike | None = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.init = init
@@ -226,8 +240,10 @@ class SphericalKMeans(HMRFClusterMixin):
 
     _fixed = dict(HMRFClusterMixin._fixed, emission="cosine", inference="auto")
 
-    def __init__(self, n_clusters=8, *, w="auto", init="pckmeans++", n_init="auto", max_iter=100,
-                 tol=1e-4, normalizer="constant", em="hard", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, w: float = "auto", init: Any = "pckmeans++",
+                 n_init: int = "auto", max_iter: int = 100, tol: float = 1e-4,
+                 normalizer: Literal['constant', 'closed_form'] = "constant",
+                 em: Literal['hard', 'soft'] = "hard", random_state: RandomLike | None = None) -> None:
         self.n_clusters = n_clusters
         self.w = w
         self.init = init

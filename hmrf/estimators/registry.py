@@ -12,6 +12,13 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from hmrf.emissions.base import EmissionFamily
+    from hmrf.inference.base import InferenceEngine
 
 __all__ = ["ESTIMATORS", "ESTIMATOR_CLASSES", "EstimatorSpec", "make_estimator"]
 
@@ -133,7 +140,9 @@ def _spec(name) -> EstimatorSpec:
     return ESTIMATORS[key]
 
 
-def make_estimator(name, n_clusters, emission=None, w=None, engine=None, *, random_state=None):
+def make_estimator(name: str, n_clusters: int, emission: str | EmissionFamily | None = None,
+                   w: float | None = None, engine: InferenceEngine | None = None, *,
+                   random_state: int | None = None) -> Any:
     """The unfitted estimator a name of :data:`ESTIMATORS` stands for.
 
     Parameters

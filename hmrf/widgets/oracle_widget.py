@@ -10,12 +10,20 @@ and mirrors it into synchronised traits after every answer.
 from __future__ import annotations
 
 import pathlib
+from typing import TYPE_CHECKING
 
 import anywidget
 import numpy as np
 import traitlets
 
 from .oracle_model import OracleModel
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import ArrayLike
+
+    from hmrf._typing import MatrixLike
 
 __all__ = ["OracleWidget"]
 
@@ -96,7 +104,8 @@ class OracleWidget(anywidget.AnyWidget):
     width = traitlets.Int(460).tag(sync=True)
     height = traitlets.Int(380).tag(sync=True)
 
-    def __init__(self, X, y=None, *, width=460, height=380, **options):
+    def __init__(self, X: MatrixLike, y: ArrayLike | None = None, *, width: int = 460, height: int = 380,
+                 **options: Any) -> None:
         model = OracleModel(X, y, **options)
         super().__init__(points=np.round(model.xy, 6).tolist(), n_clusters=model.n_clusters,
                          width=int(width), height=int(height))
@@ -105,15 +114,15 @@ class OracleWidget(anywidget.AnyWidget):
         self._sync()
 
     # --------------------------------------------------------------- actions
-    def answer(self, value) -> None:
+    def answer(self, value: Any) -> None:
         """Answer the pending query: True (must-link), False (cannot-link), None (don't know)."""
         self._act(self.model.answer, value)
 
-    def add_pair(self, i, j, kind) -> None:
+    def add_pair(self, i: int, j: int, kind: Any) -> None:
         """Add a pair of one's own, ``kind`` ``"must"`` or ``"cannot"``."""
         self._act(self.model.add_pair, i, j, kind)
 
-    def play(self, oracle, n_answers=None) -> int:
+    def play(self, oracle: Any, n_answers: int | None = None) -> int:
         """Let ``oracle`` (e.g. a :class:`~hmrf.active.LabelOracle`) answer, redrawing each time."""
         given = 0
         while self.model.query is not None and (n_answers is None or given < n_answers):
@@ -123,7 +132,7 @@ class OracleWidget(anywidget.AnyWidget):
             self._sync()
         return given
 
-    def plot(self, axes=None):
+    def plot(self, axes: Any = None) -> Any:
         """A matplotlib picture of the current state (:func:`~hmrf.widgets.plot_oracle`)."""
         from .plot import plot_oracle
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._optional import load
 from ..constraints import MUST_LINK
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from hmrf.widgets.oracle_model import OracleModel
+    from hmrf.widgets.oracle_widget import OracleWidget
 
 __all__ = ["plot_oracle", "MUST_LINK_COLOR", "CANNOT_LINK_COLOR", "CLUSTER_COLORS"]
 
@@ -16,7 +24,7 @@ MUST_LINK_COLOR = "#1a9850"
 CANNOT_LINK_COLOR = "#d73027"
 
 
-def plot_oracle(model, axes=None):
+def plot_oracle(model: OracleModel | OracleWidget, axes: Any = None) -> Any:
     """Draw the clustering, the constraints and the learning curve of an oracle session.
 
     Points are coloured by cluster; must-links are green and cannot-links red lines,
