@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     import networkx as nx
     from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
 
     from hmrf._typing import PairsLike, RandomLike
 
@@ -249,7 +250,7 @@ class Constraints:
 
     @classmethod
     def from_metric_learn(cls, pairs: PairsLike, y: ArrayLike | None, n: int | None = None,
-                          weight: float = 1.0, *, conflicts: str = "raise") -> Any:
+                          weight: float = 1.0, *, conflicts: str = "raise") -> Self:
         """Build from metric-learn's pair format: ``pairs`` (m, 2) indices and ``y`` in {-1, +1}.
 
         ``y = +1`` is a similar pair (must-link), ``y = -1`` dissimilar (cannot-link).
@@ -267,7 +268,7 @@ class Constraints:
 
     @classmethod
     def from_networkx(cls, graph: nx.Graph, n: int | None = None, kind: str = "kind",
-                      weight: str = "weight", *, conflicts: str = "raise") -> Any:
+                      weight: str = "weight", *, conflicts: str = "raise") -> Self:
         """Build from a networkx graph whose edges carry a constraint kind.
 
         Parameters
@@ -306,7 +307,7 @@ class Constraints:
 
     @classmethod
     def sample_from_labels(cls, y: ArrayLike, n_pairs: int, rng: RandomLike | None = None, *,
-                           among: ArrayLike | None = None, weight: float = 1.0) -> Any:
+                           among: ArrayLike | None = None, weight: float = 1.0) -> Self:
         """Random labelled pairs, the supervision of the thesis's experiments (§4.5.2).
 
         Draws ``n_pairs`` distinct pairs uniformly among the points ``among`` (default:
@@ -448,7 +449,7 @@ class Constraints:
         return cls._from_validated(h * w, pairs, np.full(pairs.shape[0], MUST_LINK, dtype=np.int8), wt)
 
     @classmethod
-    def empty(cls, n: int) -> Any:
+    def empty(cls, n: int) -> Self:
         """No constraints on ``n`` points."""
         return cls(n, np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.int8), 1.0)
 
@@ -750,7 +751,7 @@ class Constraints:
         w = check_weights(weight, len(self), "weight")
         return Constraints(self._n, self._pairs, self._kind, w)
 
-    def to_networkx(self) -> Any:
+    def to_networkx(self) -> nx.MultiGraph:
         """The constraint graph as a :class:`networkx.MultiGraph`.
 
         Nodes ``0..n-1``; one edge per constraint with key ``"must_link"`` or

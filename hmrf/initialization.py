@@ -77,7 +77,8 @@ def _global_mean(X) -> np.ndarray:
     return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
 
 
-def neighborhood_centroids(X: MatrixLike, hoods: list[np.ndarray]) -> Any:
+def neighborhood_centroids(X: MatrixLike,
+                           hoods: list[np.ndarray]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Centroid and size of each neighbourhood (one sparse indicator product for all)."""
     if not hoods:
         return np.empty((0, X.shape[1])), np.empty(0)
@@ -199,7 +200,9 @@ def distinct_representatives(X: MatrixLike, rows: NDArray[np.intp], represented:
     return represented
 
 
-def neighborhood_representatives(X: MatrixLike, members: Any, group: Any, centroids: NDArray[Any]) -> Any:
+def neighborhood_representatives(X: MatrixLike, members: NDArray[np.intp], group: NDArray[np.intp],
+                                 centroids: NDArray[np.floating],
+                                 ) -> Callable[[NDArray[np.intp]], NDArray[np.floating]]:
     """``represent(rows) -> (len(rows), d)``: each row itself, or for a member of a
     neighbourhood (``members`` with their ``group``) that neighbourhood's centroid."""
     order = np.argsort(members, kind="stable")
@@ -280,7 +283,7 @@ def initial_centers(X: NDArray[Any] | sparse.csr_matrix, n_clusters: int, family
 
 def centers_from_constraints(X: MatrixLike, k: int, family: EmissionFamily, constraints: Constraints | None,
                              method: str, rng: np.random.Generator, group_centroids: Any,
-                             kmeanspp: Any) -> Any:
+                             kmeanspp: Any) -> NDArray[np.floating]:
     """The neighbourhood-based rules of :func:`initial_centers` (module docstring), with
     the two steps that read the data passed in: ``group_centroids(X, members, group,
     n_groups) -> (centroids, sizes)`` and ``kmeanspp(X, m, centers, family, rng,

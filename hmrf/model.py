@@ -29,7 +29,9 @@ from .potentials import PairwisePotential, PottsConstraints
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+    import networkx as nx
     from numpy.typing import ArrayLike, NDArray
+    from pgmpy.models import DiscreteMarkovNetwork, FactorGraph
 
     from hmrf._typing import MatrixLike
     from hmrf.emissions.base import EmissionParams
@@ -45,7 +47,7 @@ AUTO_W_FACTOR = 2.0
 
 def block_unary(family: EmissionFamily, X_block: MatrixLike, params: EmissionParams,
                 normalizer: str = "constant", data: Any = None,
-                clamped: NDArray[np.intp] | None = None) -> Any:
+                clamped: NDArray[np.intp] | None = None) -> NDArray[np.floating]:
     """Unary costs of a block of rows (b, k) in the block's precision; ``clamped`` (b,)
     fixes the label of rows with a value >= 0 (the others get infinite cost:
     CONSTRAINED-KMEANS, Basu 2005, Fig. 3.2). Mixing weights, when ``params`` has them,
@@ -59,7 +61,7 @@ def block_unary(family: EmissionFamily, X_block: MatrixLike, params: EmissionPar
     return cost
 
 
-def clamp_rows(cost: NDArray[Any], clamped: NDArray[np.intp] | None) -> Any:
+def clamp_rows(cost: NDArray[Any], clamped: NDArray[np.intp] | None) -> NDArray[np.floating]:
     """Fix the label of the rows of ``cost`` (b, k) whose ``clamped`` (b,) value is >= 0:
     their other labels get infinite cost, in place (CONSTRAINED-KMEANS, Basu 2005,
     Fig. 3.2; the labelled documents of naive-Bayes EM). Returns ``cost``."""
@@ -278,7 +280,7 @@ class HMRF:
         return any(p.depends_on_params for p in self.potentials)
 
     @property
-    def data_terms(self) -> Any:
+    def data_terms(self) -> NDArray[np.floating] | None:
         """The family's per-row data terms (e.g. ``φ(x_i)``), computed once, or ``None``."""
         if self._data_terms is None:
             terms = self.emission.data_terms(self.X)
@@ -286,7 +288,7 @@ class HMRF:
         return None if self._data_terms is False else self._data_terms
 
     @property
-    def statistics_shift(self) -> Any:
+    def statistics_shift(self) -> NDArray[np.float64] | None:
         """Centre of the M-step statistics' second moments (the data's mean for dense
         data; ``None``, i.e. 0, for sparse data or families without second moments)."""
         if self.emission.second_moment(self.normalizer) is None:
@@ -330,7 +332,7 @@ class HMRF:
             self._static_graph = g
         return g
 
-    def statistics(self, assignment: NDArray[np.intp], rows: NDArray[np.intp] | None = None) -> Any:
+    def statistics(self, assignment: NDArray[np.intp], rows: NDArray[np.intp] | None = None) -> ClusterStats:
         """The emission family's M-step statistics (:mod:`hmrf.emissions.stats`) of
         ``assignment`` (labels or responsibilities) for all points, or for the points
         ``rows`` (then ``assignment`` has one entry per row), in blocks of rows."""
@@ -354,11 +356,11 @@ class HMRF:
         return MStepContext(X=self.X, labels=labels, potentials=tuple(self.potentials),
                             pairwise_energy=pairwise, n_clusters=self.n_clusters)
 
-    def update(self, stats: ClusterStats, labels: NDArray[np.intp], params: EmissionParams) -> Any:
+    def update(self, stats: ClusterStats, labels: NDArray[np.intp], params: EmissionParams) -> EmissionParams:
         """The M-step from accumulated statistics of ``labels`` (Basu 2005, §4.4.5)."""
         return self.emission.update(stats, params, self.normalizer, self.context(labels))
 
-    def m_step(self, labels: NDArray[np.intp], params: EmissionParams) -> Any:
+    def m_step(self, labels: NDArray[np.intp], params: EmissionParams) -> EmissionParams:
         """Re-estimate Θ for ``labels`` (the M-step of Basu 2005, §4.4.5): the family's
         :meth:`~hmrf.emissions.EmissionFamily.update` on the statistics of all points,
         with the labels and potentials in an :class:`~hmrf.emissions.MStepContext`
@@ -407,7 +409,7 @@ class HMRF:
         return terms
 
     # -------------------------------------------------------------------- views
-    def to_networkx(self, include_observed: bool = True) -> Any:
+    def to_networkx(self, include_observed: bool = True) -> nx.Graph:
         """The HMRF as the factor graph of Basu (2005), Fig. A.1.
 
         Variable nodes ``("y", i)`` (hidden labels), unary factor nodes ``("D", i)``
@@ -443,7 +445,8 @@ class HMRF:
             g.add_edge((tag, e), ("y", b))
         return g
 
-    def to_pgmpy(self, params: EmissionParams, factor_graph: bool = False) -> Any:
+    def to_pgmpy(self, params: EmissionParams,
+                 factor_graph: bool = False) -> DiscreteMarkovNetwork | FactorGraph:
         """The E-step problem under ``params`` as a pgmpy model with factors ``exp(-cost)``.
 
         A ``DiscreteMarkovNetwork`` (or, with ``factor_graph=True``, the

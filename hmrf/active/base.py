@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", "resolve_emission"]
 
 
-def resolve_emission(emission: str | EmissionFamily | None = None, clusterer: Any = None) -> Any:
+def resolve_emission(emission: str | EmissionFamily | None = None, clusterer: Any = None) -> EmissionFamily:
     """The emission family distances are measured with.
 
     ``emission`` if given (a name or an :class:`~hmrf.emissions.EmissionFamily`), else

@@ -177,7 +177,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
         self.n_clusters_ = int(self.labels_.max()) + 1 if self.labels_.size else 0
         return self
 
-    def fit_predict(self, X: MatrixLike, oracle: Any, **kwargs: Any) -> Any:
+    def fit_predict(self, X: MatrixLike, oracle: Any, **kwargs: Any) -> NDArray[np.intp]:
         """``fit(X, oracle, **kwargs).labels_``."""
         return self.fit(X, oracle, **kwargs).labels_
 
@@ -206,7 +206,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
         reps = np.asarray([self._sis[s].rep for s in ids.tolist()], dtype=np.int64)
         return membership.astype(np.int64), reps
 
-    def clusterer_constraints(self, n_queries: int, closure: bool = True) -> Any:
+    def clusterer_constraints(self, n_queries: int, closure: bool = True) -> Constraints:
         """The supervision a clusterer gets after ``n_queries`` queries.
 
         The answered pairs (:meth:`constraints_at`, with their transitive closure if

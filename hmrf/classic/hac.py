@@ -32,6 +32,7 @@ from .linkage import (
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+    from matplotlib.axes import Axes
     from numpy.typing import ArrayLike
     from typing_extensions import Self
 
@@ -257,7 +258,7 @@ class HAC(ClusterMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def plot_dendrogram(self, ax: Any = None, **kwargs: Any) -> Any:
+    def plot_dendrogram(self, ax: Any = None, **kwargs: Any) -> Axes:
         """Draw the fitted tree; see :func:`hmrf.classic.plot_dendrogram`."""
         from .dendrogram import plot_dendrogram
 

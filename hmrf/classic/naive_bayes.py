@@ -434,7 +434,7 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         Xc = self._check_X(X, reset=False)
         return log_joint(Xc, self.class_log_prior_, self.feature_log_prob_)
 
-    def predict_proba(self, X: MatrixLike) -> Any:
+    def predict_proba(self, X: MatrixLike) -> NDArray[np.float64]:
         """Posterior ``P(c | x)`` of new documents, shape (n, k); rows sum to one."""
         return posteriors(self._joint(X))[0]
 
@@ -442,7 +442,7 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         """Most probable class of new documents."""
         return np.argmax(self._joint(X), axis=1).astype(np.int64)
 
-    def score_samples(self, X: MatrixLike) -> Any:
+    def score_samples(self, X: MatrixLike) -> NDArray[np.float64]:
         """``log P(x_i | θ) = log Σ_c π_c Π_w θ_cw^{x_iw}`` of every document.
 
         The probability of the document's word sequence (its bag of words without the

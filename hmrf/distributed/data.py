@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
 
     from hmrf._typing import MatrixLike
 
@@ -56,7 +57,7 @@ PERSIST_FRACTION = 0.4
 FAN_IN = 8
 
 
-def as_row_chunked(X: MatrixLike, name: str = "X") -> Any:
+def as_row_chunked(X: MatrixLike, name: str = "X") -> da.Array:
     """``X`` as a 2-D Dask array of a real dtype with known row chunks and one chunk
     along the columns (column chunks are merged lazily).
 
@@ -367,7 +368,7 @@ class ChunkedData:
         lo = np.concatenate([[0], cut[:-1]])
         return [rows[a:b] - s for a, b, s in zip(lo, cut, self.starts)]
 
-    def take(self, sorted_rows: Any) -> Any:
+    def take(self, sorted_rows: Any) -> NDArray[np.floating] | sparse.csr_matrix:
         """The prepared rows ``sorted_rows`` (increasing, distinct), fetched from the chunks
         that hold them in one computation: a dense (r, d) array or a CSR matrix."""
         rows = np.asarray(sorted_rows, dtype=np.int64)
@@ -395,7 +396,7 @@ class ChunkedData:
             return pieces
         return list(dask.persist(*[dask.delayed(p, traverse=False) for p in pieces]))
 
-    def to_dask(self, values: NDArray[Any], dtype: DTypeLike | None = None) -> Any:
+    def to_dask(self, values: NDArray[Any], dtype: DTypeLike | None = None) -> da.Array:
         """An (n,) vector held by the client as a Dask array chunked like the rows of ``X``,
         its pieces held by the workers (one piece a chunk, see :meth:`send`). ``dtype``: the type
         the array computes to, when the pieces are stored in a narrower one."""

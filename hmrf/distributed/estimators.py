@@ -33,16 +33,19 @@ from .passes import dask_assignment_pass, dask_soft_pass
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+    import dask.array as da
     from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
 
     from hmrf._typing import MatrixLike, PairsLike
     from hmrf.constraints import Constraints
+    from hmrf.emissions.base import EmissionParams
 
 __all__ = ["fit_dask", "predict_dask", "initial_params_dask"]
 
 
 def initial_params_dask(estimator: Any, model: DaskHMRF, constraints: Constraints | None, y: ArrayLike | None,
-                        rng: np.random.Generator) -> Any:
+                        rng: np.random.Generator) -> EmissionParams:
     """The estimator's initial parameters on a :class:`~hmrf.distributed.DaskHMRF`: what its
     ``_initial_params`` computes in memory, with the initialisation of
     ``hmrf.distributed.initialization`` (same centres for the same generator).
@@ -75,7 +78,7 @@ def _labels(y):
 def fit_dask(estimator: HMRFClusterMixin, X: MatrixLike, y: ArrayLike | None = None, *,
              must_link: PairsLike | None = None, cannot_link: PairsLike | None = None,
              constraints: Constraints | None = None, potentials: Any = None,
-             persist: Literal['auto'] | None = None) -> Any:
+             persist: Literal['auto'] | None = None) -> BaseEstimator:
     """Fit an HMRF estimator on a row-chunked Dask array (module docstring).
 
     Parameters
@@ -127,7 +130,7 @@ def _predict_chunk(block, family, params, normalizer, block_info=None):
         raise ValueError(_global_rows(str(exc), start)) from None
 
 
-def predict_dask(estimator: Any, X: MatrixLike) -> Any:
+def predict_dask(estimator: Any, X: MatrixLike) -> da.Array:
     """Nearest cluster of the rows of a Dask array under the fitted emission (no
     constraints), as a lazy Dask array of int64 chunked like the rows of ``X``."""
     check_is_fitted(estimator, "params_")

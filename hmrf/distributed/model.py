@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from hmrf._typing import MatrixLike
     from hmrf.constraints import Constraints
     from hmrf.emissions.base import EmissionFamily, EmissionParams
+    from hmrf.emissions.stats import ClusterStats
 
 __all__ = ["DaskHMRF", "stand_in"]
 
@@ -162,7 +163,7 @@ class DaskHMRF(HMRF):
         return None
 
     @property
-    def statistics_shift(self) -> Any:
+    def statistics_shift(self) -> NDArray[np.float64] | None:
         """The column means of dense data from the summary pass (``None`` for sparse data
         or families whose statistics have no second moment), as :class:`~hmrf.HMRF`."""
         if self.emission.second_moment(self.normalizer) is None or self.data.sparse:
@@ -189,7 +190,7 @@ class DaskHMRF(HMRF):
         return block_unary(self.emission, self.X[idx], params, self.normalizer, None,
                            None if self.clamped is None else self.clamped[idx])
 
-    def statistics(self, assignment: NDArray[np.intp], rows: NDArray[np.intp] | None = None) -> Any:
+    def statistics(self, assignment: NDArray[np.intp], rows: NDArray[np.intp] | None = None) -> ClusterStats:
         """M-step statistics of ``assignment``: for all points (labels (n,)) by a pass on the
         workers, for the points ``rows`` from their gathered rows (as :class:`~hmrf.HMRF`)."""
         if rows is not None:

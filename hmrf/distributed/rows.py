@@ -105,7 +105,7 @@ class GatheredRows:
         return self._data.summary.mean.copy()
 
     def var(self, axis: Any = None, dtype: DTypeLike | None = None, out: Any = None, ddof: int = 0,
-            **kwargs: Any) -> Any:
+            **kwargs: Any) -> NDArray[np.float64]:
         """Column variances (float64), from the summary pass."""
         self._check_axis(axis, "var")
         n = self._data.summary.n

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     from hmrf.emissions.base import EmissionParams
     from hmrf.graph import PairwiseGraph
+    from hmrf.inference.base import InferenceResult
     from hmrf.model import HMRF
 
 __all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "check_engine", "solve_e_step"]
@@ -115,7 +116,7 @@ def check_engine(engine: InferenceEngine) -> None:
 
 
 def solve_e_step(engine: InferenceEngine, unary: NDArray[np.floating], graph: PairwiseGraph, init: Any,
-                 rng: np.random.Generator) -> Any:
+                 rng: np.random.Generator) -> InferenceResult:
     """``engine``'s labelling of one E-step problem of a fit: costs (n_c, k), a
     :class:`~hmrf.graph.PairwiseGraph` and the previous labels (or ``None``) that the model
     produced from inputs checked at the fit's entrance, so an

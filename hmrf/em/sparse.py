@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from scipy import sparse
 
     from hmrf._typing import MatrixLike
+    from hmrf.em.passes import AssignmentPass, BlockResult
     from hmrf.emissions.base import EmissionParams, LinearCosts
     from hmrf.model import HMRF
 
@@ -69,7 +70,8 @@ def _kernels():
     return _NUMBA["k"]
 
 
-def linear_form(family: EmissionFamily, params: EmissionParams, normalizer: str, dtype: DTypeLike) -> Any:
+def linear_form(family: EmissionFamily, params: EmissionParams, normalizer: str,
+                dtype: DTypeLike) -> LinearCosts | None:
     """The family's :class:`~hmrf.emissions.base.LinearCosts` in ``dtype`` with the
     mixing weights' ``-log π_h`` (when ``params`` has them) in the offset, or ``None``."""
     form = family.linear_costs(params, normalizer, np.dtype(dtype))
@@ -181,7 +183,7 @@ def sparse_assign_block(family: EmissionFamily, X_block: MatrixLike, params: Emi
                         n_clusters: int, *, data: Any = None, clamped: NDArray[np.intp] | None = None,
                         previous: NDArray[np.intp] | None = None,
                         constrained_mask: NDArray[np.bool_] | None = None, accumulate: bool = False,
-                        shift: float | None = None) -> Any:
+                        shift: float | None = None) -> BlockResult | None:
     """:func:`hmrf.em.passes.assign_block` for a CSR block in one compiled sweep (labels,
     costs and statistics together), or ``None`` when the family's costs are not linear in
     the point or its statistics are not the default ones (the caller then takes the
@@ -213,7 +215,7 @@ def sparse_assign_block(family: EmissionFamily, X_block: MatrixLike, params: Emi
 
 
 def sparse_labels(family: EmissionFamily, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
-                  data: Any = None) -> Any:
+                  data: Any = None) -> NDArray[np.int64] | None:
     """Argmin labels of every row of CSR ``X`` (no constraints) in one compiled sweep,
     or ``None`` when the sweep does not serve the family."""
     if _kernels() is None:
@@ -232,7 +234,7 @@ def _with_dtype(X, dtype):
     return sp.csr_matrix((X.data.astype(dtype), X.indices, X.indptr), shape=X.shape)
 
 
-def sparse_row_blocks(indptr: Any, n_clusters: int, nnz_per_block: int = BLOCK_NNZ) -> Any:
+def sparse_row_blocks(indptr: Any, n_clusters: int, nnz_per_block: int = BLOCK_NNZ) -> list[slice]:
     """Row slices of about ``nnz_per_block`` stored entries each, of at most
     :func:`hmrf._blocks.block_rows` rows for (rows x k) temporaries; they depend on the
     data only, never on the number of threads."""
@@ -291,7 +293,7 @@ def _balanced_owner(load, n_parts: int) -> np.ndarray:
 
 def sparse_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[np.intp] | None = None,
                            constrained: NDArray[np.bool_] | None = None, accumulate: bool = False,
-                           shift: float | None = None) -> Any:
+                           shift: float | None = None) -> AssignmentPass | None:
     """:func:`hmrf.em.passes.assignment_pass` over a CSR ``model.X`` (module docstring),
     or ``None`` when the compiled sweep does not serve the model's family."""
     from . import passes

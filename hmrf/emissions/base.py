@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from numpy.typing import ArrayLike, DTypeLike, NDArray
+    from scipy import sparse
 
     from hmrf._typing import MatrixLike
 
@@ -191,7 +192,7 @@ def check_squared_scale(X: MatrixLike, family: str) -> None:
         )
 
 
-def scale_rows(X: MatrixLike, scale: np.ndarray) -> Any:
+def scale_rows(X: MatrixLike, scale: np.ndarray) -> NDArray[np.floating] | sparse.csr_matrix:
     """``X`` with row ``i`` divided by ``scale[i]`` (a new array of ``X``'s precision;
     sparse stays CSR)."""
     inv = (1.0 / scale).astype(work_dtype(X))
@@ -309,7 +310,7 @@ class EmissionFamily(ABC):
     m_step_needs = frozenset({"statistics"})
 
     # -------------------------------------------------------------- data domain
-    def prepare(self, X: MatrixLike) -> Any:
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         """Check the domain of ``X`` and return the data the family works on.
 
         The default accepts any finite real data unchanged. Must not modify ``X``.

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
 
     from hmrf._typing import MatrixLike
     from hmrf.emissions.stats import ClusterStats
@@ -89,7 +90,7 @@ class BregmanFamily(EmissionFamily):
         self.name = name
         self.domain = domain
 
-    def prepare(self, X: MatrixLike) -> Any:
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         if self.domain is not None:
             self.domain(X)
         return X
@@ -121,7 +122,7 @@ class BregmanFamily(EmissionFamily):
         return cost
 
     def linear_costs(self, params: EmissionParams, normalizer: str = "constant",
-                     dtype: DTypeLike = np.float64) -> Any:
+                     dtype: DTypeLike = np.float64) -> LinearCosts | None:
         """``g_h = -∇φ(μ_h)``, ``bias_h = <μ_h, ∇φ(μ_h)> - φ(μ_h)`` (module docstring),
         ``offset_h`` the family's cluster cost; ``None`` for a subclass whose costs are not
         :meth:`divergence` plus :meth:`~hmrf.emissions.EmissionFamily.cluster_cost` of this

@@ -12,7 +12,8 @@ from .bregman import BregmanFamily, row_dot
 if TYPE_CHECKING:
     from typing import Any
 
-    from numpy.typing import DTypeLike
+    from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
 
     from hmrf._typing import MatrixLike
     from hmrf.emissions.stats import ClusterStats
@@ -68,7 +69,7 @@ class SquaredEuclidean(BregmanFamily):
     def __repr__(self) -> str:
         return f"SquaredEuclidean(var_floor={self.var_floor!r})"
 
-    def prepare(self, X: MatrixLike) -> Any:
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         check_squared_scale(X, self.name)
         return X
 
@@ -78,7 +79,7 @@ class SquaredEuclidean(BregmanFamily):
         return params.scale
 
     def unary(self, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
-              data: Any = None) -> Any:
+              data: Any = None) -> NDArray[np.floating]:
         self.check_normalizer(normalizer)
         cost = self.divergence(X, params.centers, data=data)
         if normalizer == "closed_form":
@@ -89,7 +90,7 @@ class SquaredEuclidean(BregmanFamily):
         return cost
 
     def linear_costs(self, params: EmissionParams, normalizer: str = "constant",
-                     dtype: DTypeLike = np.float64) -> Any:
+                     dtype: DTypeLike = np.float64) -> LinearCosts:
         """``g_h = -2 μ_h``, ``bias_h = ||μ_h||²`` (summed as scikit-learn's ``row_norms``,
         so that a sparse pass orders clusters bit for bit as its Lloyd kernel does), and
         with the closed-form normaliser ``scale_h = 1 / (2 σ_h²)``, ``offset_h = (d/2)
@@ -104,7 +105,7 @@ class SquaredEuclidean(BregmanFamily):
             offset = 0.5 * M.shape[1] * np.log(2.0 * np.pi * var)
         return LinearCosts.build(M, sq, offset, dtype, scale=scale, factor=-2.0)
 
-    def second_moment(self, normalizer: str = "constant") -> Any:
+    def second_moment(self, normalizer: str = "constant") -> str | None:
         return "norm" if normalizer == "closed_form" else None
 
     def update(self, stats: ClusterStats, params: EmissionParams | None = None, normalizer: str = "constant",

@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from .bregman import BregmanFamily
 
 if TYPE_CHECKING:
-    from typing import Any
+
+    from numpy.typing import NDArray
 
     from hmrf._typing import MatrixLike
 
@@ -41,7 +42,7 @@ class ItakuraSaito(BregmanFamily):
     def __repr__(self) -> str:
         return "ItakuraSaito()"
 
-    def prepare(self, X: MatrixLike) -> Any:
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating]:
         if sp.issparse(X):
             raise TypeError(
                 "the Itakura-Saito emission needs strictly positive data; a sparse matrix "

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
 
     from hmrf._typing import MatrixLike
     from hmrf.emissions.stats import ClusterStats
@@ -96,7 +97,7 @@ class IDivergence(BregmanFamily):
             raise ValueError(f"smoothing must be a finite number >= 0; got {self.smoothing!r}.")
         return a
 
-    def prepare(self, X: MatrixLike) -> Any:
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         _check_nonnegative(X, self.name)
         return X
 
@@ -122,7 +123,7 @@ class IDivergence(BregmanFamily):
         return cost
 
     def linear_costs(self, params: EmissionParams, normalizer: str = "constant",
-                     dtype: DTypeLike = np.float64) -> Any:
+                     dtype: DTypeLike = np.float64) -> LinearCosts | None:
         """``g_h = -log μ_h``, ``bias_h = Σ_f μ_hf``, ``offset_h`` the prior term; ``None``
         when a centre has a zero entry (an infinite divergence for the points with mass
         there, which :meth:`divergence` sets)."""
@@ -133,7 +134,7 @@ class IDivergence(BregmanFamily):
         return LinearCosts.build(np.log(M), M.sum(axis=1), self.cluster_cost(params, normalizer), dtype,
                                  factor=-1.0)
 
-    def cluster_cost(self, params: EmissionParams, normalizer: str = "constant") -> Any:
+    def cluster_cost(self, params: EmissionParams, normalizer: str = "constant") -> NDArray[np.float64]:
         a = self._check_smoothing()
         prior = params.prior if isinstance(params, SmoothedParams) else None
         if a == 0 or prior is None:
@@ -183,7 +184,7 @@ class KL(IDivergence):
         super().__init__(smoothing)
         self.name = "kl"
 
-    def prepare(self, X: MatrixLike) -> Any:
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         _check_nonnegative(X, self.name)
         sums = np.asarray(X.sum(axis=1), dtype=np.float64).ravel()
         if np.any(sums <= 0):

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from numpy.typing import NDArray
+    from scipy import sparse
 
     from hmrf._typing import MatrixLike
     from hmrf.emissions.base import EmissionParams
@@ -178,7 +179,7 @@ class Mahalanobis(EmissionFamily):
         return self.metric == "identity" or (self.safeguard and self.metric_potential is None)
 
     # -------------------------------------------------------------- data domain
-    def prepare(self, X: MatrixLike) -> Any:
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         check_squared_scale(X, self.name)
         if self.metric == "full" and X.shape[1] > MAX_FULL_DIM:
             raise ValueError(
@@ -259,7 +260,7 @@ class Mahalanobis(EmissionFamily):
         metric = np.ones((g, d)) if self.metric != "full" else np.tile(np.eye(d), (g, 1, 1))
         return MahalanobisParams(centers, metric=metric, prior=prior)
 
-    def second_moment(self, normalizer: str = "constant") -> Any:
+    def second_moment(self, normalizer: str = "constant") -> str | None:
         return {"diagonal": "diagonal", "full": "full", "identity": None}[self.metric]
 
     def _scatter(self, stats, means):

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
 
     from hmrf._typing import MatrixLike
     from hmrf.emissions.stats import ClusterStats
@@ -110,7 +111,7 @@ class VonMisesFisher(EmissionFamily):
         self.max_kappa = max_kappa
         self.newton_steps = newton_steps
 
-    def prepare(self, X: MatrixLike) -> Any:
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         return _unit_rows(X, "X")
 
     def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None) -> np.ndarray:
@@ -141,7 +142,7 @@ class VonMisesFisher(EmissionFamily):
         return cost
 
     def linear_costs(self, params: EmissionParams, normalizer: str = "constant",
-                     dtype: DTypeLike = np.float64) -> Any:
+                     dtype: DTypeLike = np.float64) -> LinearCosts:
         """``g_h = -μ_h``, ``bias_h = 1``, clip to [0, 2]; ``scale_h = κ_h`` and, with the
         closed-form normaliser, ``offset_h = -κ_h - log C_d(κ_h)`` (as :meth:`unary`)."""
         self.check_normalizer(normalizer)

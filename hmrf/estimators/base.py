@@ -307,7 +307,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         self.w_ = float(model.w)
         return self
 
-    def fit_predict(self, X: MatrixLike, y: ArrayLike | None = None, **fit_params: Any) -> Any:
+    def fit_predict(self, X: MatrixLike, y: ArrayLike | None = None, **fit_params: Any) -> NDArray[np.intp]:
         """Fit and return ``labels_`` (same arguments as :meth:`fit`)."""
         return self.fit(X, y, **fit_params).labels_
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import Any
+
+    from sklearn.base import BaseEstimator
 
     from hmrf.emissions.base import EmissionFamily
     from hmrf.inference.base import InferenceEngine
@@ -142,7 +143,7 @@ def _spec(name) -> EstimatorSpec:
 
 def make_estimator(name: str, n_clusters: int, emission: str | EmissionFamily | None = None,
                    w: float | None = None, engine: InferenceEngine | None = None, *,
-                   random_state: int | None = None) -> Any:
+                   random_state: int | None = None) -> BaseEstimator:
     """The unfitted estimator a name of :data:`ESTIMATORS` stands for.
 
     Parameters

@@ -29,7 +29,10 @@ from ..constraints import Constraints, check_constraints
 if TYPE_CHECKING:
     from typing import Any
 
+    from sklearn.base import BaseEstimator
+
     from hmrf._typing import MatrixLike, PairsLike
+    from hmrf.emissions.base import EmissionFamily
 
 __all__ = ["as_constraints", "emission_of", "supervision_kind", "fit_supervised",
            "neighborhoods_from_constraints"]
@@ -65,7 +68,7 @@ def as_constraints(constraints: Constraints | None = None, must_link: PairsLike 
     return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
 
 
-def emission_of(estimator: Any) -> Any:
+def emission_of(estimator: Any) -> EmissionFamily:
     """The emission family an HMRF estimator fits with (its ``emission`` parameter, or
     the family it fixes: squared Euclidean for PCKMeans, cosine for SphericalKMeans,
     the learned metric for MPCKMeans), as an :class:`~hmrf.emissions.EmissionFamily`."""
@@ -142,7 +145,7 @@ def _seeds(constraints: Constraints) -> np.ndarray:
     return y
 
 
-def fit_supervised(estimator: Any, X: MatrixLike, supervision: Any = None) -> Any:
+def fit_supervised(estimator: Any, X: MatrixLike, supervision: Any = None) -> BaseEstimator:
     """Fit ``estimator`` on ``X`` with ``supervision`` in the form it takes.
 
     Parameters

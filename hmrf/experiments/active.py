@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
+    from matplotlib.axes import Axes
     from numpy.typing import ArrayLike
 
     from hmrf._typing import MatrixLike
@@ -140,7 +141,7 @@ class ActiveCurve(CurveTable):
             lines.append(f"{int(budget):>6}  " + "  ".join(f"{c:>{width}}" for c in cells))
         return "\n".join(lines)
 
-    def plot(self, metric: Any = ("pairwise_f", "nmi"), **kwargs: Any) -> Any:
+    def plot(self, metric: Any = ("pairwise_f", "nmi"), **kwargs: Any) -> Axes:
         """:meth:`CurveTable.plot <hmrf.experiments.CurveTable.plot>` of ``metric``
         against the number of queries, titled with the data set, selector and clusterer."""
         kwargs.setdefault("title", f"{self.dataset}: {self.selector} + {self.clusterer} "

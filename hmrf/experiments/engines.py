@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, Literal
 
+    from matplotlib.figure import Figure
     from numpy.typing import ArrayLike, NDArray
 
     from hmrf._typing import MatrixLike, RandomLike
@@ -97,7 +98,7 @@ class RecordingEngine(InferenceEngine):
         self.calls = []
 
     @property
-    def monotone_from_init(self) -> Any:
+    def monotone_from_init(self) -> bool:
         return getattr(get_engine(self.engine), "monotone_from_init", False)
 
     def map(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
@@ -394,7 +395,7 @@ def format_engine_summary(rows: NDArray[np.intp]) -> str:
 
 
 def plot_engine_summary(rows: NDArray[np.intp], path: str | os.PathLike[str] | None = None,
-                        title: str = "E-step engines") -> Any:
+                        title: str = "E-step engines") -> Figure:
     """Four panels against the number of constraints: NMI, J excess over the best engine,
     E-step gap to the best bound, and time (E-step solid, whole fit dashed).
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, Literal
 
-    from numpy.typing import ArrayLike
+    from numpy.typing import ArrayLike, NDArray
 
     from hmrf._typing import MatrixLike
 
@@ -56,7 +56,7 @@ def _seed(base: int, *keys: int) -> int:
 
 
 def make_splits(n: int, runs: int, folds: int | None = None, test_fraction: float | None = None,
-                random_state: int = 0) -> Any:
+                random_state: int = 0) -> list[tuple[int, int, NDArray[np.intp], NDArray[np.intp]]]:
     """Train/test index splits: ``runs`` × (``folds``-fold CV or one random split).
 
     Parameters

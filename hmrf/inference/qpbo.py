@@ -43,13 +43,14 @@ import numpy as np
 from .._optional import load
 
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any, Literal
 
     from numpy.typing import NDArray
 
 __all__ = ["BinaryCut", "load_maxflow", "solve_binary", "solve_split", "split_terms", "fix_dominated"]
 
-def load_maxflow() -> Any:
+def load_maxflow() -> ModuleType:
     """PyMaxflow, the max-flow library of α-expansion, imported on first use; an
     ``ImportError`` naming the extra if it is missing."""
     return load("maxflow", purpose="AlphaExpansion (the max-flow library)")

@@ -21,6 +21,7 @@ from .oracle_model import OracleModel
 if TYPE_CHECKING:
     from typing import Any
 
+    from matplotlib.figure import Figure
     from numpy.typing import ArrayLike
 
     from hmrf._typing import MatrixLike
@@ -132,7 +133,7 @@ class OracleWidget(anywidget.AnyWidget):
             self._sync()
         return given
 
-    def plot(self, axes: Any = None) -> Any:
+    def plot(self, axes: Any = None) -> Figure:
         """A matplotlib picture of the current state (:func:`~hmrf.widgets.plot_oracle`)."""
         from .plot import plot_oracle
 

@@ -12,6 +12,8 @@ from ..constraints import MUST_LINK
 if TYPE_CHECKING:
     from typing import Any
 
+    from matplotlib.figure import Figure
+
     from hmrf.widgets.oracle_model import OracleModel
     from hmrf.widgets.oracle_widget import OracleWidget
 
@@ -24,7 +26,7 @@ MUST_LINK_COLOR = "#1a9850"
 CANNOT_LINK_COLOR = "#d73027"
 
 
-def plot_oracle(model: OracleModel | OracleWidget, axes: Any = None) -> Any:
+def plot_oracle(model: OracleModel | OracleWidget, axes: Any = None) -> Figure:
     """Draw the clustering, the constraints and the learning curve of an oracle session.
 
     Points are coloured by cluster; must-links are green and cannot-links red lines,

@@ -106,11 +106,11 @@ class FactorMessages:
         agg = sp.csr_matrix((self.rho, (self.dst, np.arange(off))), shape=(self.n, off))
         self.agg_k = sp.kron(sp.identity(k, format="csr"), agg, format="csr")
 
-    def beliefs(self, unary_t: Any, msgs: NDArray[Any]) -> Any:
+    def beliefs(self, unary_t: Any, msgs: NDArray[Any]) -> NDArray[np.float64]:
         """(k, n) beliefs from (k, n) unary costs and (k, D) messages."""
         return unary_t + (self.agg_k @ msgs.ravel()).reshape(self.k, self.n)
 
-    def update(self, beliefs: NDArray[Any], msgs: NDArray[Any], mode: Any) -> Any:
+    def update(self, beliefs: NDArray[Any], msgs: NDArray[Any], mode: Any) -> NDArray[np.float64]:
         """New normalised, undamped messages from the current messages and their beliefs."""
         h = np.take(beliefs, self.src, axis=1)
         for s in (self.ml, self.cl, self.tab):  # h -= msgs[:, rev]: the halves swap
@@ -124,7 +124,7 @@ class FactorMessages:
             table_messages(h[:, self.tab], self.tcost_t, mode, out=new[:, self.tab])
         return new
 
-    def cost_rows(self, d: Any, src_labels: Any) -> Any:
+    def cost_rows(self, d: Any, src_labels: Any) -> NDArray[np.float64]:
         """(len(d), k): the true cost ``cost_d(src_label, y)`` for all ``y``, messages ``d``."""
         eq = np.arange(self.k)[None, :] == src_labels[:, None]
         w = self.w_true[d][:, None]
@@ -181,11 +181,11 @@ class FloodingRounds:
         labels = np.argmin(self.beliefs, axis=0)
         return moved, labels, self.problem.graph.energy(labels, self.problem.unary)
 
-    def marginals(self) -> Any:
+    def marginals(self) -> NDArray[np.float64]:
         """(n, k) sum-product marginals of the current beliefs."""
         return marginals_from_beliefs(self.beliefs.T)
 
-    def decode(self) -> Any:
+    def decode(self) -> NDArray[np.intp]:
         """The consistent decoding of the current messages (:func:`consistent_decode`)."""
         return consistent_decode(self.problem.u0, self.fm, self.msgs, self.problem.graph, self.rng)
 

@@ -335,7 +335,7 @@ class CompiledSequentialMessages(PassState):
         super().set_gamma(trws_nodes)
         self.gamma_flat = np.ascontiguousarray(self.gamma_node[:, 0])
 
-    def new_messages(self) -> Any:
+    def new_messages(self) -> NDArray[np.float64]:
         self.into_f[:] = 0.0
         self.into_b[:] = 0.0
         return super().new_messages()
@@ -417,7 +417,7 @@ class CompiledFloodingRounds:
         self.flags.dirty_f[:] = False
         return bool(moved), self._unpermute(self.labels), energy
 
-    def decode(self) -> Any:
+    def decode(self) -> NDArray[np.intp]:
         """Consistent decoding of the current messages in the node order."""
         sm = self.sm
         decoded = np.zeros(self.labels.size, dtype=np.int64)
