@@ -104,7 +104,7 @@ class Constraints:
 
     __slots__ = ("_n", "_pairs", "_kind", "_weight", "_cache")
 
-    def __init__(self, n: int, pairs: ArrayLike, kind: ArrayLike, weight: float = 1.0, *,
+    def __init__(self, n: int, pairs: ArrayLike, kind: ArrayLike, weight: float | ArrayLike = 1.0, *,
                  conflicts: str = "raise") -> None:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
             raise ValueError(f"n must be a non-negative integer; got {n!r}.")
@@ -197,7 +197,7 @@ class Constraints:
         return cls(int(n), np.vstack([ml, cl]), kind, w, conflicts=conflicts)
 
     @classmethod
-    def from_labels(cls, y: ArrayLike, weight: float = 1.0, *, pairs: str = "all") -> Constraints:
+    def from_labels(cls, y: ArrayLike, weight: float | ArrayLike = 1.0, *, pairs: str = "all") -> Constraints:
         """Constraints implied by partial labels (``-1`` = unlabelled).
 
         Parameters
@@ -250,7 +250,7 @@ class Constraints:
 
     @classmethod
     def from_metric_learn(cls, pairs: PairsLike, y: ArrayLike | None, n: int | None = None,
-                          weight: float = 1.0, *, conflicts: str = "raise") -> Self:
+                          weight: float | ArrayLike = 1.0, *, conflicts: str = "raise") -> Self:
         """Build from metric-learn's pair format: ``pairs`` (m, 2) indices and ``y`` in {-1, +1}.
 
         ``y = +1`` is a similar pair (must-link), ``y = -1`` dissimilar (cannot-link).
@@ -306,8 +306,8 @@ class Constraints:
         return cls(n, pr, np.asarray(kinds, dtype=np.int8), w, conflicts=conflicts)
 
     @classmethod
-    def sample_from_labels(cls, y: ArrayLike, n_pairs: int, rng: RandomLike | None = None, *,
-                           among: ArrayLike | None = None, weight: float = 1.0) -> Self:
+    def sample_from_labels(cls, y: ArrayLike, n_pairs: int, rng: RandomLike = None, *,
+                           among: ArrayLike | None = None, weight: float | ArrayLike = 1.0) -> Self:
         """Random labelled pairs, the supervision of the thesis's experiments (§4.5.2).
 
         Draws ``n_pairs`` distinct pairs uniformly among the points ``among`` (default:
@@ -362,7 +362,7 @@ class Constraints:
         return cls(n, pairs, kind, weight)
 
     @classmethod
-    def grid(cls, shape: tuple[int, int], connectivity: int = 4, weight: float = 1.0, *,
+    def grid(cls, shape: tuple[int, int], connectivity: int = 4, weight: float | ArrayLike = 1.0, *,
              image: ArrayLike | None = None, beta: float | None = None) -> Constraints:
         """Soft must-links between neighbouring pixels of an image: the Potts smoothness
         prior of MRF image segmentation, as HMRF constraints.
@@ -654,7 +654,7 @@ class Constraints:
         q = np.sort(np.column_stack([a[ok], b[ok]]), axis=1)
         return np.unique(q, axis=0) if q.size else np.empty((0, 2), dtype=np.int64)
 
-    def closure(self, weight: float = 1.0, *, max_pairs: int = 10**7) -> Constraints:
+    def closure(self, weight: float | ArrayLike = 1.0, *, max_pairs: int = 10**7) -> Constraints:
         """All constraints implied by transitivity (Basu, Bilenko & Mooney 2004, §3.1).
 
         Must-links between every two points of a neighbourhood and cannot-links between

@@ -154,7 +154,7 @@ class HMRF:
 
     def __init__(self, X: MatrixLike, n_clusters: int, emission: str | EmissionFamily = "sqeuclidean",
                  constraints: Constraints | None = None, w: float = 1.0, potentials: Any = None,
-                 normalizer: Literal['constant', 'closed_form'] = "constant",
+                 normalizer: Literal["constant", "closed_form"] = "constant",
                  clamped: ArrayLike | None = None, *, validated: bool = False) -> None:
         self.emission: EmissionFamily = get_emission(emission)
         if not validated:

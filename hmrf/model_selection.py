@@ -140,7 +140,7 @@ class ConstraintKFold:
     (3, True)
     """
 
-    def __init__(self, n_splits: int = 5, *, shuffle: bool = True, random_state: RandomLike | None = None,
+    def __init__(self, n_splits: int = 5, *, shuffle: bool = True, random_state: RandomLike = None,
                  exclude_implied: bool = True) -> None:
         self.n_splits = n_splits
         self.shuffle = shuffle
@@ -239,7 +239,7 @@ class PairwiseClusterer(ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, estimator: Any, X: MatrixLike, *,
-                 scoring: Literal['pairwise_f', 'accuracy'] = "pairwise_f") -> None:
+                 scoring: Literal["pairwise_f", "accuracy"] = "pairwise_f") -> None:
         self.estimator = estimator
         self.X = X if isinstance(X, _Shared) else _Shared(X)
         self.scoring = scoring
@@ -363,7 +363,7 @@ def _search(estimator, X, constraints, param, values, cv, scoring, random_state,
 
 
 def choose_w(estimator: Any, X: MatrixLike, constraints: Constraints, ws: Any = None, *, cv: int = 5,
-             scoring: Literal['pairwise_f', 'accuracy'] = "pairwise_f", random_state: int | None = None,
+             scoring: Literal["pairwise_f", "accuracy"] = "pairwise_f", random_state: int | None = None,
              n_jobs: int | None = None) -> Selection:
     """The constraint weight ``w`` with the best held-out score, by cross-validation over
     the pairs (:class:`ConstraintKFold`, :class:`PairwiseClusterer`, ``GridSearchCV``).
@@ -406,7 +406,7 @@ def _auto_w(estimator, X, constraints) -> float:
 
 
 def choose_k(estimator: Any, X: MatrixLike, constraints: Constraints, ks: Any, *, cv: int = 5,
-             scoring: str = "pairwise_f", random_state: RandomLike | None = None,
+             scoring: str = "pairwise_f", random_state: RandomLike = None,
              n_jobs: Any = None) -> Selection:
     """The number of clusters with the best held-out score, by cross-validation over the
     pairs (as :func:`choose_w`, searching ``n_clusters`` over ``ks``).
@@ -437,7 +437,7 @@ def _n_parameters(family, k: int, d: int) -> int:
 
 
 def bic_k(X: MatrixLike, ks: Sequence[int], constraints: Constraints | None = None, *,
-          emission: Literal['sqeuclidean', 'cosine'] = "sqeuclidean", estimator: Any = None,
+          emission: Literal["sqeuclidean", "cosine"] = "sqeuclidean", estimator: Any = None,
           random_state: int | None = None) -> Selection:
     """The number of clusters with the lowest Bayesian information criterion,
 

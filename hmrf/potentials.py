@@ -161,7 +161,7 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
     depends_on_params = True
 
     def __init__(self, constraints: Constraints, w: float = 1.0, alpha_min: float = 0.0,
-                 alpha_max: str = "must_link", mirrored: bool = False) -> None:
+                 alpha_max: float | str = "must_link", mirrored: bool = False) -> None:
         super().__init__(constraints, w)
         alpha_min = float(alpha_min)
         if not (np.isfinite(alpha_min) and alpha_min >= 0):

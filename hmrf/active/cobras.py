@@ -149,7 +149,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
 
     def __init__(self, n_clusters: int | None = None, *, emission: str | EmissionFamily | None = None,
                  n_init: int = 3, super_instance_weight: float = 0.5,
-                 random_state: RandomLike | None = None) -> None:
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.n_init = n_init

@@ -70,7 +70,7 @@ class Explore(ActiveSelector):
     _allow_unknown_k = True
 
     def __init__(self, n_clusters: int | None = None, *, emission: str | EmissionFamily | None = None,
-                 random_state: RandomLike | None = None) -> None:
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.random_state = random_state
@@ -130,7 +130,7 @@ class ExploreConsolidate(Explore):
     _allow_unknown_k = False
 
     def __init__(self, n_clusters: int = 3, *, emission: str | EmissionFamily | None = None,
-                 random_state: RandomLike | None = None) -> None:
+                 random_state: RandomLike = None) -> None:
         super().__init__(n_clusters, emission=emission, random_state=random_state)
 
     def _pick(self, state: _State, free: np.ndarray) -> int:

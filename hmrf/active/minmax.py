@@ -26,7 +26,7 @@ _BLOCK = 512
 
 
 def kernel_width(divergence: Callable[..., Any], n: int, percentile: float = 20.0,
-                 rng: RandomLike | None = None) -> float:
+                 rng: RandomLike = None) -> float:
     """``σ``: the ``percentile``-th percentile of pairwise distances, diagonal excluded.
 
     Distance is ``sqrt(D(x_i, x_j))`` for the family's divergence ``D`` (Euclidean
@@ -111,7 +111,7 @@ class MinMax(ExploreConsolidate):
 
     def __init__(self, n_clusters: int = 3, *, percentile: float = 20.0,
                  emission: str | EmissionFamily | None = None,
-                 random_state: RandomLike | None = None) -> None:
+                 random_state: RandomLike = None) -> None:
         super().__init__(n_clusters, emission=emission, random_state=random_state)
         self.percentile = percentile
 

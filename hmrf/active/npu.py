@@ -327,7 +327,7 @@ class NPU(ActiveSelector):
         warm_start: bool = False,
         emission: str | EmissionFamily | None = None,
         n_jobs: int | None = None,
-        random_state: RandomLike | None = None,
+        random_state: RandomLike = None,
     ) -> None:
         self.clusterer = clusterer
         self.n_estimators = n_estimators

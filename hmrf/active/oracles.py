@@ -197,7 +197,7 @@ class LabelOracle(Oracle):
     """
 
     def __init__(self, y: ArrayLike, budget: int | None = None, *, noise: float = 0.0, dont_know: float = 0.0,
-                 random_state: RandomLike | None = None) -> None:
+                 random_state: RandomLike = None) -> None:
         super().__init__(budget)
         y = np.asarray(y)
         if y.ndim != 1:

@@ -44,7 +44,7 @@ class RandomPairs(ActiveSelector):
     Basu (2005), §5.5.2 (the non-active baseline); Xiong, Azimi & Fern (2014), §4.1.4.
     """
 
-    def __init__(self, *, random_state: RandomLike | None = None) -> None:
+    def __init__(self, *, random_state: RandomLike = None) -> None:
         self.random_state = random_state
 
     def _draw(self, clo: _Closure, rng) -> tuple[int, int]:

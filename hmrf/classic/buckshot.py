@@ -71,7 +71,7 @@ def _dissimilarities(Xs, family) -> np.ndarray:
     return D
 
 
-def buckshot_centers(X: MatrixLike, n_clusters: int, rng: RandomLike | None = None,
+def buckshot_centers(X: MatrixLike, n_clusters: int, rng: RandomLike = None,
                      family: EmissionFamily | None = None, *,
                      return_sample: bool = False) -> tuple[NDArray[Any], NDArray[Any]]:
     """Initial centres by Buckshot: group-average HAC on a random sample of ``⌈√(k n)⌉`` points.

@@ -154,9 +154,9 @@ class HAC(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_clusters: int | None = None, *,
-                 linkage: Literal['single', 'complete', 'average'] = "average",
+                 linkage: Literal["single", "complete", "average"] = "average",
                  distance_threshold: float | None = None,
-                 metric: Literal['euclidean', 'sqeuclidean', 'cosine', 'cityblock'] = "euclidean",
+                 metric: Literal["euclidean", "sqeuclidean", "cosine", "cityblock"] = "euclidean",
                  max_samples: int = 10_000, time_limit: float = 60.0) -> None:
         self.n_clusters = n_clusters
         self.linkage = linkage

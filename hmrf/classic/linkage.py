@@ -216,7 +216,7 @@ def _leaf_distances(D, n, method, components, n_leaves):
     return leaf, size[rep]
 
 
-def constrained_linkage(D: NDArray[Any], n: int, method: Literal['single', 'complete', 'average'],
+def constrained_linkage(D: NDArray[Any], n: int, method: Literal["single", "complete", "average"],
                         components: NDArray[Any] | None = None,
                         cannot_link: NDArray[Any] | None = None) -> tuple[NDArray[Any], NDArray[Any]]:
     """Agglomerative clustering under must-link and cannot-link constraints.

@@ -289,9 +289,9 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_clusters: int = 8, *, alpha: float = 1.0, unlabeled_weight: float = 1.0,
-                 prior_smoothing: float = 1.0, init: Literal['auto', 'labeled', 'random'] = "auto",
+                 prior_smoothing: float = 1.0, init: Literal["auto", "labeled", "random"] = "auto",
                  n_init: int = 1, max_iter: int = 100, tol: float = 1e-6,
-                 random_state: RandomLike | None = None) -> None:
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.alpha = alpha
         self.unlabeled_weight = unlabeled_weight

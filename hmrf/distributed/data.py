@@ -289,7 +289,7 @@ class ChunkedData:
     summary : ColumnSummary
     """
 
-    def __init__(self, X: MatrixLike, family: EmissionFamily, persist: Literal['auto'] = "auto") -> None:
+    def __init__(self, X: MatrixLike, family: EmissionFamily, persist: Literal["auto"] = "auto") -> None:
         if persist not in ("auto", True, False):
             raise ValueError(f"persist must be 'auto', True or False; got {persist!r}.")
         X = as_row_chunked(X)

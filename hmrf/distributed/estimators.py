@@ -78,7 +78,7 @@ def _labels(y):
 def fit_dask(estimator: HMRFClusterMixin, X: MatrixLike, y: ArrayLike | None = None, *,
              must_link: PairsLike | None = None, cannot_link: PairsLike | None = None,
              constraints: Constraints | None = None, potentials: Any = None,
-             persist: Literal['auto'] | None = None) -> BaseEstimator:
+             persist: Literal["auto"] | None = None) -> BaseEstimator:
     """Fit an HMRF estimator on a row-chunked Dask array (module docstring).
 
     Parameters

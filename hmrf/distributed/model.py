@@ -121,7 +121,7 @@ class DaskHMRF(HMRF):
     def __init__(self, X: MatrixLike, n_clusters: int, emission: str | EmissionFamily = "sqeuclidean",
                  constraints: Constraints | None = None, w: float = 1.0, potentials: Any = None,
                  normalizer: str = "constant", clamped: NDArray[np.intp] | None = None,
-                 persist: Literal['auto'] = "auto") -> None:
+                 persist: Literal["auto"] = "auto") -> None:
         family = get_emission(emission)
         X = as_row_chunked(X)
         template = HMRF(stand_in(X.shape[0]), n_clusters, emission=family, constraints=constraints, w=w,

@@ -107,7 +107,7 @@ def chunk_assignment(family: EmissionFamily, X: NDArray[Any] | sparse.csr_matrix
 
 def chunk_soft_assignment(family: EmissionFamily, X: MatrixLike, data: Any, params: EmissionParams,
                           normalizer: str, n_clusters: int, clamped: NDArray[np.intp] | None, local: Any,
-                          shift: float) -> tuple[tuple[Any, float, Any], Any]:
+                          shift: NDArray[np.floating] | None) -> tuple[tuple[Any, float, Any], Any]:
     """The soft E-step pass over one chunk: ``(labels (b,), free energy of its
     unconstrained rows, cost rows of its constrained rows), posterior-weighted
     statistics``."""
@@ -205,7 +205,7 @@ def _previous_chunks(model, previous):
 
 def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[np.intp] | None = None,
                          constrained: NDArray[np.bool_] | None = None, accumulate: bool = False,
-                         shift: float | None = None) -> AssignmentPass:
+                         shift: NDArray[np.floating] | None = None) -> AssignmentPass:
     """:func:`hmrf.em.passes.assignment_pass` over the chunks of a
     :class:`~hmrf.distributed.DaskHMRF`, as one Dask computation (module docstring).
 
@@ -254,7 +254,7 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
 
 
 def dask_soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.bool_] | None = None,
-                   shift: float | None = None) -> SoftPass:
+                   shift: NDArray[np.floating] | None = None) -> SoftPass:
     """:func:`hmrf.em.passes.soft_pass` over the chunks of a :class:`~hmrf.distributed.DaskHMRF`,
     as one Dask computation."""
     data, k = model.data, model.n_clusters

@@ -383,7 +383,7 @@ class SoftPass:
 def soft_assign_block(family: EmissionFamily, X_block: MatrixLike, params: EmissionParams, normalizer: str,
                       n_clusters: int, *, data: Any = None, clamped: NDArray[np.intp] | None = None,
                       constrained_mask: NDArray[np.bool_] | None = None,
-                      shift: float | None = None) -> BlockResult:
+                      shift: NDArray[np.floating] | None = None) -> BlockResult:
     """Soft E-step of one block: posteriors ``q_ih ∝ exp(-U_ih)`` of its unconstrained
     rows (never stored beyond the block), their free energy and weighted statistics, and
     the cost rows of its constrained rows, as a :class:`BlockResult` whose ``cost`` is each
@@ -402,7 +402,7 @@ def soft_assign_block(family: EmissionFamily, X_block: MatrixLike, params: Emiss
 
 
 def soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.bool_] | None = None,
-              shift: float | None = None) -> SoftPass:
+              shift: NDArray[np.floating] | None = None) -> SoftPass:
     """:func:`soft_assign_block` over ``model.X`` in row blocks."""
     n, k = model.n_samples, model.n_clusters
     labels, free = np.empty(n, dtype=np.int64), np.empty(n)

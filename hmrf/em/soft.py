@@ -94,7 +94,7 @@ def _posteriors(engine, unary, graph, init, rng):
     return q, factorised_free_energy(unary, graph, q)
 
 
-def run_soft_em(model: HMRF, params: EmissionParams, engine: InferenceEngine | None = None, *,
+def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngine | None = None, *,
                 max_iter: int = 100, tol: float = 1e-4, rng: np.random.Generator | None = None,
                 callback: Callable[..., Any] | None = None,
                 data_pass: Callable[..., Any] | None = None) -> EMResult:

@@ -183,7 +183,7 @@ def sparse_assign_block(family: EmissionFamily, X_block: MatrixLike, params: Emi
                         n_clusters: int, *, data: Any = None, clamped: NDArray[np.intp] | None = None,
                         previous: NDArray[np.intp] | None = None,
                         constrained_mask: NDArray[np.bool_] | None = None, accumulate: bool = False,
-                        shift: float | None = None) -> BlockResult | None:
+                        shift: NDArray[np.floating] | None = None) -> BlockResult | None:
     """:func:`hmrf.em.passes.assign_block` for a CSR block in one compiled sweep (labels,
     costs and statistics together), or ``None`` when the family's costs are not linear in
     the point or its statistics are not the default ones (the caller then takes the
@@ -293,7 +293,7 @@ def _balanced_owner(load, n_parts: int) -> np.ndarray:
 
 def sparse_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[np.intp] | None = None,
                            constrained: NDArray[np.bool_] | None = None, accumulate: bool = False,
-                           shift: float | None = None) -> AssignmentPass | None:
+                           shift: NDArray[np.floating] | None = None) -> AssignmentPass | None:
     """:func:`hmrf.em.passes.assignment_pass` over a CSR ``model.X`` (module docstring),
     or ``None`` when the compiled sweep does not serve the model's family."""
     from . import passes

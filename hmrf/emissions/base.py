@@ -376,7 +376,7 @@ class EmissionFamily(ABC):
         return None
 
     def statistics(self, X: MatrixLike, assignment: NDArray[np.intp], n_clusters: int,
-                   normalizer: str = "constant", shift: float | None = None) -> ClusterStats:
+                   normalizer: str = "constant", shift: NDArray[np.floating] | None = None) -> ClusterStats:
         """Additive statistics of the rows of ``X`` under ``assignment`` (labels (n,) or
         responsibilities (n, k)): what :meth:`update` needs, summed per cluster."""
         return ClusterStats.from_data(X, assignment, n_clusters, self.second_moment(normalizer), shift)

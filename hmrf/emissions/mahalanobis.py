@@ -146,7 +146,7 @@ class Mahalanobis(EmissionFamily):
     accepts_sparse = True
     m_step_needs = frozenset({"statistics", "pairwise"})
 
-    def __init__(self, metric: Literal['diagonal', 'full', 'identity'] = "diagonal",
+    def __init__(self, metric: Literal["diagonal", "full", "identity"] = "diagonal",
                  per_cluster: bool = False, shrinkage: float = 0.01, eig_floor: float = 1e-6,
                  max_backtrack: int = 5, safeguard: bool = True,
                  metric_potential: MetricTerms | None = None) -> None:

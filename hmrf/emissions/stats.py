@@ -113,7 +113,7 @@ class ClusterStats:
 
     @classmethod
     def zeros(cls, n_clusters: int, n_features: int, second_kind: Any = None,
-              shift: float | None = None) -> ClusterStats:
+              shift: NDArray[np.floating] | None = None) -> ClusterStats:
         """Statistics of no points."""
         k, d = n_clusters, n_features
         shapes = {None: None, "norm": (k,), "diagonal": (k, d), "full": (k, d, d)}
@@ -123,7 +123,7 @@ class ClusterStats:
 
     @classmethod
     def from_data(cls, X: MatrixLike, assignment: NDArray[np.intp], n_clusters: int, second_kind: Any = None,
-                  shift: float | None = None) -> ClusterStats:
+                  shift: NDArray[np.floating] | None = None) -> ClusterStats:
         """Statistics of the rows of ``X`` under hard labels (n,) or responsibilities (n, k).
 
         Rows are processed as given; callers pass row blocks to bound the temporaries.

@@ -101,8 +101,8 @@ class COPKMeans(HMRFClusterMixin):
 
     def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
                  max_iter: int = 100, tol: float = 1e-4, n_restarts: int = 0,
-                 repair: Literal['milp'] | None = None, time_limit: float = 60.0, n_init: int = "auto",
-                 random_state: RandomLike | None = None) -> None:
+                 repair: Literal["milp"] | None = None, time_limit: float = 60.0, n_init: int | str = "auto",
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.max_iter = max_iter

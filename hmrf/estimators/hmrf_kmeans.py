@@ -7,10 +7,13 @@ from typing import TYPE_CHECKING
 from .base import HMRFClusterMixin
 
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Literal
+
+    from numpy.typing import ArrayLike
 
     from hmrf._typing import RandomLike
     from hmrf.emissions.base import EmissionFamily
+    from hmrf.inference.base import InferenceEngine
 
 __all__ = ["HMRFKMeans", "PCKMeans", "KMeans", "SphericalKMeans"]
 
@@ -96,10 +99,11 @@ class HMRFKMeans(HMRFClusterMixin):
     """
 
     def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
-                 inference: str = "auto", w: float = "auto", init: Any = "pckmeans++", n_init: int = "auto",
-                 max_iter: int = 100, tol: float = 1e-4,
-                 normalizer: Literal['constant', 'closed_form'] = "constant", closure: bool = False,
-                 em: Literal['hard', 'soft'] = "hard", random_state: RandomLike | None = None) -> None:
+                 inference: str | InferenceEngine = "auto", w: float | str = "auto",
+                 init: str | ArrayLike = "pckmeans++", n_init: int | str = "auto", max_iter: int = 100,
+                 tol: float = 1e-4, normalizer: Literal["constant", "closed_form"] = "constant",
+                 closure: bool = False, em: Literal["hard", "soft"] = "hard",
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.inference = inference
@@ -152,10 +156,10 @@ class PCKMeans(HMRFClusterMixin):
 
     _fixed = dict(HMRFClusterMixin._fixed, emission="sqeuclidean")
 
-    def __init__(self, n_clusters: int = 8, *, w: float = "auto", inference: str = "auto",
-                 init: Any = "pckmeans++", n_init: int = "auto", closure: bool = True, max_iter: int = 100,
-                 tol: float = 1e-4, em: Literal['hard', 'soft'] = "hard",
-                 random_state: RandomLike | None = None) -> None:
+    def __init__(self, n_clusters: int = 8, *, w: float | str = "auto",
+                 inference: str | InferenceEngine = "auto", init: str | ArrayLike = "pckmeans++",
+                 n_init: int | str = "auto", closure: bool = True, max_iter: int = 100, tol: float = 1e-4,
+                 em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.w = w
         self.inference = inference
@@ -192,9 +196,9 @@ class KMeans(HMRFClusterMixin):
     """
 
     def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
-                 init: Any = "k-means++", n_init: int = "auto", max_iter: int = 300, tol: float = 1e-4,
-                 normalizer: Literal['constant', 'closed_form'] = "constant",
-                 em: Literal['hard', 'soft'] = "hard", random_state: RandomLike | None = None) -> None:
+                 init: str | ArrayLike = "k-means++", n_init: int | str = "auto", max_iter: int = 300,
+                 tol: float = 1e-4, normalizer: Literal["constant", "closed_form"] = "constant",
+                 em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.init = init
@@ -240,10 +244,10 @@ class SphericalKMeans(HMRFClusterMixin):
 
     _fixed = dict(HMRFClusterMixin._fixed, emission="cosine", inference="auto")
 
-    def __init__(self, n_clusters: int = 8, *, w: float = "auto", init: Any = "pckmeans++",
-                 n_init: int = "auto", max_iter: int = 100, tol: float = 1e-4,
-                 normalizer: Literal['constant', 'closed_form'] = "constant",
-                 em: Literal['hard', 'soft'] = "hard", random_state: RandomLike | None = None) -> None:
+    def __init__(self, n_clusters: int = 8, *, w: float | str = "auto", init: str | ArrayLike = "pckmeans++",
+                 n_init: int | str = "auto", max_iter: int = 100, tol: float = 1e-4,
+                 normalizer: Literal["constant", "closed_form"] = "constant",
+                 em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.w = w
         self.init = init

@@ -24,7 +24,10 @@ from .base import HMRFClusterMixin
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+    from numpy.typing import ArrayLike
+
     from hmrf._typing import RandomLike
+    from hmrf.inference.base import InferenceEngine
 
 __all__ = ["MPCKMeans", "MKMeans"]
 
@@ -180,12 +183,12 @@ class MPCKMeans(_MetricLearner):
     [0, 0, 1, 1]
     """
 
-    def __init__(self, n_clusters: int = 8, *, metric: Literal['diagonal', 'full', 'identity'] = "diagonal",
-                 per_cluster: bool = False, w: float = "auto", alpha_min: float = 0.0,
-                 alpha_max: str = "auto", penalty: Literal['distance', 'mirrored', 'constant'] = "distance",
-                 shrinkage: float = 0.01, closure: bool = True, init: Any = "pckmeans++",
-                 n_init: int = "auto", inference: str = "auto", max_iter: int = 100, tol: float = 1e-4,
-                 random_state: RandomLike | None = None) -> None:
+    def __init__(self, n_clusters: int = 8, *, metric: Literal["diagonal", "full", "identity"] = "diagonal",
+                 per_cluster: bool = False, w: float | str = "auto", alpha_min: float = 0.0,
+                 alpha_max: str = "auto", penalty: Literal["distance", "mirrored", "constant"] = "distance",
+                 shrinkage: float = 0.01, closure: bool = True, init: str | ArrayLike = "pckmeans++",
+                 n_init: int | str = "auto", inference: str | InferenceEngine = "auto", max_iter: int = 100,
+                 tol: float = 1e-4, random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.metric = metric
         self.per_cluster = per_cluster
@@ -255,10 +258,10 @@ class MKMeans(_MetricLearner):
     """
 
     def __init__(self, n_clusters: int = 8, *, metric: Any = "diagonal", per_cluster: bool = False,
-                 w: float = "auto", alpha_min: float = 0.0, alpha_max: str = "must_link",
-                 shrinkage: float = 0.01, closure: bool = True, init: Any = "k-means++", n_init: int = "auto",
-                 inference: str = "icm", max_iter: int = 100, tol: float = 1e-4,
-                 random_state: RandomLike | None = None) -> None:
+                 w: float | str = "auto", alpha_min: float = 0.0, alpha_max: float | str = "must_link",
+                 shrinkage: float = 0.01, closure: bool = True, init: str | ArrayLike = "k-means++",
+                 n_init: int | str = "auto", inference: str = "icm", max_iter: int = 100, tol: float = 1e-4,
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.metric = metric
         self.per_cluster = per_cluster

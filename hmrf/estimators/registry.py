@@ -142,7 +142,7 @@ def _spec(name) -> EstimatorSpec:
 
 
 def make_estimator(name: str, n_clusters: int, emission: str | EmissionFamily | None = None,
-                   w: float | None = None, engine: InferenceEngine | None = None, *,
+                   w: float | None = None, engine: str | InferenceEngine | None = None, *,
                    random_state: int | None = None) -> BaseEstimator:
     """The unfitted estimator a name of :data:`ESTIMATORS` stands for.
 

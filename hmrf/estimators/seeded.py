@@ -72,8 +72,8 @@ class SeededKMeans(HMRFClusterMixin):
 
     def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
                  max_iter: int = 100, tol: float = 1e-4,
-                 normalizer: Literal['constant', 'closed_form'] = "constant",
-                 em: Literal['hard', 'soft'] = "hard", random_state: RandomLike | None = None) -> None:
+                 normalizer: Literal["constant", "closed_form"] = "constant",
+                 em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.max_iter = max_iter

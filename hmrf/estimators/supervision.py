@@ -29,6 +29,7 @@ from ..constraints import Constraints, check_constraints
 if TYPE_CHECKING:
     from typing import Any
 
+    from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
 
     from hmrf._typing import MatrixLike, PairsLike
@@ -42,7 +43,7 @@ KINDS = ("constraints", "labels", "none")
 
 def as_constraints(constraints: Constraints | None = None, must_link: PairsLike | None = None,
                    cannot_link: PairsLike | None = None, n: int | None = None,
-                   weight: float = 1.0) -> Constraints:
+                   weight: float | ArrayLike = 1.0) -> Constraints:
     """Normalise the ways estimators accept supervision into one :class:`~hmrf.Constraints`.
 
     Parameters

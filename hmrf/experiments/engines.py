@@ -102,7 +102,7 @@ class RecordingEngine(InferenceEngine):
         return getattr(get_engine(self.engine), "monotone_from_init", False)
 
     def map(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
-            init: ArrayLike | None = None, rng: RandomLike | None = None,
+            init: ArrayLike | None = None, rng: RandomLike = None,
             callback: Callable[..., Any] | None = None) -> InferenceResult:
         engine = get_engine(self.engine)
         t0 = time.perf_counter()
@@ -242,7 +242,7 @@ def _fit_stats(estimator, bound):
 def compare_engines(X: MatrixLike, y: ArrayLike, engines: Any = ("icm", "bp", "lp"), *,
                     estimator: str = "hmrf-kmeans", emission: str | EmissionFamily | None = None,
                     w: float | None = None, points: Sequence[int] = (0, 10, 25, 50, 100, 200, 400),
-                    runs: int = 10, folds: int = 2, bound: Literal['lp', 'none'] = "lp",
+                    runs: int = 10, folds: int = 2, bound: Literal["lp", "none"] = "lp",
                     random_state: int = 0, n_jobs: int | None = None, progress: bool = True) -> CurveTable:
     """E-step engines inside one estimator on the protocol of Basu (2005), §4.5.2.
 

@@ -245,7 +245,7 @@ def learning_curve(make_estimator: Any, X: MatrixLike, y: ArrayLike, supervision
                    test_fraction: float | None = None, noise: float = 0.0,
                    metrics: Sequence[str] = ("nmi", "pairwise_f", "objective"), random_state: int = 0,
                    n_jobs: int | None = None, progress: bool = True,
-                   errors: Literal['raise', 'record'] = "raise", prepare: Callable[..., Any] | None = None,
+                   errors: Literal["raise", "record"] = "raise", prepare: Callable[..., Any] | None = None,
                    fit_stats: Callable[..., Any] | None = None) -> CurveTable:
     """Learning curve of one or more estimators under growing supervision.
 

@@ -209,8 +209,8 @@ class CurveTable:
                              ties=int((d == 0).sum()), p_value=p))
         return rows
 
-    def plot(self, metric: Any = "nmi", *, x: Literal['point', 'noise'] | None = None, ax: Axes | None = None,
-             band: Literal['std', 'sem'] = "std", title: str | None = None,
+    def plot(self, metric: Any = "nmi", *, x: Literal["point", "noise"] | None = None, ax: Axes | None = None,
+             band: Literal["std", "sem"] = "std", title: str | None = None,
              path: str | os.PathLike[str] | None = None) -> Axes:
         """Mean curve of each metric per estimator, with a ±std (or ±sem) band.
 

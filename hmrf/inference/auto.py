@@ -85,7 +85,7 @@ class AutoEngine(InferenceEngine):
 
     _parameter_constraints = {"expansion": [Options("auto", True, False)]}
 
-    def __init__(self, expansion: Literal['auto'] = "auto") -> None:
+    def __init__(self, expansion: Literal["auto"] = "auto") -> None:
         self.expansion = expansion
 
     def _solve(self, unary, graph, init, rng, notify):

@@ -372,7 +372,7 @@ class InferenceEngine:
     monotone_from_init = False
 
     def map(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
-            init: ArrayLike | None = None, rng: RandomLike | None = None,
+            init: ArrayLike | None = None, rng: RandomLike = None,
             callback: Callable[..., Any] | None = None) -> InferenceResult:
         """Find a low-energy labelling of ``E(y) = sum_i U[i, y_i] + sum_e cost_e``.
 

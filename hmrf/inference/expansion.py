@@ -437,7 +437,7 @@ class AlphaExpansion(InferenceEngine):
         self.kernel = kernel
 
     def map(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
-            init: ArrayLike | None = None, rng: RandomLike | None = None,
+            init: ArrayLike | None = None, rng: RandomLike = None,
             callback: Callable[..., Any] | None = None) -> InferenceResult:
         validate_params(self)
         load_maxflow()  # fail before any work, with the install command

@@ -84,7 +84,7 @@ class GreedyFeasible(InferenceEngine):
         "time_limit": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, n_restarts: int = 0, repair: Literal['milp'] | None = None,
+    def __init__(self, n_restarts: int = 0, repair: Literal["milp"] | None = None,
                  time_limit: float = 60.0) -> None:
         self.n_restarts = n_restarts
         self.repair = repair

@@ -354,8 +354,8 @@ class LPRelaxation(InferenceEngine):
         "max_phases": [Options(None), Interval(Integral, 1, None)],
     }
 
-    def __init__(self, n_rounds: int = 10, polish: Literal['icm'] | None = None,
-                 backend: Literal['highs', 'cvxpy'] = "highs", max_phases: int | None = None) -> None:
+    def __init__(self, n_rounds: int = 10, polish: Literal["icm"] | None = None,
+                 backend: Literal["highs", "cvxpy"] = "highs", max_phases: int | None = None) -> None:
         self.n_rounds = n_rounds
         self.polish = polish
         self.backend = backend

@@ -300,7 +300,7 @@ def _solve_reduced(maxflow, u, p, q, half_lambda, method) -> BinaryCut:
 
 def solve_binary(delta: NDArray[Any], p: NDArray[np.intp], q: NDArray[np.intp], A: NDArray[Any],
                  B: NDArray[Any], C: NDArray[Any], D: NDArray[Any],
-                 method: Literal['qpbo', 'truncate'] = "qpbo") -> BinaryCut:
+                 method: Literal["qpbo", "truncate"] = "qpbo") -> BinaryCut:
     """Minimise a quadratic pseudo-boolean function by graph cut; QPBO if not submodular.
 
     Parameters

@@ -177,11 +177,12 @@ class BeliefPropagation(InferenceEngine):
     array([0.6, 0.4])
     """
 
-    def __init__(self, mode: Literal['max', 'sum'] = "max", max_iter: int = "auto", damping: float = "auto",
-                 tol: float = 1e-6, reweight: str = "auto", polish: Literal['icm'] | None = None,
-                 patience: int | None = None, schedule: Literal['auto', 'sequential', 'flooding'] = "auto",
-                 rel_gap: float = 1e-3, kernel: Literal['auto', 'numba', 'numpy'] = "auto",
-                 order: Literal['auto', 'bfs', 'colour'] = "auto") -> None:
+    def __init__(self, mode: Literal["max", "sum"] = "max", max_iter: int | str = "auto",
+                 damping: float | str = "auto", tol: float = 1e-6, reweight: str = "auto",
+                 polish: Literal["icm"] | None = None, patience: int | None = None,
+                 schedule: Literal["auto", "sequential", "flooding"] = "auto", rel_gap: float = 1e-3,
+                 kernel: Literal["auto", "numba", "numpy"] = "auto",
+                 order: Literal["auto", "bfs", "colour"] = "auto") -> None:
         self.mode = mode
         self.max_iter = max_iter
         self.damping = damping

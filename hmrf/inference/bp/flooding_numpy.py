@@ -153,7 +153,7 @@ class FloodingRounds:
         Order of the independent sets of :func:`consistent_decode`.
     """
 
-    def __init__(self, problem: BPProblem, rho: NDArray[Any] | None, mode: Literal['max', 'sum'], tol: float,
+    def __init__(self, problem: BPProblem, rho: NDArray[Any] | None, mode: Literal["max", "sum"], tol: float,
                  rng: np.random.Generator) -> None:
         self.problem, self.mode, self.tol, self.rng = problem, mode, float(tol), rng
         self.fm = FactorMessages(problem.graph, problem.unary.shape[1], problem.big, rho)

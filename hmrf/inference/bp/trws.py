@@ -283,8 +283,8 @@ class TRWS(InferenceEngine):
     monotone_from_init = True
 
     def __init__(self, max_iter: int = 1000, rel_gap: float = 1e-4, tol: float = 1e-5,
-                 order: Literal['auto', 'bfs', 'index'] = "auto",
-                 kernel: Literal['auto', 'numba', 'numpy'] = "auto") -> None:
+                 order: Literal["auto", "bfs", "index"] = "auto",
+                 kernel: Literal["auto", "numba", "numpy"] = "auto") -> None:
         self.max_iter = max_iter
         self.rel_gap = rel_gap
         self.tol = tol
