@@ -13,28 +13,15 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import pkgutil
 import typing
 from pathlib import Path
 
 import pytest
+from test_api_reference import _public_modules
 
 import hmrf
 
 PACKAGE = Path(hmrf.__file__).resolve().parent
-
-
-def _public_modules() -> list:
-    names = ["hmrf"] + [m.name for m in pkgutil.walk_packages(hmrf.__path__, "hmrf.")
-                        if not any(part.startswith("_") for part in m.name.split("."))]
-    modules = []
-    for name in names:
-        try:
-            modules.append(importlib.import_module(name))
-        except ModuleNotFoundError as exc:  # an optional extra that is not installed
-            if exc.name is None or exc.name.split(".")[0] == "hmrf":
-                raise
-    return modules
 
 
 def _own_source(func) -> bool:

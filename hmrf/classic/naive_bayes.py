@@ -34,7 +34,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._params import Check, Interval, Options, validate_params
-from .._validation import check_data, check_partial_labels, check_random_state, first_negative
+from .._validation import check_data, check_nonnegative, check_partial_labels, check_random_state
 from ..emissions.base import cluster_sums, inner_products
 from ..estimators.supervision import as_constraints
 from ..graph import PairwiseGraph
@@ -56,17 +56,6 @@ __all__ = ["NaiveBayesEM", "NaiveBayesRun", "m_step", "log_joint", "posteriors"]
 
 def _finite_nonnegative(value) -> bool:
     return Interval(Real, 0, None).matches(value) and np.isfinite(float(value))
-
-
-def _check_counts(X, name="X") -> None:
-    """Word counts (or any non-negative weights, e.g. TF-IDF) only."""
-    bad = first_negative(X)
-    if bad is not None:
-        r, c, v = bad
-        raise ValueError(
-            f"Negative values in data: naive Bayes needs non-negative word counts; "
-            f"{name}[{r}, {c}] = {v}."
-        )
 
 
 def m_step(X: NDArray[Any] | sparse.csr_matrix, resp: NDArray[Any], weights: NDArray[Any], alpha: float = 1.0,
@@ -306,7 +295,8 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
     def _check_X(self, X, reset):
         Xc = check_data(X)
         validate_data(self, X, skip_check_array=True, reset=reset)
-        _check_counts(Xc)
+        # word counts (or any non-negative weights, e.g. TF-IDF) only
+        check_nonnegative(Xc, "Negative values in data: naive Bayes needs non-negative word counts")
         return Xc
 
     def _objective(self, joint, log_evidence, labels, weights, log_prior, log_theta) -> float:

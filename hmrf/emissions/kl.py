@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import first_negative
+from .._validation import check_nonnegative
 from .base import EmissionParams, LinearCosts, inner_products, scale_rows, work_dtype
 from .bregman import BregmanFamily
 
@@ -50,16 +50,6 @@ def _xlogx_minus_x(A) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         v = np.where(A > 0, A * np.log(np.where(A > 0, A, 1.0)), 0.0) - A
     return v.sum(axis=1)
-
-
-def _check_nonnegative(X, family: str) -> None:
-    bad = first_negative(X)
-    if bad is not None:
-        r, c, v = bad
-        raise ValueError(
-            f"the {family} emission needs non-negative data (counts or frequencies); "
-            f"X[{r}, {c}] = {v}."
-        )
 
 
 class IDivergence(BregmanFamily):
@@ -98,7 +88,7 @@ class IDivergence(BregmanFamily):
         return a
 
     def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
-        _check_nonnegative(X, self.name)
+        check_nonnegative(X, f"the {self.name} emission needs non-negative data (counts or frequencies)")
         return X
 
     def _prior(self, X) -> np.ndarray:
@@ -185,7 +175,7 @@ class KL(IDivergence):
         self.name = "kl"
 
     def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
-        _check_nonnegative(X, self.name)
+        check_nonnegative(X, f"the {self.name} emission needs non-negative data (counts or frequencies)")
         sums = np.asarray(X.sum(axis=1), dtype=np.float64).ravel()
         if np.any(sums <= 0):
             r = int(np.flatnonzero(sums <= 0)[0])
