@@ -107,7 +107,20 @@ autosummary_generate = True
 shutil.rmtree(os.path.join(os.path.dirname(os.path.abspath(__file__)), "api", "generated"),
               ignore_errors=True)
 autosummary_imported_members = False
-autodoc_typehints = "none"  # numpydoc docstrings carry the types
+# The annotations (PEP 484; the package ships py.typed) show in the signatures; the
+# numpydoc sections keep the prose types with shapes ("ndarray (n, k)"). The modules
+# import annotation-only names under TYPE_CHECKING, so autodoc reads the annotations as
+# strings; the aliases below give the names it cannot import their documented spelling.
+autodoc_typehints = "signature"
+autodoc_typehints_format = "short"
+autodoc_type_aliases = {
+    "MatrixLike": "hmrf._typing.MatrixLike",
+    "PairsLike": "hmrf._typing.PairsLike",
+    "RandomLike": "hmrf._typing.RandomLike",
+    "ArrayLike": "numpy.typing.ArrayLike",
+    "NDArray": "numpy.typing.NDArray",
+    "DTypeLike": "numpy.typing.DTypeLike",
+}
 autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 numpydoc_show_class_members = False  # members come from the autosummary templates

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 if TYPE_CHECKING:
-    from hmrf._typing import MatrixLike
+    from ._typing import MatrixLike
 
 __all__ = ["check_data", "check_dense", "check_n_clusters", "check_partial_labels", "as_float_array_1d",
            "check_random_state", "is_dask_collection", "check_nonnegative", "convert_data"]

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
     from typing_extensions import Self
 
-    from hmrf._typing import PairsLike, RandomLike
+    from ._typing import PairsLike, RandomLike
 
 __all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK", "check_constraints"]
 

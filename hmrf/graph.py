@@ -273,7 +273,7 @@ class GraphCache:
         """The keys of the entries built so far."""
         return list(self._entries)
 
-    def reweighted(self, weight: float) -> GraphCache:
+    def reweighted(self, weight: float | NDArray[np.floating]) -> GraphCache:
         """The cache of the same edges under the weights ``weight`` (the contract above)."""
         out = GraphCache()
         for key, value in self._entries.items():
@@ -388,7 +388,8 @@ class PairwiseGraph:
 
     # ------------------------------------------------------------- constructors
     @classmethod
-    def potts(cls, n_nodes: int, edges: NDArray[np.intp], weight: float, kind: Any) -> PairwiseGraph:
+    def potts(cls, n_nodes: int, edges: ArrayLike, weight: float | ArrayLike,
+              kind: int | ArrayLike) -> PairwiseGraph:
         """Potts-only graph (kind +1 / -1 per edge)."""
         return cls(n_nodes, edges, weight, kind)
 

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from scipy import sparse
 
-    from hmrf._typing import MatrixLike
+    from ._typing import MatrixLike
 
 __all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS",
            "centers_from_constraints", "kmeanspp_candidates", "neighborhood_representatives",

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
     from pgmpy.models import DiscreteMarkovNetwork, FactorGraph
 
-    from hmrf.constraints import Constraints
+    from .constraints import Constraints
 
 __all__ = ["to_pgmpy", "variable_name", "labels_from_assignment", "pgmpy_map"]
 

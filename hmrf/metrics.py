@@ -16,9 +16,9 @@ from sklearn.metrics.cluster import contingency_matrix
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-    from hmrf._typing import MatrixLike
-    from hmrf.constraints import Constraints
-    from hmrf.emissions.base import EmissionFamily
+    from ._typing import MatrixLike
+    from .constraints import Constraints
+    from .emissions.base import EmissionFamily
 
 __all__ = ["nmi", "ari", "pairwise_precision_recall_f", "pairwise_f_measure", "objective", "evaluate"]
 

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
     from pgmpy.models import DiscreteMarkovNetwork, FactorGraph
 
-    from hmrf._typing import MatrixLike
-    from hmrf.emissions.base import EmissionParams
-    from hmrf.emissions.stats import ClusterStats
+    from ._typing import MatrixLike
+    from .emissions.base import EmissionParams
+    from .emissions.stats import ClusterStats
 
 __all__ = ["HMRF", "block_unary", "clamp_rows", "AUTO_W_FACTOR"]
 

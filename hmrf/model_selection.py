@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from typing_extensions import Self
 
-    from hmrf._typing import MatrixLike, PairsLike, RandomLike
+    from ._typing import MatrixLike, PairsLike, RandomLike
 
 __all__ = ["pair_samples", "ConstraintKFold", "PairwiseClusterer", "held_out_pairwise_f",
            "held_out_accuracy", "choose_w", "choose_k", "bic_k", "Selection"]

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from hmrf._typing import MatrixLike
-    from hmrf.emissions.base import EmissionParams
+    from ._typing import MatrixLike
+    from .emissions.base import EmissionParams
 
 __all__ = ["PairwisePotential", "PottsConstraints", "DistanceScaledPotts", "TablePotential"]
 

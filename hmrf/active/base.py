@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from typing_extensions import Self
 
-    from hmrf._typing import MatrixLike
-    from hmrf.active.oracles import Oracle, OracleLike
-    from hmrf.emissions.base import EmissionFamily
+    from .._typing import MatrixLike
+    from ..emissions.base import EmissionFamily
+    from .oracles import Oracle, OracleLike
 
 __all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", "resolve_emission"]
 

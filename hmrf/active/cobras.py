@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from typing_extensions import Self
 
-    from hmrf._typing import MatrixLike, RandomLike
-    from hmrf.constraints import Constraints
-    from hmrf.emissions.base import EmissionFamily
+    from .._typing import MatrixLike, RandomLike
+    from ..constraints import Constraints
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["COBRAS"]
 

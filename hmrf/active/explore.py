@@ -10,8 +10,8 @@ import numpy as np
 from .base import ActiveSelector, _State
 
 if TYPE_CHECKING:
-    from hmrf._typing import RandomLike
-    from hmrf.emissions.base import EmissionFamily
+    from .._typing import RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["Explore", "ExploreConsolidate"]
 

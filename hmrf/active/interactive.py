@@ -41,8 +41,8 @@ from .oracles import BudgetExhausted, Query, _check_budget
 if TYPE_CHECKING:
     from typing import Any
 
-    from hmrf._typing import MatrixLike
-    from hmrf.active.base import ActiveSelector
+    from .._typing import MatrixLike
+    from .base import ActiveSelector
 
 __all__ = ["InteractiveSession", "parse_kind"]
 

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from hmrf._typing import RandomLike
-    from hmrf.emissions.base import EmissionFamily
+    from .._typing import RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["MinMax", "kernel_width"]
 

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from hmrf._typing import MatrixLike, RandomLike
-    from hmrf.emissions.base import EmissionFamily
+    from .._typing import MatrixLike, RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = [
     "NPU",

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from hmrf._typing import MatrixLike, RandomLike
+    from .._typing import MatrixLike, RandomLike
 
 __all__ = ["Query", "BudgetExhausted", "OracleLike", "Oracle", "LabelOracle", "TerminalOracle"]
 

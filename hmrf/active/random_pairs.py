@@ -9,7 +9,7 @@ import numpy as np
 from .base import ActiveSelector, _Closure, _Stop
 
 if TYPE_CHECKING:
-    from hmrf._typing import RandomLike
+    from .._typing import RandomLike
 
 __all__ = ["RandomPairs"]
 

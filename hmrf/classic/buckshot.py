@@ -25,12 +25,11 @@ from ..emissions.vmf import VonMisesFisher
 from .linkage import cut_linkage
 
 if TYPE_CHECKING:
-    from typing import Any
 
     from numpy.typing import NDArray
 
-    from hmrf._typing import MatrixLike, RandomLike
-    from hmrf.emissions.base import EmissionFamily
+    from .._typing import MatrixLike, RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["buckshot_centers", "sample_size"]
 
@@ -73,7 +72,8 @@ def _dissimilarities(Xs, family) -> np.ndarray:
 
 def buckshot_centers(X: MatrixLike, n_clusters: int, rng: RandomLike = None,
                      family: EmissionFamily | None = None, *,
-                     return_sample: bool = False) -> tuple[NDArray[Any], NDArray[Any]]:
+                     return_sample: bool = False,
+                     ) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.intp]]:
     """Initial centres by Buckshot: group-average HAC on a random sample of ``⌈√(k n)⌉`` points.
 
     Parameters

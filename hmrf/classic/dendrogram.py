@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from matplotlib.axes import Axes
 
-    from hmrf.classic.hac import HAC
+    from .hac import HAC
 
 __all__ = ["plot_dendrogram"]
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from typing_extensions import Self
 
-    from hmrf._typing import MatrixLike, PairsLike
+    from .._typing import MatrixLike, PairsLike
 
 __all__ = ["HAC"]
 

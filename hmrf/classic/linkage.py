@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from hmrf._typing import MatrixLike
+    from .._typing import MatrixLike
 
 __all__ = ["LINKAGES", "METRICS", "condensed_distances", "cut_linkage", "contiguous_labels",
            "constrained_linkage", "repair_dead_end"]

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from scipy import sparse
     from typing_extensions import Self
 
-    from hmrf._typing import MatrixLike, PairsLike, RandomLike
-    from hmrf.constraints import Constraints
+    from .._typing import MatrixLike, PairsLike, RandomLike
+    from ..constraints import Constraints
 
 __all__ = ["NaiveBayesEM", "NaiveBayesRun", "m_step", "log_joint", "posteriors"]
 

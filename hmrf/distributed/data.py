@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike, NDArray
     from scipy import sparse
 
-    from hmrf._typing import MatrixLike
+    from .._typing import MatrixLike
 
 try:
     import dask

@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
 
-    from hmrf._typing import MatrixLike, PairsLike
-    from hmrf.constraints import Constraints
-    from hmrf.emissions.base import EmissionParams
+    from .._typing import MatrixLike, PairsLike
+    from ..constraints import Constraints
+    from ..emissions.base import EmissionParams
 
 __all__ = ["fit_dask", "predict_dask", "initial_params_dask"]
 

@@ -47,9 +47,9 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from hmrf.distributed.model import DaskHMRF
-    from hmrf.emissions.base import EmissionFamily
-    from hmrf.model import HMRF
+    from ..emissions.base import EmissionFamily
+    from ..model import HMRF
+    from .model import DaskHMRF
 
 __all__ = ["initial_centers_dask", "seeded_centers_dask", "kmeanspp_dask"]
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import DTypeLike, NDArray
 
-    from hmrf.distributed.data import ChunkedData
+    from .data import ChunkedData
 
 __all__ = ["ChunkLabels"]
 

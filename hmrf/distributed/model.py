@@ -37,10 +37,10 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from hmrf._typing import MatrixLike
-    from hmrf.constraints import Constraints
-    from hmrf.emissions.base import EmissionFamily, EmissionParams
-    from hmrf.emissions.stats import ClusterStats
+    from .._typing import MatrixLike
+    from ..constraints import Constraints
+    from ..emissions.base import EmissionFamily, EmissionParams
+    from ..emissions.stats import ClusterStats
 
 __all__ = ["DaskHMRF", "stand_in"]
 

@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from scipy import sparse
 
-    from hmrf._typing import MatrixLike
-    from hmrf.emissions.base import EmissionFamily, EmissionParams
-    from hmrf.model import HMRF
+    from .._typing import MatrixLike
+    from ..emissions.base import EmissionFamily, EmissionParams
+    from ..model import HMRF
 
 try:
     import dask

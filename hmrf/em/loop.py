@@ -51,10 +51,10 @@ if TYPE_CHECKING:
 
     from numpy.typing import DTypeLike, NDArray
 
-    from hmrf.emissions.base import EmissionParams
-    from hmrf.graph import PairwiseGraph
-    from hmrf.inference.base import InferenceResult
-    from hmrf.model import HMRF
+    from ..emissions.base import EmissionParams
+    from ..graph import PairwiseGraph
+    from ..inference.base import InferenceResult
+    from ..model import HMRF
 
 __all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "check_engine", "solve_e_step"]
 

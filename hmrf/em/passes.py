@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from hmrf._typing import MatrixLike
-    from hmrf.emissions.base import EmissionFamily, EmissionParams
-    from hmrf.model import HMRF
+    from .._typing import MatrixLike
+    from ..emissions.base import EmissionFamily, EmissionParams
+    from ..model import HMRF
 
 __all__ = ["AssignmentPass", "BlockResult", "SoftPass", "assign_block", "assignment_pass",
            "block_arguments", "collect_blocks", "nearest_clusters", "pass_width", "reduce_rows",

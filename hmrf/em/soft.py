@@ -52,9 +52,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from hmrf.emissions.base import EmissionParams
-    from hmrf.inference.base import InferenceEngine
-    from hmrf.model import HMRF
+    from ..emissions.base import EmissionParams
+    from ..inference.base import InferenceEngine
+    from ..model import HMRF
 
 __all__ = ["run_soft_em", "posterior_engine", "POSTERIORS"]
 

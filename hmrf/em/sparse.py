@@ -44,10 +44,10 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike, NDArray
     from scipy import sparse
 
-    from hmrf._typing import MatrixLike
-    from hmrf.em.passes import AssignmentPass, BlockResult
-    from hmrf.emissions.base import EmissionParams, LinearCosts
-    from hmrf.model import HMRF
+    from .._typing import MatrixLike
+    from ..emissions.base import EmissionParams, LinearCosts
+    from ..model import HMRF
+    from .passes import AssignmentPass, BlockResult
 
 __all__ = ["linear_form", "linear_block", "linear_block_numpy", "fused_second_moment",
            "sparse_assign_block", "sparse_assignment_pass", "sparse_labels", "sparse_row_blocks",

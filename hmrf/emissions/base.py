@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike, NDArray
     from scipy import sparse
 
-    from hmrf._typing import MatrixLike
+    from .._typing import MatrixLike
 
 __all__ = ["EmissionFamily", "EmissionParams", "LinearCosts", "MStepContext", "MetricTerms", "cluster_sums",
            "scale_rows", "inner_products", "NORMALIZERS", "M_STEP_NEEDS", "work_dtype", "check_squared_scale"]

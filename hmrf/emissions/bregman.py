@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike, NDArray
     from scipy import sparse
 
-    from hmrf._typing import MatrixLike
-    from hmrf.emissions.stats import ClusterStats
+    from .._typing import MatrixLike
+    from .stats import ClusterStats
 
 __all__ = ["BregmanFamily", "row_dot"]
 

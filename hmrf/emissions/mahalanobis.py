@@ -58,9 +58,9 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from scipy import sparse
 
-    from hmrf._typing import MatrixLike
-    from hmrf.emissions.base import EmissionParams
-    from hmrf.emissions.stats import ClusterStats
+    from .._typing import MatrixLike
+    from .base import EmissionParams
+    from .stats import ClusterStats
 
 __all__ = ["Mahalanobis", "MahalanobisParams", "log_det_pd", "pair_sq_distances", "METRICS"]
 

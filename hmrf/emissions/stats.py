@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from hmrf._typing import MatrixLike
+    from .._typing import MatrixLike
 
 __all__ = ["ClusterStats", "group_sums", "SECOND_MOMENTS"]
 

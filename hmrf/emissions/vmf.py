@@ -17,13 +17,13 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike, NDArray
     from scipy import sparse
 
-    from hmrf._typing import MatrixLike
-    from hmrf.emissions.stats import ClusterStats
+    from .._typing import MatrixLike
+    from .stats import ClusterStats
 
 __all__ = ["VonMisesFisher", "log_vmf_normalizer"]
 
 
-def log_vmf_normalizer(kappa: float, d: int) -> np.ndarray:
+def log_vmf_normalizer(kappa: float | NDArray[np.floating], d: int) -> np.ndarray:
     """``log C_d(κ)`` of the vMF density ``C_d(κ) exp(κ μ^T x)`` on the sphere in R^d.
 
     ``log C_d(κ) = (d/2 - 1) log κ - (d/2) log 2π - log I_{d/2-1}(κ)``, with the Bessel

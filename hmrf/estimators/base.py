@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
     from typing_extensions import Self
 
-    from hmrf._typing import MatrixLike, PairsLike
+    from .._typing import MatrixLike, PairsLike
 
 __all__ = ["HMRFClusterMixin"]
 

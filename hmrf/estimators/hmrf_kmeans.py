@@ -11,9 +11,9 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from hmrf._typing import RandomLike
-    from hmrf.emissions.base import EmissionFamily
-    from hmrf.inference.base import InferenceEngine
+    from .._typing import RandomLike
+    from ..emissions.base import EmissionFamily
+    from ..inference.base import InferenceEngine
 
 __all__ = ["HMRFKMeans", "PCKMeans", "KMeans", "SphericalKMeans"]
 

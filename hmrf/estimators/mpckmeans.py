@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from hmrf._typing import RandomLike
-    from hmrf.inference.base import InferenceEngine
+    from .._typing import RandomLike
+    from ..inference.base import InferenceEngine
 
 __all__ = ["MPCKMeans", "MKMeans"]
 

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from sklearn.base import BaseEstimator
 
-    from hmrf.emissions.base import EmissionFamily
-    from hmrf.inference.base import InferenceEngine
+    from ..emissions.base import EmissionFamily
+    from ..inference.base import InferenceEngine
 
 __all__ = ["ESTIMATORS", "ESTIMATOR_CLASSES", "EstimatorSpec", "make_estimator"]
 

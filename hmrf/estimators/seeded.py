@@ -15,8 +15,8 @@ from .base import HMRFClusterMixin
 if TYPE_CHECKING:
     from typing import Literal
 
-    from hmrf._typing import RandomLike
-    from hmrf.emissions.base import EmissionFamily
+    from .._typing import RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["SeededKMeans", "ConstrainedKMeans"]
 

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
 
-    from hmrf._typing import MatrixLike, PairsLike
-    from hmrf.emissions.base import EmissionFamily
+    from .._typing import MatrixLike, PairsLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["as_constraints", "emission_of", "supervision_kind", "fit_supervised",
            "neighborhoods_from_constraints"]

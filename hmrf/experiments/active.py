@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from numpy.typing import ArrayLike
 
-    from hmrf._typing import MatrixLike
-    from hmrf.active.base import ActiveSelector
+    from .._typing import MatrixLike
+    from ..active.base import ActiveSelector
 
 __all__ = ["ActiveCurve", "active_curve", "ACTIVE_SCORES"]
 

@@ -45,10 +45,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from numpy.typing import ArrayLike, NDArray
 
-    from hmrf._typing import MatrixLike, RandomLike
-    from hmrf.emissions.base import EmissionFamily
-    from hmrf.graph import PairwiseGraph
-    from hmrf.inference.base import InferenceResult
+    from .._typing import MatrixLike, RandomLike
+    from ..emissions.base import EmissionFamily
+    from ..graph import PairwiseGraph
+    from ..inference.base import InferenceResult
 
 __all__ = ["compare_engines", "summarise_engines", "format_engine_summary", "plot_engine_summary",
            "estep_stats", "RecordingEngine", "warm_up", "BOUNDS", "SUMMARY_COLUMNS"]

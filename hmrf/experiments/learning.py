@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from hmrf._typing import MatrixLike
+    from .._typing import MatrixLike
 
 __all__ = ["learning_curve", "make_splits", "PROTOCOLS", "SCORES"]
 

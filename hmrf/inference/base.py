@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from hmrf._typing import RandomLike
-    from hmrf.constraints import Constraints
+    from .._typing import RandomLike
+    from ..constraints import Constraints
 
 __all__ = ["InferenceResult", "Solution", "InferenceEngine", "ReducedProblem", "reduce_problem",
            "check_unary", "argmin_rows"]

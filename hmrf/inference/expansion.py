@@ -48,9 +48,9 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from hmrf._typing import RandomLike
-    from hmrf.constraints import Constraints
-    from hmrf.inference.base import InferenceResult
+    from .._typing import RandomLike
+    from ..constraints import Constraints
+    from .base import InferenceResult
 
 __all__ = ["AlphaExpansion", "ExpansionMoves", "classify_tables"]
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from hmrf.constraints import Constraints
+    from ..constraints import Constraints
 
 __all__ = ["MeanField", "MarginalResult", "softmax_free_energy", "factorised_free_energy"]
 

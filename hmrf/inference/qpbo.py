@@ -86,7 +86,8 @@ def _terminal_caps(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(delta, 0.0), np.maximum(-delta, 0.0)
 
 
-def split_terms(A: Any, B: Any, C: Any, D: Any) -> tuple[NDArray[Any], NDArray[Any]]:
+def split_terms(A: NDArray[np.floating], B: NDArray[np.floating], C: NDArray[np.floating],
+                D: NDArray[np.floating]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """The exact split of pairwise tables (module docstring).
 
     Returns

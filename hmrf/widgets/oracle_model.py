@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from hmrf._typing import MatrixLike
-    from hmrf.active.base import ActiveSelector
+    from .._typing import MatrixLike
+    from ..active.base import ActiveSelector
 
 __all__ = ["OracleModel", "CurvePoint"]
 

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
     from matplotlib.figure import Figure
 
-    from hmrf.widgets.oracle_model import OracleModel
-    from hmrf.widgets.oracle_widget import OracleWidget
+    from .oracle_model import OracleModel
+    from .oracle_widget import OracleWidget
 
 __all__ = ["plot_oracle", "MUST_LINK_COLOR", "CANNOT_LINK_COLOR", "CLUSTER_COLORS"]
 

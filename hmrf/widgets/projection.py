@@ -12,7 +12,7 @@ from .._validation import check_data
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-    from hmrf._typing import MatrixLike
+    from .._typing import MatrixLike
 
 __all__ = ["project_2d"]
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from hmrf._typing import MatrixLike
+    from .._typing import MatrixLike
 
 __all__ = ["Reclusterer", "align_labels"]
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from hmrf.graph import PairwiseGraph
+    from ...graph import PairwiseGraph
 
 __all__ = ["BeliefPropagation", "uniform_edge_appearance"]
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from hmrf.inference.bp.schedules import BPProblem
+    from .schedules import BPProblem
 
 __all__ = ["FactorMessages", "FloodingRounds", "consistent_decode", "uniform_edge_appearance"]
 

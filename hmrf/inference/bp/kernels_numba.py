@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from hmrf.graph import PairwiseGraph
+    from ...graph import PairwiseGraph
 
 __all__ = ["CompiledSequentialMessages", "CompiledFloodingRounds", "MessageFactors", "NodeMessages"]
 

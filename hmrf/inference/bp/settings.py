@@ -34,8 +34,8 @@ from ..polish import check_polish
 from .flooding_numpy import uniform_edge_appearance
 
 if TYPE_CHECKING:
-    from hmrf.graph import PairwiseGraph
-    from hmrf.inference.base import InferenceEngine
+    from ...graph import PairwiseGraph
+    from ..base import InferenceEngine
 
 __all__ = ["BPSettings", "numba_available"]
 

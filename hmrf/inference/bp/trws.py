@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from hmrf.graph import PairwiseGraph
+    from ...graph import PairwiseGraph
 
 __all__ = ["TRWS", "run_trws", "trws_layout", "trws_order", "STALL_WINDOW", "STALL_GAP"]
 
