@@ -103,6 +103,12 @@ class Constraints:
     """
 
     __slots__ = ("_n", "_pairs", "_kind", "_weight", "_cache")
+    # the slots' types, for type checkers (set once, in __init__, by object.__setattr__)
+    _n: int
+    _pairs: np.ndarray
+    _kind: np.ndarray
+    _weight: np.ndarray
+    _cache: dict[str, Any]
 
     def __init__(self, n: int, pairs: ArrayLike, kind: ArrayLike, weight: float | ArrayLike = 1.0, *,
                  conflicts: str = "raise") -> None:
