@@ -158,7 +158,7 @@ def neighborhood_probabilities(similarity: Any) -> np.ndarray:
     return P
 
 
-def normalized_uncertainty(P: ArrayLike) -> NDArray[Any]:
+def normalized_uncertainty(P: ArrayLike) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Entropy, expected number of queries, and their ratio (Xiong et al., eqs. 2–4).
 
     ``H(N | x) = -Σ_i p_i log2 p_i`` (eq. 2, ``0 log 0 = 0``);

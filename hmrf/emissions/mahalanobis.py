@@ -191,7 +191,7 @@ class Mahalanobis(EmissionFamily):
 
     # -------------------------------------------------------------------- costs
     def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None,
-                   params: MahalanobisParams | None = None) -> np.ndarray:
+                   params: EmissionParams | None = None) -> np.ndarray:
         """``||x_i - μ_h||²_{A_h}`` (n, k); ``A = I`` when ``params`` is ``None``."""
         dt = work_dtype(X)
         M = np.asarray(centers, dtype=np.float64)
@@ -292,7 +292,7 @@ class Mahalanobis(EmissionFamily):
         return metric, clipped
 
     def update(self, stats: ClusterStats, params: EmissionParams | None = None, normalizer: str = "constant",
-               context: Any = None) -> MahalanobisParams:
+               context: Any = None) -> EmissionParams:
         """M-step of MPCKMeans (Fig. 1, steps 2b-2c): means, then the metric, safeguarded.
 
         1. Centres: cluster means, the exact minimiser for fixed labels and metric.

@@ -193,7 +193,7 @@ def _fit_twice(estimator, Xs, c) -> float:
     return max(0.0, times[0] - times[1])
 
 
-def warm_up(estimator: Any, X: MatrixLike, y: ArrayLike | None = None, *, n_pairs: int = (40,),
+def warm_up(estimator: Any, X: MatrixLike, y: ArrayLike | None = None, *, n_pairs: Sequence[int] = (40,),
             max_points: int = 2000) -> dict:
     """Fit clones of ``estimator`` on ``X`` so that later fits run warm.
 
@@ -243,7 +243,8 @@ def compare_engines(X: MatrixLike, y: ArrayLike, engines: Any = ("icm", "bp", "l
                     estimator: str = "hmrf-kmeans", emission: str | EmissionFamily | None = None,
                     w: float | None = None, points: Sequence[int] = (0, 10, 25, 50, 100, 200, 400),
                     runs: int = 10, folds: int = 2, bound: Literal["lp", "none"] = "lp",
-                    random_state: int = 0, n_jobs: int | None = None, progress: bool = True) -> CurveTable:
+                    random_state: int = 0, n_jobs: int | None = None,
+                    progress: bool | str = True) -> CurveTable:
     """E-step engines inside one estimator on the protocol of Basu (2005), §4.5.2.
 
     Parameters
@@ -302,7 +303,7 @@ def compare_engines(X: MatrixLike, y: ArrayLike, engines: Any = ("icm", "bp", "l
                           fit_stats=partial(_fit_stats, bound=bound))
 
 
-def summarise_engines(table: Any) -> list:
+def summarise_engines(table: Any) -> list[dict[str, Any]]:
     """One row per (engine, number of constraints) with :data:`SUMMARY_COLUMNS`.
 
     The objective excess compares engines on the same (run, fold, point): the best J
@@ -366,7 +367,7 @@ _PRINTED = (
 )
 
 
-def format_engine_summary(rows: NDArray[np.intp]) -> str:
+def format_engine_summary(rows: list[dict[str, Any]]) -> str:
     """The rows of :func:`summarise_engines` as a text table, one line per (constraints,
     engine), followed by a legend of the columns and each engine's compile time."""
     head = ["constraints", "engine", *(h for h, *_ in _PRINTED)]
@@ -394,7 +395,7 @@ def format_engine_summary(rows: NDArray[np.intp]) -> str:
     return "\n".join(lines)
 
 
-def plot_engine_summary(rows: NDArray[np.intp], path: str | os.PathLike[str] | None = None,
+def plot_engine_summary(rows: list[dict[str, Any]], path: str | os.PathLike[str] | None = None,
                         title: str = "E-step engines") -> Figure:
     """Four panels against the number of constraints: NMI, J excess over the best engine,
     E-step gap to the best bound, and time (E-step solid, whole fit dashed).

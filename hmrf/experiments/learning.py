@@ -242,9 +242,9 @@ def _mask(n, idx):
 
 def learning_curve(make_estimator: Any, X: MatrixLike, y: ArrayLike, supervision: Any = "constraints",
                    points: Any = (0, 100, 200, 300, 400, 500), runs: int = 1, folds: int | None = 10,
-                   test_fraction: float | None = None, noise: float = 0.0,
+                   test_fraction: float | None = None, noise: float | Sequence[float] = 0.0,
                    metrics: Sequence[str] = ("nmi", "pairwise_f", "objective"), random_state: int = 0,
-                   n_jobs: int | None = None, progress: bool = True,
+                   n_jobs: int | None = None, progress: bool | str = True,
                    errors: Literal["raise", "record"] = "raise", prepare: Callable[..., Any] | None = None,
                    fit_stats: Callable[..., Any] | None = None) -> CurveTable:
     """Learning curve of one or more estimators under growing supervision.
