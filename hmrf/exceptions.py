@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import os
-    from typing import Any
 
 __all__ = [
     "InconsistentConstraintsError",
@@ -37,7 +36,8 @@ class InconsistentConstraintsError(ValueError):
         A chain of hard must-links ``(i, ..., j)`` connecting the two points.
     """
 
-    def __init__(self, message: str, pair: Any = None, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, message: str, pair: tuple[int, int] | None = None,
+                 path: str | os.PathLike[str] | None = None) -> None:
         super().__init__(message)
         self.pair = pair
         self.path = path

@@ -34,6 +34,8 @@ from scipy.sparse import csgraph
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["PairwiseGraph", "GraphCache", "CacheKey", "EdgeClasses", "as_graph", "segment_sum",
@@ -394,7 +396,8 @@ class PairwiseGraph:
         return cls(n_nodes, edges, weight, kind)
 
     @classmethod
-    def from_constraints(cls, constraints: Constraints, scale: Any = 1.0) -> PairwiseGraph:
+    def from_constraints(cls, constraints: Constraints,
+                         scale: float | NDArray[np.floating] = 1.0) -> PairwiseGraph:
         """Potts graph of a :class:`~hmrf.Constraints`; edge weight = ``scale * w_ij``.
 
         ``scale`` is a scalar (the ``w`` of PCKMeans) or one factor per constraint
@@ -406,7 +409,7 @@ class PairwiseGraph:
         return cls(constraints.n, constraints.pairs, w, constraints.kind)
 
     @classmethod
-    def from_tables(cls, n_nodes: int, edges: NDArray[np.intp], tables: Any,
+    def from_tables(cls, n_nodes: int, edges: NDArray[np.intp], tables: ArrayLike,
                     table_index: NDArray[Any] | None = None,
                     weight: float | ArrayLike = 1.0) -> PairwiseGraph:
         """Graph of general (k, k) cost tables.
@@ -463,7 +466,7 @@ class PairwiseGraph:
         return cls(n_nodes, np.empty((0, 2), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int8))
 
     @staticmethod
-    def concatenate(graphs: Any) -> PairwiseGraph:
+    def concatenate(graphs: Sequence[PairwiseGraph]) -> PairwiseGraph:
         """Union of the factors of several graphs on the same nodes."""
         graphs = list(graphs)
         n = graphs[0].n_nodes
@@ -579,7 +582,7 @@ class PairwiseGraph:
         return cost[:, 0] if labels.ndim == 1 else cost
 
     def best_per_component(self, unary: NDArray[np.floating],
-                           candidates: Any) -> tuple[np.ndarray, np.ndarray]:
+                           candidates: Sequence[NDArray[np.intp]]) -> tuple[np.ndarray, np.ndarray]:
         """In every connected component, the candidate labelling of lowest energy there
         (:func:`best_per_component`): ``(labels (n,), choice (n_comp,))``."""
         return best_per_component(unary, self, candidates)

@@ -27,6 +27,7 @@ from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .potentials import PairwisePotential, PottsConstraints
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, Literal
 
     import networkx as nx
@@ -153,7 +154,8 @@ class HMRF:
 
 
     def __init__(self, X: MatrixLike, n_clusters: int, emission: str | EmissionFamily = "sqeuclidean",
-                 constraints: Constraints | None = None, w: float = 1.0, potentials: Any = None,
+                 constraints: Constraints | None = None, w: float = 1.0,
+                 potentials: PairwisePotential | Sequence[PairwisePotential] | None = None,
                  normalizer: Literal["constant", "closed_form"] = "constant",
                  clamped: ArrayLike | None = None, *, validated: bool = False) -> None:
         self.emission: EmissionFamily = get_emission(emission)

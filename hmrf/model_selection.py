@@ -238,7 +238,7 @@ class PairwiseClusterer(ClusterMixin, BaseEstimator):
         The pairs it was fitted with.
     """
 
-    def __init__(self, estimator: Any, X: MatrixLike, *,
+    def __init__(self, estimator: BaseEstimator, X: MatrixLike, *,
                  scoring: Literal["pairwise_f", "accuracy"] = "pairwise_f") -> None:
         self.estimator = estimator
         self.X = X if isinstance(X, _Shared) else _Shared(X)
@@ -285,7 +285,7 @@ def _held_out(estimator, pairs):
     return labels[i] == labels[j], P[:, 2] == MUST_LINK
 
 
-def held_out_pairwise_f(estimator: Any, pairs: PairsLike, y: ArrayLike | None = None) -> float:
+def held_out_pairwise_f(estimator: BaseEstimator, pairs: PairsLike, y: ArrayLike | None = None) -> float:
     """Pairwise F-measure of a fitted clustering on held-out pairs: must-link pairs are the
     positives, a pair in one cluster a positive prediction (Basu 2005, eq. 2.5, on the
     given pairs only). A scorer: ``scoring=held_out_pairwise_f`` in ``GridSearchCV``.
@@ -310,7 +310,7 @@ def held_out_pairwise_f(estimator: Any, pairs: PairsLike, y: ArrayLike | None = 
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
-def held_out_accuracy(estimator: Any, pairs: PairsLike, y: ArrayLike | None = None) -> float:
+def held_out_accuracy(estimator: BaseEstimator, pairs: PairsLike, y: ArrayLike | None = None) -> float:
     """Share of held-out pairs a fitted clustering keeps (must-links together, cannot-links
     apart). A scorer for ``GridSearchCV``; 1.0 when there are no pairs."""
     same, must = _held_out(estimator, pairs)
@@ -362,7 +362,8 @@ def _search(estimator, X, constraints, param, values, cv, scoring, random_state,
     return Selection(best, np.asarray(values), scores, std, f"held-out {scoring}", search)
 
 
-def choose_w(estimator: Any, X: MatrixLike, constraints: Constraints, ws: Any = None, *, cv: int = 5,
+def choose_w(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints,
+             ws: Sequence[float] | None = None, *, cv: int = 5,
              scoring: Literal["pairwise_f", "accuracy"] = "pairwise_f", random_state: int | None = None,
              n_jobs: int | None = None) -> Selection:
     """The constraint weight ``w`` with the best held-out score, by cross-validation over
@@ -405,9 +406,9 @@ def _auto_w(estimator, X, constraints) -> float:
     return HMRF(X, 1, emission=emission_of(estimator), constraints=constraints, w="auto").w
 
 
-def choose_k(estimator: Any, X: MatrixLike, constraints: Constraints, ks: Any, *, cv: int = 5,
-             scoring: str = "pairwise_f", random_state: RandomLike = None,
-             n_jobs: Any = None) -> Selection:
+def choose_k(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints, ks: Sequence[int], *,
+             cv: int = 5, scoring: str = "pairwise_f", random_state: RandomLike = None,
+             n_jobs: int | None = None) -> Selection:
     """The number of clusters with the best held-out score, by cross-validation over the
     pairs (as :func:`choose_w`, searching ``n_clusters`` over ``ks``).
 
@@ -437,7 +438,7 @@ def _n_parameters(family, k: int, d: int) -> int:
 
 
 def bic_k(X: MatrixLike, ks: Sequence[int], constraints: Constraints | None = None, *,
-          emission: Literal["sqeuclidean", "cosine"] = "sqeuclidean", estimator: Any = None,
+          emission: Literal["sqeuclidean", "cosine"] = "sqeuclidean", estimator: BaseEstimator | None = None,
           random_state: int | None = None) -> Selection:
     """The number of clusters with the lowest Bayesian information criterion,
 

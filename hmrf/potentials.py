@@ -355,8 +355,8 @@ class TablePotential(PairwisePotential):
     2.0
     """
 
-    def __init__(self, n: int, edges: NDArray[Any], tables: Any, table_index: NDArray[Any] | None = None,
-                 weight: float | ArrayLike = 1.0) -> None:
+    def __init__(self, n: int, edges: NDArray[Any], tables: ArrayLike,
+                 table_index: NDArray[Any] | None = None, weight: float | ArrayLike = 1.0) -> None:
         self._graph = PairwiseGraph.from_tables(n, edges, tables, table_index, weight)
 
     @property

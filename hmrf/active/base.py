@@ -29,9 +29,10 @@ from ..estimators.supervision import emission_of, fit_supervised, neighborhoods_
 from .oracles import BudgetExhausted, Query
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
-    from numpy.typing import NDArray
+    from numpy.typing import ArrayLike, NDArray
     from typing_extensions import Self
 
     from .._typing import MatrixLike
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", "resolve_emission"]
 
 
-def resolve_emission(emission: str | EmissionFamily | None = None, clusterer: Any = None) -> EmissionFamily:
+def resolve_emission(emission: str | EmissionFamily | None = None,
+                     clusterer: BaseEstimator | None = None) -> EmissionFamily:
     """The emission family distances are measured with.
 
     ``emission`` if given (a name or an :class:`~hmrf.emissions.EmissionFamily`), else
@@ -66,7 +68,7 @@ def clusterer_emission(clusterer):
     return None if isinstance(family, Mahalanobis) else family
 
 
-def fit_clusterer(estimator: Any, X: MatrixLike, constraints: Constraints) -> NDArray[Any]:
+def fit_clusterer(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints) -> NDArray[Any]:
     """Fit an estimator with ``constraints`` in the form it accepts; return its labels.
 
     :func:`hmrf.estimators.fit_supervised`: pairwise estimators get
@@ -358,7 +360,7 @@ class ActiveSelector(BaseEstimator):
         return resolve_emission(getattr(self, "emission", None), getattr(self, "clusterer", None))
 
     def fit(self, X: MatrixLike, oracle: Oracle | OracleLike, *, constraints: Constraints | None = None,
-            neighborhoods: Any = None) -> Self:
+            neighborhoods: Sequence[ArrayLike] | None = None) -> Self:
         """Select queries, ask ``oracle`` and record the constraints.
 
         Parameters

@@ -21,14 +21,16 @@ from sklearn.base import ClusterMixin
 from .base import ActiveSelector, _Closure, _State
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
-    from numpy.typing import NDArray
+    from numpy.typing import ArrayLike, NDArray
     from typing_extensions import Self
 
     from .._typing import MatrixLike, RandomLike
     from ..constraints import Constraints
     from ..emissions.base import EmissionFamily
+    from .oracles import OracleLike
 
 __all__ = ["COBRAS"]
 
@@ -168,8 +170,8 @@ class COBRAS(ClusterMixin, ActiveSelector):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= float(v) < np.inf:
             raise ValueError(f"super_instance_weight must be a finite number >= 0; got {v!r}.")
 
-    def fit(self, X: MatrixLike, oracle: Any, *, constraints: Constraints | None = None,
-            neighborhoods: Any = None) -> Self:
+    def fit(self, X: MatrixLike, oracle: OracleLike, *, constraints: Constraints | None = None,
+            neighborhoods: Sequence[ArrayLike] | None = None) -> Self:
         """Cluster ``X`` by asking ``oracle`` (see :meth:`ActiveSelector.fit
         <hmrf.active.ActiveSelector.fit>`); sets ``labels_``."""
         super().fit(X, oracle, constraints=constraints, neighborhoods=neighborhoods)
@@ -177,7 +179,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
         self.n_clusters_ = int(self.labels_.max()) + 1 if self.labels_.size else 0
         return self
 
-    def fit_predict(self, X: MatrixLike, oracle: Any, **kwargs: Any) -> NDArray[np.intp]:
+    def fit_predict(self, X: MatrixLike, oracle: OracleLike, **kwargs: Any) -> NDArray[np.intp]:
         """``fit(X, oracle, **kwargs).labels_``."""
         return self.fit(X, oracle, **kwargs).labels_
 

@@ -39,7 +39,6 @@ from ..constraints import CANNOT_LINK, MUST_LINK, Constraints
 from .oracles import BudgetExhausted, Query, _check_budget
 
 if TYPE_CHECKING:
-    from typing import Any
 
     from .._typing import MatrixLike
     from .base import ActiveSelector
@@ -54,7 +53,7 @@ _KINDS = {
 }
 
 
-def parse_kind(kind: Any) -> int:
+def parse_kind(kind: str | bool | int) -> int:
     """``+1`` (must-link) or ``-1`` (cannot-link) from the ways a caller may say it.
 
     Accepts ``True`` / ``False``, ``+1`` / ``-1`` and the strings ``"must"``,
@@ -322,7 +321,7 @@ class InteractiveSession:
             self._wait()
         return self._pending
 
-    def answer(self, value: Any) -> tuple[int, int] | None:
+    def answer(self, value: bool | None) -> tuple[int, int] | None:
         """Answer the pending query and return the next one (``None``: selection ended).
 
         Parameters
@@ -351,7 +350,7 @@ class InteractiveSession:
         self._wait()
         return self._pending
 
-    def add_constraint(self, i: int, j: int, kind: Any) -> tuple[int, int] | None:
+    def add_constraint(self, i: int, j: int, kind: str | bool | int) -> tuple[int, int] | None:
         """Add a pair of the user's own choosing and restart selection with it.
 
         Parameters

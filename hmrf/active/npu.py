@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from numpy.typing import ArrayLike, NDArray
+    from sklearn.base import BaseEstimator
 
     from .._typing import MatrixLike, RandomLike
     from ..emissions.base import EmissionFamily
@@ -318,7 +319,7 @@ class NPU(ActiveSelector):
 
     def __init__(
         self,
-        clusterer: Any = None,
+        clusterer: BaseEstimator | None = None,
         *,
         n_estimators: int = 50,
         closure: bool = True,

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any
+    from typing import Any, TextIO
 
     from numpy.typing import ArrayLike
 
@@ -266,8 +266,8 @@ class TerminalOracle(Oracle):
         *,
         describe: Callable[..., Any] | None = None,
         feature_names: Sequence[str] | None = None,
-        input: Any = None,
-        output: Any = None,
+        input: TextIO | None = None,
+        output: TextIO | None = None,
         max_retries: int = 5,
     ) -> None:
         super().__init__(budget)

@@ -258,7 +258,7 @@ class HAC(ClusterMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def plot_dendrogram(self, ax: Any = None, **kwargs: Any) -> Axes:
+    def plot_dendrogram(self, ax: Axes | None = None, **kwargs: Any) -> Axes:
         """Draw the fitted tree; see :func:`hmrf.classic.plot_dendrogram`."""
         from .dendrogram import plot_dendrogram
 

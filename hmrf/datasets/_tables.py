@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from .._optional import load
 
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 __all__ = ["DataFileError", "TextTable", "read_text_table", "numeric_columns", "parquet_columns",
            "load_array", "check_exists", "check_finite", "check_unique_ids", "extension", "is_number"]
@@ -38,7 +38,7 @@ class DataFileError(ValueError):
     """
 
     def __init__(self, path: str, message: str, *, row: int | None = None, line: int | None = None,
-                 column: Any = None) -> None:
+                 column: str | int | None = None) -> None:
         self.path, self.row, self.line, self.column = os.fspath(path), row, line, column
         where = []
         if row is not None:

@@ -174,8 +174,8 @@ def thesis_tfidf(documents: Sequence[str], *, min_df: int = 5, max_df: float = 0
     return X, cv.get_feature_names_out()
 
 
-def sample_documents(labels: NDArray[np.str_], texts: Any, classes: Sequence[str], per_class: int | None,
-                     rng: np.random.Generator, *, max_rounds: int = 50,
+def sample_documents(labels: NDArray[np.str_], texts: Sequence[str], classes: Sequence[str],
+                     per_class: int | None, rng: np.random.Generator, *, max_rounds: int = 50,
                      **tfidf_args: Any) -> tuple[sparse.csr_matrix, NDArray[np.int64], NDArray[np.int64]]:
     """Draw ``per_class`` documents of each class and vectorise them (thesis §2.5).
 

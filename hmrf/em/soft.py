@@ -62,7 +62,7 @@ __all__ = ["run_soft_em", "posterior_engine", "POSTERIORS"]
 POSTERIORS = ("mean_field", "bp")
 
 
-def posterior_engine(spec: Any) -> InferenceEngine:
+def posterior_engine(spec: str | InferenceEngine) -> InferenceEngine:
     """The posterior method of soft EM from an estimator's ``inference`` setting.
 
     ``"mean_field"`` (and ``"icm"``, whose sequential coordinate updates mean-field

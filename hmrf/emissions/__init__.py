@@ -9,8 +9,6 @@ family with ``BregmanFamily(phi, grad_phi)``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .base import (
     EmissionFamily,
     EmissionParams,
@@ -27,9 +25,6 @@ from .kl import KL, IDivergence, SmoothedParams
 from .mahalanobis import Mahalanobis, MahalanobisParams
 from .stats import ClusterStats
 from .vmf import VonMisesFisher, log_vmf_normalizer
-
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = [
     "EmissionFamily", "EmissionParams", "BregmanFamily", "SquaredEuclidean", "KL",
@@ -52,7 +47,7 @@ _ALIASES = {
 }
 
 
-def get_emission(spec: Any) -> EmissionFamily:
+def get_emission(spec: str | EmissionFamily) -> EmissionFamily:
     """Resolve an emission family from a name or return a family instance as is."""
     if isinstance(spec, EmissionFamily):
         return spec

@@ -33,12 +33,14 @@ from ..model import HMRF, block_unary
 from .supervision import as_constraints, emission_of
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from numpy.typing import ArrayLike, NDArray
     from typing_extensions import Self
 
     from .._typing import MatrixLike, PairsLike
+    from ..potentials import PairwisePotential
 
 __all__ = ["HMRFClusterMixin"]
 
@@ -190,7 +192,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     # --------------------------------------------------------------------- API
     def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
             cannot_link: PairsLike | None = None, constraints: Constraints | None = None,
-            potentials: Any = None) -> Self:
+            potentials: PairwisePotential | Sequence[PairwisePotential] | None = None) -> Self:
         """Cluster ``X`` under pairwise supervision.
 
         Parameters

@@ -13,7 +13,8 @@ from ..inference.greedy import METHODS, GreedyFeasible
 from .base import HMRFClusterMixin
 
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from collections.abc import Sequence
+    from typing import Literal
 
     from numpy.typing import ArrayLike
     from typing_extensions import Self
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from .._typing import MatrixLike, PairsLike, RandomLike
     from ..constraints import Constraints
     from ..emissions.base import EmissionFamily
+    from ..potentials import PairwisePotential
 
 __all__ = ["COPKMeans"]
 
@@ -115,7 +117,7 @@ class COPKMeans(HMRFClusterMixin):
 
     def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
             cannot_link: PairsLike | None = None, constraints: Constraints | None = None,
-            potentials: Any = None) -> Self:
+            potentials: PairwisePotential | Sequence[PairwisePotential] | None = None) -> Self:
         """Cluster ``X`` with every constraint hard; sets ``assignment_``.
 
         Parameters

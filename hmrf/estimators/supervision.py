@@ -69,7 +69,7 @@ def as_constraints(constraints: Constraints | None = None, must_link: PairsLike 
     return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
 
 
-def emission_of(estimator: Any) -> EmissionFamily:
+def emission_of(estimator: BaseEstimator) -> EmissionFamily:
     """The emission family an HMRF estimator fits with (its ``emission`` parameter, or
     the family it fixes: squared Euclidean for PCKMeans, cosine for SphericalKMeans,
     the learned metric for MPCKMeans), as an :class:`~hmrf.emissions.EmissionFamily`."""
@@ -78,7 +78,7 @@ def emission_of(estimator: Any) -> EmissionFamily:
     return get_emission(estimator._spec_emission())
 
 
-def supervision_kind(estimator: Any) -> str:
+def supervision_kind(estimator: BaseEstimator) -> str:
     """What supervision ``estimator.fit`` takes: ``"constraints"``, ``"labels"`` or ``"none"``.
 
     Parameters
@@ -146,7 +146,7 @@ def _seeds(constraints: Constraints) -> np.ndarray:
     return y
 
 
-def fit_supervised(estimator: Any, X: MatrixLike, supervision: Any = None) -> BaseEstimator:
+def fit_supervised(estimator: BaseEstimator, X: MatrixLike, supervision: Any = None) -> BaseEstimator:
     """Fit ``estimator`` on ``X`` with ``supervision`` in the form it takes.
 
     Parameters

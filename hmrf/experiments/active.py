@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from matplotlib.axes import Axes
     from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
 
     from .._typing import MatrixLike
     from ..active.base import ActiveSelector
@@ -141,7 +142,7 @@ class ActiveCurve(CurveTable):
             lines.append(f"{int(budget):>6}  " + "  ".join(f"{c:>{width}}" for c in cells))
         return "\n".join(lines)
 
-    def plot(self, metric: Any = ("pairwise_f", "nmi"), **kwargs: Any) -> Axes:
+    def plot(self, metric: str | Sequence[str] = ("pairwise_f", "nmi"), **kwargs: Any) -> Axes:
         """:meth:`CurveTable.plot <hmrf.experiments.CurveTable.plot>` of ``metric``
         against the number of queries, titled with the data set, selector and clusterer."""
         kwargs.setdefault("title", f"{self.dataset}: {self.selector} + {self.clusterer} "
@@ -219,7 +220,7 @@ def _one_run(r, seeds, template, clusterer, X, y, budgets, closure, noise, dont_
 
 def active_curve(
     selector: ActiveSelector,
-    clusterer: Any,
+    clusterer: BaseEstimator,
     X: MatrixLike,
     y: ArrayLike | None = None,
     *,

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from matplotlib.figure import Figure
     from numpy.typing import ArrayLike, NDArray
+    from sklearn.base import BaseEstimator
 
     from .._typing import MatrixLike, RandomLike
     from ..emissions.base import EmissionFamily
@@ -140,7 +141,7 @@ def _lp_bound(unary, graph) -> float:
     return float(LPRelaxation().relax(red.unary, red.graph)[1] + red.offset)
 
 
-def estep_stats(estimator: Any, bound: str = "lp") -> dict:
+def estep_stats(estimator: BaseEstimator, bound: str = "lp") -> dict:
     """E-step statistics of a fitted estimator whose engine is a :class:`RecordingEngine`.
 
     Returns ``n_estep``, ``estep_time`` (s; NaN when the engine never ran),
@@ -193,8 +194,8 @@ def _fit_twice(estimator, Xs, c) -> float:
     return max(0.0, times[0] - times[1])
 
 
-def warm_up(estimator: Any, X: MatrixLike, y: ArrayLike | None = None, *, n_pairs: Sequence[int] = (40,),
-            max_points: int = 2000) -> dict:
+def warm_up(estimator: BaseEstimator, X: MatrixLike, y: ArrayLike | None = None, *,
+            n_pairs: Sequence[int] = (40,), max_points: int = 2000) -> dict:
     """Fit clones of ``estimator`` on ``X`` so that later fits run warm.
 
     The first fit in a process imports modules and compiles (or loads from numba's disk

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from numpy.typing import ArrayLike, NDArray
+    from sklearn.base import BaseEstimator
 
     from .._typing import MatrixLike
 
@@ -240,9 +241,10 @@ def _mask(n, idx):
     return m
 
 
-def learning_curve(make_estimator: Any, X: MatrixLike, y: ArrayLike, supervision: Any = "constraints",
-                   points: Any = (0, 100, 200, 300, 400, 500), runs: int = 1, folds: int | None = 10,
-                   test_fraction: float | None = None, noise: float | Sequence[float] = 0.0,
+def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, y: ArrayLike,
+                   supervision: Any = "constraints", points: Sequence[int] = (0, 100, 200, 300, 400, 500),
+                   runs: int = 1, folds: int | None = 10, test_fraction: float | None = None,
+                   noise: float | Sequence[float] = 0.0,
                    metrics: Sequence[str] = ("nmi", "pairwise_f", "objective"), random_state: int = 0,
                    n_jobs: int | None = None, progress: bool | str = True,
                    errors: Literal["raise", "record"] = "raise", prepare: Callable[..., Any] | None = None,

@@ -17,7 +17,7 @@ from .._optional import load
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
     from typing import Any, Literal
 
     from matplotlib.axes import Axes
@@ -77,7 +77,7 @@ class CurveTable:
     records : iterable of dict
     """
 
-    def __init__(self, records: Any = ()) -> None:
+    def __init__(self, records: Iterable[dict[str, Any]] = ()) -> None:
         self.records = [dict(r) for r in records]
 
     def __len__(self):
@@ -176,7 +176,7 @@ class CurveTable:
                  for line in [head, *body])
         return "\n".join(lines)
 
-    def compare(self, a: Any, b: Any, metric: Any = "nmi") -> list:
+    def compare(self, a: str, b: str, metric: str = "nmi") -> list:
         """Paired comparison of estimators ``a`` and ``b`` at every (point, noise).
 
         Pairs the fits of the same (run, fold) (same split and supervision). Returns per
@@ -209,8 +209,8 @@ class CurveTable:
                              ties=int((d == 0).sum()), p_value=p))
         return rows
 
-    def plot(self, metric: Any = "nmi", *, x: Literal["point", "noise"] | None = None, ax: Axes | None = None,
-             band: Literal["std", "sem"] = "std", title: str | None = None,
+    def plot(self, metric: str | Sequence[str] = "nmi", *, x: Literal["point", "noise"] | None = None,
+             ax: Axes | None = None, band: Literal["std", "sem"] = "std", title: str | None = None,
              path: str | os.PathLike[str] | None = None) -> Axes:
         """Mean curve of each metric per estimator, with a ±std (or ±sem) band.
 

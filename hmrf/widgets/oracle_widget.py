@@ -19,12 +19,15 @@ import traitlets
 from .oracle_model import OracleModel
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from numpy.typing import ArrayLike
 
     from .._typing import MatrixLike
+    from ..active.oracles import OracleLike
 
 __all__ = ["OracleWidget"]
 
@@ -115,15 +118,15 @@ class OracleWidget(anywidget.AnyWidget):
         self._sync()
 
     # --------------------------------------------------------------- actions
-    def answer(self, value: Any) -> None:
+    def answer(self, value: bool | None) -> None:
         """Answer the pending query: True (must-link), False (cannot-link), None (don't know)."""
         self._act(self.model.answer, value)
 
-    def add_pair(self, i: int, j: int, kind: Any) -> None:
+    def add_pair(self, i: int, j: int, kind: str | bool | int) -> None:
         """Add a pair of one's own, ``kind`` ``"must"`` or ``"cannot"``."""
         self._act(self.model.add_pair, i, j, kind)
 
-    def play(self, oracle: Any, n_answers: int | None = None) -> int:
+    def play(self, oracle: OracleLike, n_answers: int | None = None) -> int:
         """Let ``oracle`` (e.g. a :class:`~hmrf.active.LabelOracle`) answer, redrawing each time."""
         given = 0
         while self.model.query is not None and (n_answers is None or given < n_answers):
@@ -133,7 +136,7 @@ class OracleWidget(anywidget.AnyWidget):
             self._sync()
         return given
 
-    def plot(self, axes: Any = None) -> Figure:
+    def plot(self, axes: Axes | Sequence[Axes] | None = None) -> Figure:
         """A matplotlib picture of the current state (:func:`~hmrf.widgets.plot_oracle`)."""
         from .plot import plot_oracle
 

@@ -10,8 +10,10 @@ from .._optional import load
 from ..constraints import MUST_LINK
 
 if TYPE_CHECKING:
-    from typing import Any
 
+    from collections.abc import Sequence
+
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from .oracle_model import OracleModel
@@ -26,7 +28,7 @@ MUST_LINK_COLOR = "#1a9850"
 CANNOT_LINK_COLOR = "#d73027"
 
 
-def plot_oracle(model: OracleModel | OracleWidget, axes: Any = None) -> Figure:
+def plot_oracle(model: OracleModel | OracleWidget, axes: Axes | Sequence[Axes] | None = None) -> Figure:
     """Draw the clustering, the constraints and the learning curve of an oracle session.
 
     Points are coloured by cluster; must-links are green and cannot-links red lines,

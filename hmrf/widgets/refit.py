@@ -11,9 +11,9 @@ from ..active.base import fit_clusterer
 from ..constraints import Constraints
 
 if TYPE_CHECKING:
-    from typing import Any
 
     from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
 
     from .._typing import MatrixLike
 
@@ -98,7 +98,8 @@ class Reclusterer:
         Wall time of the last fit.
     """
 
-    def __init__(self, estimator: Any, X: MatrixLike, *, warm_start: bool = True, max_iter: int = 10) -> None:
+    def __init__(self, estimator: BaseEstimator, X: MatrixLike, *, warm_start: bool = True,
+                 max_iter: int = 10) -> None:
         if not callable(getattr(estimator, "fit", None)):
             raise TypeError(f"estimator must have a fit method; got {type(estimator).__name__}.")
         if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
