@@ -1,4 +1,4 @@
-"""AlphaExpansion against GCO's α-expansion on large must-link E-steps (issue 17).
+"""AlphaExpansion against GCO's α-expansion on large must-link E-steps: time and energy.
 
 GCO (Boykov, Veksler & Zabih's C++ library, through ``gco-wrapper``) is the field's
 reference α-expansion; it is a benchmark-only dependency, never imported by ``hmrf``

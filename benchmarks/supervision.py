@@ -8,11 +8,11 @@ from them for Seeded-KMeans), the mean NMI over ``--runs`` runs with 0, 100, 500
 ``KMeans(n_init=10)`` (on text: the L2-normalised TF-IDF the loaders return). NMI is
 measured on all points.
 
-The targets (issue 21) are checked and printed: more constraints never lower an
+The targets are checked and printed: more constraints never lower an
 estimator's mean NMI by more than 0.01; with 500 pairs every pairwise estimator
 (HMRF-KMeans, PCKMeans, MPCKMeans; COP-KMeans where it finds a labelling) is at least
 KMeans(n_init=10); without constraints within 0.01 of it; the synthetic set at NMI >=
-0.99 for PCKMeans and MPCKMeans (also with 10,000 pairs, the case of the issue).
+0.99 for PCKMeans and MPCKMeans (also with 10,000 pairs).
 
     python benchmarks/supervision.py                # the full table -> docs/results/supervision.md
     python benchmarks/supervision.py --quick        # 3 runs, small sets: for iteration (no file)

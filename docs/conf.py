@@ -107,7 +107,12 @@ autosummary_generate = True
 shutil.rmtree(os.path.join(os.path.dirname(os.path.abspath(__file__)), "api", "generated"),
               ignore_errors=True)
 autosummary_imported_members = False
-autodoc_typehints = "none"  # numpydoc docstrings carry the types
+# The annotations (PEP 484; the package ships py.typed) show in the signatures; the
+# numpydoc sections keep the prose types with shapes ("ndarray (n, k)"). Names a module
+# imports only under TYPE_CHECKING stay as written ("NDArray[np.intp]", "MatrixLike");
+# nitpick_ignore_regex below lists them.
+autodoc_typehints = "signature"
+autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 numpydoc_show_class_members = False  # members come from the autosummary templates
@@ -130,6 +135,15 @@ nitpick_ignore_regex = [
     # the standard library (base classes shown by show-inheritance, a module reference)
     (r"py:.*", r"(object|Exception|ValueError|TypeError|RuntimeError|UserWarning|"
                r"RuntimeWarning|ImportError|abc\.ABC|typing\.\w+|importlib\.metadata)"),
+    # names annotations import only for type checking (typing.TYPE_CHECKING), so autodoc
+    # sees them as written: numpy.typing's, SciPy's sparse classes, Dask, matplotlib,
+    # pgmpy and scikit-learn types, the standard library's, and hmrf's own aliases
+    # (MatrixLike, PairsLike, RandomLike, defined in the private hmrf._typing) and the
+    # TypeVar of hmrf.graph's typed cache
+    (r"py:class", r"(NDArray|ArrayLike|DTypeLike|MatrixLike|PairsLike|RandomLike|sparse\..*|"
+                  r"da\..*|dask\..*|Axes|Figure|BaseEstimator|DiscreteMarkovNetwork|FactorGraph|"
+                  r"ModuleType|Path|os\.PathLike|argparse\..*|collections\.abc\..*|t\.Any|"
+                  r"hmrf\.graph\.T)"),
     # names in hmrf's private modules (a leading underscore): implementation details,
     # deliberately not in the reference; a docstring may still name them
     (r"py:.*", r"hmrf(\.\w+)*\._\w+.*"),

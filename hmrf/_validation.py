@@ -8,15 +8,19 @@ Nothing here modifies its input: conversions return new arrays when they must.
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
+if TYPE_CHECKING:
+    from ._typing import MatrixLike
+
 __all__ = ["check_data", "check_dense", "check_n_clusters", "check_partial_labels", "as_float_array_1d",
-           "check_random_state", "is_dask_collection", "first_negative", "convert_data"]
+           "check_random_state", "is_dask_collection", "check_nonnegative", "convert_data"]
 
 
-def is_dask_collection(X) -> bool:
+def is_dask_collection(X: MatrixLike) -> bool:
     """Whether ``X`` is a Dask collection (array, data frame, ...), decided from its type's
     module so that Dask is not imported to ask."""
     return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
@@ -160,18 +164,20 @@ def convert_data(X, keep_float32: bool = True):
     return np.asarray(X, dtype=_work_dtype(np.asarray(X), keep_float32))
 
 
-def first_negative(X):
-    """``(row, column, value)`` of the first negative entry of dense or sparse ``X``, or
-    ``None`` (for the error messages of families and estimators that need counts)."""
+def check_nonnegative(X, need: str, name: str = "X") -> None:
+    """Raise ``ValueError("{need}; {name}[r, c] = v.")`` at the first negative entry of
+    dense or sparse ``X`` (the families and estimators that need counts say what in
+    ``need``)."""
     data = X.data if sp.issparse(X) else X
     if not data.size or data.min() >= 0:
-        return None
+        return
     if sp.issparse(X):
         k = int(np.argmin(X.data))
-        r = int(np.searchsorted(X.indptr, k, side="right") - 1)
-        return r, int(X.indices[k]), X.data[k]
-    r, c = (int(t) for t in np.argwhere(X < 0)[0])
-    return r, c, X[r, c]
+        r, c, v = int(np.searchsorted(X.indptr, k, side="right") - 1), int(X.indices[k]), X.data[k]
+    else:
+        r, c = (int(t) for t in np.argwhere(X < 0)[0])
+        v = X[r, c]
+    raise ValueError(f"{need}; {name}[{r}, {c}] = {v}.")
 
 
 def check_n_clusters(n_clusters, n_samples: int, name: str = "n_clusters") -> int:

@@ -12,6 +12,7 @@ so a 10^5-point must-link chain is as easy as a 5-point one.
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,6 +30,15 @@ from ._pairs import (
     resolve_conflicts,
 )
 from ._validation import check_random_state
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    import networkx as nx
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
+
+    from ._typing import PairsLike, RandomLike
 
 __all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK", "check_constraints"]
 
@@ -93,8 +103,15 @@ class Constraints:
     """
 
     __slots__ = ("_n", "_pairs", "_kind", "_weight", "_cache")
+    # the slots' types, for type checkers (set once, in __init__, by object.__setattr__)
+    _n: int
+    _pairs: np.ndarray
+    _kind: np.ndarray
+    _weight: np.ndarray
+    _cache: dict[str, Any]
 
-    def __init__(self, n, pairs, kind, weight=1.0, *, conflicts: str = "raise"):
+    def __init__(self, n: int, pairs: ArrayLike, kind: ArrayLike, weight: float | ArrayLike = 1.0, *,
+                 conflicts: str = "raise") -> None:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
             raise ValueError(f"n must be a non-negative integer; got {n!r}.")
         n = int(n)
@@ -143,7 +160,9 @@ class Constraints:
 
     # -------------------------------------------------------------- constructors
     @classmethod
-    def from_pairs(cls, must_link=None, cannot_link=None, n=None, weight=1.0, *, conflicts="raise"):
+    def from_pairs(cls, must_link: PairsLike | None = None, cannot_link: PairsLike | None = None,
+                   n: int | None = None, weight: float | ArrayLike = 1.0, *,
+                   conflicts: str = "raise") -> Constraints:
         """Build from lists of must-link and cannot-link pairs.
 
         Parameters
@@ -184,7 +203,7 @@ class Constraints:
         return cls(int(n), np.vstack([ml, cl]), kind, w, conflicts=conflicts)
 
     @classmethod
-    def from_labels(cls, y, weight=1.0, *, pairs: str = "all"):
+    def from_labels(cls, y: ArrayLike, weight: float | ArrayLike = 1.0, *, pairs: str = "all") -> Constraints:
         """Constraints implied by partial labels (``-1`` = unlabelled).
 
         Parameters
@@ -236,7 +255,8 @@ class Constraints:
         return cls(n, pr, kind, weight)
 
     @classmethod
-    def from_metric_learn(cls, pairs, y, n=None, weight=1.0, *, conflicts="raise"):
+    def from_metric_learn(cls, pairs: PairsLike, y: ArrayLike | None, n: int | None = None,
+                          weight: float | ArrayLike = 1.0, *, conflicts: str = "raise") -> Self:
         """Build from metric-learn's pair format: ``pairs`` (m, 2) indices and ``y`` in {-1, +1}.
 
         ``y = +1`` is a similar pair (must-link), ``y = -1`` dissimilar (cannot-link).
@@ -253,7 +273,8 @@ class Constraints:
         return cls(n, pr, lab.astype(np.int8), weight, conflicts=conflicts)
 
     @classmethod
-    def from_networkx(cls, graph, n=None, kind="kind", weight="weight", *, conflicts="raise"):
+    def from_networkx(cls, graph: nx.Graph, n: int | None = None, kind: str = "kind",
+                      weight: str = "weight", *, conflicts: str = "raise") -> Self:
         """Build from a networkx graph whose edges carry a constraint kind.
 
         Parameters
@@ -291,7 +312,8 @@ class Constraints:
         return cls(n, pr, np.asarray(kinds, dtype=np.int8), w, conflicts=conflicts)
 
     @classmethod
-    def sample_from_labels(cls, y, n_pairs, rng=None, *, among=None, weight=1.0):
+    def sample_from_labels(cls, y: ArrayLike, n_pairs: int, rng: RandomLike = None, *,
+                           among: ArrayLike | None = None, weight: float | ArrayLike = 1.0) -> Self:
         """Random labelled pairs, the supervision of the thesis's experiments (§4.5.2).
 
         Draws ``n_pairs`` distinct pairs uniformly among the points ``among`` (default:
@@ -346,7 +368,8 @@ class Constraints:
         return cls(n, pairs, kind, weight)
 
     @classmethod
-    def grid(cls, shape, connectivity: int = 4, weight=1.0, *, image=None, beta=None) -> Constraints:
+    def grid(cls, shape: tuple[int, int], connectivity: int = 4, weight: float | ArrayLike = 1.0, *,
+             image: ArrayLike | None = None, beta: float | None = None) -> Constraints:
         """Soft must-links between neighbouring pixels of an image: the Potts smoothness
         prior of MRF image segmentation, as HMRF constraints.
 
@@ -432,7 +455,7 @@ class Constraints:
         return cls._from_validated(h * w, pairs, np.full(pairs.shape[0], MUST_LINK, dtype=np.int8), wt)
 
     @classmethod
-    def empty(cls, n):
+    def empty(cls, n: int) -> Self:
         """No constraints on ``n`` points."""
         return cls(n, np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.int8), 1.0)
 
@@ -589,7 +612,7 @@ class Constraints:
         groups.sort(key=lambda g: (-g.shape[0], int(g[0])))
         return groups
 
-    def neighborhood_layout(self, *, include_singletons: bool = False):
+    def neighborhood_layout(self, *, include_singletons: bool = False) -> tuple[NDArray[Any], NDArray[Any]]:
         """Neighbourhoods as flat arrays, in the order of :meth:`neighborhoods` (largest
         first, ties by first member), without a list of arrays.
 
@@ -637,7 +660,7 @@ class Constraints:
         q = np.sort(np.column_stack([a[ok], b[ok]]), axis=1)
         return np.unique(q, axis=0) if q.size else np.empty((0, 2), dtype=np.int64)
 
-    def closure(self, weight=1.0, *, max_pairs: int = 10**7) -> Constraints:
+    def closure(self, weight: float | ArrayLike = 1.0, *, max_pairs: int = 10**7) -> Constraints:
         """All constraints implied by transitivity (Basu, Bilenko & Mooney 2004, §3.1).
 
         Must-links between every two points of a neighbourhood and cannot-links between
@@ -700,7 +723,7 @@ class Constraints:
                           shape=(self._n, self._n))
         return a.tocsr()
 
-    def violations(self, labels) -> np.ndarray:
+    def violations(self, labels: NDArray[np.intp]) -> np.ndarray:
         """Boolean mask (m,) of the constraints a labelling violates."""
         labels = np.asarray(labels)
         if labels.shape != (self._n,):
@@ -708,7 +731,7 @@ class Constraints:
         same = labels[self._pairs[:, 0]] == labels[self._pairs[:, 1]]
         return np.where(self._kind == MUST_LINK, ~same, same)
 
-    def subset(self, indices) -> Constraints:
+    def subset(self, indices: NDArray[np.intp]) -> Constraints:
         """Constraints among ``indices`` only, re-indexed to ``0..len(indices)-1``."""
         idx = as_index_array(indices, "indices")
         if idx.size and (idx.min() < 0 or idx.max() >= self._n):
@@ -724,17 +747,17 @@ class Constraints:
         pairs = np.column_stack([a[keep], b[keep]])
         return Constraints(idx.shape[0], pairs, self._kind[keep], self._weight[keep])
 
-    def select(self, mask) -> Constraints:
+    def select(self, mask: ArrayLike | None) -> Constraints:
         """The constraints where ``mask`` (m,) is true, on the same points."""
         mask = np.asarray(mask, dtype=bool)
         return Constraints._from_validated(self._n, self._pairs[mask], self._kind[mask], self._weight[mask])
 
-    def with_weight(self, weight) -> Constraints:
+    def with_weight(self, weight: float) -> Constraints:
         """Same pairs with new weights (scalar or (m,))."""
         w = check_weights(weight, len(self), "weight")
         return Constraints(self._n, self._pairs, self._kind, w)
 
-    def to_networkx(self):
+    def to_networkx(self) -> nx.MultiGraph:
         """The constraint graph as a :class:`networkx.MultiGraph`.
 
         Nodes ``0..n-1``; one edge per constraint with key ``"must_link"`` or
@@ -750,7 +773,7 @@ class Constraints:
         return g
 
 
-def check_constraints(constraints, n=None) -> None:
+def check_constraints(constraints: Constraints | None, n: int | None = None) -> None:
     """A ``TypeError`` unless ``constraints`` is a :class:`Constraints`, a ``ValueError``
     unless it is on ``n`` points (when ``n`` is given): the check of supervision given to
     an estimator or an :class:`~hmrf.HMRF`."""

@@ -6,6 +6,11 @@ so that a user never has to read a NumPy traceback to find the problem.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import os
+
 __all__ = [
     "InconsistentConstraintsError",
     "InfeasibleError",
@@ -31,7 +36,8 @@ class InconsistentConstraintsError(ValueError):
         A chain of hard must-links ``(i, ..., j)`` connecting the two points.
     """
 
-    def __init__(self, message: str, pair=None, path=None):
+    def __init__(self, message: str, pair: tuple[int, int] | None = None,
+                 path: str | os.PathLike[str] | None = None) -> None:
         super().__init__(message)
         self.pair = pair
         self.path = path
@@ -49,7 +55,7 @@ class InfeasibleError(ValueError):
         Index of the point that could not be placed.
     """
 
-    def __init__(self, message: str, point=None):
+    def __init__(self, message: str, point: int | None = None) -> None:
         super().__init__(message)
         self.point = point
 

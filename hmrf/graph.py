@@ -25,13 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["PairwiseGraph", "GraphCache", "CacheKey", "EdgeClasses", "as_graph", "segment_sum",
            "independent_sets", "best_per_component"]
@@ -54,7 +59,8 @@ def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray
     return np.asarray(out)
 
 
-def independent_sets(n_nodes: int, edges: np.ndarray, rng=None) -> list[np.ndarray]:
+def independent_sets(n_nodes: int, edges: np.ndarray,
+                     rng: np.random.Generator | None = None) -> list[np.ndarray]:
     """Partition nodes into independent sets (a proper colouring), Luby-style.
 
     Every round selects the remaining nodes whose priority beats all their remaining
@@ -107,8 +113,9 @@ def independent_sets(n_nodes: int, edges: np.ndarray, rng=None) -> list[np.ndarr
     return sets
 
 
-def best_per_component(unary, graph: PairwiseGraph, candidates, comp=None,
-                       n_comp=None) -> tuple[np.ndarray, np.ndarray]:
+def best_per_component(unary: NDArray[Any], graph: PairwiseGraph, candidates: NDArray[Any],
+                       comp: NDArray[Any] | None = None,
+                       n_comp: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Combine candidate labellings component by component, keeping the cheapest part.
 
     The E-step energy is a sum over connected components,
@@ -249,7 +256,7 @@ class GraphCache:
 
     __slots__ = ("_entries",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._entries: dict[CacheKey, object] = {}
 
     def get(self, key: CacheKey, build: Callable[[], T]) -> T:
@@ -268,7 +275,7 @@ class GraphCache:
         """The keys of the entries built so far."""
         return list(self._entries)
 
-    def reweighted(self, weight) -> GraphCache:
+    def reweighted(self, weight: float | NDArray[np.floating]) -> GraphCache:
         """The cache of the same edges under the weights ``weight`` (the contract above)."""
         out = GraphCache()
         for key, value in self._entries.items():
@@ -383,12 +390,14 @@ class PairwiseGraph:
 
     # ------------------------------------------------------------- constructors
     @classmethod
-    def potts(cls, n_nodes, edges, weight, kind) -> PairwiseGraph:
+    def potts(cls, n_nodes: int, edges: ArrayLike, weight: float | ArrayLike,
+              kind: int | ArrayLike) -> PairwiseGraph:
         """Potts-only graph (kind +1 / -1 per edge)."""
         return cls(n_nodes, edges, weight, kind)
 
     @classmethod
-    def from_constraints(cls, constraints: Constraints, scale=1.0) -> PairwiseGraph:
+    def from_constraints(cls, constraints: Constraints,
+                         scale: float | NDArray[np.floating] = 1.0) -> PairwiseGraph:
         """Potts graph of a :class:`~hmrf.Constraints`; edge weight = ``scale * w_ij``.
 
         ``scale`` is a scalar (the ``w`` of PCKMeans) or one factor per constraint
@@ -400,7 +409,9 @@ class PairwiseGraph:
         return cls(constraints.n, constraints.pairs, w, constraints.kind)
 
     @classmethod
-    def from_tables(cls, n_nodes, edges, tables, table_index=None, weight=1.0) -> PairwiseGraph:
+    def from_tables(cls, n_nodes: int, edges: NDArray[np.intp], tables: ArrayLike,
+                    table_index: NDArray[Any] | None = None,
+                    weight: float | ArrayLike = 1.0) -> PairwiseGraph:
         """Graph of general (k, k) cost tables.
 
         Parameters
@@ -427,7 +438,7 @@ class PairwiseGraph:
         w = np.broadcast_to(np.asarray(weight, dtype=np.float64), (m,)).copy()
         return cls(n_nodes, edges, w, np.zeros(m, dtype=np.int8), tables, table_index)
 
-    def with_weights(self, weight) -> PairwiseGraph:
+    def with_weights(self, weight: float) -> PairwiseGraph:
         """The same factors with the edge weights ``weight`` (m,), sharing the edges, kinds,
         tables and the structural caches of this graph (:class:`GraphCache`): what a
         potential whose penalties change after every M-step hands the engines, so that
@@ -451,11 +462,11 @@ class PairwiseGraph:
         return g
 
     @classmethod
-    def empty(cls, n_nodes) -> PairwiseGraph:
+    def empty(cls, n_nodes: int) -> PairwiseGraph:
         return cls(n_nodes, np.empty((0, 2), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int8))
 
     @staticmethod
-    def concatenate(graphs) -> PairwiseGraph:
+    def concatenate(graphs: Sequence[PairwiseGraph]) -> PairwiseGraph:
         """Union of the factors of several graphs on the same nodes."""
         graphs = list(graphs)
         n = graphs[0].n_nodes
@@ -533,7 +544,7 @@ class PairwiseGraph:
         return out
 
     # ------------------------------------------------------------------- energies
-    def edge_costs(self, labels) -> np.ndarray:
+    def edge_costs(self, labels: NDArray[np.intp]) -> np.ndarray:
         """Cost of every factor under ``labels``, shape (m,)."""
         labels = np.asarray(labels)
         a, b = labels[self.edges[:, 0]], labels[self.edges[:, 1]]
@@ -550,18 +561,18 @@ class PairwiseGraph:
                 cost[tab] = np.where(w == 0, 0.0, w * t)
         return cost
 
-    def pairwise_energy(self, labels) -> float:
+    def pairwise_energy(self, labels: NDArray[np.intp]) -> float:
         """Sum of the pairwise factors under ``labels``."""
         return float(self.edge_costs(labels).sum()) if self.n_edges else 0.0
 
-    def energy(self, labels, unary) -> float:
+    def energy(self, labels: NDArray[np.intp], unary: NDArray[np.floating]) -> float:
         """Total E-step energy ``sum_i U[i, y_i] + sum_e cost_e`` (summed in float64)."""
         labels = np.asarray(labels)
         unary = np.asarray(unary)
         u = float(unary[np.arange(unary.shape[0]), labels].sum(dtype=np.float64))
         return u + self.pairwise_energy(labels)
 
-    def component_energies(self, unary, labels) -> np.ndarray:
+    def component_energies(self, unary: NDArray[np.floating], labels: NDArray[np.intp]) -> np.ndarray:
         """``E_c(y) = sum_{i in c} U[i, y_i] + sum_{e in c} cost_e(y)`` of every connected
         component ``c`` (:meth:`components`): shape (n_comp,) for one labelling (n,),
         (n_comp, R) for R labellings (R, n). Their sum is :meth:`energy`."""
@@ -570,7 +581,8 @@ class PairwiseGraph:
         cost = _component_energies(np.asarray(unary), self, np.atleast_2d(labels), comp, n_comp)
         return cost[:, 0] if labels.ndim == 1 else cost
 
-    def best_per_component(self, unary, candidates) -> tuple[np.ndarray, np.ndarray]:
+    def best_per_component(self, unary: NDArray[np.floating],
+                           candidates: Sequence[NDArray[np.intp]]) -> tuple[np.ndarray, np.ndarray]:
         """In every connected component, the candidate labelling of lowest energy there
         (:func:`best_per_component`): ``(labels (n,), choice (n_comp,))``."""
         return best_per_component(unary, self, candidates)
@@ -610,7 +622,7 @@ class PairwiseGraph:
 
         return self.cache.get(CONSTRAINED, build)
 
-    def subgraph(self, nodes) -> PairwiseGraph:
+    def subgraph(self, nodes: NDArray[np.intp]) -> PairwiseGraph:
         """Factors among ``nodes`` only, re-indexed to ``0..len(nodes)-1``."""
         nodes = np.asarray(nodes, dtype=np.int64)
         if self.n_nodes <= _DENSE_INDEX * self.edges.size:  # a table of positions is cheap
@@ -631,7 +643,7 @@ class PairwiseGraph:
         return f"PairwiseGraph(n_nodes={self.n_nodes}, must_link={ml}, cannot_link={cl}, table={tb})"
 
 
-def as_graph(graph, n_nodes: int | None = None) -> PairwiseGraph:
+def as_graph(graph: PairwiseGraph, n_nodes: int | None = None) -> PairwiseGraph:
     """Accept a :class:`PairwiseGraph`, a :class:`~hmrf.Constraints` or ``None``."""
     if graph is None:
         if n_nodes is None:

@@ -38,6 +38,8 @@ one, and k-means++ keeps one (n,) distance vector plus a block of candidates.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -45,6 +47,15 @@ from ._blocks import row_blocks
 from ._validation import check_random_state
 from .constraints import Constraints
 from .emissions.base import EmissionFamily
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from numpy.typing import NDArray
+    from scipy import sparse
+
+    from ._typing import MatrixLike
 
 __all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS",
            "centers_from_constraints", "kmeanspp_candidates", "neighborhood_representatives",
@@ -66,7 +77,8 @@ def _global_mean(X) -> np.ndarray:
     return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
 
 
-def neighborhood_centroids(X, hoods: list[np.ndarray]):
+def neighborhood_centroids(X: MatrixLike,
+                           hoods: list[np.ndarray]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Centroid and size of each neighbourhood (one sparse indicator product for all)."""
     if not hoods:
         return np.empty((0, X.shape[1])), np.empty(0)
@@ -93,7 +105,8 @@ def _neighbourhood_groups(constraints: Constraints, include_singletons: bool):
     return members, np.repeat(np.arange(sizes.size), sizes), int(sizes.size)
 
 
-def weighted_farthest_first(centroids, sizes, k, family: EmissionFamily, rng=None) -> np.ndarray:
+def weighted_farthest_first(centroids: NDArray[Any], sizes: NDArray[Any], k: int, family: EmissionFamily,
+                            rng: np.random.Generator | None = None) -> np.ndarray:
     """Indices of ``k`` neighbourhoods by weighted farthest-first traversal.
 
     Starts from the largest neighbourhood; each next pick maximises
@@ -134,7 +147,7 @@ def _min_divergence(X, centers, family, data) -> np.ndarray:
     return out
 
 
-def kmeanspp_candidates(closest, trials: int, rng) -> np.ndarray:
+def kmeanspp_candidates(closest: Any, trials: int, rng: np.random.Generator) -> np.ndarray:
     """``trials`` candidate rows for the next k-means++ centre, drawn with probability
     proportional to ``closest`` (each row's divergence to its nearest centre; Arthur &
     Vassilvitskii 2007), uniformly when those are all zero or not finite."""
@@ -174,7 +187,8 @@ def _kmeanspp(X, m, centers, family, rng, represent=None) -> np.ndarray:
     return np.vstack([centers, *picked])
 
 
-def distinct_representatives(X, rows, represented, chosen) -> np.ndarray:
+def distinct_representatives(X: MatrixLike, rows: NDArray[np.intp], represented: Any,
+                             chosen: Any) -> np.ndarray:
     """``represented`` (the centres ``rows`` seed), with the rows themselves where the
     centre repeats one already ``chosen`` (a list of (c, d) arrays): a neighbourhood
     seeds at most one centre, and a further draw from it seeds the point drawn."""
@@ -186,7 +200,9 @@ def distinct_representatives(X, rows, represented, chosen) -> np.ndarray:
     return represented
 
 
-def neighborhood_representatives(X, members, group, centroids):
+def neighborhood_representatives(X: MatrixLike, members: NDArray[np.intp], group: NDArray[np.intp],
+                                 centroids: NDArray[np.floating],
+                                 ) -> Callable[[NDArray[np.intp]], NDArray[np.floating]]:
     """``represent(rows) -> (len(rows), d)``: each row itself, or for a member of a
     neighbourhood (``members`` with their ``group``) that neighbourhood's centroid."""
     order = np.argsort(members, kind="stable")
@@ -224,8 +240,9 @@ def _cannot_linked_to_all(constraints: Constraints, members, group, n_groups) ->
     return int(full[0]) if full.size else None
 
 
-def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Constraints | None = None,
-                    method="neighborhoods", rng=None) -> np.ndarray:
+def initial_centers(X: NDArray[Any] | sparse.csr_matrix, n_clusters: int, family: EmissionFamily,
+                    constraints: Constraints | None = None, method: str = "neighborhoods",
+                    rng: np.random.Generator | None = None) -> np.ndarray:
     """Initial centre vectors (k, d), before the family projects them into its domain.
 
     Parameters
@@ -264,7 +281,9 @@ def initial_centers(X, n_clusters: int, family: EmissionFamily, constraints: Con
     return centers_from_constraints(X, k, family, constraints, method, rng, _group_centroids, _kmeanspp)
 
 
-def centers_from_constraints(X, k, family, constraints, method, rng, group_centroids, kmeanspp):
+def centers_from_constraints(X: MatrixLike, k: int, family: EmissionFamily, constraints: Constraints | None,
+                             method: str, rng: np.random.Generator, group_centroids: Any,
+                             kmeanspp: Any) -> NDArray[np.floating]:
     """The neighbourhood-based rules of :func:`initial_centers` (module docstring), with
     the two steps that read the data passed in: ``group_centroids(X, members, group,
     n_groups) -> (centroids, sizes)`` and ``kmeanspp(X, m, centers, family, rng,
@@ -296,7 +315,9 @@ def centers_from_constraints(X, k, family, constraints, method, rng, group_centr
     return kmeanspp(X, k - lam, cents, family, rng)
 
 
-def seeded_centers(X, seeds, n_clusters: int, rng=None, *, group_centroids=None) -> np.ndarray:
+def seeded_centers(X: NDArray[Any] | sparse.csr_matrix, seeds: NDArray[Any], n_clusters: int,
+                   rng: np.random.Generator | None = None, *,
+                   group_centroids: Callable[..., Any] | None = None) -> np.ndarray:
     """Centres from labelled seeds (Basu 2005, Figs. 3.1-3.2).
 
     Parameters

@@ -18,10 +18,18 @@ cross-checks.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._optional import load
 from .graph import PairwiseGraph, as_graph
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+    from pgmpy.models import DiscreteMarkovNetwork, FactorGraph
+
+    from .constraints import Constraints
 
 __all__ = ["to_pgmpy", "variable_name", "labels_from_assignment", "pgmpy_map"]
 
@@ -55,7 +63,8 @@ def _pair_tables(graph: PairwiseGraph, k: int) -> np.ndarray:
     return out
 
 
-def to_pgmpy(unary, graph=None, factor_graph: bool = False):
+def to_pgmpy(unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
+             factor_graph: bool = False) -> DiscreteMarkovNetwork | FactorGraph:
     """Export an E-step problem as a pgmpy model with factors ``exp(-cost)``.
 
     Parameters
@@ -117,7 +126,7 @@ def labels_from_assignment(assignment: dict, n: int) -> np.ndarray:
     return np.array([int(assignment[variable_name(i)]) for i in range(n)], dtype=np.int64)
 
 
-def pgmpy_map(unary, graph=None) -> np.ndarray:
+def pgmpy_map(unary: NDArray[np.floating], graph: PairwiseGraph | None = None) -> np.ndarray:
     """Exact MAP labelling by pgmpy's variable elimination (small problems only).
 
     Returns

@@ -7,9 +7,18 @@ pairs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.metrics.cluster import contingency_matrix
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ._typing import MatrixLike
+    from .constraints import Constraints
+    from .emissions.base import EmissionFamily
 
 __all__ = ["nmi", "ari", "pairwise_precision_recall_f", "pairwise_f_measure", "objective", "evaluate"]
 
@@ -21,7 +30,7 @@ def _check_pair(y_true, y_pred):
     return a, b
 
 
-def nmi(y_true, y_pred) -> float:
+def nmi(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Normalised mutual information ``I(C; K) / ((H(C) + H(K)) / 2)`` (Basu 2005, eq. 2.4).
 
     Strehl & Ghosh's arithmetic normalisation, as scikit-learn's
@@ -31,7 +40,7 @@ def nmi(y_true, y_pred) -> float:
     return float(normalized_mutual_info_score(a, b, average_method="arithmetic"))
 
 
-def ari(y_true, y_pred) -> float:
+def ari(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Adjusted Rand index (Hubert & Arabie 1985), from scikit-learn."""
     a, b = _check_pair(y_true, y_pred)
     return float(adjusted_rand_score(a, b))
@@ -42,7 +51,7 @@ def _comb2(x):
     return x * (x - 1.0) / 2.0
 
 
-def pairwise_precision_recall_f(y_true, y_pred) -> tuple[float, float, float]:
+def pairwise_precision_recall_f(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[float, float, float]:
     """Pairwise precision, recall and F-measure (Basu 2005, eq. 2.5).
 
     Precision = same-class pairs among same-cluster pairs; recall = same-cluster pairs
@@ -68,12 +77,13 @@ def pairwise_precision_recall_f(y_true, y_pred) -> tuple[float, float, float]:
     return precision, recall, f
 
 
-def pairwise_f_measure(y_true, y_pred) -> float:
+def pairwise_f_measure(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Pairwise F-measure (Basu 2005, eq. 2.5); see :func:`pairwise_precision_recall_f`."""
     return pairwise_precision_recall_f(y_true, y_pred)[2]
 
 
-def objective(X, labels, centers, constraints=None, emission="sqeuclidean", w=1.0) -> float:
+def objective(X: MatrixLike, labels: ArrayLike, centers: ArrayLike, constraints: Constraints | None = None,
+              emission: str | EmissionFamily = "sqeuclidean", w: float = 1.0) -> float:
     """HMRF-KMeans objective (Basu 2005, eq. 4.10) of a labelling and centres.
 
     ``Σ_i D(x_i, μ_{y_i}) + w Σ_{violated} w_ij`` with the family's divergence
@@ -97,7 +107,7 @@ def objective(X, labels, centers, constraints=None, emission="sqeuclidean", w=1.
     return model.energy(np.asarray(labels), EmissionParams(centers))
 
 
-def evaluate(y_true, y_pred, mask=None) -> dict:
+def evaluate(y_true: ArrayLike, y_pred: ArrayLike, mask: ArrayLike | None = None) -> dict:
     """NMI, ARI and pairwise precision/recall/F on the points where ``mask`` is true."""
     a, b = _check_pair(y_true, y_pred)
     if mask is not None:

@@ -13,6 +13,8 @@ thesis Fig. A.1 (:meth:`HMRF.to_networkx`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -24,6 +26,18 @@ from .emissions.base import NORMALIZERS, MStepContext
 from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .potentials import PairwisePotential, PottsConstraints
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, Literal
+
+    import networkx as nx
+    from numpy.typing import ArrayLike, NDArray
+    from pgmpy.models import DiscreteMarkovNetwork, FactorGraph
+
+    from ._typing import MatrixLike
+    from .emissions.base import EmissionParams
+    from .emissions.stats import ClusterStats
+
 __all__ = ["HMRF", "block_unary", "clamp_rows", "AUTO_W_FACTOR"]
 
 #: ``w="auto"``: a violated constraint costs this many times the data's scale
@@ -32,7 +46,9 @@ __all__ = ["HMRF", "block_unary", "clamp_rows", "AUTO_W_FACTOR"]
 AUTO_W_FACTOR = 2.0
 
 
-def block_unary(family, X_block, params, normalizer: str = "constant", data=None, clamped=None):
+def block_unary(family: EmissionFamily, X_block: MatrixLike, params: EmissionParams,
+                normalizer: str = "constant", data: Any = None,
+                clamped: NDArray[np.intp] | None = None) -> NDArray[np.floating]:
     """Unary costs of a block of rows (b, k) in the block's precision; ``clamped`` (b,)
     fixes the label of rows with a value >= 0 (the others get infinite cost:
     CONSTRAINED-KMEANS, Basu 2005, Fig. 3.2). Mixing weights, when ``params`` has them,
@@ -46,7 +62,7 @@ def block_unary(family, X_block, params, normalizer: str = "constant", data=None
     return cost
 
 
-def clamp_rows(cost, clamped):
+def clamp_rows(cost: NDArray[Any], clamped: NDArray[np.intp] | None) -> NDArray[np.floating]:
     """Fix the label of the rows of ``cost`` (b, k) whose ``clamped`` (b,) value is >= 0:
     their other labels get infinite cost, in place (CONSTRAINED-KMEANS, Basu 2005,
     Fig. 3.2; the labelled documents of naive-Bayes EM). Returns ``cost``."""
@@ -137,8 +153,11 @@ class HMRF:
     """
 
 
-    def __init__(self, X, n_clusters, emission="sqeuclidean", constraints=None, w=1.0,
-                 potentials=None, normalizer="constant", clamped=None, *, validated=False):
+    def __init__(self, X: MatrixLike, n_clusters: int, emission: str | EmissionFamily = "sqeuclidean",
+                 constraints: Constraints | None = None, w: float = 1.0,
+                 potentials: PairwisePotential | Sequence[PairwisePotential] | None = None,
+                 normalizer: Literal["constant", "closed_form"] = "constant",
+                 clamped: ArrayLike | None = None, *, validated: bool = False) -> None:
         self.emission: EmissionFamily = get_emission(emission)
         if not validated:
             X = check_data(X, accept_sparse=self.emission.accepts_sparse, keep_float32=True)
@@ -191,7 +210,7 @@ class HMRF:
             self.set_w(self.auto_w())
         return self._w
 
-    def set_w(self, w) -> None:
+    def set_w(self, w: float) -> None:
         """Use the global constraint weight ``w`` (a number >= 0; ``np.inf``: hard)."""
         w = _check_w(w)
         self._w = w
@@ -229,7 +248,7 @@ class HMRF:
         """Every point in cluster 0, as labels of this model's points."""
         return np.zeros(self.n_samples, dtype=np.int64)
 
-    def unary_total(self, labels, params) -> float:
+    def unary_total(self, labels: NDArray[np.intp], params: EmissionParams) -> float:
         """``Σ_i u(x_i, labels_i)`` under ``params``, ignoring clamped labels (float64, in
         blocks of rows)."""
         data = self.data_terms
@@ -263,7 +282,7 @@ class HMRF:
         return any(p.depends_on_params for p in self.potentials)
 
     @property
-    def data_terms(self):
+    def data_terms(self) -> NDArray[np.floating] | None:
         """The family's per-row data terms (e.g. ``φ(x_i)``), computed once, or ``None``."""
         if self._data_terms is None:
             terms = self.emission.data_terms(self.X)
@@ -271,7 +290,7 @@ class HMRF:
         return None if self._data_terms is False else self._data_terms
 
     @property
-    def statistics_shift(self):
+    def statistics_shift(self) -> NDArray[np.float64] | None:
         """Centre of the M-step statistics' second moments (the data's mean for dense
         data; ``None``, i.e. 0, for sparse data or families without second moments)."""
         if self.emission.second_moment(self.normalizer) is None:
@@ -281,7 +300,7 @@ class HMRF:
             self._shift = False if shift is None else shift
         return None if self._shift is False else self._shift
 
-    def unary(self, params, rows: slice | None = None) -> np.ndarray:
+    def unary(self, params: EmissionParams, rows: slice | None = None) -> np.ndarray:
         """Unary costs ``-log p(x_i | y_i = h, Θ)`` under the normaliser choice, (n, k),
         or for the rows of the slice ``rows`` only (the EM loop's blocks)."""
         rows = slice(None) if rows is None else rows
@@ -290,7 +309,7 @@ class HMRF:
                            None if data is None else data[rows],
                            None if self.clamped is None else self.clamped[rows])
 
-    def graph(self, params=None) -> PairwiseGraph:
+    def graph(self, params: EmissionParams | None = None) -> PairwiseGraph:
         """Pairwise factors of the E-step as a :class:`~hmrf.graph.PairwiseGraph`."""
         if self._w is None and self._potts is not None:
             self.set_w(self.auto_w())
@@ -315,7 +334,7 @@ class HMRF:
             self._static_graph = g
         return g
 
-    def statistics(self, assignment, rows=None):
+    def statistics(self, assignment: NDArray[np.intp], rows: NDArray[np.intp] | None = None) -> ClusterStats:
         """The emission family's M-step statistics (:mod:`hmrf.emissions.stats`) of
         ``assignment`` (labels or responsibilities) for all points, or for the points
         ``rows`` (then ``assignment`` has one entry per row), in blocks of rows."""
@@ -330,7 +349,7 @@ class HMRF:
             total = st if total is None else total + st
         return total
 
-    def context(self, labels) -> MStepContext:
+    def context(self, labels: NDArray[np.intp]) -> MStepContext:
         """What the family's M-step may read besides the statistics (its ``m_step_needs``)."""
         pairwise = None
         if "pairwise" in self.emission.m_step_needs and self.potentials:
@@ -339,11 +358,11 @@ class HMRF:
         return MStepContext(X=self.X, labels=labels, potentials=tuple(self.potentials),
                             pairwise_energy=pairwise, n_clusters=self.n_clusters)
 
-    def update(self, stats, labels, params):
+    def update(self, stats: ClusterStats, labels: NDArray[np.intp], params: EmissionParams) -> EmissionParams:
         """The M-step from accumulated statistics of ``labels`` (Basu 2005, §4.4.5)."""
         return self.emission.update(stats, params, self.normalizer, self.context(labels))
 
-    def m_step(self, labels, params):
+    def m_step(self, labels: NDArray[np.intp], params: EmissionParams) -> EmissionParams:
         """Re-estimate Θ for ``labels`` (the M-step of Basu 2005, §4.4.5): the family's
         :meth:`~hmrf.emissions.EmissionFamily.update` on the statistics of all points,
         with the labels and potentials in an :class:`~hmrf.emissions.MStepContext`
@@ -360,12 +379,12 @@ class HMRF:
             raise ValueError(f"labels must be integers in [0, {self.n_clusters - 1}].")
         return y
 
-    def energy(self, labels, params) -> float:
+    def energy(self, labels: NDArray[np.intp], params: EmissionParams) -> float:
         """The objective ``J(y, Θ)``: Basu (2005) eq. 4.10 plus kept normaliser terms."""
         y = self._check_labels(labels)
         return self.graph(params).energy(y, self.unary(params))
 
-    def energy_terms(self, labels, params) -> dict:
+    def energy_terms(self, labels: NDArray[np.intp], params: EmissionParams) -> dict:
         """The objective term by term (for teaching and debugging).
 
         Returns
@@ -392,7 +411,7 @@ class HMRF:
         return terms
 
     # -------------------------------------------------------------------- views
-    def to_networkx(self, include_observed: bool = True):
+    def to_networkx(self, include_observed: bool = True) -> nx.Graph:
         """The HMRF as the factor graph of Basu (2005), Fig. A.1.
 
         Variable nodes ``("y", i)`` (hidden labels), unary factor nodes ``("D", i)``
@@ -428,7 +447,8 @@ class HMRF:
             g.add_edge((tag, e), ("y", b))
         return g
 
-    def to_pgmpy(self, params, factor_graph: bool = False):
+    def to_pgmpy(self, params: EmissionParams,
+                 factor_graph: bool = False) -> DiscreteMarkovNetwork | FactorGraph:
         """The E-step problem under ``params`` as a pgmpy model with factors ``exp(-cost)``.
 
         A ``DiscreteMarkovNetwork`` (or, with ``factor_graph=True``, the

@@ -37,6 +37,7 @@ model", Annals of Statistics (BIC).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,6 +47,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_random_state
 from .constraints import CANNOT_LINK, MUST_LINK, Constraints
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from typing import Any, Literal
+
+    from numpy.typing import ArrayLike
+    from typing_extensions import Self
+
+    from ._typing import MatrixLike, PairsLike, RandomLike
 
 __all__ = ["pair_samples", "ConstraintKFold", "PairwiseClusterer", "held_out_pairwise_f",
            "held_out_accuracy", "choose_w", "choose_k", "bic_k", "Selection"]
@@ -130,17 +140,20 @@ class ConstraintKFold:
     (3, True)
     """
 
-    def __init__(self, n_splits=5, *, shuffle=True, random_state=None, exclude_implied=True):
+    def __init__(self, n_splits: int = 5, *, shuffle: bool = True, random_state: RandomLike = None,
+                 exclude_implied: bool = True) -> None:
         self.n_splits = n_splits
         self.shuffle = shuffle
         self.random_state = random_state
         self.exclude_implied = exclude_implied
 
-    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+    def get_n_splits(self, X: MatrixLike | None = None, y: ArrayLike | None = None,
+                     groups: ArrayLike | None = None) -> int:
         """The number of folds."""
         return int(self.n_splits)
 
-    def split(self, X, y=None, groups=None):
+    def split(self, X: MatrixLike, y: ArrayLike | None = None,
+              groups: ArrayLike | None = None) -> Iterator[Any]:
         """Yield ``(train, test)`` row indices of the pairs ``X`` (a :func:`pair_samples`
         array or a :class:`~hmrf.Constraints`).
 
@@ -225,7 +238,8 @@ class PairwiseClusterer(ClusterMixin, BaseEstimator):
         The pairs it was fitted with.
     """
 
-    def __init__(self, estimator, X, *, scoring="pairwise_f"):
+    def __init__(self, estimator: BaseEstimator, X: MatrixLike, *,
+                 scoring: Literal["pairwise_f", "accuracy"] = "pairwise_f") -> None:
         self.estimator = estimator
         self.X = X if isinstance(X, _Shared) else _Shared(X)
         self.scoring = scoring
@@ -233,7 +247,7 @@ class PairwiseClusterer(ClusterMixin, BaseEstimator):
     def _points(self):
         return self.X.value if isinstance(self.X, _Shared) else self.X
 
-    def fit(self, pairs, y=None):
+    def fit(self, pairs: PairsLike, y: ArrayLike | None = None) -> Self:
         """Cluster all of ``X`` under ``pairs`` ((m, 3) or (m, 4) rows ``(i, j, kind[,
         weight])``, or a :class:`~hmrf.Constraints`).
 
@@ -253,7 +267,7 @@ class PairwiseClusterer(ClusterMixin, BaseEstimator):
         self.constraints_ = c
         return self
 
-    def score(self, pairs, y=None) -> float:
+    def score(self, pairs: PairsLike, y: ArrayLike | None = None) -> float:
         """The fitted clustering scored on ``pairs`` (``scoring``)."""
         return (held_out_pairwise_f if self.scoring == "pairwise_f" else held_out_accuracy)(self, pairs)
 
@@ -271,7 +285,7 @@ def _held_out(estimator, pairs):
     return labels[i] == labels[j], P[:, 2] == MUST_LINK
 
 
-def held_out_pairwise_f(estimator, pairs, y=None) -> float:
+def held_out_pairwise_f(estimator: BaseEstimator, pairs: PairsLike, y: ArrayLike | None = None) -> float:
     """Pairwise F-measure of a fitted clustering on held-out pairs: must-link pairs are the
     positives, a pair in one cluster a positive prediction (Basu 2005, eq. 2.5, on the
     given pairs only). A scorer: ``scoring=held_out_pairwise_f`` in ``GridSearchCV``.
@@ -296,7 +310,7 @@ def held_out_pairwise_f(estimator, pairs, y=None) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
-def held_out_accuracy(estimator, pairs, y=None) -> float:
+def held_out_accuracy(estimator: BaseEstimator, pairs: PairsLike, y: ArrayLike | None = None) -> float:
     """Share of held-out pairs a fitted clustering keeps (must-links together, cannot-links
     apart). A scorer for ``GridSearchCV``; 1.0 when there are no pairs."""
     same, must = _held_out(estimator, pairs)
@@ -348,8 +362,10 @@ def _search(estimator, X, constraints, param, values, cv, scoring, random_state,
     return Selection(best, np.asarray(values), scores, std, f"held-out {scoring}", search)
 
 
-def choose_w(estimator, X, constraints: Constraints, ws=None, *, cv=5, scoring="pairwise_f",
-             random_state=None, n_jobs=None) -> Selection:
+def choose_w(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints,
+             ws: Sequence[float] | None = None, *, cv: int = 5,
+             scoring: Literal["pairwise_f", "accuracy"] = "pairwise_f", random_state: int | None = None,
+             n_jobs: int | None = None) -> Selection:
     """The constraint weight ``w`` with the best held-out score, by cross-validation over
     the pairs (:class:`ConstraintKFold`, :class:`PairwiseClusterer`, ``GridSearchCV``).
 
@@ -390,8 +406,9 @@ def _auto_w(estimator, X, constraints) -> float:
     return HMRF(X, 1, emission=emission_of(estimator), constraints=constraints, w="auto").w
 
 
-def choose_k(estimator, X, constraints: Constraints, ks, *, cv=5, scoring="pairwise_f",
-             random_state=None, n_jobs=None) -> Selection:
+def choose_k(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints, ks: Sequence[int], *,
+             cv: int = 5, scoring: str = "pairwise_f", random_state: RandomLike = None,
+             n_jobs: int | None = None) -> Selection:
     """The number of clusters with the best held-out score, by cross-validation over the
     pairs (as :func:`choose_w`, searching ``n_clusters`` over ``ks``).
 
@@ -420,8 +437,9 @@ def _n_parameters(family, k: int, d: int) -> int:
     raise ValueError(f"bic_k needs a family with a normalised density (sqeuclidean or cosine); got {name!r}.")
 
 
-def bic_k(X, ks, constraints: Constraints | None = None, *, emission="sqeuclidean", estimator=None,
-          random_state=None) -> Selection:
+def bic_k(X: MatrixLike, ks: Sequence[int], constraints: Constraints | None = None, *,
+          emission: Literal["sqeuclidean", "cosine"] = "sqeuclidean", estimator: BaseEstimator | None = None,
+          random_state: int | None = None) -> Selection:
     """The number of clusters with the lowest Bayesian information criterion,
 
         BIC(k) = -2 Σ_i log p(x_i | Θ_k) + p_k log n,

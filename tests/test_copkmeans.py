@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from mrf_problems import random_problem
+from mrf_problems import random_hard_problem
 
 from hmrf import Constraints, COPKMeans, InconsistentConstraintsError, InfeasibleError, PairwiseGraph
 from hmrf.inference import ExactMILP
@@ -99,9 +99,8 @@ def test_assignment_is_greedy_without_dead_ends_and_parameters_are_checked():
 def test_greedy_engine_with_milp_repair_is_feasible_exactly_when_enumeration_is(seed):
     # hard cannot-links and forbidden labels on tiny problems; enumeration decides
     rng = np.random.default_rng(seed)
-    n, k = int(rng.integers(3, 8)), int(rng.integers(1, 4))
-    unary, g = random_problem(rng, n, k, int(rng.integers(2, 14)), p_cl=0.9, p_hard=1.0)
-    unary[rng.random((n, k)) < 0.1] = np.inf
+    unary, g = random_hard_problem(rng, p_cl=0.9, p_hard=1.0, p_forbidden=0.1)
+    n, k = unary.shape
     hard = np.isinf(g.weight)
     g = PairwiseGraph.potts(n, g.edges[hard], g.weight[hard], g.kind[hard])
     ys = np.array(list(itertools.product(range(k), repeat=n)))

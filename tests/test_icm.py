@@ -1,43 +1,15 @@
 """E-step problems: PairwiseGraph energies, the exact reduction, and ICM."""
 
-import itertools
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mrf_problems import brute_force, random_hard_problem, random_problem
 
 from hmrf import Constraints, InfeasibleError, PairwiseGraph
 from hmrf.inference import ICM, get_engine, reduce_problem
 from hmrf.inference.icm import independent_sets
-
-
-def brute_force(unary, graph):
-    n, k = unary.shape
-    best, arg = np.inf, None
-    for y in itertools.product(range(k), repeat=n):
-        e = graph.energy(np.array(y), unary)
-        if e < best:
-            best, arg = e, np.array(y)
-    return best, arg
-
-
-def random_problem(rng, n, k, m, p_hard=0.0, p_cl=0.5, tables=False):
-    unary = rng.random((n, k)) * 3
-    pairs = rng.integers(0, n, size=(m, 2))
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    kind = np.where(rng.random(len(pairs)) < p_cl, -1, 1)
-    w = rng.random(len(pairs)) * 2
-    hard = rng.random(len(pairs)) < p_hard
-    w[hard & (kind == -1)] = np.inf  # hard cannot-links only: always consistent
-    g = PairwiseGraph.potts(n, pairs, w, kind)
-    if tables:
-        t_edges = rng.integers(0, n, size=(m // 2 + 1, 2))
-        t_edges = t_edges[t_edges[:, 0] != t_edges[:, 1]]
-        T = rng.random((2, k, k)) * 2
-        tg = PairwiseGraph.from_tables(n, t_edges, T, rng.integers(0, 2, len(t_edges)))
-        g = PairwiseGraph.concatenate([g, tg])
-    return unary, g
 
 
 # ---------------------------------------------------------------- hand-made problem
@@ -276,9 +248,8 @@ def test_icm_is_feasible_exactly_when_its_greedy_repair_is(seed):
     from hmrf.inference.feasibility import greedy_repair
 
     rng = np.random.default_rng(seed)
-    n, k = int(rng.integers(3, 8)), int(rng.integers(1, 4))
-    unary, g = random_problem(rng, n, k, int(rng.integers(2, 14)), p_hard=0.7, p_cl=0.8)
-    unary[rng.random((n, k)) < 0.15] = np.inf
+    unary, g = random_hard_problem(rng, p_cl=0.8, p_hard=0.7, p_forbidden=0.15)
+    n, k = unary.shape
     best, _ = brute_force(unary, g)
     init = rng.integers(0, k, n)
     try:

@@ -15,6 +15,8 @@ free (a point cannot-linked to k-1 of k neighbourhoods belongs to the last, thes
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
@@ -26,10 +28,22 @@ from ..estimators.base import HMRFClusterMixin
 from ..estimators.supervision import emission_of, fit_supervised, neighborhoods_from_constraints
 from .oracles import BudgetExhausted, Query
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
+
+    from .._typing import MatrixLike
+    from ..emissions.base import EmissionFamily
+    from .oracles import Oracle, OracleLike
+
 __all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", "resolve_emission"]
 
 
-def resolve_emission(emission=None, clusterer=None):
+def resolve_emission(emission: str | EmissionFamily | None = None,
+                     clusterer: BaseEstimator | None = None) -> EmissionFamily:
     """The emission family distances are measured with.
 
     ``emission`` if given (a name or an :class:`~hmrf.emissions.EmissionFamily`), else
@@ -54,7 +68,7 @@ def clusterer_emission(clusterer):
     return None if isinstance(family, Mahalanobis) else family
 
 
-def fit_clusterer(estimator, X, constraints: Constraints):
+def fit_clusterer(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints) -> NDArray[Any]:
     """Fit an estimator with ``constraints`` in the form it accepts; return its labels.
 
     :func:`hmrf.estimators.fit_supervised`: pairwise estimators get
@@ -345,7 +359,8 @@ class ActiveSelector(BaseEstimator):
     def _family(self):
         return resolve_emission(getattr(self, "emission", None), getattr(self, "clusterer", None))
 
-    def fit(self, X, oracle, *, constraints=None, neighborhoods=None):
+    def fit(self, X: MatrixLike, oracle: Oracle | OracleLike, *, constraints: Constraints | None = None,
+            neighborhoods: Sequence[ArrayLike] | None = None) -> Self:
         """Select queries, ask ``oracle`` and record the constraints.
 
         Parameters
@@ -420,7 +435,7 @@ class ActiveSelector(BaseEstimator):
         c = self.constraints_at(n_queries)
         return c.closure() if closure and len(c) else c
 
-    def queried_points(self, n_queries=None) -> np.ndarray:
+    def queried_points(self, n_queries: int | None = None) -> np.ndarray:
         """Sorted indices of the points in the first ``n_queries`` queries (default: all)."""
         qs = self.queries_ if n_queries is None else self.queries_[: int(n_queries)]
         if not qs:

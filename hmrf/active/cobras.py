@@ -13,11 +13,24 @@ correct oracle no cluster spans two classes except through impure super-instance
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import ClusterMixin
 
 from .base import ActiveSelector, _Closure, _State
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
+
+    from .._typing import MatrixLike, RandomLike
+    from ..constraints import Constraints
+    from ..emissions.base import EmissionFamily
+    from .oracles import OracleLike
 
 __all__ = ["COBRAS"]
 
@@ -136,8 +149,9 @@ class COBRAS(ClusterMixin, ActiveSelector):
     ([0, 0, 0, 1, 1, 1], True)
     """
 
-    def __init__(self, n_clusters=None, *, emission=None, n_init=3, super_instance_weight=0.5,
-                 random_state=None):
+    def __init__(self, n_clusters: int | None = None, *, emission: str | EmissionFamily | None = None,
+                 n_init: int = 3, super_instance_weight: float = 0.5,
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.n_init = n_init
@@ -156,7 +170,8 @@ class COBRAS(ClusterMixin, ActiveSelector):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= float(v) < np.inf:
             raise ValueError(f"super_instance_weight must be a finite number >= 0; got {v!r}.")
 
-    def fit(self, X, oracle, *, constraints=None, neighborhoods=None):
+    def fit(self, X: MatrixLike, oracle: OracleLike, *, constraints: Constraints | None = None,
+            neighborhoods: Sequence[ArrayLike] | None = None) -> Self:
         """Cluster ``X`` by asking ``oracle`` (see :meth:`ActiveSelector.fit
         <hmrf.active.ActiveSelector.fit>`); sets ``labels_``."""
         super().fit(X, oracle, constraints=constraints, neighborhoods=neighborhoods)
@@ -164,7 +179,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
         self.n_clusters_ = int(self.labels_.max()) + 1 if self.labels_.size else 0
         return self
 
-    def fit_predict(self, X, oracle, **kwargs):
+    def fit_predict(self, X: MatrixLike, oracle: OracleLike, **kwargs: Any) -> NDArray[np.intp]:
         """``fit(X, oracle, **kwargs).labels_``."""
         return self.fit(X, oracle, **kwargs).labels_
 
@@ -178,7 +193,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
         _, labels = np.unique(label_of[point_si], return_inverse=True)
         return labels.astype(np.int64)
 
-    def super_instances_at(self, n_queries: int):
+    def super_instances_at(self, n_queries: int) -> tuple[NDArray[Any], NDArray[Any]]:
         """The super-instances after the first ``n_queries`` queries.
 
         Returns
@@ -193,7 +208,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
         reps = np.asarray([self._sis[s].rep for s in ids.tolist()], dtype=np.int64)
         return membership.astype(np.int64), reps
 
-    def clusterer_constraints(self, n_queries: int, closure: bool = True):
+    def clusterer_constraints(self, n_queries: int, closure: bool = True) -> Constraints:
         """The supervision a clusterer gets after ``n_queries`` queries.
 
         The answered pairs (:meth:`constraints_at`, with their transitive closure if

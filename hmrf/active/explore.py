@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .base import ActiveSelector, _State
+
+if TYPE_CHECKING:
+    from .._typing import RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["Explore", "ExploreConsolidate"]
 
@@ -64,7 +69,8 @@ class Explore(ActiveSelector):
 
     _allow_unknown_k = True
 
-    def __init__(self, n_clusters=None, *, emission=None, random_state=None):
+    def __init__(self, n_clusters: int | None = None, *, emission: str | EmissionFamily | None = None,
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.random_state = random_state
@@ -123,7 +129,8 @@ class ExploreConsolidate(Explore):
 
     _allow_unknown_k = False
 
-    def __init__(self, n_clusters=3, *, emission=None, random_state=None):
+    def __init__(self, n_clusters: int = 3, *, emission: str | EmissionFamily | None = None,
+                 random_state: RandomLike = None) -> None:
         super().__init__(n_clusters, emission=emission, random_state=random_state)
 
     def _pick(self, state: _State, free: np.ndarray) -> int:

@@ -29,6 +29,7 @@ import numbers
 import queue
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import clone
@@ -36,6 +37,11 @@ from sklearn.base import clone
 from .._validation import check_data
 from ..constraints import CANNOT_LINK, MUST_LINK, Constraints
 from .oracles import BudgetExhausted, Query, _check_budget
+
+if TYPE_CHECKING:
+
+    from .._typing import MatrixLike
+    from .base import ActiveSelector
 
 __all__ = ["InteractiveSession", "parse_kind"]
 
@@ -47,7 +53,7 @@ _KINDS = {
 }
 
 
-def parse_kind(kind) -> int:
+def parse_kind(kind: str | bool | int) -> int:
     """``+1`` (must-link) or ``-1`` (cannot-link) from the ways a caller may say it.
 
     Accepts ``True`` / ``False``, ``+1`` / ``-1`` and the strings ``"must"``,
@@ -189,7 +195,8 @@ class InteractiveSession:
     >>> session.close()
     """
 
-    def __init__(self, selector, X, *, budget=None, constraints=None, timeout=None):
+    def __init__(self, selector: ActiveSelector, X: MatrixLike, *, budget: int | None = None,
+                 constraints: Constraints | None = None, timeout: float | None = None) -> None:
         if not callable(getattr(selector, "fit", None)):
             raise TypeError(f"selector must have a fit(X, oracle) method; got {type(selector).__name__}.")
         self._X = check_data(X)
@@ -314,7 +321,7 @@ class InteractiveSession:
             self._wait()
         return self._pending
 
-    def answer(self, value) -> tuple[int, int] | None:
+    def answer(self, value: bool | None) -> tuple[int, int] | None:
         """Answer the pending query and return the next one (``None``: selection ended).
 
         Parameters
@@ -343,7 +350,7 @@ class InteractiveSession:
         self._wait()
         return self._pending
 
-    def add_constraint(self, i, j, kind) -> tuple[int, int] | None:
+    def add_constraint(self, i: int, j: int, kind: str | bool | int) -> tuple[int, int] | None:
         """Add a pair of the user's own choosing and restart selection with it.
 
         Parameters

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from numbers import Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._params import Interval, validate_params
 from .base import _State
 from .explore import ExploreConsolidate
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .._typing import RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["MinMax", "kernel_width"]
 
@@ -17,7 +25,8 @@ _MAX_EXACT = 2000
 _BLOCK = 512
 
 
-def kernel_width(divergence, n: int, percentile: float = 20.0, rng=None) -> float:
+def kernel_width(divergence: Callable[..., Any], n: int, percentile: float = 20.0,
+                 rng: RandomLike = None) -> float:
     """``σ``: the ``percentile``-th percentile of pairwise distances, diagonal excluded.
 
     Distance is ``sqrt(D(x_i, x_j))`` for the family's divergence ``D`` (Euclidean
@@ -100,7 +109,9 @@ class MinMax(ExploreConsolidate):
 
     _parameter_constraints = {"percentile": [Interval(Real, 0, 100, closed="right")]}
 
-    def __init__(self, n_clusters=3, *, percentile=20.0, emission=None, random_state=None):
+    def __init__(self, n_clusters: int = 3, *, percentile: float = 20.0,
+                 emission: str | EmissionFamily | None = None,
+                 random_state: RandomLike = None) -> None:
         super().__init__(n_clusters, emission=emission, random_state=random_state)
         self.percentile = percentile
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,6 +12,15 @@ from sklearn.base import clone
 
 from .._params import Check, Interval, validate_params
 from .base import ActiveSelector, _State, fit_clusterer
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+    from sklearn.base import BaseEstimator
+
+    from .._typing import MatrixLike, RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = [
     "NPU",
@@ -22,7 +32,8 @@ __all__ = [
 ]
 
 
-def forest_leaves(X, labels, n_estimators: int = 50, random_state: int = 0, n_jobs=None) -> np.ndarray:
+def forest_leaves(X: MatrixLike, labels: ArrayLike, n_estimators: int = 50, random_state: int = 0,
+                  n_jobs: int | None = None) -> np.ndarray:
     """Leaf of every point in every tree of a random forest fitted to ``labels``.
 
     The forest of :class:`sklearn.ensemble.RandomForestClassifier` with
@@ -83,7 +94,8 @@ def forest_leaves(X, labels, n_estimators: int = 50, random_state: int = 0, n_jo
     return np.column_stack(columns)
 
 
-def leaf_neighborhood_similarity(leaves, hoods, candidates=None) -> np.ndarray:
+def leaf_neighborhood_similarity(leaves: NDArray[Any], hoods: Any,
+                                 candidates: ArrayLike | None = None) -> np.ndarray:
     """Average random-forest similarity of points to each neighbourhood (eq. 1 numerator).
 
     ``M(x, x') = (1/T) Σ_t [leaf_t(x) = leaf_t(x')]`` (Xiong et al. 2014, §3.3.1) and
@@ -134,7 +146,7 @@ def leaf_neighborhood_similarity(leaves, hoods, candidates=None) -> np.ndarray:
     return A / (T * sizes[None, :])
 
 
-def neighborhood_probabilities(similarity) -> np.ndarray:
+def neighborhood_probabilities(similarity: Any) -> np.ndarray:
     """``p(x ∈ N_i)``: average similarities normalised per point (Xiong et al., eq. 1).
 
     A point with zero similarity to every neighbourhood gets equal probabilities
@@ -147,7 +159,7 @@ def neighborhood_probabilities(similarity) -> np.ndarray:
     return P
 
 
-def normalized_uncertainty(P):
+def normalized_uncertainty(P: ArrayLike) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Entropy, expected number of queries, and their ratio (Xiong et al., eqs. 2–4).
 
     ``H(N | x) = -Σ_i p_i log2 p_i`` (eq. 2, ``0 log 0 = 0``);
@@ -180,7 +192,7 @@ def normalized_uncertainty(P):
     return H, E, H / E
 
 
-def relabelled_points(a, b) -> int:
+def relabelled_points(a: Any, b: Any) -> int:
     """Number of points whose cluster differs between two labellings, clusters matched
     one to one to agree on as many points as possible (0 iff the partitions are equal).
 
@@ -307,17 +319,17 @@ class NPU(ActiveSelector):
 
     def __init__(
         self,
-        clusterer=None,
+        clusterer: BaseEstimator | None = None,
         *,
-        n_estimators=50,
-        closure=True,
-        reuse_forest=True,
-        forest_tolerance=0.0,
-        warm_start=False,
-        emission=None,
-        n_jobs=None,
-        random_state=None,
-    ):
+        n_estimators: int = 50,
+        closure: bool = True,
+        reuse_forest: bool = True,
+        forest_tolerance: float = 0.0,
+        warm_start: bool = False,
+        emission: str | EmissionFamily | None = None,
+        n_jobs: int | None = None,
+        random_state: RandomLike = None,
+    ) -> None:
         self.clusterer = clusterer
         self.n_estimators = n_estimators
         self.closure = closure

@@ -23,10 +23,18 @@ from __future__ import annotations
 import numbers
 import sys
 from abc import ABC, abstractmethod
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, TextIO
+
+    from numpy.typing import ArrayLike
+
+    from .._typing import MatrixLike, RandomLike
 
 __all__ = ["Query", "BudgetExhausted", "OracleLike", "Oracle", "LabelOracle", "TerminalOracle"]
 
@@ -90,7 +98,7 @@ class Oracle(ABC):
     Basu (2005, §5.1) never repeats a query, including one answered "don't know".
     """
 
-    def __init__(self, budget=None):
+    def __init__(self, budget: int | None = None) -> None:
         self.budget = _check_budget(budget)
         self.log: list[Query] = []
         self._asked: set[tuple[int, int]] = set()
@@ -119,7 +127,7 @@ class Oracle(ABC):
         """Number of points the oracle knows about (``None``: unknown)."""
         return None
 
-    def query(self, i, j) -> bool | None:
+    def query(self, i: int, j: int) -> bool | None:
         """Answer whether points ``i`` and ``j`` belong to the same cluster.
 
         Returns
@@ -188,7 +196,8 @@ class LabelOracle(Oracle):
     (True, False, 0)
     """
 
-    def __init__(self, y, budget=None, *, noise=0.0, dont_know=0.0, random_state=None):
+    def __init__(self, y: ArrayLike, budget: int | None = None, *, noise: float = 0.0, dont_know: float = 0.0,
+                 random_state: RandomLike = None) -> None:
         super().__init__(budget)
         y = np.asarray(y)
         if y.ndim != 1:
@@ -252,15 +261,15 @@ class TerminalOracle(Oracle):
 
     def __init__(
         self,
-        X=None,
-        budget=None,
+        X: MatrixLike | None = None,
+        budget: int | None = None,
         *,
-        describe=None,
-        feature_names=None,
-        input=None,
-        output=None,
-        max_retries=5,
-    ):
+        describe: Callable[..., Any] | None = None,
+        feature_names: Sequence[str] | None = None,
+        input: TextIO | None = None,
+        output: TextIO | None = None,
+        max_retries: int = 5,
+    ) -> None:
         super().__init__(budget)
         if X is not None and not sp.issparse(X):
             X = np.asarray(X)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .base import ActiveSelector, _Closure, _Stop
+
+if TYPE_CHECKING:
+    from .._typing import RandomLike
 
 __all__ = ["RandomPairs"]
 
@@ -39,7 +44,7 @@ class RandomPairs(ActiveSelector):
     Basu (2005), §5.5.2 (the non-active baseline); Xiong, Azimi & Fern (2014), §4.1.4.
     """
 
-    def __init__(self, *, random_state=None):
+    def __init__(self, *, random_state: RandomLike = None) -> None:
         self.random_state = random_state
 
     def _draw(self, clo: _Closure, rng) -> tuple[int, int]:

@@ -11,6 +11,7 @@ may use it.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,6 +23,13 @@ from ..emissions.base import cluster_sums
 from ..emissions.euclidean import SquaredEuclidean
 from ..emissions.vmf import VonMisesFisher
 from .linkage import cut_linkage
+
+if TYPE_CHECKING:
+
+    from numpy.typing import NDArray
+
+    from .._typing import MatrixLike, RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["buckshot_centers", "sample_size"]
 
@@ -62,7 +70,10 @@ def _dissimilarities(Xs, family) -> np.ndarray:
     return D
 
 
-def buckshot_centers(X, n_clusters, rng=None, family=None, *, return_sample=False):
+def buckshot_centers(X: MatrixLike, n_clusters: int, rng: RandomLike = None,
+                     family: EmissionFamily | None = None, *,
+                     return_sample: bool = False,
+                     ) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.intp]]:
     """Initial centres by Buckshot: group-average HAC on a random sample of ``⌈√(k n)⌉`` points.
 
     Parameters

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._optional import load
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from matplotlib.axes import Axes
+
+    from .hac import HAC
 
 __all__ = ["plot_dendrogram"]
 
@@ -32,7 +41,7 @@ def _complete_forest(Z, n_leaves):
     return np.vstack(rows), top
 
 
-def plot_dendrogram(hac, ax=None, *, show_cut=True, **kwargs):
+def plot_dendrogram(hac: HAC, ax: Axes | None = None, *, show_cut: bool = True, **kwargs: Any) -> Axes:
     """Draw the merge tree of a fitted :class:`~hmrf.HAC` with SciPy's ``dendrogram``.
 
     Parameters

@@ -8,6 +8,7 @@ Davidson & Ravi (2005), run by :func:`hmrf.classic.linkage.constrained_linkage`.
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -27,6 +28,15 @@ from .linkage import (
     cut_linkage,
     repair_dead_end,
 )
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from matplotlib.axes import Axes
+    from numpy.typing import ArrayLike
+    from typing_extensions import Self
+
+    from .._typing import MatrixLike, PairsLike
 
 __all__ = ["HAC"]
 
@@ -143,8 +153,11 @@ class HAC(ClusterMixin, BaseEstimator):
         "time_limit": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, n_clusters=None, *, linkage="average", distance_threshold=None,
-                 metric="euclidean", max_samples=10_000, time_limit=60.0):
+    def __init__(self, n_clusters: int | None = None, *,
+                 linkage: Literal["single", "complete", "average"] = "average",
+                 distance_threshold: float | None = None,
+                 metric: Literal["euclidean", "sqeuclidean", "cosine", "cityblock"] = "euclidean",
+                 max_samples: int = 10_000, time_limit: float = 60.0) -> None:
         self.n_clusters = n_clusters
         self.linkage = linkage
         self.distance_threshold = distance_threshold
@@ -159,7 +172,8 @@ class HAC(ClusterMixin, BaseEstimator):
                              f"n_clusters={self.n_clusters!r}, "
                              f"distance_threshold={self.distance_threshold!r}.")
 
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None):
+    def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
+            cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
         """Build the hierarchy and cut it.
 
         Parameters
@@ -244,7 +258,7 @@ class HAC(ClusterMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def plot_dendrogram(self, ax=None, **kwargs):
+    def plot_dendrogram(self, ax: Axes | None = None, **kwargs: Any) -> Axes:
         """Draw the fitted tree; see :func:`hmrf.classic.plot_dendrogram`."""
         from .dendrogram import plot_dendrogram
 

@@ -10,12 +10,21 @@ Condensed storage: the distance between points ``i < j`` of ``n`` lives at
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import pdist
 
 from ..exceptions import ConstraintSearchError, InconsistentConstraintsError, InfeasibleError
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from .._typing import MatrixLike
 
 __all__ = ["LINKAGES", "METRICS", "condensed_distances", "cut_linkage", "contiguous_labels",
            "constrained_linkage", "repair_dead_end"]
@@ -36,7 +45,7 @@ def _upper(M) -> np.ndarray:
     return M[np.triu_indices(M.shape[0], k=1)]
 
 
-def condensed_distances(X, metric: str = "euclidean") -> np.ndarray:
+def condensed_distances(X: MatrixLike, metric: str = "euclidean") -> np.ndarray:
     """Pairwise distances between the rows of ``X`` in condensed form.
 
     Parameters
@@ -91,7 +100,7 @@ def condensed_distances(X, metric: str = "euclidean") -> np.ndarray:
 
 
 # ----------------------------------------------------------- cutting a tree
-def contiguous_labels(groups) -> np.ndarray:
+def contiguous_labels(groups: ArrayLike | None) -> np.ndarray:
     """Relabel ``groups`` to ``0..m-1`` in order of first appearance."""
     groups = np.asarray(groups)
     _, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
@@ -101,7 +110,7 @@ def contiguous_labels(groups) -> np.ndarray:
     return rank[inverse].astype(np.int64)
 
 
-def cut_linkage(Z, n_leaves: int, n_merges: int) -> np.ndarray:
+def cut_linkage(Z: NDArray[Any], n_leaves: int, n_merges: int) -> np.ndarray:
     """Cluster of every leaf after the first ``n_merges`` rows of a linkage matrix.
 
     Parameters
@@ -207,7 +216,9 @@ def _leaf_distances(D, n, method, components, n_leaves):
     return leaf, size[rep]
 
 
-def constrained_linkage(D, n, method, components=None, cannot_link=None):
+def constrained_linkage(D: NDArray[Any], n: int, method: Literal["single", "complete", "average"],
+                        components: NDArray[Any] | None = None,
+                        cannot_link: NDArray[Any] | None = None) -> tuple[NDArray[Any], NDArray[Any]]:
     """Agglomerative clustering under must-link and cannot-link constraints.
 
     Davidson & Ravi (2005): the must-link closure components are merged first and
@@ -348,7 +359,8 @@ def _linkage_matrix(merges, n_leaves) -> np.ndarray:
 
 
 # --------------------------------------------------------------- dead ends
-def repair_dead_end(clusters, sizes, cannot_link, n_clusters: int, time_limit: float = 60.0):
+def repair_dead_end(clusters: NDArray[Any], sizes: NDArray[Any], cannot_link: NDArray[Any], n_clusters: int,
+                    time_limit: float = 60.0) -> tuple[NDArray[Any], int]:
     """Labels ``0..k-1`` of the leaves that break no cannot-link, moving as few points as
     possible out of the clusters at which greedy merging stopped.
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import logsumexp
@@ -33,12 +34,22 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._params import Check, Interval, Options, validate_params
-from .._validation import check_data, check_partial_labels, check_random_state, first_negative
+from .._validation import check_data, check_nonnegative, check_partial_labels, check_random_state
 from ..emissions.base import cluster_sums, inner_products
 from ..estimators.supervision import as_constraints
 from ..graph import PairwiseGraph
 from ..inference.meanfield import MeanField
 from ..model import clamp_rows
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from numpy.typing import ArrayLike, NDArray
+    from scipy import sparse
+    from typing_extensions import Self
+
+    from .._typing import MatrixLike, PairsLike, RandomLike
+    from ..constraints import Constraints
 
 __all__ = ["NaiveBayesEM", "NaiveBayesRun", "m_step", "log_joint", "posteriors"]
 
@@ -47,18 +58,8 @@ def _finite_nonnegative(value) -> bool:
     return Interval(Real, 0, None).matches(value) and np.isfinite(float(value))
 
 
-def _check_counts(X, name="X") -> None:
-    """Word counts (or any non-negative weights, e.g. TF-IDF) only."""
-    bad = first_negative(X)
-    if bad is not None:
-        r, c, v = bad
-        raise ValueError(
-            f"Negative values in data: naive Bayes needs non-negative word counts; "
-            f"{name}[{r}, {c}] = {v}."
-        )
-
-
-def m_step(X, resp, weights, alpha=1.0, prior_smoothing=1.0):
+def m_step(X: NDArray[Any] | sparse.csr_matrix, resp: NDArray[Any], weights: NDArray[Any], alpha: float = 1.0,
+           prior_smoothing: float = 1.0) -> tuple[NDArray[Any], NDArray[Any]]:
     """Laplace-smoothed class priors and word distributions from soft counts.
 
     Parameters
@@ -102,7 +103,7 @@ def m_step(X, resp, weights, alpha=1.0, prior_smoothing=1.0):
     return log_prior, log_theta
 
 
-def log_joint(X, log_prior, log_theta) -> np.ndarray:
+def log_joint(X: MatrixLike, log_prior: Any, log_theta: Any) -> np.ndarray:
     """``log π_c + Σ_w x_iw log θ_cw`` for every document and class, shape (n, k).
 
     One sparse-dense product ``X log θᵀ``; the multinomial coefficient
@@ -113,7 +114,8 @@ def log_joint(X, log_prior, log_theta) -> np.ndarray:
     return out
 
 
-def posteriors(joint, frozen_labels=None):
+def posteriors(joint: NDArray[Any],
+               frozen_labels: NDArray[Any] | None = None) -> tuple[NDArray[Any], NDArray[Any]]:
     """Soft E-step: ``P(c | x_i)`` from the log joint, in log space.
 
     Parameters
@@ -275,8 +277,10 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         "tol": [Check(_finite_nonnegative, "a finite number >= 0")],
     }
 
-    def __init__(self, n_clusters=8, *, alpha=1.0, unlabeled_weight=1.0, prior_smoothing=1.0,
-                 init="auto", n_init=1, max_iter=100, tol=1e-6, random_state=None):
+    def __init__(self, n_clusters: int = 8, *, alpha: float = 1.0, unlabeled_weight: float = 1.0,
+                 prior_smoothing: float = 1.0, init: Literal["auto", "labeled", "random"] = "auto",
+                 n_init: int = 1, max_iter: int = 100, tol: float = 1e-6,
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.alpha = alpha
         self.unlabeled_weight = unlabeled_weight
@@ -291,7 +295,8 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
     def _check_X(self, X, reset):
         Xc = check_data(X)
         validate_data(self, X, skip_check_array=True, reset=reset)
-        _check_counts(Xc)
+        # word counts (or any non-negative weights, e.g. TF-IDF) only
+        check_nonnegative(Xc, "Negative values in data: naive Bayes needs non-negative word counts")
         return Xc
 
     def _objective(self, joint, log_evidence, labels, weights, log_prior, log_theta) -> float:
@@ -362,7 +367,8 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         return res.marginals, float(-res.free_energy - independent.sum())
 
     # ------------------------------------------------------------------------ API
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None):
+    def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
+            cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
         """Fit the mixture by EM.
 
         Parameters
@@ -418,15 +424,15 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         Xc = self._check_X(X, reset=False)
         return log_joint(Xc, self.class_log_prior_, self.feature_log_prob_)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: MatrixLike) -> NDArray[np.float64]:
         """Posterior ``P(c | x)`` of new documents, shape (n, k); rows sum to one."""
         return posteriors(self._joint(X))[0]
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> NDArray[Any]:
         """Most probable class of new documents."""
         return np.argmax(self._joint(X), axis=1).astype(np.int64)
 
-    def score_samples(self, X):
+    def score_samples(self, X: MatrixLike) -> NDArray[np.float64]:
         """``log P(x_i | θ) = log Σ_c π_c Π_w θ_cw^{x_iw}`` of every document.
 
         The probability of the document's word sequence (its bag of words without the
@@ -434,7 +440,7 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         """
         return logsumexp(self._joint(X), axis=1)
 
-    def score(self, X, y=None):
+    def score(self, X: MatrixLike, y: ArrayLike | None = None) -> float:
         """Mean :meth:`score_samples` over the documents of ``X``."""
         return float(np.mean(self.score_samples(X)))
 

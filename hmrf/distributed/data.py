@@ -22,9 +22,18 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
+
+    from .._typing import MatrixLike
 
 try:
     import dask
@@ -48,7 +57,7 @@ PERSIST_FRACTION = 0.4
 FAN_IN = 8
 
 
-def as_row_chunked(X, name: str = "X"):
+def as_row_chunked(X: MatrixLike, name: str = "X") -> da.Array:
     """``X`` as a 2-D Dask array of a real dtype with known row chunks and one chunk
     along the columns (column chunks are merged lazily).
 
@@ -90,7 +99,7 @@ def label_dtype(n_clusters: int) -> np.dtype:
     return np.min_scalar_type(max(int(n_clusters) - 1, 0))
 
 
-def tree_reduce(parts, combine=None, fan_in: int = FAN_IN):
+def tree_reduce(parts: Any, combine: Any = None, fan_in: int = FAN_IN) -> Any:
     """Delayed sum of ``parts`` (Delayed objects whose values support ``+``, or are
     combined by ``combine(*values)``) as a tree of tasks with ``fan_in`` inputs each, in
     a fixed order: the result does not depend on how many workers there are."""
@@ -280,7 +289,7 @@ class ChunkedData:
     summary : ColumnSummary
     """
 
-    def __init__(self, X, family: EmissionFamily, persist="auto"):
+    def __init__(self, X: MatrixLike, family: EmissionFamily, persist: Literal["auto"] = "auto") -> None:
         if persist not in ("auto", True, False):
             raise ValueError(f"persist must be 'auto', True or False; got {persist!r}.")
         X = as_row_chunked(X)
@@ -348,18 +357,18 @@ class ChunkedData:
     def n_chunks(self) -> int:
         return len(self.chunks)
 
-    def chunk_of(self, rows) -> np.ndarray:
+    def chunk_of(self, rows: NDArray[np.intp]) -> np.ndarray:
         """Index of the chunk that holds each of ``rows``."""
         return np.searchsorted(self.stops, np.asarray(rows, dtype=np.int64), side="right")
 
-    def split(self, sorted_rows) -> list[np.ndarray]:
+    def split(self, sorted_rows: Any) -> list[np.ndarray]:
         """``sorted_rows`` (increasing global indices) as per-chunk local indices."""
         rows = np.asarray(sorted_rows, dtype=np.int64)
         cut = np.searchsorted(rows, self.stops)
         lo = np.concatenate([[0], cut[:-1]])
         return [rows[a:b] - s for a, b, s in zip(lo, cut, self.starts)]
 
-    def take(self, sorted_rows):
+    def take(self, sorted_rows: Any) -> NDArray[np.floating] | sparse.csr_matrix:
         """The prepared rows ``sorted_rows`` (increasing, distinct), fetched from the chunks
         that hold them in one computation: a dense (r, d) array or a CSR matrix."""
         rows = np.asarray(sorted_rows, dtype=np.int64)
@@ -371,11 +380,11 @@ class ChunkedData:
         got = dask.compute(*parts)
         return sp.vstack(got, format="csr") if self.sparse else np.concatenate(got)
 
-    def pieces(self, values) -> list:
+    def pieces(self, values: NDArray[Any]) -> list:
         """A vector of n values cut into the slices of the chunks (numpy views)."""
         return [values[s:e] for s, e in zip(self.starts, self.stops)]
 
-    def send(self, pieces) -> list:
+    def send(self, pieces: Any) -> list:
         """Arrays held by the client (one per chunk), as arguments for the chunks' tasks:
         under a ``distributed`` client each piece is a task of its own, persisted on the
         workers, whose value the scheduler keeps in its graph: a worker lost with a piece
@@ -387,7 +396,7 @@ class ChunkedData:
             return pieces
         return list(dask.persist(*[dask.delayed(p, traverse=False) for p in pieces]))
 
-    def to_dask(self, values, dtype=None):
+    def to_dask(self, values: NDArray[Any], dtype: DTypeLike | None = None) -> da.Array:
         """An (n,) vector held by the client as a Dask array chunked like the rows of ``X``,
         its pieces held by the workers (one piece a chunk, see :meth:`send`). ``dtype``: the type
         the array computes to, when the pieces are stored in a narrower one."""

@@ -13,6 +13,8 @@ the workers (the EM result keeps the client's copy).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -28,10 +30,22 @@ from .labels import ChunkLabels
 from .model import DaskHMRF, stand_in
 from .passes import dask_assignment_pass, dask_soft_pass
 
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    import dask.array as da
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
+
+    from .._typing import MatrixLike, PairsLike
+    from ..constraints import Constraints
+    from ..emissions.base import EmissionParams
+
 __all__ = ["fit_dask", "predict_dask", "initial_params_dask"]
 
 
-def initial_params_dask(estimator, model: DaskHMRF, constraints, y, rng):
+def initial_params_dask(estimator: Any, model: DaskHMRF, constraints: Constraints | None, y: ArrayLike | None,
+                        rng: np.random.Generator) -> EmissionParams:
     """The estimator's initial parameters on a :class:`~hmrf.distributed.DaskHMRF`: what its
     ``_initial_params`` computes in memory, with the initialisation of
     ``hmrf.distributed.initialization`` (same centres for the same generator).
@@ -61,8 +75,10 @@ def _labels(y):
     return y
 
 
-def fit_dask(estimator, X, y=None, *, must_link=None, cannot_link=None, constraints=None,
-             potentials=None, persist=None):
+def fit_dask(estimator: HMRFClusterMixin, X: MatrixLike, y: ArrayLike | None = None, *,
+             must_link: PairsLike | None = None, cannot_link: PairsLike | None = None,
+             constraints: Constraints | None = None, potentials: Any = None,
+             persist: Literal["auto"] | None = None) -> BaseEstimator:
     """Fit an HMRF estimator on a row-chunked Dask array (module docstring).
 
     Parameters
@@ -114,7 +130,7 @@ def _predict_chunk(block, family, params, normalizer, block_info=None):
         raise ValueError(_global_rows(str(exc), start)) from None
 
 
-def predict_dask(estimator, X):
+def predict_dask(estimator: Any, X: MatrixLike) -> da.Array:
     """Nearest cluster of the rows of a Dask array under the fitted emission (no
     constraints), as a lazy Dask array of int64 chunked like the rows of ``X``."""
     check_is_fitted(estimator, "params_")

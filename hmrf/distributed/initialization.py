@@ -21,6 +21,8 @@ of per-chunk sums here, equal to round-off.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dask
 import numpy as np
 
@@ -39,6 +41,16 @@ from ..initialization import (
 )
 from .data import tree_reduce
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from ..emissions.base import EmissionFamily
+    from ..model import HMRF
+    from .model import DaskHMRF
+
 __all__ = ["initial_centers_dask", "seeded_centers_dask", "kmeanspp_dask"]
 
 
@@ -51,8 +63,9 @@ def _centroids(X, members, which, n_groups):
     return _group_centroids(X[uniq], local.ravel(), which, n_groups)
 
 
-def initial_centers_dask(model, n_clusters: int, family, constraints: Constraints | None = None,
-                         method="neighborhoods", rng=None) -> np.ndarray:
+def initial_centers_dask(model: DaskHMRF, n_clusters: int, family: EmissionFamily,
+                         constraints: Constraints | None = None, method: str = "neighborhoods",
+                         rng: np.random.Generator | None = None) -> np.ndarray:
     """:func:`hmrf.initialization.initial_centers` for a
     :class:`~hmrf.distributed.DaskHMRF` (module docstring): the same centres for the same
     generator, by the same steps.
@@ -79,7 +92,8 @@ def initial_centers_dask(model, n_clusters: int, family, constraints: Constraint
                                         model, m, centers, family, rng, represent))
 
 
-def seeded_centers_dask(model, seeds, n_clusters: int, rng=None) -> np.ndarray:
+def seeded_centers_dask(model: HMRF, seeds: Any, n_clusters: int,
+                        rng: np.random.Generator | None = None) -> np.ndarray:
     """:func:`hmrf.initialization.seeded_centers` for a :class:`~hmrf.distributed.DaskHMRF`:
     seed-class means from the gathered seed rows, perturbed global centroids elsewhere."""
     return seeded_centers(model.X, seeds, n_clusters, check_random_state(rng), group_centroids=_centroids)
@@ -110,7 +124,8 @@ def _persisted_closest(parts):
     return parts, np.concatenate(dask.compute(*parts))
 
 
-def kmeanspp_dask(model, m: int, centers, family, rng, represent=None) -> np.ndarray:
+def kmeanspp_dask(model: DaskHMRF, m: int, centers: NDArray[Any], family: EmissionFamily,
+                  rng: np.random.Generator, represent: Callable[..., Any] | None = None) -> np.ndarray:
     """``m`` more centres by greedy k-means++ seeding given ``centers``, exactly as the
     in-memory code draws them (module docstring).
 

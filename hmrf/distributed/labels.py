@@ -17,10 +17,18 @@ gives the same labels.
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 import dask
 import dask.array as da
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import DTypeLike, NDArray
+
+    from .data import ChunkedData
 
 __all__ = ["ChunkLabels"]
 
@@ -70,8 +78,9 @@ class ChunkLabels:
 
     ndim = 1
 
-    def __init__(self, data, chunks, nodes, values, counts, previous=None, free_changed=None,
-                 free_except=None):
+    def __init__(self, data: ChunkedData, chunks: Any, nodes: NDArray[np.intp], values: NDArray[np.intp],
+                 counts: NDArray[np.intp], previous: ChunkLabels | None = None,
+                 free_changed: int | None = None, free_except: NDArray[np.intp] | None = None) -> None:
         self._data = data
         self.chunks = list(chunks)
         self.nodes = np.asarray(nodes, dtype=np.int64)
@@ -87,7 +96,8 @@ class ChunkLabels:
             np.asarray(free_except, dtype=np.int64)
 
     @classmethod
-    def from_numpy(cls, data, labels, n_clusters, nodes=None) -> ChunkLabels:
+    def from_numpy(cls, data: Any, labels: NDArray[np.intp], n_clusters: int,
+                   nodes: NDArray[np.intp] | None = None) -> ChunkLabels:
         """Labels held by the client (n,) as per-chunk tasks on the workers, knowing
         ``nodes`` (none by default)."""
         from .data import label_dtype
@@ -99,7 +109,7 @@ class ChunkLabels:
                    np.bincount(labels, minlength=n_clusters))
 
     @classmethod
-    def constant(cls, data, label: int, n_clusters: int) -> ChunkLabels:
+    def constant(cls, data: Any, label: int, n_clusters: int) -> ChunkLabels:
         """Every point labelled ``label``, each chunk's labels made on its worker."""
         from .data import label_dtype
 
@@ -154,7 +164,7 @@ class ChunkLabels:
         return self.count_changed(previous)
 
     # ---------------------------------------------------------------- updates
-    def with_rows(self, rows, values) -> ChunkLabels:
+    def with_rows(self, rows: NDArray[np.intp], values: NDArray[Any]) -> ChunkLabels:
         """These labels with the points ``rows`` (increasing, distinct) set to ``values``:
         one small task per chunk that holds a changed point, the counts adjusted on the
         client."""
@@ -207,7 +217,7 @@ class ChunkLabels:
         parts = [dask.delayed(_changed, pure=False)(a, b) for a, b in zip(self.chunks, other.chunks)]
         return int(sum(dask.compute(*parts)))
 
-    def to_dask(self, dtype=np.int64):
+    def to_dask(self, dtype: DTypeLike = np.int64) -> NDArray[Any]:
         """The labels as a Dask array chunked like the rows of the data (no copy on the
         client), of ``dtype``."""
         from .data import label_dtype

@@ -17,6 +17,8 @@ workers.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dask
 import numpy as np
 
@@ -29,6 +31,16 @@ from .data import ChunkedData, as_row_chunked, label_dtype, tree_reduce
 from .labels import ChunkLabels
 from .passes import dask_assignment_pass
 from .rows import GatheredRows
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from numpy.typing import NDArray
+
+    from .._typing import MatrixLike
+    from ..constraints import Constraints
+    from ..emissions.base import EmissionFamily, EmissionParams
+    from ..emissions.stats import ClusterStats
 
 __all__ = ["DaskHMRF", "stand_in"]
 
@@ -106,8 +118,10 @@ class DaskHMRF(HMRF):
 
     incremental_statistics = False
 
-    def __init__(self, X, n_clusters, emission="sqeuclidean", constraints=None, w=1.0,
-                 potentials=None, normalizer="constant", clamped=None, persist="auto"):
+    def __init__(self, X: MatrixLike, n_clusters: int, emission: str | EmissionFamily = "sqeuclidean",
+                 constraints: Constraints | None = None, w: float = 1.0, potentials: Any = None,
+                 normalizer: str = "constant", clamped: NDArray[np.intp] | None = None,
+                 persist: Literal["auto"] = "auto") -> None:
         family = get_emission(emission)
         X = as_row_chunked(X)
         template = HMRF(stand_in(X.shape[0]), n_clusters, emission=family, constraints=constraints, w=w,
@@ -115,7 +129,7 @@ class DaskHMRF(HMRF):
         self._adopt(template, ChunkedData(X, family, persist))
 
     @classmethod
-    def from_model(cls, template: HMRF, X, persist="auto") -> DaskHMRF:
+    def from_model(cls, template: HMRF, X: MatrixLike, persist: str = "auto") -> DaskHMRF:
         """The distributed model of ``X`` with everything else taken from ``template``, an
         :class:`~hmrf.HMRF` built on ``stand_in(n)`` (how the estimators build theirs)."""
         model = cls.__new__(cls)
@@ -144,19 +158,19 @@ class DaskHMRF(HMRF):
 
     # -------------------------------------------------------------- data views
     @property
-    def data_terms(self):
+    def data_terms(self) -> None:
         """``None``: the family's per-row data terms stay with the chunks on the workers."""
         return None
 
     @property
-    def statistics_shift(self):
+    def statistics_shift(self) -> NDArray[np.float64] | None:
         """The column means of dense data from the summary pass (``None`` for sparse data
         or families whose statistics have no second moment), as :class:`~hmrf.HMRF`."""
         if self.emission.second_moment(self.normalizer) is None or self.data.sparse:
             return None
         return self.data.summary.mean
 
-    def clamped_chunks(self):
+    def clamped_chunks(self) -> Any:
         """The clamped labels cut into the chunks' slices and kept on the workers (sent
         once), or ``None``."""
         if self.clamped is None:
@@ -166,7 +180,7 @@ class DaskHMRF(HMRF):
             self._clamped_chunks = self.data.send(self.data.pieces(small))
         return self._clamped_chunks
 
-    def unary(self, params, rows: slice | None = None) -> np.ndarray:
+    def unary(self, params: EmissionParams, rows: slice | None = None) -> np.ndarray:
         """Unary costs of the rows of the slice ``rows`` (fetched from the workers); all
         n rows are refused (an n x k array on the client)."""
         if not isinstance(rows, slice):
@@ -176,7 +190,7 @@ class DaskHMRF(HMRF):
         return block_unary(self.emission, self.X[idx], params, self.normalizer, None,
                            None if self.clamped is None else self.clamped[idx])
 
-    def statistics(self, assignment, rows=None):
+    def statistics(self, assignment: NDArray[np.intp], rows: NDArray[np.intp] | None = None) -> ClusterStats:
         """M-step statistics of ``assignment``: for all points (labels (n,)) by a pass on the
         workers, for the points ``rows`` from their gathered rows (as :class:`~hmrf.HMRF`)."""
         if rows is not None:
@@ -199,12 +213,12 @@ class DaskHMRF(HMRF):
         """Every point in cluster 0, made on the workers (no (n,) vector on the client)."""
         return ChunkLabels.constant(self.data, 0, self.n_clusters)
 
-    def unary_total(self, labels, params) -> float:
+    def unary_total(self, labels: NDArray[np.intp], params: EmissionParams) -> float:
         """``Σ_i u(x_i, labels_i)`` by a pass on the workers (as :class:`~hmrf.HMRF`, but
         clamped labels apply: no estimator that clamps labels has a weight to resolve)."""
         return float(dask_assignment_pass(self, params, previous=labels).previous_cost)
 
-    def energy(self, labels, params) -> float:
+    def energy(self, labels: NDArray[np.intp], params: EmissionParams) -> float:
         """The objective ``J(y, Θ)`` (as :meth:`hmrf.HMRF.energy`): the unary part by a pass
         on the workers, the pairwise part on the client."""
         if isinstance(labels, ChunkLabels):
@@ -215,7 +229,7 @@ class DaskHMRF(HMRF):
         step = dask_assignment_pass(self, params, previous=y)
         return float(step.previous_cost + self.graph(params).pairwise_energy(y))
 
-    def context(self, labels) -> MStepContext:
+    def context(self, labels: NDArray[np.intp]) -> MStepContext:
         """As :meth:`hmrf.HMRF.context`; labels kept on the workers
         (:class:`~hmrf.distributed.ChunkLabels`) are given to an M-step that reads labels
         (MPCKMeans' metric update reads those of the constraint pairs) as an (n,) vector of
@@ -236,11 +250,11 @@ class DaskHMRF(HMRF):
                 labels = labels.compute()
         return super().context(labels)
 
-    def energy_terms(self, labels, params) -> dict:
+    def energy_terms(self, labels: NDArray[np.intp], params: EmissionParams) -> dict:
         raise ValueError("energy_terms reads every point's costs on the client; on a DaskHMRF use "
                          "energy() (a pass on the workers).")
 
-    def to_pgmpy(self, params, factor_graph: bool = False):
+    def to_pgmpy(self, params: EmissionParams, factor_graph: bool = False) -> None:
         raise ValueError("to_pgmpy builds a factor per point (k^n tables); not for a DaskHMRF.")
 
     def __repr__(self) -> str:

@@ -21,7 +21,19 @@ The whole pass is one Dask computation, one task a chunk. ``X`` never leaves the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
+    from scipy import sparse
+
+    from .._typing import MatrixLike
+    from ..emissions.base import EmissionFamily, EmissionParams
+    from ..model import HMRF
 
 try:
     import dask
@@ -49,8 +61,11 @@ __all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_
 TREE_ABOVE = 2**16
 
 
-def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, previous, local,
-                     accumulate, shift, return_costs=False):
+def chunk_assignment(family: EmissionFamily, X: NDArray[Any] | sparse.csr_matrix, data: NDArray[Any] | None,
+                     params: EmissionParams, normalizer: str, n_clusters: int, clamped: NDArray[Any] | None,
+                     previous: NDArray[Any] | None, local: NDArray[Any] | None, accumulate: bool,
+                     shift: NDArray[Any] | None,
+                     return_costs: bool = False) -> tuple[tuple[Any, Any, Any, Any], Any]:
     """The hard E-step pass over one chunk (the module docstring's results).
 
     Parameters
@@ -90,7 +105,9 @@ def chunk_assignment(family, X, data, params, normalizer, n_clusters, clamped, p
     return (labels, cost if return_costs else float(cost.sum()), total, unary_c), stats
 
 
-def chunk_soft_assignment(family, X, data, params, normalizer, n_clusters, clamped, local, shift):
+def chunk_soft_assignment(family: EmissionFamily, X: MatrixLike, data: Any, params: EmissionParams,
+                          normalizer: str, n_clusters: int, clamped: NDArray[np.intp] | None, local: Any,
+                          shift: NDArray[np.floating] | None) -> tuple[tuple[Any, float, Any], Any]:
     """The soft E-step pass over one chunk: ``(labels (b,), free energy of its
     unconstrained rows, cost rows of its constrained rows), posterior-weighted
     statistics``."""
@@ -120,7 +137,8 @@ def _statistics_size(model) -> int:
     return k * (1 + d) + second[model.emission.second_moment(model.normalizer)]
 
 
-def run_chunks(model, function, arguments, statistics: bool = True):
+def run_chunks(model: HMRF, function: Any, arguments: Any,
+               statistics: bool = True) -> tuple[Any, Any] | tuple[list[Any], Any]:
     """One task per chunk, ``function(*arguments[c]) -> (results, statistics)``, computed
     at once; returns the list of every chunk's results (gathered to the client) and the
     sum of their statistics in chunk order (``None`` if ``statistics`` is false).
@@ -185,8 +203,9 @@ def _previous_chunks(model, previous):
     return data.send(data.pieces(np.asarray(previous).astype(label_dtype(k))))
 
 
-def dask_assignment_pass(model, params, previous=None, constrained=None, accumulate: bool = False,
-                         shift=None) -> AssignmentPass:
+def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[np.intp] | None = None,
+                         constrained: NDArray[np.bool_] | None = None, accumulate: bool = False,
+                         shift: NDArray[np.floating] | None = None) -> AssignmentPass:
     """:func:`hmrf.em.passes.assignment_pass` over the chunks of a
     :class:`~hmrf.distributed.DaskHMRF`, as one Dask computation (module docstring).
 
@@ -234,7 +253,8 @@ def dask_assignment_pass(model, params, previous=None, constrained=None, accumul
                           _stack_rows(rows, k), stats, costs=costs)
 
 
-def dask_soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
+def dask_soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.bool_] | None = None,
+                   shift: NDArray[np.floating] | None = None) -> SoftPass:
     """:func:`hmrf.em.passes.soft_pass` over the chunks of a :class:`~hmrf.distributed.DaskHMRF`,
     as one Dask computation."""
     data, k = model.data, model.n_clusters

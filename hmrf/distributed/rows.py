@@ -14,10 +14,17 @@ a ``ValueError`` that says so, instead of gathering the data.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from .data import ChunkedData
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import DTypeLike, NDArray
 
 __all__ = ["GatheredRows"]
 
@@ -47,7 +54,7 @@ class GatheredRows:
 
     ndim = 2
 
-    def __init__(self, data: ChunkedData):
+    def __init__(self, data: ChunkedData) -> None:
         self._data = data
         self.shape = (data.n, data.d)
         self.dtype = data.dtype
@@ -91,18 +98,21 @@ class GatheredRows:
             raise ValueError(f"X.{what} along axis {axis!r} needs every row; the Dask path "
                              "summarises the data along axis 0 only.")
 
-    def mean(self, axis=None, dtype=None, out=None, **kwargs):
+    def mean(self, axis: Any = None, dtype: DTypeLike | None = None, out: Any = None,
+             **kwargs: Any) -> NDArray[Any]:
         """Column means (float64), from the summary pass."""
         self._check_axis(axis, "mean")
         return self._data.summary.mean.copy()
 
-    def var(self, axis=None, dtype=None, out=None, ddof=0, **kwargs):
+    def var(self, axis: Any = None, dtype: DTypeLike | None = None, out: Any = None, ddof: int = 0,
+            **kwargs: Any) -> NDArray[np.float64]:
         """Column variances (float64), from the summary pass."""
         self._check_axis(axis, "var")
         n = self._data.summary.n
         return self._data.summary.var * (n / max(n - ddof, 1))
 
-    def sum(self, axis=None, dtype=None, out=None, **kwargs):
+    def sum(self, axis: Any = None, dtype: DTypeLike | None = None, out: Any = None,
+            **kwargs: Any) -> NDArray[Any]:
         """Column sums (float64), from the summary pass."""
         self._check_axis(axis, "sum")
         return self._data.summary.sums.copy()
@@ -120,7 +130,7 @@ class GatheredRows:
 
     __mul__ = __rmul__ = __matmul__ = __rmatmul__ = __add__ = __radd__ = __sub__ = __rsub__ = _arith
 
-    def multiply(self, other):
+    def multiply(self, other: Any) -> None:
         raise ValueError(self._refusal("X.multiply"))
 
     def __repr__(self) -> str:

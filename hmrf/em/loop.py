@@ -37,12 +37,24 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._validation import check_random_state
 from ..inference.base import InferenceEngine
 from .passes import assignment_pass
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from numpy.typing import DTypeLike, NDArray
+
+    from ..emissions.base import EmissionParams
+    from ..graph import PairwiseGraph
+    from ..inference.base import InferenceResult
+    from ..model import HMRF
 
 __all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "check_engine", "solve_e_step"]
 
@@ -53,7 +65,7 @@ RISE_RTOL = 1e-9
 RISE_ULPS = 100
 
 
-def rise_tolerance(objective: float, dtype) -> float:
+def rise_tolerance(objective: float, dtype: DTypeLike) -> float:
     """The largest rise of the objective that counts as round-off, for costs computed in
     ``dtype``: ``max(RISE_RTOL, RISE_ULPS · eps(dtype)) · max(1, |objective|)`` (1.2e-5
     of the objective for float32, 1e-9 for float64)."""
@@ -96,14 +108,15 @@ class EMResult:
     final_engine_info: dict | None = None
 
 
-def check_engine(engine) -> None:
+def check_engine(engine: InferenceEngine) -> None:
     """Check an E-step engine's parameters once, at the start of a fit (its E-steps then
     go through :func:`solve_e_step`, which does not check them again)."""
     if isinstance(engine, InferenceEngine):
         engine.check_params()
 
 
-def solve_e_step(engine, unary, graph, init, rng):
+def solve_e_step(engine: InferenceEngine, unary: NDArray[np.floating], graph: PairwiseGraph, init: Any,
+                 rng: np.random.Generator) -> InferenceResult:
     """``engine``'s labelling of one E-step problem of a fit: costs (n_c, k), a
     :class:`~hmrf.graph.PairwiseGraph` and the previous labels (or ``None``) that the model
     produced from inputs checked at the fit's entrance, so an
@@ -152,7 +165,8 @@ def _inf_safe_sum(rows, values, n):
     return np.where(np.isnan(out), np.inf, out)
 
 
-def reseed_empty_clusters(labels, unary, graph, n_clusters) -> tuple[np.ndarray, int]:
+def reseed_empty_clusters(labels: NDArray[Any], unary: NDArray[Any], graph: PairwiseGraph,
+                          n_clusters: int) -> tuple[np.ndarray, int]:
     """Give empty clusters a point without increasing the objective (module docstring).
 
     Candidates are points whose move alone does not raise the pairwise energy (every
@@ -252,8 +266,10 @@ def _move_statistics(model, stats, rows, new, old):
     return stats + model.statistics(new, rows) - model.statistics(old, rows)
 
 
-def run_em(model, params, engine: InferenceEngine, *, max_iter: int = 100, tol: float = 1e-4,
-           rng=None, callback=None, data_pass=None) -> EMResult:
+def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_iter: int = 100,
+           tol: float = 1e-4, rng: np.random.Generator | None = None,
+           callback: Callable[..., Any] | None = None,
+           data_pass: Callable[..., Any] | None = None) -> EMResult:
     """Alternate E- and M-steps on ``model`` from ``params``.
 
     Each iteration is one pass over the data (:func:`hmrf.em.passes.assignment_pass`) under

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,6 +30,16 @@ from .._optional import available
 from ..inference.base import argmin_rows
 from ..inference.meanfield import softmax_free_energy
 from ..model import block_unary
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from .._typing import MatrixLike
+    from ..emissions.base import EmissionFamily, EmissionParams
+    from ..model import HMRF
 
 __all__ = ["AssignmentPass", "BlockResult", "SoftPass", "assign_block", "assignment_pass",
            "block_arguments", "collect_blocks", "nearest_clusters", "pass_width", "reduce_rows",
@@ -47,7 +58,7 @@ def _compiled_reduce_rows():
     return _NUMBA["reduce_rows"]
 
 
-def reduce_rows(U, previous=None) -> tuple[np.ndarray, np.ndarray, float]:
+def reduce_rows(U: Any, previous: NDArray[np.intp] | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """Row argmin (first minimiser, int64), row minimum (float64) and ``Σ U[i, previous_i]``
     (0.0 without ``previous``) of a block of unary costs: one compiled pass when numba is
     installed, else :func:`~hmrf.inference.base.argmin_rows` and a gather."""
@@ -89,9 +100,10 @@ class BlockResult:
     stats: object = None
 
 
-def assign_block(family, X_block, params, normalizer: str, n_clusters: int, *, data=None,
-                 clamped=None, previous=None, constrained_mask=None, accumulate: bool = False,
-                 shift=None) -> BlockResult:
+def assign_block(family: EmissionFamily, X_block: MatrixLike, params: EmissionParams, normalizer: str,
+                 n_clusters: int, *, data: NDArray[Any] | None = None, clamped: NDArray[Any] | None = None,
+                 previous: NDArray[Any] | None = None, constrained_mask: NDArray[np.bool_] | None = None,
+                 accumulate: bool = False, shift: NDArray[Any] | None = None) -> BlockResult:
     """The pass's work on one block of rows (see the module docstring): a function of the
     block alone, so that it runs the same on an in-memory slice or a Dask chunk.
 
@@ -143,7 +155,7 @@ def _threads() -> int:
     return max(1, min(os.cpu_count() or 1, MAX_THREADS))
 
 
-def pass_width(family, X, n_clusters: int) -> int:
+def pass_width(family: EmissionFamily, X: MatrixLike, n_clusters: int) -> int:
     """Columns of a pass's per-row temporaries: ``k`` for CSR data and a family with
     linear costs (the sparse sweep forms no (rows x d) block), else ``max(k, d)``."""
     from ..emissions.base import EmissionFamily
@@ -188,7 +200,7 @@ def _thread_pool(n_threads):
     return _THREADING["pool"], _THREADING["controller"]
 
 
-def run_blocks(work, blocks, entries: int = MIN_THREADED_ENTRIES):
+def run_blocks(work: Any, blocks: Any, entries: int = MIN_THREADED_ENTRIES) -> Iterator[Any]:
     """``work(block)`` for every block, yielded in block order (so sums are added in the
     same order whatever the number of threads): on a pool of threads when the pass covers
     at least ``MIN_THREADED_ENTRIES`` entries, else on the calling thread. At most one
@@ -243,8 +255,9 @@ class AssignmentPass:
     costs: object = None
 
 
-def assignment_pass(model, params, previous=None, constrained=None, accumulate: bool = False,
-                    shift=None, block: int | None = None) -> AssignmentPass:
+def assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[Any] | None = None,
+                    constrained: NDArray[Any] | None = None, accumulate: bool = False,
+                    shift: NDArray[Any] | None = None, block: int | None = None) -> AssignmentPass:
     """Run :func:`assign_block` over ``model.X`` in row blocks and combine the results.
 
     Parameters
@@ -283,8 +296,9 @@ def assignment_pass(model, params, previous=None, constrained=None, accumulate: 
                           stats, costs=lambda: cost)
 
 
-def block_arguments(n: int, width: int, data=None, clamped=None, previous=None, constrained=None,
-                    block: int | None = None):
+def block_arguments(n: int, width: int, data: Any = None, clamped: NDArray[np.intp] | None = None,
+                    previous: NDArray[np.intp] | None = None, constrained: NDArray[np.bool_] | None = None,
+                    block: int | None = None) -> Iterator[Any]:
     """The row blocks of a pass over ``n`` rows and each block's per-row arguments: yields
     ``(rows, keywords, previous)`` with ``rows`` a slice, ``keywords`` the ``data``,
     ``clamped`` and ``constrained_mask`` slices for :func:`assign_block` /
@@ -305,7 +319,8 @@ def block_arguments(n: int, width: int, data=None, clamped=None, previous=None, 
             None if previous is None else previous[rows]
 
 
-def collect_blocks(results, labels, cost, n_clusters: int):
+def collect_blocks(results: Any, labels: NDArray[np.intp], cost: NDArray[Any],
+                   n_clusters: int) -> tuple[Any, Any, Any]:
     """Put the :class:`BlockResult` of each ``(rows, result)`` of ``results`` (in block
     order) together: labels and per-row costs (minimum costs, or free-energy terms) into
     ``labels[rows]`` and ``cost[rows]``; returns the summed previous cost, the stacked
@@ -323,7 +338,8 @@ def collect_blocks(results, labels, cost, n_clusters: int):
     return total, np.vstack(parts) if parts else np.empty((0, n_clusters)), stats
 
 
-def nearest_clusters(family, X, params, normalizer: str = "constant") -> np.ndarray:
+def nearest_clusters(family: EmissionFamily, X: MatrixLike, params: EmissionParams,
+                     normalizer: str = "constant") -> np.ndarray:
     """Argmin of the unary costs of every row of ``X`` (prepared data), in row blocks:
     the cluster of new points under fitted parameters, with no constraints."""
     n = X.shape[0]
@@ -364,8 +380,10 @@ class SoftPass:
     stats: object
 
 
-def soft_assign_block(family, X_block, params, normalizer: str, n_clusters: int, *, data=None,
-                      clamped=None, constrained_mask=None, shift=None):
+def soft_assign_block(family: EmissionFamily, X_block: MatrixLike, params: EmissionParams, normalizer: str,
+                      n_clusters: int, *, data: Any = None, clamped: NDArray[np.intp] | None = None,
+                      constrained_mask: NDArray[np.bool_] | None = None,
+                      shift: NDArray[np.floating] | None = None) -> BlockResult:
     """Soft E-step of one block: posteriors ``q_ih ∝ exp(-U_ih)`` of its unconstrained
     rows (never stored beyond the block), their free energy and weighted statistics, and
     the cost rows of its constrained rows, as a :class:`BlockResult` whose ``cost`` is each
@@ -383,7 +401,8 @@ def soft_assign_block(family, X_block, params, normalizer: str, n_clusters: int,
     return BlockResult(labels, np.asarray(f, dtype=np.float64), 0.0, rows, stats)
 
 
-def soft_pass(model, params, constrained=None, shift=None) -> SoftPass:
+def soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.bool_] | None = None,
+              shift: NDArray[np.floating] | None = None) -> SoftPass:
     """:func:`soft_assign_block` over ``model.X`` in row blocks."""
     n, k = model.n_samples, model.n_clusters
     labels, free = np.empty(n, dtype=np.int64), np.empty(n)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,13 +48,21 @@ from ..inference.meanfield import MeanField, factorised_free_energy
 from .loop import EMResult, check_engine, rise_tolerance, solve_e_step
 from .passes import soft_pass
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..emissions.base import EmissionParams
+    from ..inference.base import InferenceEngine
+    from ..model import HMRF
+
 __all__ = ["run_soft_em", "posterior_engine", "POSTERIORS"]
 
 #: names of the posterior methods of soft EM (``"icm"`` maps to its soft analogue)
 POSTERIORS = ("mean_field", "bp")
 
 
-def posterior_engine(spec):
+def posterior_engine(spec: str | InferenceEngine) -> InferenceEngine:
     """The posterior method of soft EM from an estimator's ``inference`` setting.
 
     ``"mean_field"`` (and ``"icm"``, whose sequential coordinate updates mean-field
@@ -85,8 +94,10 @@ def _posteriors(engine, unary, graph, init, rng):
     return q, factorised_free_energy(unary, graph, q)
 
 
-def run_soft_em(model, params, engine=None, *, max_iter: int = 100, tol: float = 1e-4, rng=None,
-                callback=None, data_pass=None) -> EMResult:
+def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngine | None = None, *,
+                max_iter: int = 100, tol: float = 1e-4, rng: np.random.Generator | None = None,
+                callback: Callable[..., Any] | None = None,
+                data_pass: Callable[..., Any] | None = None) -> EMResult:
     """Soft EM on ``model`` from ``params`` (module docstring).
 
     Parameters

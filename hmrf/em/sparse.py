@@ -29,12 +29,25 @@ its own. A block of a Dask array (or any caller of
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from .._optional import available
 from ..emissions.base import EmissionFamily
 from ..emissions.stats import ClusterStats
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
+
+    from .._typing import MatrixLike
+    from ..emissions.base import EmissionParams, LinearCosts
+    from ..model import HMRF
+    from .passes import AssignmentPass, BlockResult
 
 __all__ = ["linear_form", "linear_block", "linear_block_numpy", "fused_second_moment",
            "sparse_assign_block", "sparse_assignment_pass", "sparse_labels", "sparse_row_blocks",
@@ -57,7 +70,8 @@ def _kernels():
     return _NUMBA["k"]
 
 
-def linear_form(family, params, normalizer: str, dtype):
+def linear_form(family: EmissionFamily, params: EmissionParams, normalizer: str,
+                dtype: DTypeLike) -> LinearCosts | None:
     """The family's :class:`~hmrf.emissions.base.LinearCosts` in ``dtype`` with the
     mixing weights' ``-log π_h`` (when ``params`` has them) in the offset, or ``None``."""
     form = family.linear_costs(params, normalizer, np.dtype(dtype))
@@ -67,7 +81,7 @@ def linear_form(family, params, normalizer: str, dtype):
     return form
 
 
-def fused_second_moment(family, normalizer: str):
+def fused_second_moment(family: EmissionFamily, normalizer: str) -> tuple[Any, Any]:
     """``(True, kind)`` when the family's statistics are the default counts and sums with
     no second moment or the ``"norm"`` one (what the compiled sweep adds up), else
     ``(False, None)``."""
@@ -85,8 +99,12 @@ def _empty(dtype=np.float64):
     return np.empty(0, dtype=dtype)
 
 
-def linear_block(X, form, rows=None, row_terms=None, clamped=None, previous=None, constrained=None,
-                 sums=None, second=None):
+def linear_block(X: sparse.csr_matrix, form: LinearCosts, rows: NDArray[np.intp] | None = None,
+                 row_terms: NDArray[Any] | None = None, clamped: NDArray[Any] | None = None,
+                 previous: NDArray[Any] | None = None, constrained: NDArray[Any] | None = None,
+                 sums: NDArray[np.float64] | None = None,
+                 second: Any = None,
+                 ) -> tuple[NDArray[np.int64], NDArray[np.float64], float, NDArray[np.float64]]:
     """The compiled sweep over the rows ``rows`` (a slice; all by default) of CSR ``X``.
 
     Parameters
@@ -127,7 +145,9 @@ def linear_block(X, form, rows=None, row_terms=None, clamped=None, previous=None
     return labels, mins, float(total), crows
 
 
-def linear_block_numpy(X, form, row_terms=None, clamped=None, previous=None, constrained=None):
+def linear_block_numpy(X: MatrixLike, form: Any, row_terms: Any = None,
+                       clamped: NDArray[np.intp] | None = None, previous: NDArray[np.intp] | None = None,
+                       constrained: NDArray[np.bool_] | None = None) -> tuple[Any, Any, Any, Any]:
     """NumPy twin of :func:`linear_block` on all rows of ``X`` (no statistics): the
     sparse-dense product ``X @ W`` (scipy adds each row's entries in stored order, as the
     compiled sweep does) and the same elementwise formula, in the same precision and
@@ -159,9 +179,11 @@ def linear_block_numpy(X, form, row_terms=None, clamped=None, previous=None, con
     return labels, mins, total, rows
 
 
-def sparse_assign_block(family, X_block, params, normalizer: str, n_clusters: int, *, data=None,
-                        clamped=None, previous=None, constrained_mask=None, accumulate: bool = False,
-                        shift=None):
+def sparse_assign_block(family: EmissionFamily, X_block: MatrixLike, params: EmissionParams, normalizer: str,
+                        n_clusters: int, *, data: Any = None, clamped: NDArray[np.intp] | None = None,
+                        previous: NDArray[np.intp] | None = None,
+                        constrained_mask: NDArray[np.bool_] | None = None, accumulate: bool = False,
+                        shift: NDArray[np.floating] | None = None) -> BlockResult | None:
     """:func:`hmrf.em.passes.assign_block` for a CSR block in one compiled sweep (labels,
     costs and statistics together), or ``None`` when the family's costs are not linear in
     the point or its statistics are not the default ones (the caller then takes the
@@ -192,7 +214,8 @@ def sparse_assign_block(family, X_block, params, normalizer: str, n_clusters: in
     return BlockResult(labels, mins, prev, rows, stats)
 
 
-def sparse_labels(family, X, params, normalizer: str = "constant", data=None):
+def sparse_labels(family: EmissionFamily, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
+                  data: Any = None) -> NDArray[np.int64] | None:
     """Argmin labels of every row of CSR ``X`` (no constraints) in one compiled sweep,
     or ``None`` when the sweep does not serve the family."""
     if _kernels() is None:
@@ -211,7 +234,7 @@ def _with_dtype(X, dtype):
     return sp.csr_matrix((X.data.astype(dtype), X.indices, X.indptr), shape=X.shape)
 
 
-def sparse_row_blocks(indptr, n_clusters: int, nnz_per_block: int = BLOCK_NNZ):
+def sparse_row_blocks(indptr: Any, n_clusters: int, nnz_per_block: int = BLOCK_NNZ) -> list[slice]:
     """Row slices of about ``nnz_per_block`` stored entries each, of at most
     :func:`hmrf._blocks.block_rows` rows for (rows x k) temporaries; they depend on the
     data only, never on the number of threads."""
@@ -229,7 +252,8 @@ def sparse_row_blocks(indptr, n_clusters: int, nnz_per_block: int = BLOCK_NNZ):
     return out
 
 
-def cluster_sums_by_part(X, labels, n_clusters: int, second_kind=None, map_parts=None, n_parts: int = 1):
+def cluster_sums_by_part(X: MatrixLike, labels: NDArray[np.intp], n_clusters: int, second_kind: Any = None,
+                         map_parts: Any = None, n_parts: int = 1) -> ClusterStats:
     """Counts, sums (and the ``"norm"`` second moment) of the rows of CSR ``X`` under
     ``labels``, with the clusters split into ``n_parts`` parts of about equal numbers of
     stored entries, each added up by one call of ``add_rows_of`` (``map_parts(fn, parts)``
@@ -267,8 +291,9 @@ def _balanced_owner(load, n_parts: int) -> np.ndarray:
     return owner
 
 
-def sparse_assignment_pass(model, params, previous=None, constrained=None, accumulate: bool = False,
-                           shift=None):
+def sparse_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[np.intp] | None = None,
+                           constrained: NDArray[np.bool_] | None = None, accumulate: bool = False,
+                           shift: NDArray[np.floating] | None = None) -> AssignmentPass | None:
     """:func:`hmrf.em.passes.assignment_pass` over a CSR ``model.X`` (module docstring),
     or ``None`` when the compiled sweep does not serve the model's family."""
     from . import passes

@@ -6,6 +6,9 @@ Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
 family with ``BregmanFamily(phi, grad_phi)``.
 """
 
+
+from __future__ import annotations
+
 from .base import (
     EmissionFamily,
     EmissionParams,
@@ -44,7 +47,7 @@ _ALIASES = {
 }
 
 
-def get_emission(spec) -> EmissionFamily:
+def get_emission(spec: str | EmissionFamily) -> EmissionFamily:
     """Resolve an emission family from a name or return a family instance as is."""
     if isinstance(spec, EmissionFamily):
         return spec

@@ -27,11 +27,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from .stats import ClusterStats
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import ArrayLike, DTypeLike, NDArray
+    from scipy import sparse
+
+    from .._typing import MatrixLike
 
 __all__ = ["EmissionFamily", "EmissionParams", "LinearCosts", "MStepContext", "MetricTerms", "cluster_sums",
            "scale_rows", "inner_products", "NORMALIZERS", "M_STEP_NEEDS", "work_dtype", "check_squared_scale"]
@@ -66,7 +75,7 @@ class EmissionParams:
     def n_clusters(self) -> int:
         return int(self.centers.shape[0])
 
-    def replace(self, **changes) -> EmissionParams:
+    def replace(self, **changes: Any) -> EmissionParams:
         """A copy with some fields replaced."""
         return replace(self, **changes)
 
@@ -108,7 +117,8 @@ class LinearCosts:
     hi: float = np.inf
 
     @classmethod
-    def build(cls, weights, bias, offset, dtype, scale=None, lo=0.0, hi=np.inf, factor=1.0) -> LinearCosts:
+    def build(cls, weights: NDArray[Any] | None, bias: Any, offset: Any, dtype: DTypeLike, scale: Any = None,
+              lo: float = 0.0, hi: float = np.inf, factor: float = 1.0) -> LinearCosts:
         """The form with every array in ``dtype``; ``g_h`` is ``factor`` times row ``h`` of
         ``weights`` (k, d), stored transposed (one pass over the centres)."""
         weights = np.asarray(weights)
@@ -119,17 +129,17 @@ class LinearCosts:
         return cls(W, np.ascontiguousarray(bias, dtype=dtype), np.ascontiguousarray(offset, dtype=dtype),
                    None if scale is None else np.ascontiguousarray(scale, dtype=dtype), float(lo), float(hi))
 
-    def with_offset(self, extra) -> LinearCosts:
+    def with_offset(self, extra: Any) -> LinearCosts:
         """The same costs plus ``extra`` (k,) per cluster (e.g. ``-log π_h``)."""
         return replace(self, offset=(self.offset + np.asarray(extra)).astype(self.offset.dtype))
 
 
-def work_dtype(X) -> np.dtype:
+def work_dtype(X: MatrixLike) -> np.dtype:
     """The precision costs are computed in: float32 for float32 data, else float64."""
     return np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
 
 
-def inner_products(X, G) -> np.ndarray:
+def inner_products(X: MatrixLike, G: ArrayLike) -> np.ndarray:
     """``X @ G.T``, the (n, k) inner products ``<x_i, g_h>``: the one GEMM of an E-step.
 
     Every family whose cost is linear in the point up to per-point and per-cluster
@@ -156,7 +166,7 @@ def inner_products(X, G) -> np.ndarray:
     return (G @ X.T).T
 
 
-def check_squared_scale(X, family: str) -> None:
+def check_squared_scale(X: MatrixLike, family: str) -> None:
     """Refuse data whose squared distances overflow or underflow the working precision.
 
     Squared Euclidean and Mahalanobis costs are sums of squares of the entries: entries
@@ -182,7 +192,7 @@ def check_squared_scale(X, family: str) -> None:
         )
 
 
-def scale_rows(X, scale: np.ndarray):
+def scale_rows(X: MatrixLike, scale: np.ndarray) -> NDArray[np.floating] | sparse.csr_matrix:
     """``X`` with row ``i`` divided by ``scale[i]`` (a new array of ``X``'s precision;
     sparse stays CSR)."""
     inv = (1.0 / scale).astype(work_dtype(X))
@@ -197,7 +207,8 @@ def _check_normalizer(normalizer: str) -> str:
     return normalizer
 
 
-def cluster_sums(X, assignment, n_clusters: int):
+def cluster_sums(X: MatrixLike, assignment: NDArray[np.intp],
+                 n_clusters: int) -> tuple[NDArray[Any], NDArray[Any]]:
     """Per-cluster sums of rows of ``X`` and cluster sizes.
 
     Parameters
@@ -261,7 +272,8 @@ class MetricTerms(ABC):
     """
 
     @abstractmethod
-    def metric_terms(self, X, params, labels) -> tuple[np.ndarray, np.ndarray] | None:
+    def metric_terms(self, X: MatrixLike, params: EmissionParams,
+                     labels: NDArray[np.intp]) -> tuple[np.ndarray, np.ndarray] | None:
         """``(diff, coef)``: rows ``x_i - x_j`` of the pairs that enter the update and
         their coefficients ``∂ penalty / ∂ ||x_i - x_j||²_A`` under ``labels``."""
 
@@ -298,14 +310,14 @@ class EmissionFamily(ABC):
     m_step_needs = frozenset({"statistics"})
 
     # -------------------------------------------------------------- data domain
-    def prepare(self, X):
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         """Check the domain of ``X`` and return the data the family works on.
 
         The default accepts any finite real data unchanged. Must not modify ``X``.
         """
         return X
 
-    def data_terms(self, X) -> np.ndarray | None:
+    def data_terms(self, X: MatrixLike) -> np.ndarray | None:
         """Per-row quantities that depend on the data only (e.g. ``φ(x_i)``), or ``None``.
 
         The model computes them once (n floats) and passes the rows of each block to
@@ -315,14 +327,14 @@ class EmissionFamily(ABC):
 
     # ------------------------------------------------------------------- costs
     @abstractmethod
-    def divergence(self, X, centers, data=None) -> np.ndarray:
+    def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None) -> np.ndarray:
         """Distortion ``D(x_i, c_h)`` for every row of ``X`` and of ``centers``, (n, k).
 
         ``data`` holds the rows of ``data_terms`` for ``X`` when the caller has them.
         The result has the precision of ``X`` (float32 stays float32).
         """
 
-    def distortion(self, X, params: EmissionParams, data=None) -> np.ndarray:
+    def distortion(self, X: MatrixLike, params: EmissionParams, data: Any = None) -> np.ndarray:
         """The distortion part of the unary cost, (n, k): ``D(x_i, μ_h)`` by default.
 
         :meth:`HMRF.energy_terms <hmrf.HMRF.energy_terms>` reports the rest of the unary
@@ -338,7 +350,8 @@ class EmissionFamily(ABC):
         """
         return np.zeros(params.n_clusters)
 
-    def unary(self, X, params: EmissionParams, normalizer: str = "constant", data=None) -> np.ndarray:
+    def unary(self, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
+              data: Any = None) -> np.ndarray:
         """Per-point cost ``-log p(x_i | y_i = h, Θ)`` up to a constant, shape (n, k).
 
         With ``normalizer="constant"`` this is ``D(x_i, μ_h)`` (plus the family's prior
@@ -349,7 +362,7 @@ class EmissionFamily(ABC):
         cost += self.cluster_cost(params, normalizer)[None, :].astype(cost.dtype)
         return cost
 
-    def linear_costs(self, params: EmissionParams, normalizer: str, dtype) -> LinearCosts | None:
+    def linear_costs(self, params: EmissionParams, normalizer: str, dtype: DTypeLike) -> LinearCosts | None:
         """The unary costs of :meth:`unary` as a :class:`LinearCosts` in ``dtype``, or
         ``None`` when they do not have that form (then a sparse pass computes
         :meth:`unary` block by block). ``None`` by default."""
@@ -362,8 +375,8 @@ class EmissionFamily(ABC):
         ``"norm"``, ``"diagonal"`` or ``"full"``."""
         return None
 
-    def statistics(self, X, assignment, n_clusters: int, normalizer: str = "constant",
-                   shift=None) -> ClusterStats:
+    def statistics(self, X: MatrixLike, assignment: NDArray[np.intp], n_clusters: int,
+                   normalizer: str = "constant", shift: NDArray[np.floating] | None = None) -> ClusterStats:
         """Additive statistics of the rows of ``X`` under ``assignment`` (labels (n,) or
         responsibilities (n, k)): what :meth:`update` needs, summed per cluster."""
         return ClusterStats.from_data(X, assignment, n_clusters, self.second_moment(normalizer), shift)
@@ -378,7 +391,7 @@ class EmissionFamily(ABC):
         ``m_step_needs`` asks for.
         """
 
-    def m_step(self, X, assignment, params: EmissionParams | None = None,
+    def m_step(self, X: MatrixLike, assignment: NDArray[np.intp], params: EmissionParams | None = None,
                normalizer: str = "constant") -> EmissionParams:
         """Parameters minimising the summed unary cost for ``assignment`` on ``X``.
 
@@ -395,14 +408,14 @@ class EmissionFamily(ABC):
         return self.update(stats, params, normalizer, context)
 
     @staticmethod
-    def default_shift(X):
+    def default_shift(X: MatrixLike) -> NDArray[Any] | None:
         """The ``c`` of second moments: the global mean of dense data, ``None`` (0) for
         sparse data."""
         if sp.issparse(X):
             return None
         return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
 
-    def init_params(self, X, centers) -> EmissionParams:
+    def init_params(self, X: MatrixLike, centers: NDArray[np.floating]) -> EmissionParams:
         """Parameters from initial centre vectors (projected into the domain)."""
         return EmissionParams(np.array(centers, dtype=np.float64))
 

@@ -15,15 +15,27 @@ mean.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from .base import EmissionFamily, EmissionParams, LinearCosts, inner_products, work_dtype
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
+
+    from .._typing import MatrixLike
+    from .stats import ClusterStats
+
 __all__ = ["BregmanFamily", "row_dot"]
 
 
-def row_dot(X) -> np.ndarray:
+def row_dot(X: MatrixLike) -> np.ndarray:
     """Squared L2 norm of every row of dense or sparse ``X`` (no densifying), float64."""
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
@@ -71,18 +83,19 @@ class BregmanFamily(EmissionFamily):
 
     _memo = None  # (centres, dtype, -∇φ(M), cluster part) of the last centres seen
 
-    def __init__(self, phi, grad_phi, name: str = "bregman", domain=None):
+    def __init__(self, phi: Callable[..., Any], grad_phi: Callable[..., Any], name: str = "bregman",
+                 domain: Callable[..., Any] | None = None) -> None:
         self.phi = phi
         self.grad_phi = grad_phi
         self.name = name
         self.domain = domain
 
-    def prepare(self, X):
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         if self.domain is not None:
             self.domain(X)
         return X
 
-    def data_terms(self, X) -> np.ndarray:
+    def data_terms(self, X: MatrixLike) -> np.ndarray:
         """``φ(x_i)`` for every row (n,), float64."""
         return np.asarray(self.phi(X), dtype=np.float64).reshape(-1)
 
@@ -99,7 +112,7 @@ class BregmanFamily(EmissionFamily):
         self._memo = (centers, dtype, *terms)
         return terms
 
-    def divergence(self, X, centers, data=None) -> np.ndarray:
+    def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None) -> np.ndarray:
         neg_grad, cluster_part = self._centre_terms(centers, work_dtype(X))
         cost = inner_products(X, neg_grad)  # the small factor is negated, not the (n, k) product
         phi_x = self.data_terms(X) if data is None else data
@@ -108,7 +121,8 @@ class BregmanFamily(EmissionFamily):
         np.maximum(cost, 0.0, out=cost)  # D >= 0; cancellation can dip below
         return cost
 
-    def linear_costs(self, params, normalizer="constant", dtype=np.float64):
+    def linear_costs(self, params: EmissionParams, normalizer: str = "constant",
+                     dtype: DTypeLike = np.float64) -> LinearCosts | None:
         """``g_h = -∇φ(μ_h)``, ``bias_h = <μ_h, ∇φ(μ_h)> - φ(μ_h)`` (module docstring),
         ``offset_h`` the family's cluster cost; ``None`` for a subclass whose costs are not
         :meth:`divergence` plus :meth:`~hmrf.emissions.EmissionFamily.cluster_cost` of this
@@ -120,7 +134,8 @@ class BregmanFamily(EmissionFamily):
         neg_grad, cluster_part = self._centre_terms(params.centers, np.dtype(dtype))
         return LinearCosts.build(neg_grad, cluster_part, self.cluster_cost(params, normalizer), dtype)
 
-    def update(self, stats, params=None, normalizer="constant", context=None) -> EmissionParams:
+    def update(self, stats: ClusterStats, params: EmissionParams | None = None, normalizer: str = "constant",
+               context: Any = None) -> EmissionParams:
         self.check_normalizer(normalizer)
         means, _ = self._means(stats, params)
         return EmissionParams(means)

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .base import EmissionParams, LinearCosts, check_squared_scale
 from .bregman import BregmanFamily, row_dot
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
+
+    from .._typing import MatrixLike
+    from .stats import ClusterStats
 
 __all__ = ["SquaredEuclidean"]
 
@@ -51,14 +62,14 @@ class SquaredEuclidean(BregmanFamily):
 
     has_closed_form_normalizer = True
 
-    def __init__(self, var_floor: float = 1e-6):
+    def __init__(self, var_floor: float = 1e-6) -> None:
         super().__init__(row_dot, _twice, name="sqeuclidean")
         self.var_floor = var_floor
 
     def __repr__(self) -> str:
         return f"SquaredEuclidean(var_floor={self.var_floor!r})"
 
-    def prepare(self, X):
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         check_squared_scale(X, self.name)
         return X
 
@@ -67,7 +78,8 @@ class SquaredEuclidean(BregmanFamily):
             return np.full(params.n_clusters, 0.5)
         return params.scale
 
-    def unary(self, X, params, normalizer="constant", data=None):
+    def unary(self, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
+              data: Any = None) -> NDArray[np.floating]:
         self.check_normalizer(normalizer)
         cost = self.divergence(X, params.centers, data=data)
         if normalizer == "closed_form":
@@ -77,7 +89,8 @@ class SquaredEuclidean(BregmanFamily):
             cost += (0.5 * d * np.log(2.0 * np.pi * var)[None, :]).astype(cost.dtype)
         return cost
 
-    def linear_costs(self, params, normalizer="constant", dtype=np.float64):
+    def linear_costs(self, params: EmissionParams, normalizer: str = "constant",
+                     dtype: DTypeLike = np.float64) -> LinearCosts:
         """``g_h = -2 μ_h``, ``bias_h = ||μ_h||²`` (summed as scikit-learn's ``row_norms``,
         so that a sparse pass orders clusters bit for bit as its Lloyd kernel does), and
         with the closed-form normaliser ``scale_h = 1 / (2 σ_h²)``, ``offset_h = (d/2)
@@ -92,10 +105,11 @@ class SquaredEuclidean(BregmanFamily):
             offset = 0.5 * M.shape[1] * np.log(2.0 * np.pi * var)
         return LinearCosts.build(M, sq, offset, dtype, scale=scale, factor=-2.0)
 
-    def second_moment(self, normalizer="constant"):
+    def second_moment(self, normalizer: str = "constant") -> str | None:
         return "norm" if normalizer == "closed_form" else None
 
-    def update(self, stats, params=None, normalizer="constant", context=None) -> EmissionParams:
+    def update(self, stats: ClusterStats, params: EmissionParams | None = None, normalizer: str = "constant",
+               context: Any = None) -> EmissionParams:
         self.check_normalizer(normalizer)
         means, counts = self._means(stats, params)
         if normalizer == "constant":

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from .bregman import BregmanFamily
+
+if TYPE_CHECKING:
+
+    from numpy.typing import NDArray
+
+    from .._typing import MatrixLike
 
 __all__ = ["ItakuraSaito"]
 
@@ -28,13 +36,13 @@ class ItakuraSaito(BregmanFamily):
 
     accepts_sparse = False
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(_neg_log_sum, _neg_reciprocal, name="itakura_saito")
 
     def __repr__(self) -> str:
         return "ItakuraSaito()"
 
-    def prepare(self, X):
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating]:
         if sp.issparse(X):
             raise TypeError(
                 "the Itakura-Saito emission needs strictly positive data; a sparse matrix "

@@ -9,13 +9,23 @@ or TF-IDF matrices stay sparse: ``φ`` only touches stored entries (0 log 0 = 0)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import first_negative
+from .._validation import check_nonnegative
 from .base import EmissionParams, LinearCosts, inner_products, scale_rows, work_dtype
 from .bregman import BregmanFamily
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
+
+    from .._typing import MatrixLike
+    from .stats import ClusterStats
 
 __all__ = ["KL", "IDivergence", "SmoothedParams"]
 
@@ -42,16 +52,6 @@ def _xlogx_minus_x(A) -> np.ndarray:
     return v.sum(axis=1)
 
 
-def _check_nonnegative(X, family: str) -> None:
-    bad = first_negative(X)
-    if bad is not None:
-        r, c, v = bad
-        raise ValueError(
-            f"the {family} emission needs non-negative data (counts or frequencies); "
-            f"X[{r}, {c}] = {v}."
-        )
-
-
 class IDivergence(BregmanFamily):
     """Generalised I-divergence ``Σ x log(x/μ) - x + μ`` (Poisson emission).
 
@@ -74,7 +74,7 @@ class IDivergence(BregmanFamily):
 
     _prior_kind = "mean"
 
-    def __init__(self, smoothing: float = 0.01):
+    def __init__(self, smoothing: float = 0.01) -> None:
         super().__init__(_xlogx_minus_x, np.log, name="idiv")
         self.smoothing = smoothing
 
@@ -87,8 +87,8 @@ class IDivergence(BregmanFamily):
             raise ValueError(f"smoothing must be a finite number >= 0; got {self.smoothing!r}.")
         return a
 
-    def prepare(self, X):
-        _check_nonnegative(X, self.name)
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
+        check_nonnegative(X, f"the {self.name} emission needs non-negative data (counts or frequencies)")
         return X
 
     def _prior(self, X) -> np.ndarray:
@@ -98,7 +98,7 @@ class IDivergence(BregmanFamily):
         """The prior mean ``u`` from the statistics of all points (the global mean)."""
         return stats.sums.sum(axis=0) / max(stats.counts.sum(), np.finfo(float).tiny)
 
-    def divergence(self, X, centers, data=None) -> np.ndarray:
+    def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None) -> np.ndarray:
         M = np.asarray(centers, dtype=np.float64)
         zero = M <= 0
         logM = np.log(np.where(zero, 1.0, M))
@@ -112,7 +112,8 @@ class IDivergence(BregmanFamily):
             cost[np.asarray(X @ zero.T.astype(work_dtype(X))) > 0] = np.inf
         return cost
 
-    def linear_costs(self, params, normalizer="constant", dtype=np.float64):
+    def linear_costs(self, params: EmissionParams, normalizer: str = "constant",
+                     dtype: DTypeLike = np.float64) -> LinearCosts | None:
         """``g_h = -log μ_h``, ``bias_h = Σ_f μ_hf``, ``offset_h`` the prior term; ``None``
         when a centre has a zero entry (an infinite divergence for the points with mass
         there, which :meth:`divergence` sets)."""
@@ -123,14 +124,14 @@ class IDivergence(BregmanFamily):
         return LinearCosts.build(np.log(M), M.sum(axis=1), self.cluster_cost(params, normalizer), dtype,
                                  factor=-1.0)
 
-    def cluster_cost(self, params, normalizer="constant"):
+    def cluster_cost(self, params: EmissionParams, normalizer: str = "constant") -> NDArray[np.float64]:
         a = self._check_smoothing()
         prior = params.prior if isinstance(params, SmoothedParams) else None
         if a == 0 or prior is None:
             return np.zeros(params.n_clusters)
         return a * self.divergence(prior[None, :], params.centers)[0]
 
-    def init_params(self, X, centers) -> SmoothedParams:
+    def init_params(self, X: MatrixLike, centers: NDArray[np.floating]) -> SmoothedParams:
         prior = self._prior(X)
         a = self._check_smoothing()
         C = np.array(centers, dtype=np.float64)
@@ -140,7 +141,8 @@ class IDivergence(BregmanFamily):
     def _project(self, C):
         return np.maximum(C, 0.0)
 
-    def update(self, stats, params=None, normalizer="constant", context=None) -> SmoothedParams:
+    def update(self, stats: ClusterStats, params: EmissionParams | None = None, normalizer: str = "constant",
+               context: Any = None) -> SmoothedParams:
         self.check_normalizer(normalizer)
         a = self._check_smoothing()
         prior = params.prior if isinstance(params, SmoothedParams) and params.prior is not None \
@@ -168,12 +170,12 @@ class KL(IDivergence):
     Dhillon & Guan (2003); Basu (2005), §4.3.4 and eq. 4.12.
     """
 
-    def __init__(self, smoothing: float = 0.01):
+    def __init__(self, smoothing: float = 0.01) -> None:
         super().__init__(smoothing)
         self.name = "kl"
 
-    def prepare(self, X):
-        _check_nonnegative(X, self.name)
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
+        check_nonnegative(X, f"the {self.name} emission needs non-negative data (counts or frequencies)")
         sums = np.asarray(X.sum(axis=1), dtype=np.float64).ravel()
         if np.any(sums <= 0):
             r = int(np.flatnonzero(sums <= 0)[0])

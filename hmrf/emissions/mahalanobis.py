@@ -43,12 +43,24 @@ the objective before it accepts a new metric.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from .base import EmissionFamily, MetricTerms, check_squared_scale, inner_products, work_dtype
 from .bregman import row_dot
 from .mahalanobis_params import MahalanobisParams, log_det_pd, pair_sq_distances
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from numpy.typing import NDArray
+    from scipy import sparse
+
+    from .._typing import MatrixLike
+    from .base import EmissionParams
+    from .stats import ClusterStats
 
 __all__ = ["Mahalanobis", "MahalanobisParams", "log_det_pd", "pair_sq_distances", "METRICS"]
 
@@ -134,8 +146,10 @@ class Mahalanobis(EmissionFamily):
     accepts_sparse = True
     m_step_needs = frozenset({"statistics", "pairwise"})
 
-    def __init__(self, metric="diagonal", per_cluster=False, shrinkage=0.01, eig_floor=1e-6,
-                 max_backtrack=5, safeguard=True, metric_potential=None):
+    def __init__(self, metric: Literal["diagonal", "full", "identity"] = "diagonal",
+                 per_cluster: bool = False, shrinkage: float = 0.01, eig_floor: float = 1e-6,
+                 max_backtrack: int = 5, safeguard: bool = True,
+                 metric_potential: MetricTerms | None = None) -> None:
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}; got {metric!r}.")
         if not isinstance(per_cluster, (bool, np.bool_)):
@@ -165,7 +179,7 @@ class Mahalanobis(EmissionFamily):
         return self.metric == "identity" or (self.safeguard and self.metric_potential is None)
 
     # -------------------------------------------------------------- data domain
-    def prepare(self, X):
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         check_squared_scale(X, self.name)
         if self.metric == "full" and X.shape[1] > MAX_FULL_DIM:
             raise ValueError(
@@ -176,7 +190,8 @@ class Mahalanobis(EmissionFamily):
         return X
 
     # -------------------------------------------------------------------- costs
-    def divergence(self, X, centers, data=None, params: MahalanobisParams | None = None) -> np.ndarray:
+    def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None,
+                   params: EmissionParams | None = None) -> np.ndarray:
         """``||x_i - μ_h||²_{A_h}`` (n, k); ``A = I`` when ``params`` is ``None``."""
         dt = work_dtype(X)
         M = np.asarray(centers, dtype=np.float64)
@@ -208,7 +223,7 @@ class Mahalanobis(EmissionFamily):
         np.maximum(cost, 0.0, out=cost)
         return cost
 
-    def distortion(self, X, params, data=None) -> np.ndarray:
+    def distortion(self, X: MatrixLike, params: EmissionParams, data: Any = None) -> np.ndarray:
         """``||x_i - μ_h||²_{A_h}`` under the learned metric (the rest of the unary cost
         is ``-log det A`` and the shrinkage prior)."""
         return self.divergence(X, params.centers, params=params)
@@ -216,7 +231,7 @@ class Mahalanobis(EmissionFamily):
     def _lam(self) -> float:
         return self.shrinkage / (1.0 - self.shrinkage)
 
-    def cluster_cost(self, params, normalizer="constant") -> np.ndarray:
+    def cluster_cost(self, params: EmissionParams, normalizer: str = "constant") -> np.ndarray:
         """``λ' tr(A_h T) - (1 + λ') log det A_h`` per cluster (0 for ``metric="identity"``)."""
         if self.metric == "identity" or params.metric is None:
             return np.zeros(params.n_clusters)
@@ -225,14 +240,15 @@ class Mahalanobis(EmissionFamily):
         per_group = lam * (diag @ params.prior) - (1.0 + lam) * params.log_det
         return np.broadcast_to(per_group, (params.n_clusters,)).copy()
 
-    def unary(self, X, params, normalizer="constant", data=None) -> np.ndarray:
+    def unary(self, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
+              data: Any = None) -> np.ndarray:
         self.check_normalizer(normalizer)
         cost = self.divergence(X, params.centers, params=params)
         cost += self.cluster_cost(params)[None, :].astype(cost.dtype)
         return cost
 
     # --------------------------------------------------------------- parameters
-    def init_params(self, X, centers) -> MahalanobisParams:
+    def init_params(self, X: MatrixLike, centers: NDArray[np.floating]) -> MahalanobisParams:
         """Centres with ``A = I`` (the paper's start) and the shrinkage target from ``X``."""
         C = np.array(centers, dtype=np.float64)
         prior = _shrinkage_target(*_feature_variance(X))
@@ -244,7 +260,7 @@ class Mahalanobis(EmissionFamily):
         metric = np.ones((g, d)) if self.metric != "full" else np.tile(np.eye(d), (g, 1, 1))
         return MahalanobisParams(centers, metric=metric, prior=prior)
 
-    def second_moment(self, normalizer="constant"):
+    def second_moment(self, normalizer: str = "constant") -> str | None:
         return {"diagonal": "diagonal", "full": "full", "identity": None}[self.metric]
 
     def _scatter(self, stats, means):
@@ -275,7 +291,8 @@ class Mahalanobis(EmissionFamily):
                 metric[g] = 1.0 / np.maximum(c, floor * t)
         return metric, clipped
 
-    def update(self, stats, params=None, normalizer="constant", context=None) -> MahalanobisParams:
+    def update(self, stats: ClusterStats, params: EmissionParams | None = None, normalizer: str = "constant",
+               context: Any = None) -> EmissionParams:
         """M-step of MPCKMeans (Fig. 1, steps 2b-2c): means, then the metric, safeguarded.
 
         1. Centres: cluster means, the exact minimiser for fixed labels and metric.

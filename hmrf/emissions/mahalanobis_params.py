@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,10 +16,13 @@ import scipy.sparse as sp
 from .base import EmissionParams
 from .bregman import row_dot
 
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["MahalanobisParams", "log_det_pd", "pair_sq_distances"]
 
 
-def log_det_pd(A) -> np.ndarray:
+def log_det_pd(A: Any) -> np.ndarray:
     """``log det A`` of symmetric positive-definite matrices from their Cholesky factors.
 
     ``log det A = 2 Σ_d log L_dd`` with ``A = L Lᵀ``; finite where ``det`` under- or
@@ -44,7 +48,7 @@ def log_det_pd(A) -> np.ndarray:
     return 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
 
 
-def pair_sq_distances(diff, metric) -> np.ndarray:
+def pair_sq_distances(diff: Any, metric: Any) -> np.ndarray:
     """``||v_e||²_A`` for every row ``v_e`` of ``diff`` (dense or sparse, (m, d)).
 
     ``metric`` is a (d,) diagonal, a (d, d) matrix or ``None`` (identity).

@@ -18,11 +18,19 @@ moments and the same for every iteration.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._optional import available
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from .._typing import MatrixLike
 
 __all__ = ["ClusterStats", "group_sums", "SECOND_MOMENTS"]
 
@@ -45,7 +53,8 @@ def _compiled_add_rows(name: str = "add_rows"):
     return _NUMBA[name]
 
 
-def group_sums(X, groups, n_groups: int, weights=None) -> np.ndarray:
+def group_sums(X: MatrixLike, groups: ArrayLike | None, n_groups: int,
+               weights: NDArray[Any] | None = None) -> np.ndarray:
     """``out[g] = Σ_{i: groups[i] = g} weights[i] · X[i]`` as a dense float64 (n_groups, d).
 
     One pass over the rows whatever the number of groups: a compiled loop (numba, when
@@ -103,7 +112,8 @@ class ClusterStats:
         return int(self.counts.shape[0])
 
     @classmethod
-    def zeros(cls, n_clusters: int, n_features: int, second_kind=None, shift=None) -> ClusterStats:
+    def zeros(cls, n_clusters: int, n_features: int, second_kind: Any = None,
+              shift: NDArray[np.floating] | None = None) -> ClusterStats:
         """Statistics of no points."""
         k, d = n_clusters, n_features
         shapes = {None: None, "norm": (k,), "diagonal": (k, d), "full": (k, d, d)}
@@ -112,7 +122,8 @@ class ClusterStats:
                    second_kind, shift)
 
     @classmethod
-    def from_data(cls, X, assignment, n_clusters: int, second_kind=None, shift=None) -> ClusterStats:
+    def from_data(cls, X: MatrixLike, assignment: NDArray[np.intp], n_clusters: int, second_kind: Any = None,
+                  shift: NDArray[np.floating] | None = None) -> ClusterStats:
         """Statistics of the rows of ``X`` under hard labels (n,) or responsibilities (n, k).
 
         Rows are processed as given; callers pass row blocks to bound the temporaries.
@@ -153,7 +164,7 @@ class ClusterStats:
         return ClusterStats(self.counts - other.counts, self.sums - other.sums, second,
                             self.second_kind, self.shift)
 
-    def means(self, fallback=None) -> np.ndarray:
+    def means(self, fallback: Any = None) -> np.ndarray:
         """Cluster means ``sums / counts``; empty clusters take ``fallback`` rows (k, d)."""
         empty = self.counts <= 0
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -164,7 +175,7 @@ class ClusterStats:
             means[empty] = np.broadcast_to(np.asarray(fallback, dtype=np.float64), means.shape)[empty]
         return means
 
-    def scatter(self, means) -> np.ndarray:
+    def scatter(self, means: Any) -> np.ndarray:
         """Second moment around ``means`` instead of the shift: ``Σ r (x - μ)²`` per cluster
         (``Σ (x-c)² - n (μ-c)²``, and the analogues for the other kinds)."""
         if self.second is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -9,10 +11,19 @@ from ._special import log_bessel_iv
 from .base import EmissionFamily, EmissionParams, LinearCosts, inner_products, scale_rows
 from .bregman import row_dot
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import DTypeLike, NDArray
+    from scipy import sparse
+
+    from .._typing import MatrixLike
+    from .stats import ClusterStats
+
 __all__ = ["VonMisesFisher", "log_vmf_normalizer"]
 
 
-def log_vmf_normalizer(kappa, d: int) -> np.ndarray:
+def log_vmf_normalizer(kappa: float | NDArray[np.floating], d: int) -> np.ndarray:
     """``log C_d(κ)`` of the vMF density ``C_d(κ) exp(κ μ^T x)`` on the sphere in R^d.
 
     ``log C_d(κ) = (d/2 - 1) log κ - (d/2) log 2π - log I_{d/2-1}(κ)``, with the Bessel
@@ -95,15 +106,15 @@ class VonMisesFisher(EmissionFamily):
     name = "cosine"
     has_closed_form_normalizer = True
 
-    def __init__(self, kappa: float = 1.0, max_kappa: float = 1e6, newton_steps: int = 2):
+    def __init__(self, kappa: float = 1.0, max_kappa: float = 1e6, newton_steps: int = 2) -> None:
         self.kappa = kappa
         self.max_kappa = max_kappa
         self.newton_steps = newton_steps
 
-    def prepare(self, X):
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         return _unit_rows(X, "X")
 
-    def divergence(self, X, centers, data=None) -> np.ndarray:
+    def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None) -> np.ndarray:
         C = np.asarray(centers, dtype=np.float64)
         cost = inner_products(X, -C)
         cost += 1.0
@@ -115,7 +126,8 @@ class VonMisesFisher(EmissionFamily):
             return np.full(params.n_clusters, float(self.kappa))
         return params.scale
 
-    def unary(self, X, params, normalizer="constant", data=None) -> np.ndarray:
+    def unary(self, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
+              data: Any = None) -> np.ndarray:
         self.check_normalizer(normalizer)
         cost = self.divergence(X, params.centers)
         if normalizer == "constant":
@@ -129,7 +141,8 @@ class VonMisesFisher(EmissionFamily):
         cost -= (kappa + log_vmf_normalizer(kappa, d))[None, :].astype(cost.dtype)
         return cost
 
-    def linear_costs(self, params, normalizer="constant", dtype=np.float64):
+    def linear_costs(self, params: EmissionParams, normalizer: str = "constant",
+                     dtype: DTypeLike = np.float64) -> LinearCosts:
         """``g_h = -μ_h``, ``bias_h = 1``, clip to [0, 2]; ``scale_h = κ_h`` and, with the
         closed-form normaliser, ``offset_h = -κ_h - log C_d(κ_h)`` (as :meth:`unary`)."""
         self.check_normalizer(normalizer)
@@ -144,7 +157,7 @@ class VonMisesFisher(EmissionFamily):
             offset = -(scale + log_vmf_normalizer(scale, d))
         return LinearCosts.build(C, np.ones(k), offset, dtype, scale=scale, lo=0.0, hi=2.0, factor=-1.0)
 
-    def init_params(self, X, centers) -> EmissionParams:
+    def init_params(self, X: MatrixLike, centers: NDArray[np.floating]) -> EmissionParams:
         """Centres projected onto the unit sphere.
 
         A centre with no direction (the zero vector, e.g. the mean of a must-link
@@ -160,7 +173,7 @@ class VonMisesFisher(EmissionFamily):
             C[zero] = _fallback_direction(X)
         return EmissionParams(C / np.linalg.norm(C, axis=1)[:, None])
 
-    def estimate_kappa(self, rbar, d: int) -> np.ndarray:
+    def estimate_kappa(self, rbar: NDArray[Any], d: int) -> np.ndarray:
         """Maximum-likelihood κ for mean resultant lengths ``rbar`` (Banerjee + Newton)."""
         r = np.clip(np.asarray(rbar, dtype=np.float64), 1e-12, 1.0 - 1e-12)
         kappa = np.minimum(r * (d - r * r) / (1.0 - r * r), self.max_kappa)
@@ -171,7 +184,8 @@ class VonMisesFisher(EmissionFamily):
             kappa = np.clip(kappa - step, 1e-8, self.max_kappa)
         return kappa
 
-    def update(self, stats, params=None, normalizer="constant", context=None) -> EmissionParams:
+    def update(self, stats: ClusterStats, params: EmissionParams | None = None, normalizer: str = "constant",
+               context: Any = None) -> EmissionParams:
         """Centres ``Σ x / ||Σ x||`` (Basu 2005, eq. 4.13) and, with the closed-form
         normaliser, κ from the mean resultant length ``||Σ x|| / n``.
 

@@ -10,6 +10,7 @@ its arguments; all validation happens in ``fit``; randomness comes only from
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -30,6 +31,16 @@ from ..inference.meanfield import MeanField, softmax_free_energy
 from ..initialization import INIT_METHODS, initial_centers
 from ..model import HMRF, block_unary
 from .supervision import as_constraints, emission_of
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
+
+    from .._typing import MatrixLike, PairsLike
+    from ..potentials import PairwisePotential
 
 __all__ = ["HMRFClusterMixin"]
 
@@ -179,7 +190,9 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         return model.emission.init_params(model.X, centers)
 
     # --------------------------------------------------------------------- API
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None, potentials=None):
+    def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
+            cannot_link: PairsLike | None = None, constraints: Constraints | None = None,
+            potentials: PairwisePotential | Sequence[PairwisePotential] | None = None) -> Self:
         """Cluster ``X`` under pairwise supervision.
 
         Parameters
@@ -296,11 +309,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         self.w_ = float(model.w)
         return self
 
-    def fit_predict(self, X, y=None, **fit_params):
+    def fit_predict(self, X: MatrixLike, y: ArrayLike | None = None, **fit_params: Any) -> NDArray[np.intp]:
         """Fit and return ``labels_`` (same arguments as :meth:`fit`)."""
         return self.fit(X, y, **fit_params).labels_
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> NDArray[Any]:
         """Nearest cluster of new points under the fitted emission (no constraints).
 
         Parameters

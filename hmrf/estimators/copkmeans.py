@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -10,6 +11,18 @@ import scipy.sparse as sp
 from .._params import Interval, Options
 from ..inference.greedy import METHODS, GreedyFeasible
 from .base import HMRFClusterMixin
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Literal
+
+    from numpy.typing import ArrayLike
+    from typing_extensions import Self
+
+    from .._typing import MatrixLike, PairsLike, RandomLike
+    from ..constraints import Constraints
+    from ..emissions.base import EmissionFamily
+    from ..potentials import PairwisePotential
 
 __all__ = ["COPKMeans"]
 
@@ -88,8 +101,10 @@ class COPKMeans(HMRFClusterMixin):
         "time_limit": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", max_iter=100, tol=1e-4,
-                 n_restarts=0, repair=None, time_limit=60.0, n_init="auto", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
+                 max_iter: int = 100, tol: float = 1e-4, n_restarts: int = 0,
+                 repair: Literal["milp"] | None = None, time_limit: float = 60.0, n_init: int | str = "auto",
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.max_iter = max_iter
@@ -100,7 +115,9 @@ class COPKMeans(HMRFClusterMixin):
         self.n_init = n_init
         self.random_state = random_state
 
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None, potentials=None):
+    def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
+            cannot_link: PairsLike | None = None, constraints: Constraints | None = None,
+            potentials: PairwisePotential | Sequence[PairwisePotential] | None = None) -> Self:
         """Cluster ``X`` with every constraint hard; sets ``assignment_``.
 
         Parameters

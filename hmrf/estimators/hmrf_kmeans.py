@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .base import HMRFClusterMixin
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from numpy.typing import ArrayLike
+
+    from .._typing import RandomLike
+    from ..emissions.base import EmissionFamily
+    from ..inference.base import InferenceEngine
 
 __all__ = ["HMRFKMeans", "PCKMeans", "KMeans", "SphericalKMeans"]
 
@@ -87,9 +98,12 @@ class HMRFKMeans(HMRFClusterMixin):
     [0, 0, 1, 1, 0]
     """
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", inference="auto", w="auto",
-                 init="pckmeans++", n_init="auto", max_iter=100, tol=1e-4, normalizer="constant",
-                 closure=False, em="hard", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
+                 inference: str | InferenceEngine = "auto", w: float | str = "auto",
+                 init: str | ArrayLike = "pckmeans++", n_init: int | str = "auto", max_iter: int = 100,
+                 tol: float = 1e-4, normalizer: Literal["constant", "closed_form"] = "constant",
+                 closure: bool = False, em: Literal["hard", "soft"] = "hard",
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.inference = inference
@@ -142,8 +156,10 @@ class PCKMeans(HMRFClusterMixin):
 
     _fixed = dict(HMRFClusterMixin._fixed, emission="sqeuclidean")
 
-    def __init__(self, n_clusters=8, *, w="auto", inference="auto", init="pckmeans++", n_init="auto",
-                 closure=True, max_iter=100, tol=1e-4, em="hard", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, w: float | str = "auto",
+                 inference: str | InferenceEngine = "auto", init: str | ArrayLike = "pckmeans++",
+                 n_init: int | str = "auto", closure: bool = True, max_iter: int = 100, tol: float = 1e-4,
+                 em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.w = w
         self.inference = inference
@@ -179,8 +195,10 @@ class KMeans(HMRFClusterMixin):
     random_state : int, RandomState or None, default=None
     """
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", init="k-means++", n_init="auto",
-                 max_iter=300, tol=1e-4, normalizer="constant", em="hard", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
+                 init: str | ArrayLike = "k-means++", n_init: int | str = "auto", max_iter: int = 300,
+                 tol: float = 1e-4, normalizer: Literal["constant", "closed_form"] = "constant",
+                 em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.init = init
@@ -226,8 +244,10 @@ class SphericalKMeans(HMRFClusterMixin):
 
     _fixed = dict(HMRFClusterMixin._fixed, emission="cosine", inference="auto")
 
-    def __init__(self, n_clusters=8, *, w="auto", init="pckmeans++", n_init="auto", max_iter=100,
-                 tol=1e-4, normalizer="constant", em="hard", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, w: float | str = "auto", init: str | ArrayLike = "pckmeans++",
+                 n_init: int | str = "auto", max_iter: int = 100, tol: float = 1e-4,
+                 normalizer: Literal["constant", "closed_form"] = "constant",
+                 em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.w = w
         self.init = init

@@ -10,6 +10,7 @@ without it (§4.2).
 from __future__ import annotations
 
 from numbers import Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,14 @@ from ..initialization import initial_centers
 from ..model import HMRF
 from ..potentials import DistanceScaledPotts
 from .base import HMRFClusterMixin
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from numpy.typing import ArrayLike
+
+    from .._typing import RandomLike
+    from ..inference.base import InferenceEngine
 
 __all__ = ["MPCKMeans", "MKMeans"]
 
@@ -174,10 +183,12 @@ class MPCKMeans(_MetricLearner):
     [0, 0, 1, 1]
     """
 
-    def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w="auto", alpha_min=0.0,
-                 alpha_max="auto", penalty="distance", shrinkage=0.01, closure=True,
-                 init="pckmeans++", n_init="auto", inference="auto", max_iter=100, tol=1e-4,
-                 random_state=None):
+    def __init__(self, n_clusters: int = 8, *, metric: Literal["diagonal", "full", "identity"] = "diagonal",
+                 per_cluster: bool = False, w: float | str = "auto", alpha_min: float = 0.0,
+                 alpha_max: str = "auto", penalty: Literal["distance", "mirrored", "constant"] = "distance",
+                 shrinkage: float = 0.01, closure: bool = True, init: str | ArrayLike = "pckmeans++",
+                 n_init: int | str = "auto", inference: str | InferenceEngine = "auto", max_iter: int = 100,
+                 tol: float = 1e-4, random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.metric = metric
         self.per_cluster = per_cluster
@@ -246,9 +257,11 @@ class MKMeans(_MetricLearner):
     Basu, Bilenko & Mooney (2004), §2.3, §3.3, §4.2.
     """
 
-    def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w="auto", alpha_min=0.0,
-                 alpha_max="must_link", shrinkage=0.01, closure=True, init="k-means++", n_init="auto",
-                 inference="icm", max_iter=100, tol=1e-4, random_state=None):
+    def __init__(self, n_clusters: int = 8, *, metric: Any = "diagonal", per_cluster: bool = False,
+                 w: float | str = "auto", alpha_min: float = 0.0, alpha_max: float | str = "must_link",
+                 shrinkage: float = 0.01, closure: bool = True, init: str | ArrayLike = "k-means++",
+                 n_init: int | str = "auto", inference: str = "icm", max_iter: int = 100, tol: float = 1e-4,
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.metric = metric
         self.per_cluster = per_cluster

@@ -12,6 +12,14 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+
+    from sklearn.base import BaseEstimator
+
+    from ..emissions.base import EmissionFamily
+    from ..inference.base import InferenceEngine
 
 __all__ = ["ESTIMATORS", "ESTIMATOR_CLASSES", "EstimatorSpec", "make_estimator"]
 
@@ -133,7 +141,9 @@ def _spec(name) -> EstimatorSpec:
     return ESTIMATORS[key]
 
 
-def make_estimator(name, n_clusters, emission=None, w=None, engine=None, *, random_state=None):
+def make_estimator(name: str, n_clusters: int, emission: str | EmissionFamily | None = None,
+                   w: float | None = None, engine: str | InferenceEngine | None = None, *,
+                   random_state: int | None = None) -> BaseEstimator:
     """The unfitted estimator a name of :data:`ESTIMATORS` stands for.
 
     Parameters

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._validation import check_partial_labels
@@ -9,6 +11,12 @@ from ..constraints import Constraints
 from ..initialization import seeded_centers
 from ..model import HMRF
 from .base import HMRFClusterMixin
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from .._typing import RandomLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["SeededKMeans", "ConstrainedKMeans"]
 
@@ -62,8 +70,10 @@ class SeededKMeans(HMRFClusterMixin):
 
     _clamp = False
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", max_iter=100, tol=1e-4,
-                 normalizer="constant", em="hard", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
+                 max_iter: int = 100, tol: float = 1e-4,
+                 normalizer: Literal["constant", "closed_form"] = "constant",
+                 em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.max_iter = max_iter

@@ -20,9 +20,20 @@ or nothing — to an estimator that may take pairs, labelled seeds or nothing at
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..constraints import Constraints, check_constraints
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
+
+    from .._typing import MatrixLike, PairsLike
+    from ..emissions.base import EmissionFamily
 
 __all__ = ["as_constraints", "emission_of", "supervision_kind", "fit_supervised",
            "neighborhoods_from_constraints"]
@@ -30,7 +41,9 @@ __all__ = ["as_constraints", "emission_of", "supervision_kind", "fit_supervised"
 KINDS = ("constraints", "labels", "none")
 
 
-def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, weight=1.0) -> Constraints:
+def as_constraints(constraints: Constraints | None = None, must_link: PairsLike | None = None,
+                   cannot_link: PairsLike | None = None, n: int | None = None,
+                   weight: float | ArrayLike = 1.0) -> Constraints:
     """Normalise the ways estimators accept supervision into one :class:`~hmrf.Constraints`.
 
     Parameters
@@ -56,7 +69,7 @@ def as_constraints(constraints=None, must_link=None, cannot_link=None, n=None, w
     return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
 
 
-def emission_of(estimator):
+def emission_of(estimator: BaseEstimator) -> EmissionFamily:
     """The emission family an HMRF estimator fits with (its ``emission`` parameter, or
     the family it fixes: squared Euclidean for PCKMeans, cosine for SphericalKMeans,
     the learned metric for MPCKMeans), as an :class:`~hmrf.emissions.EmissionFamily`."""
@@ -65,7 +78,7 @@ def emission_of(estimator):
     return get_emission(estimator._spec_emission())
 
 
-def supervision_kind(estimator) -> str:
+def supervision_kind(estimator: BaseEstimator) -> str:
     """What supervision ``estimator.fit`` takes: ``"constraints"``, ``"labels"`` or ``"none"``.
 
     Parameters
@@ -133,7 +146,7 @@ def _seeds(constraints: Constraints) -> np.ndarray:
     return y
 
 
-def fit_supervised(estimator, X, supervision=None):
+def fit_supervised(estimator: BaseEstimator, X: MatrixLike, supervision: Any = None) -> BaseEstimator:
     """Fit ``estimator`` on ``X`` with ``supervision`` in the form it takes.
 
     Parameters

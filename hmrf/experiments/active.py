@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import clone
@@ -20,6 +21,17 @@ from ..exceptions import InconsistentConstraintsError, InfeasibleError
 from ..metrics import evaluate
 from ._progress import progress_bar
 from .table import LABELS, CurveTable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from matplotlib.axes import Axes
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
+
+    from .._typing import MatrixLike
+    from ..active.base import ActiveSelector
 
 __all__ = ["ActiveCurve", "active_curve", "ACTIVE_SCORES"]
 
@@ -115,7 +127,8 @@ class ActiveCurve(CurveTable):
             raise ValueError(f"unknown metric {metric!r}; choose from {sorted(self.scores)}.")
         return self._array(metric)
 
-    def table(self, metrics=("pairwise_f", "pairwise_f_unqueried", "nmi", "ari", "n_constraints")) -> str:
+    def table(self, metrics: Sequence[str] = ("pairwise_f", "pairwise_f_unqueried", "nmi", "ari",
+                                              "n_constraints")) -> str:
         """The curve as a plain-text table of ``mean ± std`` per budget."""
         width = max(15, *(len(LABELS.get(m, m)) for m in metrics))
         head = f"{'budget':>6}  " + "  ".join(f"{LABELS.get(m, m):>{width}}" for m in metrics)
@@ -129,7 +142,7 @@ class ActiveCurve(CurveTable):
             lines.append(f"{int(budget):>6}  " + "  ".join(f"{c:>{width}}" for c in cells))
         return "\n".join(lines)
 
-    def plot(self, metric=("pairwise_f", "nmi"), **kwargs):
+    def plot(self, metric: str | Sequence[str] = ("pairwise_f", "nmi"), **kwargs: Any) -> Axes:
         """:meth:`CurveTable.plot <hmrf.experiments.CurveTable.plot>` of ``metric``
         against the number of queries, titled with the data set, selector and clusterer."""
         kwargs.setdefault("title", f"{self.dataset}: {self.selector} + {self.clusterer} "
@@ -206,21 +219,21 @@ def _one_run(r, seeds, template, clusterer, X, y, budgets, closure, noise, dont_
 
 
 def active_curve(
-    selector,
-    clusterer,
-    X,
-    y=None,
+    selector: ActiveSelector,
+    clusterer: BaseEstimator,
+    X: MatrixLike,
+    y: ArrayLike | None = None,
     *,
-    budgets=range(0, 151, 10),
-    n_runs=10,
-    closure=True,
-    noise=0.0,
-    dont_know=0.0,
-    oracle_factory=None,
-    random_state=0,
-    dataset=None,
-    progress=None,
-    n_jobs=None,
+    budgets: Sequence[int] = range(0, 151, 10),
+    n_runs: int = 10,
+    closure: bool = True,
+    noise: float = 0.0,
+    dont_know: float = 0.0,
+    oracle_factory: Callable[..., Any] | None = None,
+    random_state: int = 0,
+    dataset: str | None = None,
+    progress: Any = None,
+    n_jobs: int | None = None,
 ) -> ActiveCurve:
     """Learning curve of an active selector with a clusterer (Basu 2005, §5.5.2).
 

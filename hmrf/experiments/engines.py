@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +36,20 @@ from ..estimators import fit_supervised, make_estimator
 from ..inference import InferenceEngine, LPRelaxation, get_engine, reduce_problem
 from .learning import learning_curve
 from .table import CurveTable
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Callable, Sequence
+    from typing import Any, Literal
+
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike, NDArray
+    from sklearn.base import BaseEstimator
+
+    from .._typing import MatrixLike, RandomLike
+    from ..emissions.base import EmissionFamily
+    from ..graph import PairwiseGraph
+    from ..inference.base import InferenceResult
 
 __all__ = ["compare_engines", "summarise_engines", "format_engine_summary", "plot_engine_summary",
            "estep_stats", "RecordingEngine", "warm_up", "BOUNDS", "SUMMARY_COLUMNS"]
@@ -79,22 +94,27 @@ class RecordingEngine(InferenceEngine):
     engine : str or InferenceEngine
     """
 
-    def __init__(self, engine):
+    def __init__(self, engine: InferenceEngine) -> None:
         self.engine = engine
         self.calls = []
 
     @property
-    def monotone_from_init(self):
+    def monotone_from_init(self) -> bool:
         return getattr(get_engine(self.engine), "monotone_from_init", False)
 
-    def map(self, unary, graph=None, init=None, rng=None, callback=None):
+    def map(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
+            init: ArrayLike | None = None, rng: RandomLike = None,
+            callback: Callable[..., Any] | None = None) -> InferenceResult:
         engine = get_engine(self.engine)
         t0 = time.perf_counter()
         res = engine.map(unary, graph, init=init, rng=rng, callback=callback)
         self.calls.append((unary, graph, res, time.perf_counter() - t0))
         return res
 
-    def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *, started=None):
+    def solve_validated(self, unary: NDArray[np.float64], graph: PairwiseGraph,
+                        init: NDArray[np.intp] | None = None, rng: np.random.Generator | None = None,
+                        callback: Callable[..., Any] | None = None, *,
+                        started: float | None = None) -> InferenceResult:
         engine = get_engine(self.engine)
         t0 = time.perf_counter()
         if isinstance(engine, InferenceEngine):
@@ -121,7 +141,7 @@ def _lp_bound(unary, graph) -> float:
     return float(LPRelaxation().relax(red.unary, red.graph)[1] + red.offset)
 
 
-def estep_stats(estimator, bound="lp") -> dict:
+def estep_stats(estimator: BaseEstimator, bound: str = "lp") -> dict:
     """E-step statistics of a fitted estimator whose engine is a :class:`RecordingEngine`.
 
     Returns ``n_estep``, ``estep_time`` (s; NaN when the engine never ran),
@@ -174,7 +194,8 @@ def _fit_twice(estimator, Xs, c) -> float:
     return max(0.0, times[0] - times[1])
 
 
-def warm_up(estimator, X, y=None, *, n_pairs=(40,), max_points=2000) -> dict:
+def warm_up(estimator: BaseEstimator, X: MatrixLike, y: ArrayLike | None = None, *,
+            n_pairs: Sequence[int] = (40,), max_points: int = 2000) -> dict:
     """Fit clones of ``estimator`` on ``X`` so that later fits run warm.
 
     The first fit in a process imports modules and compiles (or loads from numba's disk
@@ -219,9 +240,12 @@ def _fit_stats(estimator, bound):
     return estep_stats(estimator, bound)
 
 
-def compare_engines(X, y, engines=("icm", "bp", "lp"), *, estimator="hmrf-kmeans", emission=None,
-                    w=None, points=(0, 10, 25, 50, 100, 200, 400), runs=10, folds=2, bound="lp",
-                    random_state=0, n_jobs=None, progress=True) -> CurveTable:
+def compare_engines(X: MatrixLike, y: ArrayLike, engines: Any = ("icm", "bp", "lp"), *,
+                    estimator: str = "hmrf-kmeans", emission: str | EmissionFamily | None = None,
+                    w: float | None = None, points: Sequence[int] = (0, 10, 25, 50, 100, 200, 400),
+                    runs: int = 10, folds: int = 2, bound: Literal["lp", "none"] = "lp",
+                    random_state: int = 0, n_jobs: int | None = None,
+                    progress: bool | str = True) -> CurveTable:
     """E-step engines inside one estimator on the protocol of Basu (2005), §4.5.2.
 
     Parameters
@@ -280,7 +304,7 @@ def compare_engines(X, y, engines=("icm", "bp", "lp"), *, estimator="hmrf-kmeans
                           fit_stats=partial(_fit_stats, bound=bound))
 
 
-def summarise_engines(table) -> list:
+def summarise_engines(table: Any) -> list[dict[str, Any]]:
     """One row per (engine, number of constraints) with :data:`SUMMARY_COLUMNS`.
 
     The objective excess compares engines on the same (run, fold, point): the best J
@@ -344,7 +368,7 @@ _PRINTED = (
 )
 
 
-def format_engine_summary(rows) -> str:
+def format_engine_summary(rows: list[dict[str, Any]]) -> str:
     """The rows of :func:`summarise_engines` as a text table, one line per (constraints,
     engine), followed by a legend of the columns and each engine's compile time."""
     head = ["constraints", "engine", *(h for h, *_ in _PRINTED)]
@@ -372,7 +396,8 @@ def format_engine_summary(rows) -> str:
     return "\n".join(lines)
 
 
-def plot_engine_summary(rows, path=None, title="E-step engines"):
+def plot_engine_summary(rows: list[dict[str, Any]], path: str | os.PathLike[str] | None = None,
+                        title: str = "E-step engines") -> Figure:
     """Four panels against the number of constraints: NMI, J excess over the best engine,
     E-step gap to the best bound, and time (E-step solid, whole fit dashed).
 

@@ -17,6 +17,7 @@ Protocols of the thesis (:data:`PROTOCOLS`, keyword arguments of ``learning_curv
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +27,15 @@ from ..estimators.supervision import fit_supervised
 from ..metrics import evaluate
 from ._progress import progress_bar
 from .table import METRICS, CurveTable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, Literal
+
+    from numpy.typing import ArrayLike, NDArray
+    from sklearn.base import BaseEstimator
+
+    from .._typing import MatrixLike
 
 __all__ = ["learning_curve", "make_splits", "PROTOCOLS", "SCORES"]
 
@@ -46,7 +56,8 @@ def _seed(base: int, *keys: int) -> int:
     return int(np.random.SeedSequence([base, *keys]).generate_state(1)[0])
 
 
-def make_splits(n, runs, folds=None, test_fraction=None, random_state=0):
+def make_splits(n: int, runs: int, folds: int | None = None, test_fraction: float | None = None,
+                random_state: int = 0) -> list[tuple[int, int, NDArray[np.intp], NDArray[np.intp]]]:
     """Train/test index splits: ``runs`` × (``folds``-fold CV or one random split).
 
     Parameters
@@ -230,11 +241,14 @@ def _mask(n, idx):
     return m
 
 
-def learning_curve(make_estimator, X, y, supervision="constraints",
-                   points=(0, 100, 200, 300, 400, 500), runs=1, folds=10, test_fraction=None,
-                   noise=0.0, metrics=("nmi", "pairwise_f", "objective"), random_state=0,
-                   n_jobs=None, progress=True, errors="raise", prepare=None,
-                   fit_stats=None) -> CurveTable:
+def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, y: ArrayLike,
+                   supervision: Any = "constraints", points: Sequence[int] = (0, 100, 200, 300, 400, 500),
+                   runs: int = 1, folds: int | None = 10, test_fraction: float | None = None,
+                   noise: float | Sequence[float] = 0.0,
+                   metrics: Sequence[str] = ("nmi", "pairwise_f", "objective"), random_state: int = 0,
+                   n_jobs: int | None = None, progress: bool | str = True,
+                   errors: Literal["raise", "record"] = "raise", prepare: Callable[..., Any] | None = None,
+                   fit_stats: Callable[..., Any] | None = None) -> CurveTable:
     """Learning curve of one or more estimators under growing supervision.
 
     Parameters

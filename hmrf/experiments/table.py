@@ -9,9 +9,18 @@ matplotlib plot. :data:`METRICS` names and explains every score a record can hol
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._optional import load
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterable, Sequence
+    from typing import Any, Literal
+
+    from matplotlib.axes import Axes
 
 __all__ = ["CurveTable", "METRICS"]
 
@@ -68,7 +77,7 @@ class CurveTable:
     records : iterable of dict
     """
 
-    def __init__(self, records=()):
+    def __init__(self, records: Iterable[dict[str, Any]] = ()) -> None:
         self.records = [dict(r) for r in records]
 
     def __len__(self):
@@ -101,7 +110,7 @@ class CurveTable:
     def metrics(self) -> list:
         return [c for c in self.columns if c in METRICS]
 
-    def to_csv(self, path) -> None:
+    def to_csv(self, path: str | os.PathLike[str]) -> None:
         """Write the records as CSV (floats in full precision; read back by :meth:`from_csv`)."""
         import csv
 
@@ -113,7 +122,7 @@ class CurveTable:
                 w.writerow({c: repr(v) if isinstance(v, float) else v for c, v in r.items()})
 
     @classmethod
-    def from_csv(cls, path) -> CurveTable:
+    def from_csv(cls, path: str | os.PathLike[str]) -> CurveTable:
         """Read a table written by :meth:`to_csv` (numbers parsed as int, then float)."""
         import csv
 
@@ -135,7 +144,7 @@ class CurveTable:
             out.setdefault(tuple(r[k] for k in keys), []).append(r)
         return out
 
-    def summary(self, metrics=None) -> list:
+    def summary(self, metrics: Sequence[str] | None = None) -> list:
         """Mean and standard deviation of each metric per (estimator, point, noise).
 
         Failed fits (``error`` not empty) are counted in ``n_failed`` and left out of
@@ -154,7 +163,7 @@ class CurveTable:
             rows.append(row)
         return rows
 
-    def format_summary(self, metrics=None) -> str:
+    def format_summary(self, metrics: Sequence[str] | None = None) -> str:
         """The summary as a fixed-width text table (``mean ± std``)."""
         metrics = self.metrics if metrics is None else list(metrics)
         rows = self.summary(metrics)
@@ -167,7 +176,7 @@ class CurveTable:
                  for line in [head, *body])
         return "\n".join(lines)
 
-    def compare(self, a, b, metric="nmi") -> list:
+    def compare(self, a: str, b: str, metric: str = "nmi") -> list:
         """Paired comparison of estimators ``a`` and ``b`` at every (point, noise).
 
         Pairs the fits of the same (run, fold) (same split and supervision). Returns per
@@ -200,7 +209,9 @@ class CurveTable:
                              ties=int((d == 0).sum()), p_value=p))
         return rows
 
-    def plot(self, metric="nmi", *, x=None, ax=None, band="std", title=None, path=None):
+    def plot(self, metric: str | Sequence[str] = "nmi", *, x: Literal["point", "noise"] | None = None,
+             ax: Axes | None = None, band: Literal["std", "sem"] = "std", title: str | None = None,
+             path: str | os.PathLike[str] | None = None) -> Axes:
         """Mean curve of each metric per estimator, with a ±std (or ±sem) band.
 
         Parameters

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .auto import AutoEngine
 from .base import InferenceEngine, InferenceResult, reduce_problem
@@ -22,6 +23,9 @@ from .greedy import GreedyFeasible
 from .icm import ICM
 from .lp import LPRelaxation
 from .milp import ExactMILP
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["InferenceEngine", "InferenceResult", "ICM", "BeliefPropagation", "TRWS", "LPRelaxation",
            "ExactMILP", "AlphaExpansion", "AutoEngine", "GreedyFeasible", "reduce_problem", "get_engine",
@@ -82,7 +86,7 @@ ENGINES = {
 }
 
 
-def get_engine(spec) -> InferenceEngine:
+def get_engine(spec: Any) -> InferenceEngine:
     """Resolve an engine from a name of :data:`ENGINES` or return an engine as is.
 
     Parameters

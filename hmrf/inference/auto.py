@@ -14,6 +14,8 @@ automatic choice", ``benchmarks/inference.py --scale``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._optional import available
@@ -23,6 +25,9 @@ from .base import InferenceEngine, Solution
 from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
 from .expansion import AlphaExpansion
+
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = ["AutoEngine", "graph_cuts_available", "LARGE_COMPONENT"]
 
@@ -80,7 +85,7 @@ class AutoEngine(InferenceEngine):
 
     _parameter_constraints = {"expansion": [Options("auto", True, False)]}
 
-    def __init__(self, expansion="auto"):
+    def __init__(self, expansion: Literal["auto"] = "auto") -> None:
         self.expansion = expansion
 
     def _solve(self, unary, graph, init, rng, notify):

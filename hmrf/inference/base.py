@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,6 +31,15 @@ from .._validation import check_random_state
 from ..exceptions import InfeasibleError
 from ..graph import CacheKey, PairwiseGraph, as_graph, segment_sum
 from .feasibility import raise_if_infeasible
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from .._typing import RandomLike
+    from ..constraints import Constraints
 
 __all__ = ["InferenceResult", "Solution", "InferenceEngine", "ReducedProblem", "reduce_problem",
            "check_unary", "argmin_rows"]
@@ -101,7 +111,7 @@ class Solution:
     info: dict = field(default_factory=dict)
 
 
-def check_unary(unary) -> np.ndarray:
+def check_unary(unary: NDArray[np.floating]) -> np.ndarray:
     """Validate unary costs: 2-D float, no NaN or -inf (+inf = forbidden label)."""
     u = np.asarray(unary, dtype=np.float64)
     if u.ndim != 2:
@@ -184,7 +194,7 @@ class ReducedProblem:
     graph: PairwiseGraph
     offset: float
 
-    def expand(self, active_labels) -> np.ndarray:
+    def expand(self, active_labels: Any) -> np.ndarray:
         """Labels of the original nodes from labels of the active super-nodes."""
         sup = self.fixed_labels.copy()
         if self.active.size:
@@ -195,7 +205,7 @@ class ReducedProblem:
         """Smallest original node index inside active super-node ``active_index``."""
         return int(np.flatnonzero(self.node_of == self.active[active_index])[0])
 
-    def restrict(self, labels) -> np.ndarray:
+    def restrict(self, labels: NDArray[np.intp]) -> np.ndarray:
         """Labels of the active super-nodes from a labelling of the original nodes
         (the first member of each super-node decides)."""
         labels = np.asarray(labels)
@@ -361,7 +371,9 @@ class InferenceEngine:
     #: Whether the energy of the returned labelling never exceeds that of ``init``.
     monotone_from_init = False
 
-    def map(self, unary, graph=None, init=None, rng=None, callback=None) -> InferenceResult:
+    def map(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
+            init: ArrayLike | None = None, rng: RandomLike = None,
+            callback: Callable[..., Any] | None = None) -> InferenceResult:
         """Find a low-energy labelling of ``E(y) = sum_i U[i, y_i] + sum_e cost_e``.
 
         Parameters
@@ -408,8 +420,10 @@ class InferenceEngine:
         gen = check_random_state(rng, "rng")
         return self.solve_validated(unary, graph, init, gen, callback, started=t0)
 
-    def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *,
-                        started=None) -> InferenceResult:
+    def solve_validated(self, unary: NDArray[np.float64], graph: PairwiseGraph,
+                        init: NDArray[np.intp] | None = None, rng: np.random.Generator | None = None,
+                        callback: Callable[..., Any] | None = None, *,
+                        started: float | None = None) -> InferenceResult:
         """:meth:`~hmrf.inference.base.InferenceEngine.map` on inputs it would accept
         unchanged, without checking them again: the E-steps of an EM fit, whose costs,
         graph and engine the estimator checked at its entrance (ARCHITECTURE.md,

@@ -31,6 +31,7 @@ which cannot raise it either.
 from __future__ import annotations
 
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +41,16 @@ from ..graph import PairwiseGraph
 from .base import InferenceEngine, Solution
 from .polish import finish
 from .qpbo import BinaryCut, load_maxflow, solve_split, split_terms
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from .._typing import RandomLike
+    from ..constraints import Constraints
+    from .base import InferenceResult
 
 __all__ = ["AlphaExpansion", "ExpansionMoves", "classify_tables"]
 
@@ -147,7 +158,7 @@ class ExpansionMoves:
         The finite cost ``M`` of one violated hard factor.
     """
 
-    def __init__(self, unary, graph: PairwiseGraph, kernel: str = "auto"):
+    def __init__(self, unary: NDArray[Any], graph: PairwiseGraph, kernel: str = "auto") -> None:
         unary = np.asarray(unary, dtype=np.float64)
         self.compiled = _use_compiled(kernel)
         self.n_labels = unary.shape[1]
@@ -188,7 +199,7 @@ class ExpansionMoves:
         self._alpha_allowed = [np.ascontiguousarray(self.allowed[:, a]) for a in range(k)]
         self._incidence = None  # the compiled moves' node -> edges CSR, built on first use
 
-    def terms(self, labels, alpha):
+    def terms(self, labels: NDArray[np.intp], alpha: int) -> tuple[Any, Any, Any, Any]:
         """``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of every edge for the α-expansion of ``labels``."""
         a, b = labels[self.p], labels[self.q]
         A = self.wc - self.wk * (a == b)
@@ -203,7 +214,7 @@ class ExpansionMoves:
             C[self.tab], D[self.tab] = tc[t, alpha, tb], tc[t, alpha, alpha]
         return A, B, C, D
 
-    def energy(self, labels) -> float:
+    def energy(self, labels: NDArray[np.intp]) -> float:
         """Penalised energy of ``labels`` (``M`` per violated hard factor)."""
         labels = np.asarray(labels)
         a, b = labels[self.p], labels[self.q]
@@ -212,7 +223,7 @@ class ExpansionMoves:
             pair[self.tab] = self.tab_cost[np.arange(self.tab.size), a[self.tab], b[self.tab]]
         return float(self.unary[np.arange(labels.shape[0]), labels].sum() + pair.sum())
 
-    def binary_problem(self, labels, alpha):
+    def binary_problem(self, labels: NDArray[np.intp], alpha: int) -> Any:
         """The move's binary problem in split form (:func:`~hmrf.inference.qpbo.solve_split`).
 
         Returns ``(nodes, u, ep, eq, half_lambda)``: the free nodes (those that may switch
@@ -242,7 +253,7 @@ class ExpansionMoves:
         pos = np.cumsum(free) - 1
         return nodes, delta[nodes], pos[self.p[both]], pos[self.q[both]], half_lambda[both]
 
-    def change(self, labels, alpha, x) -> float:
+    def change(self, labels: NDArray[np.intp], alpha: int, x: NDArray[Any]) -> float:
         """Penalised energy change of switching the nodes ``x`` (bool, shape (n,)) of
         ``labels`` to ``alpha``, from the move's terms (independent of any split or cut)."""
         labels = np.asarray(labels, dtype=np.int64)
@@ -256,7 +267,8 @@ class ExpansionMoves:
         pair = np.where(xp, np.where(xq, D, C), np.where(xq, B, A)) - A
         return float((self.unary[x, alpha] - self.unary[x, labels[x]]).sum() + pair.sum())
 
-    def move(self, labels, alpha, method="qpbo"):
+    def move(self, labels: NDArray[np.intp], alpha: int,
+             method: str = "qpbo") -> tuple[NDArray[Any], float, BinaryCut | None]:
         """The α-expansion move from ``labels``; ``method`` treats non-submodular terms
         (:func:`~hmrf.inference.qpbo.solve_split`).
 
@@ -417,20 +429,25 @@ class AlphaExpansion(InferenceEngine):
     monotone_from_init = True
 
     def __init__(self, max_sweeps: int = 100, label_order: str = "fixed", nonsubmodular: str = "qpbo",
-                 tables: str = "semi-metric", kernel: str = "auto"):
+                 tables: str = "semi-metric", kernel: str = "auto") -> None:
         self.max_sweeps = max_sweeps
         self.label_order = label_order
         self.nonsubmodular = nonsubmodular
         self.tables = tables
         self.kernel = kernel
 
-    def map(self, unary, graph=None, init=None, rng=None, callback=None):
+    def map(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
+            init: ArrayLike | None = None, rng: RandomLike = None,
+            callback: Callable[..., Any] | None = None) -> InferenceResult:
         validate_params(self)
         load_maxflow()  # fail before any work, with the install command
         return super().map(unary, graph, init=init, rng=rng, callback=callback)
     map.__doc__ = InferenceEngine.map.__doc__
 
-    def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *, started=None):
+    def solve_validated(self, unary: NDArray[np.float64], graph: PairwiseGraph,
+                        init: NDArray[np.intp] | None = None, rng: np.random.Generator | None = None,
+                        callback: Callable[..., Any] | None = None, *,
+                        started: float | None = None) -> InferenceResult:
         load_maxflow()
         trace = []
 

@@ -16,10 +16,17 @@ inherently so) and runs only on the components that need it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..exceptions import InfeasibleError
 from ..graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
 
 __all__ = ["HardFactors", "greedy_assign", "constrained_first_order", "greedy_with_restarts",
            "greedy_repair", "violating_nodes", "raise_if_infeasible"]
@@ -35,7 +42,7 @@ class HardFactors:
     ``h`` next to a neighbour labelled ``y_other``.
     """
 
-    def __init__(self, graph: PairwiseGraph, k: int):
+    def __init__(self, graph: PairwiseGraph, k: int) -> None:
         n = graph.n_nodes
         cls = graph.edge_classes()
         hard_potts = cls.hard
@@ -83,7 +90,8 @@ class HardFactors:
         return ok
 
 
-def greedy_assign(unary, hard: HardFactors, order, labels=None) -> np.ndarray:
+def greedy_assign(unary: NDArray[Any], hard: HardFactors, order: NDArray[np.intp],
+                  labels: NDArray[Any] | None = None) -> np.ndarray:
     """One greedy pass (the assignment step of COP-KMeans, Wagstaff et al. 2001).
 
     Parameters
@@ -115,14 +123,16 @@ def greedy_assign(unary, hard: HardFactors, order, labels=None) -> np.ndarray:
     return out
 
 
-def constrained_first_order(hard: HardFactors, nodes, rng: np.random.Generator) -> np.ndarray:
+def constrained_first_order(hard: HardFactors, nodes: NDArray[np.intp],
+                            rng: np.random.Generator) -> np.ndarray:
     """``nodes`` sorted by decreasing number of hard factors, ties in random order
     (a static DSATUR-style order: dead ends of the greedy pass become rarer)."""
     nodes = np.asarray(nodes, dtype=np.int64)
     return nodes[np.lexsort((rng.random(nodes.size), -hard.degree[nodes]))]
 
 
-def violating_nodes(unary, graph: PairwiseGraph, labels) -> np.ndarray:
+def violating_nodes(unary: NDArray[np.floating], graph: PairwiseGraph,
+                    labels: NDArray[np.intp]) -> np.ndarray:
     """Sorted nodes that sit on a violated hard factor or hold a forbidden label."""
     labels = np.asarray(labels)
     bad = np.isinf(unary[np.arange(labels.shape[0]), labels])
@@ -134,8 +144,9 @@ def violating_nodes(unary, graph: PairwiseGraph, labels) -> np.ndarray:
     return np.flatnonzero(bad)
 
 
-def greedy_with_restarts(unary, hard: HardFactors, comp, todo, rng: np.random.Generator,
-                         n_restarts: int, labels=None) -> tuple[np.ndarray, int, np.ndarray]:
+def greedy_with_restarts(unary: NDArray[np.floating], hard: HardFactors, comp: Any, todo: Any,
+                         rng: np.random.Generator, n_restarts: int,
+                         labels: NDArray[np.intp] | None = None) -> tuple[np.ndarray, int, np.ndarray]:
     """Greedy passes over ``todo`` until every node is placed or ``n_restarts`` run out.
 
     The first pass visits :func:`constrained_first_order`. Each restart re-assigns the
@@ -166,8 +177,8 @@ def greedy_with_restarts(unary, hard: HardFactors, comp, todo, rng: np.random.Ge
     return labels, restarts, order
 
 
-def greedy_repair(unary, graph: PairwiseGraph, labels, rng: np.random.Generator,
-                  n_restarts: int = 10) -> np.ndarray:
+def greedy_repair(unary: NDArray[np.floating], graph: PairwiseGraph, labels: NDArray[np.intp],
+                  rng: np.random.Generator, n_restarts: int = 10) -> np.ndarray:
     """Re-place, greedily, every connected component that breaks a hard factor.
 
     Each such component is emptied and assigned again by :func:`greedy_assign`, with
@@ -191,7 +202,8 @@ def greedy_repair(unary, graph: PairwiseGraph, labels, rng: np.random.Generator,
     return greedy_with_restarts(unary, hard, comp, todo, rng, n_restarts, labels)[0]
 
 
-def raise_if_infeasible(unary, graph: PairwiseGraph, labels, engine: str) -> None:
+def raise_if_infeasible(unary: NDArray[np.floating], graph: PairwiseGraph, labels: NDArray[np.intp],
+                        engine: str) -> None:
     """Raise :class:`~hmrf.InfeasibleError` if ``labels`` breaks a hard factor.
 
     The last check of :meth:`~hmrf.inference.InferenceEngine.map`: no engine returns a

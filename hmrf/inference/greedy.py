@@ -11,6 +11,7 @@ dead end are offered: restarts in other point orders, and an exact repair by
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from ..graph import PairwiseGraph
 from .base import InferenceEngine, Solution
 from .feasibility import HardFactors, greedy_with_restarts
 from .milp import ExactMILP
+
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = ["GreedyFeasible", "METHODS"]
 
@@ -80,7 +84,8 @@ class GreedyFeasible(InferenceEngine):
         "time_limit": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, n_restarts=0, repair=None, time_limit=60.0):
+    def __init__(self, n_restarts: int = 0, repair: Literal["milp"] | None = None,
+                 time_limit: float = 60.0) -> None:
         self.n_restarts = n_restarts
         self.repair = repair
         self.time_limit = time_limit

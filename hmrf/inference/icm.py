@@ -17,6 +17,7 @@ update costs O(k) per incident Potts edge and O(k) per incident table edge.
 from __future__ import annotations
 
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,12 @@ from ..exceptions import InfeasibleError
 from ..graph import POTTS_ML, TABLE, CacheKey, PairwiseGraph, independent_sets, segment_sum
 from .base import InferenceEngine, Solution
 from .feasibility import greedy_repair, violating_nodes
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from numpy.typing import NDArray
 
 # independent_sets: defined by the graph layer (hmrf.graph), public here as well
 __all__ = ["ICM", "iterated_conditional_modes", "independent_sets", "build_blocks"]
@@ -121,8 +128,9 @@ def _blocks(graph: PairwiseGraph) -> list[_Block]:
     return blocks
 
 
-def iterated_conditional_modes(unary, graph: PairwiseGraph, labels, rng: np.random.Generator,
-                               max_iter: int = 100, notify=None) -> tuple[np.ndarray, int, bool]:
+def iterated_conditional_modes(unary: NDArray[Any], graph: PairwiseGraph, labels: NDArray[Any],
+                               rng: np.random.Generator, max_iter: int = 100,
+                               notify: Callable[..., Any] | None = None) -> tuple[np.ndarray, int, bool]:
     """ICM sweeps (Basu 2005, §4.4.4, eq. 4.11) from ``labels`` until no label changes.
 
     Each sweep visits the independent sets of :func:`build_blocks` in a random order; a
@@ -229,7 +237,7 @@ class ICM(InferenceEngine):
         "repair_restarts": [Interval(Integral, 0, None)],
     }
 
-    def __init__(self, max_iter: int = 100, repair_restarts: int = 10):
+    def __init__(self, max_iter: int = 100, repair_restarts: int = 10) -> None:
         self.max_iter = max_iter
         self.repair_restarts = repair_restarts
 

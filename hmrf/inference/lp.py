@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,6 +46,12 @@ from .base import InferenceEngine, Solution
 from .feasibility import HardFactors, constrained_first_order, greedy_assign
 from .polish import POLISH, check_polish, finish, polish_labels
 from .rounding import kleinberg_tardos_rounding
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Literal
+
+    from numpy.typing import NDArray
 
 __all__ = ["KTProgram", "build_program", "frustrated_triangles", "solve_relaxation", "solve_lp",
            "relax_and_round", "LPRelaxation"]
@@ -69,7 +76,7 @@ class KTProgram:
     def n_u(self) -> int:
         return self.n * self.k
 
-    def u(self, x) -> np.ndarray:
+    def u(self, x: NDArray[Any]) -> np.ndarray:
         """The (n, k) assignment block of a solution vector, clipped to [0, 1]."""
         return np.clip(np.asarray(x[: self.n_u]).reshape(self.n, self.k), 0.0, 1.0)
 
@@ -104,7 +111,7 @@ class _Rows:
 MAX_TRIANGLE_WORK = 2_000_000
 
 
-def frustrated_triangles(graph: PairwiseGraph):
+def frustrated_triangles(graph: PairwiseGraph) -> tuple[Any, Any] | tuple[Any, NDArray[Any]]:
     """The triangles of node pairs joined by two soft must-links and a cannot-link.
 
     Returns ``(pairs, rows)``: ``pairs`` (P, 2), the node pairs ``a < b`` that carry a
@@ -150,7 +157,7 @@ def frustrated_triangles(graph: PairwiseGraph):
     return pairs, np.concatenate(rows).astype(np.int64)
 
 
-def build_program(unary, graph: PairwiseGraph, cycles: bool = False) -> KTProgram:
+def build_program(unary: NDArray[Any], graph: PairwiseGraph, cycles: bool = False) -> KTProgram:
     """Assemble eqs. A.1–A.8 (plus table edges and hard factors) as sparse matrices.
 
     Parameters
@@ -347,13 +354,14 @@ class LPRelaxation(InferenceEngine):
         "max_phases": [Options(None), Interval(Integral, 1, None)],
     }
 
-    def __init__(self, n_rounds=10, polish=None, backend="highs", max_phases=None):
+    def __init__(self, n_rounds: int = 10, polish: Literal["icm"] | None = None,
+                 backend: Literal["highs", "cvxpy"] = "highs", max_phases: int | None = None) -> None:
         self.n_rounds = n_rounds
         self.polish = polish
         self.backend = backend
         self.max_phases = max_phases
 
-    def relax(self, unary, graph) -> tuple[np.ndarray, float, dict]:
+    def relax(self, unary: NDArray[np.floating], graph: PairwiseGraph) -> tuple[np.ndarray, float, dict]:
         """Solve the relaxation of the (reduced) problem: ``(u, lp_value, info)``."""
         validate_params(self)
         return solve_lp(unary, graph, self.backend)
@@ -364,7 +372,8 @@ class LPRelaxation(InferenceEngine):
                                notify=notify)
 
 
-def solve_lp(unary, graph: PairwiseGraph, backend: str = "highs") -> tuple[np.ndarray, float, dict]:
+def solve_lp(unary: NDArray[np.floating], graph: PairwiseGraph,
+             backend: str = "highs") -> tuple[np.ndarray, float, dict]:
     """The relaxation A.1–A.8 of ``(unary, graph)`` solved by ``backend``: ``(u, value, info)``.
 
     ``"highs"`` builds the sparse program (:func:`build_program`) and calls
@@ -400,9 +409,9 @@ def solve_lp(unary, graph: PairwiseGraph, backend: str = "highs") -> tuple[np.nd
         raise InfeasibleError(f"{exc} A greedy assignment gets stuck at this point.", point=point) from None
 
 
-def relax_and_round(unary, graph: PairwiseGraph, rng: np.random.Generator, *, n_rounds: int = 10,
-                    polish=None, backend: str = "highs", max_phases=None, init=None,
-                    notify=None) -> Solution:
+def relax_and_round(unary: NDArray[Any], graph: PairwiseGraph, rng: np.random.Generator, *,
+                    n_rounds: int = 10, polish: Any = None, backend: str = "highs", max_phases: Any = None,
+                    init: NDArray[Any] | None = None, notify: Callable[..., Any] | None = None) -> Solution:
     """Kleinberg–Tardos on a (reduced) problem: solve the LP, round, optionally polish.
 
     The work of :class:`LPRelaxation` (whose parameters these are), as a function other

@@ -9,12 +9,18 @@ only when this module is used (``LPRelaxation(backend="cvxpy")``).
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._optional import load
 from ..exceptions import InfeasibleError
 from ..graph import PairwiseGraph
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
 
 __all__ = ["kt_problem", "solve_kt_cvxpy"]
 
@@ -24,7 +30,7 @@ def _cvxpy():
                 hint="or use backend='highs' (the same LP, solved by SciPy)")
 
 
-def kt_problem(unary, graph: PairwiseGraph):
+def kt_problem(unary: NDArray[Any], graph: PairwiseGraph) -> tuple[Any, Any]:
     """The relaxation A.1–A.8 as a ``cvxpy.Problem``.
 
     Parameters
@@ -91,7 +97,8 @@ def kt_problem(unary, graph: PairwiseGraph):
     return cp.Problem(cp.Minimize(objective), cons), u
 
 
-def solve_kt_cvxpy(unary, graph: PairwiseGraph, solver=None) -> tuple[np.ndarray, float, dict]:
+def solve_kt_cvxpy(unary: NDArray[np.floating], graph: PairwiseGraph,
+                   solver: Any = None) -> tuple[np.ndarray, float, dict]:
     """Solve :func:`kt_problem`; returns ``(u, value, info)`` like the HiGHS backend.
 
     ``solver`` is passed to ``problem.solve`` (default: HiGHS if cvxpy has it).

@@ -28,12 +28,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._params import Interval, validate_params
 from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph, as_graph, segment_sum
 from .base import check_unary, reduce_problem
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..constraints import Constraints
 
 __all__ = ["MeanField", "MarginalResult", "softmax_free_energy", "factorised_free_energy"]
 
@@ -44,7 +52,7 @@ LAYOUT = CacheKey("mean_field.layout")
 HARD = 1e3
 
 
-def softmax_free_energy(unary) -> tuple[np.ndarray, np.ndarray]:
+def softmax_free_energy(unary: NDArray[np.floating]) -> tuple[np.ndarray, np.ndarray]:
     """Exact posteriors ``q_ih ∝ exp(-U_ih)`` of independent nodes and their free
     energies ``-log Σ_h exp(-U_ih)`` (n,), computed stably (rows may hold ``+inf``)."""
     U = np.asarray(unary, dtype=np.float64)
@@ -179,11 +187,12 @@ class MeanField:
         "tol": [Interval(Real, 0, None)],
     }
 
-    def __init__(self, max_iter: int = 100, tol: float = 1e-6):
+    def __init__(self, max_iter: int = 100, tol: float = 1e-6) -> None:
         self.max_iter = max_iter
         self.tol = tol
 
-    def marginals(self, unary, graph=None, init=None) -> MarginalResult:
+    def marginals(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
+                  init: ArrayLike | None = None) -> MarginalResult:
         """Mean-field posteriors of ``E(y) = Σ_i U[i, y_i] + Σ_e cost_e``.
 
         Parameters
@@ -225,7 +234,7 @@ class MeanField:
         return f"MeanField(max_iter={self.max_iter!r}, tol={self.tol!r})"
 
 
-def factorised_free_energy(unary, graph, q) -> float:
+def factorised_free_energy(unary: NDArray[np.floating], graph: PairwiseGraph, q: NDArray[Any]) -> float:
     """``F(q)`` of the module docstring for any factorised posteriors ``q`` (n, k) that
     agree within hard must-link components (e.g. belief propagation's marginals): an
     upper bound on ``-log Z`` whatever ``q``, minimised by the exact posterior when the

@@ -112,7 +112,7 @@ class ExactMILP(InferenceEngine):
         "mip_rel_gap": [Interval(Real, 0, 1, closed="left")],
     }
 
-    def __init__(self, time_limit=60.0, mip_rel_gap=1e-9):
+    def __init__(self, time_limit: float = 60.0, mip_rel_gap: float = 1e-9) -> None:
         self.time_limit = time_limit
         self.mip_rel_gap = mip_rel_gap
 

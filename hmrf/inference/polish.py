@@ -18,6 +18,8 @@ Two finishing steps are shared:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..exceptions import InfeasibleError
@@ -25,28 +27,35 @@ from ..graph import PairwiseGraph
 from .feasibility import greedy_repair
 from .icm import iterated_conditional_modes
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
+
 __all__ = ["POLISH", "check_polish", "polish_labels", "finish"]
 
 #: accepted values of the engines' ``polish`` parameter
 POLISH = (None, "none", "icm")
 
 
-def check_polish(polish) -> str | None:
+def check_polish(polish: Any) -> str | None:
     """Validate an engine's ``polish`` argument; returns ``None`` or ``"icm"``."""
     if polish not in POLISH:
         raise ValueError(f"polish must be None or 'icm'; got {polish!r}.")
     return None if polish in (None, "none") else "icm"
 
 
-def polish_labels(unary, graph: PairwiseGraph, labels, rng, max_iter: int = 100) -> tuple[np.ndarray, int]:
+def polish_labels(unary: NDArray[np.floating], graph: PairwiseGraph, labels: NDArray[np.intp],
+                  rng: np.random.Generator, max_iter: int = 100) -> tuple[np.ndarray, int]:
     """ICM (Basu 2005, §4.4.4) started from ``labels``; returns the labels and sweeps run
     (:func:`~hmrf.inference.icm.iterated_conditional_modes`)."""
     out, sweeps, _ = iterated_conditional_modes(unary, graph, labels, rng, max_iter)
     return out, sweeps
 
 
-def finish(unary, graph: PairwiseGraph, candidates, engine: str, rng=None,
-           fallback=None, energies=None) -> tuple[np.ndarray, float]:
+def finish(unary: NDArray[Any], graph: PairwiseGraph, candidates: Any, engine: str,
+           rng: np.random.Generator | None = None, fallback: NDArray[Any] | None = None,
+           energies: Any = None) -> tuple[np.ndarray, float]:
     """The lowest-energy candidate labelling; repair or raise if it breaks a hard factor.
 
     If every candidate has infinite energy, ICM is run from the best one (ICM first

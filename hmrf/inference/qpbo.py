@@ -36,14 +36,21 @@ the point of this project. Graphs are built from NumPy arrays in three batch cal
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._optional import load
 
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any, Literal
+
+    from numpy.typing import NDArray
+
 __all__ = ["BinaryCut", "load_maxflow", "solve_binary", "solve_split", "split_terms", "fix_dominated"]
 
-def load_maxflow():
+def load_maxflow() -> ModuleType:
     """PyMaxflow, the max-flow library of α-expansion, imported on first use; an
     ``ImportError`` naming the extra if it is missing."""
     return load("maxflow", purpose="AlphaExpansion (the max-flow library)")
@@ -79,7 +86,8 @@ def _terminal_caps(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(delta, 0.0), np.maximum(-delta, 0.0)
 
 
-def split_terms(A, B, C, D):
+def split_terms(A: NDArray[np.floating], B: NDArray[np.floating], C: NDArray[np.floating],
+                D: NDArray[np.floating]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """The exact split of pairwise tables (module docstring).
 
     Returns
@@ -142,7 +150,8 @@ def _dominated(u, s):
     return np.where(u - s > margin, 0, np.where(-u - s > margin, 1, -1))
 
 
-def fix_dominated(u, p, q, half_lambda):
+def fix_dominated(u: NDArray[Any], p: NDArray[np.intp], q: NDArray[np.intp],
+                  half_lambda: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
     """The variables of a split-form problem that every minimiser fixes, by dominance.
 
     Switching ``x_i`` changes ``E(x) = const + sum_i u_i x_i + sum_e h_e [x_p != x_q]`` by
@@ -229,7 +238,8 @@ def _reduce(u, p, q, half_lambda, compiled):
     return state, free, uu[free], pos[p[keep]], pos[q[keep]], half_lambda[keep]
 
 
-def solve_split(u, p, q, half_lambda, method="qpbo", compiled=False, reduce=True) -> BinaryCut:
+def solve_split(u: NDArray[Any], p: Any, q: NDArray[Any], half_lambda: Any, method: str = "qpbo",
+                compiled: bool = False, reduce: bool = True) -> BinaryCut:
     """:func:`solve_binary` for a problem already in split form.
 
     ``E(x) - E(0) = sum_p u_p x_p + sum_e half_lambda_e [x_p != x_q]`` (see
@@ -289,7 +299,9 @@ def _solve_reduced(maxflow, u, p, q, half_lambda, method) -> BinaryCut:
     return BinaryCut(x=x, labelled=labelled, exact=False)
 
 
-def solve_binary(delta, p, q, A, B, C, D, method="qpbo") -> BinaryCut:
+def solve_binary(delta: NDArray[Any], p: NDArray[np.intp], q: NDArray[np.intp], A: NDArray[Any],
+                 B: NDArray[Any], C: NDArray[Any], D: NDArray[Any],
+                 method: Literal["qpbo", "truncate"] = "qpbo") -> BinaryCut:
     """Minimise a quadratic pseudo-boolean function by graph cut; QPBO if not submodular.
 
     Parameters

@@ -24,15 +24,21 @@ is exactly what running the phases one after another does.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..graph import best_per_component  # public here as well (the graph layer defines it)
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
+
 __all__ = ["kleinberg_tardos_rounding", "best_per_component"]
 
 
-def kleinberg_tardos_rounding(u, rng: np.random.Generator, n_rounds: int = 1,
+def kleinberg_tardos_rounding(u: NDArray[Any], rng: np.random.Generator, n_rounds: int = 1,
                               max_phases: int | None = None) -> tuple[np.ndarray, dict]:
     """``n_rounds`` independent Kleinberg–Tardos roundings of ``u``.
 

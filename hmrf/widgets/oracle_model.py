@@ -9,7 +9,7 @@ answer and, when the true classes are known, the learning curve. The widget
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -19,6 +19,15 @@ from ..active.oracles import BudgetExhausted
 from ..constraints import Constraints
 from .projection import project_2d
 from .refit import Reclusterer
+
+if TYPE_CHECKING:
+
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
+
+    from .._typing import MatrixLike
+    from ..active.base import ActiveSelector
+    from ..active.oracles import OracleLike
 
 __all__ = ["OracleModel", "CurvePoint"]
 
@@ -94,8 +103,11 @@ class OracleModel:
         The labels of each entry of ``history``.
     """
 
-    def __init__(self, X, y=None, *, n_clusters=None, selector=None, estimator=None, budget=None,
-                 constraints=None, projection=None, warm_start=True, max_iter=10, random_state=None):
+    def __init__(self, X: MatrixLike, y: ArrayLike | None = None, *, n_clusters: int | None = None,
+                 selector: ActiveSelector | None = None, estimator: BaseEstimator | None = None,
+                 budget: int | None = None, constraints: Constraints | None = None,
+                 projection: ArrayLike | None = None, warm_start: bool = True, max_iter: int = 10,
+                 random_state: int | None = None) -> None:
         from ..active import ExploreConsolidate
         from ..estimators import HMRFKMeans
 
@@ -148,19 +160,19 @@ class OracleModel:
         return self.session.n_answers
 
     # -------------------------------------------------------------- actions
-    def answer(self, value) -> tuple[int, int] | None:
+    def answer(self, value: bool | None) -> tuple[int, int] | None:
         """Answer the pending query (True, False or None), re-fit; return the next query."""
         nxt = self.session.answer(value)
         self._refit()
         return nxt
 
-    def add_pair(self, i, j, kind) -> tuple[int, int] | None:
+    def add_pair(self, i: int, j: int, kind: str | bool | int) -> tuple[int, int] | None:
         """Add a must-link (``"must"``) or cannot-link (``"cannot"``) of one's own, re-fit."""
         nxt = self.session.add_constraint(i, j, kind)
         self._refit()
         return nxt
 
-    def play(self, oracle, n_answers=None) -> int:
+    def play(self, oracle: OracleLike, n_answers: int | None = None) -> int:
         """Let ``oracle`` answer the queries, as a person would, one at a time.
 
         Stops after ``n_answers`` answers, when the selector stops, or when the

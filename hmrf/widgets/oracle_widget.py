@@ -10,12 +10,24 @@ and mirrors it into synchronised traits after every answer.
 from __future__ import annotations
 
 import pathlib
+from typing import TYPE_CHECKING
 
 import anywidget
 import numpy as np
 import traitlets
 
 from .oracle_model import OracleModel
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
+
+    from .._typing import MatrixLike
+    from ..active.oracles import OracleLike
 
 __all__ = ["OracleWidget"]
 
@@ -96,7 +108,8 @@ class OracleWidget(anywidget.AnyWidget):
     width = traitlets.Int(460).tag(sync=True)
     height = traitlets.Int(380).tag(sync=True)
 
-    def __init__(self, X, y=None, *, width=460, height=380, **options):
+    def __init__(self, X: MatrixLike, y: ArrayLike | None = None, *, width: int = 460, height: int = 380,
+                 **options: Any) -> None:
         model = OracleModel(X, y, **options)
         super().__init__(points=np.round(model.xy, 6).tolist(), n_clusters=model.n_clusters,
                          width=int(width), height=int(height))
@@ -105,15 +118,15 @@ class OracleWidget(anywidget.AnyWidget):
         self._sync()
 
     # --------------------------------------------------------------- actions
-    def answer(self, value) -> None:
+    def answer(self, value: bool | None) -> None:
         """Answer the pending query: True (must-link), False (cannot-link), None (don't know)."""
         self._act(self.model.answer, value)
 
-    def add_pair(self, i, j, kind) -> None:
+    def add_pair(self, i: int, j: int, kind: str | bool | int) -> None:
         """Add a pair of one's own, ``kind`` ``"must"`` or ``"cannot"``."""
         self._act(self.model.add_pair, i, j, kind)
 
-    def play(self, oracle, n_answers=None) -> int:
+    def play(self, oracle: OracleLike, n_answers: int | None = None) -> int:
         """Let ``oracle`` (e.g. a :class:`~hmrf.active.LabelOracle`) answer, redrawing each time."""
         given = 0
         while self.model.query is not None and (n_answers is None or given < n_answers):
@@ -123,7 +136,7 @@ class OracleWidget(anywidget.AnyWidget):
             self._sync()
         return given
 
-    def plot(self, axes=None):
+    def plot(self, axes: Axes | Sequence[Axes] | None = None) -> Figure:
         """A matplotlib picture of the current state (:func:`~hmrf.widgets.plot_oracle`)."""
         from .plot import plot_oracle
 

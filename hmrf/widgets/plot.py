@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._optional import load
 from ..constraints import MUST_LINK
+
+if TYPE_CHECKING:
+
+    from collections.abc import Sequence
+
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from .oracle_model import OracleModel
+    from .oracle_widget import OracleWidget
 
 __all__ = ["plot_oracle", "MUST_LINK_COLOR", "CANNOT_LINK_COLOR", "CLUSTER_COLORS"]
 
@@ -16,7 +28,7 @@ MUST_LINK_COLOR = "#1a9850"
 CANNOT_LINK_COLOR = "#d73027"
 
 
-def plot_oracle(model, axes=None):
+def plot_oracle(model: OracleModel | OracleWidget, axes: Axes | Sequence[Axes] | None = None) -> Figure:
     """Draw the clustering, the constraints and the learning curve of an oracle session.
 
     Points are coloured by cluster; must-links are green and cannot-links red lines,

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_data
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from .._typing import MatrixLike
+
 __all__ = ["project_2d"]
 
 
-def project_2d(X, projection=None, *, random_state=0) -> np.ndarray:
+def project_2d(X: MatrixLike, projection: ArrayLike | None = None, *, random_state: int = 0) -> np.ndarray:
     """Coordinates of shape (n, 2) to draw the points of ``X`` at.
 
     Parameters

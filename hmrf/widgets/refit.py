@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..active.base import fit_clusterer
 from ..constraints import Constraints
 
+if TYPE_CHECKING:
+
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
+
+    from .._typing import MatrixLike
+
 __all__ = ["Reclusterer", "align_labels"]
 
 
-def align_labels(labels, reference) -> np.ndarray:
+def align_labels(labels: ArrayLike, reference: ArrayLike) -> np.ndarray:
     """Rename the clusters of ``labels`` to agree with ``reference`` as much as possible.
 
     The renaming is the one-to-one map of cluster names that maximises the number of
@@ -90,7 +98,8 @@ class Reclusterer:
         Wall time of the last fit.
     """
 
-    def __init__(self, estimator, X, *, warm_start=True, max_iter=10):
+    def __init__(self, estimator: BaseEstimator, X: MatrixLike, *, warm_start: bool = True,
+                 max_iter: int = 10) -> None:
         if not callable(getattr(estimator, "fit", None)):
             raise TypeError(f"estimator must have a fit method; got {type(estimator).__name__}.")
         if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:

@@ -10,6 +10,8 @@ what ran. Only constrained nodes reach it (:func:`~hmrf.inference.base.reduce_pr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...graph import as_graph, segment_sum
@@ -27,6 +29,14 @@ from .schedules import (
 from .sequential_numpy import SequentialMessages
 from .settings import BPSettings
 from .trws import run_trws, trws_order
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Literal
+
+    from numpy.typing import NDArray
+
+    from ...graph import PairwiseGraph
 
 __all__ = ["BeliefPropagation", "uniform_edge_appearance"]
 
@@ -167,8 +177,12 @@ class BeliefPropagation(InferenceEngine):
     array([0.6, 0.4])
     """
 
-    def __init__(self, mode="max", max_iter="auto", damping="auto", tol=1e-6, reweight="auto", polish=None,
-                 patience=None, schedule="auto", rel_gap=1e-3, kernel="auto", order="auto"):
+    def __init__(self, mode: Literal["max", "sum"] = "max", max_iter: int | str = "auto",
+                 damping: float | str = "auto", tol: float = 1e-6, reweight: str = "auto",
+                 polish: Literal["icm"] | None = None, patience: int | None = None,
+                 schedule: Literal["auto", "sequential", "flooding"] = "auto", rel_gap: float = 1e-3,
+                 kernel: Literal["auto", "numba", "numpy"] = "auto",
+                 order: Literal["auto", "bfs", "colour"] = "auto") -> None:
         self.mode = mode
         self.max_iter = max_iter
         self.damping = damping
@@ -280,14 +294,17 @@ class BeliefPropagation(InferenceEngine):
         return spliced + [graph.best_per_component(unary, np.array(cands + spliced))[0]]
 
     # ------------------------------------------------------------- sum-product
-    def solve_validated(self, unary, graph, init=None, rng=None, callback=None, *,
-                        started=None) -> InferenceResult:
+    def solve_validated(self, unary: NDArray[np.float64], graph: PairwiseGraph,
+                        init: NDArray[np.intp] | None = None, rng: np.random.Generator | None = None,
+                        callback: Callable[..., Any] | None = None, *,
+                        started: float | None = None) -> InferenceResult:
         res = super().solve_validated(unary, graph, init, rng, callback, started=started)
         if self.mode == "sum":
             res.info["marginals"] = self._full_marginals(unary, graph, res.info.get("marginals"))
         return res
 
-    def marginals(self, unary, graph=None, rng=None) -> np.ndarray:
+    def marginals(self, unary: NDArray[np.floating], graph: PairwiseGraph | None = None,
+                  rng: np.random.Generator | None = None) -> np.ndarray:
         """Sum-product marginals ``p(y_i = h) ∝ sum_{y: y_i = h} exp(-E(y))``, shape (n, k).
 
         Runs this engine's settings with ``mode="sum"``. Exact on trees and forests; the

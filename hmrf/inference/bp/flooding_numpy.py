@@ -14,16 +14,25 @@ the per-node argmin of the beliefs; the final one the consistent decoding of
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph, independent_sets, segment_sum
 from .messages import cannot_link_messages, marginals_from_beliefs, must_link_messages, table_messages
 
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from numpy.typing import NDArray
+
+    from .schedules import BPProblem
+
 __all__ = ["FactorMessages", "FloodingRounds", "consistent_decode", "uniform_edge_appearance"]
 
 
-def uniform_edge_appearance(graph) -> np.ndarray:
+def uniform_edge_appearance(graph: PairwiseGraph) -> np.ndarray:
     """Edge appearance probabilities ``rho_e = (n_c - 1) / m_c`` of edge e's component c.
 
     The uniform choice of tree-reweighted BP (Wainwright, Jaakkola & Willsky 2005): a
@@ -58,7 +67,7 @@ class FactorMessages:
         Edge appearance probabilities in (0, 1] (tree reweighting); default all 1.
     """
 
-    def __init__(self, graph: PairwiseGraph, k: int, big: float, rho=None):
+    def __init__(self, graph: PairwiseGraph, k: int, big: float, rho: NDArray[Any] | None = None) -> None:
         e, kind = graph.edges, graph.kind
         rho = np.ones(graph.n_edges) if rho is None else np.asarray(rho, dtype=np.float64)
         w = np.where(np.isinf(graph.weight), big, graph.weight)
@@ -97,11 +106,11 @@ class FactorMessages:
         agg = sp.csr_matrix((self.rho, (self.dst, np.arange(off))), shape=(self.n, off))
         self.agg_k = sp.kron(sp.identity(k, format="csr"), agg, format="csr")
 
-    def beliefs(self, unary_t, msgs):
+    def beliefs(self, unary_t: Any, msgs: NDArray[Any]) -> NDArray[np.float64]:
         """(k, n) beliefs from (k, n) unary costs and (k, D) messages."""
         return unary_t + (self.agg_k @ msgs.ravel()).reshape(self.k, self.n)
 
-    def update(self, beliefs, msgs, mode):
+    def update(self, beliefs: NDArray[Any], msgs: NDArray[Any], mode: Any) -> NDArray[np.float64]:
         """New normalised, undamped messages from the current messages and their beliefs."""
         h = np.take(beliefs, self.src, axis=1)
         for s in (self.ml, self.cl, self.tab):  # h -= msgs[:, rev]: the halves swap
@@ -115,7 +124,7 @@ class FactorMessages:
             table_messages(h[:, self.tab], self.tcost_t, mode, out=new[:, self.tab])
         return new
 
-    def cost_rows(self, d, src_labels):
+    def cost_rows(self, d: Any, src_labels: Any) -> NDArray[np.float64]:
         """(len(d), k): the true cost ``cost_d(src_label, y)`` for all ``y``, messages ``d``."""
         eq = np.arange(self.k)[None, :] == src_labels[:, None]
         w = self.w_true[d][:, None]
@@ -144,7 +153,8 @@ class FloodingRounds:
         Order of the independent sets of :func:`consistent_decode`.
     """
 
-    def __init__(self, problem, rho, mode, tol, rng):
+    def __init__(self, problem: BPProblem, rho: NDArray[Any] | None, mode: Literal["max", "sum"], tol: float,
+                 rng: np.random.Generator) -> None:
         self.problem, self.mode, self.tol, self.rng = problem, mode, float(tol), rng
         self.fm = FactorMessages(problem.graph, problem.unary.shape[1], problem.big, rho)
         self.reweighted = self.fm.reweighted
@@ -152,7 +162,7 @@ class FloodingRounds:
         self.msgs = np.zeros((problem.unary.shape[1], self.fm.n_dir))
         self.beliefs = self.fm.beliefs(self.u0_t, self.msgs)
 
-    def step(self, damping):
+    def step(self, damping: float) -> tuple[Any, None, None] | tuple[Any, Any, Any]:
         """One round with ``damping``; returns (whether a message moved by more than
         ``tol`` before damping, the per-node argmin labelling, its energy), the last two
         ``None`` in sum mode."""
@@ -171,16 +181,17 @@ class FloodingRounds:
         labels = np.argmin(self.beliefs, axis=0)
         return moved, labels, self.problem.graph.energy(labels, self.problem.unary)
 
-    def marginals(self):
+    def marginals(self) -> NDArray[np.float64]:
         """(n, k) sum-product marginals of the current beliefs."""
         return marginals_from_beliefs(self.beliefs.T)
 
-    def decode(self):
+    def decode(self) -> NDArray[np.intp]:
         """The consistent decoding of the current messages (:func:`consistent_decode`)."""
         return consistent_decode(self.problem.u0, self.fm, self.msgs, self.problem.graph, self.rng)
 
 
-def consistent_decode(u0, fm: FactorMessages, msgs, graph, rng) -> np.ndarray:
+def consistent_decode(u0: Any, fm: FactorMessages, msgs: NDArray[Any], graph: PairwiseGraph,
+                      rng: np.random.Generator) -> np.ndarray:
     """Decode one independent set at a time (libDAI's consistent decoding).
 
     Each node minimises its unary cost plus the messages from still-free neighbours plus

@@ -26,7 +26,7 @@ cached on disk after their first compilation (``cache=True``).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numba
 import numpy as np
@@ -34,6 +34,13 @@ import numpy as np
 from ...graph import POTTS_CL, POTTS_ML
 from .order import node_order
 from .state import PassFlags, PassState
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+    from ...graph import PairwiseGraph
 
 __all__ = ["CompiledSequentialMessages", "CompiledFloodingRounds", "MessageFactors", "NodeMessages"]
 
@@ -312,7 +319,7 @@ class CompiledSequentialMessages(PassState):
     them, and messages must not be changed otherwise (or :meth:`sync` must follow).
     """
 
-    def __init__(self, graph, k, big, tol=0.0, order="bfs"):
+    def __init__(self, graph: PairwiseGraph, k: int, big: Any, tol: float = 0.0, order: str = "bfs") -> None:
         lay = node_order(graph, order)
         super().__init__(lay, graph.n_nodes, graph.n_edges, k, tol)
         self.n_colours = None
@@ -324,16 +331,16 @@ class CompiledSequentialMessages(PassState):
         self.gamma_flat = np.ones(self.n)
         self.into_f, self.into_b = np.zeros((self.n, k)), np.zeros((self.n, k))
 
-    def set_gamma(self, trws_nodes):
+    def set_gamma(self, trws_nodes: NDArray[Any]) -> None:
         super().set_gamma(trws_nodes)
         self.gamma_flat = np.ascontiguousarray(self.gamma_node[:, 0])
 
-    def new_messages(self):
+    def new_messages(self) -> NDArray[np.float64]:
         self.into_f[:] = 0.0
         self.into_b[:] = 0.0
         return super().new_messages()
 
-    def zero_messages(self, msgs, which):
+    def zero_messages(self, msgs: NDArray[Any], which: NDArray[Any]) -> None:
         super().zero_messages(msgs, which)
         if which.all():
             self.into_f.fill(0.0)
@@ -341,22 +348,25 @@ class CompiledSequentialMessages(PassState):
         else:
             self.sync(msgs)
 
-    def restore_messages(self, msgs, which, saved):
+    def restore_messages(self, msgs: NDArray[Any], which: NDArray[Any], saved: Any) -> None:
         super().restore_messages(msgs, which, saved)
         self.sync(msgs)
 
-    def sync(self, msgs):
+    def sync(self, msgs: NDArray[Any]) -> None:
         """Recompute the sums of incoming messages after ``msgs`` was changed directly."""
         _sums(msgs, self.layout.dst, self.m, self.into_f, self.into_b)
 
-    def forward(self, unary, msgs, labels, mode="max", damping=0.0, send=True):
+    def forward(self, unary: NDArray[np.floating], msgs: NDArray[Any], labels: NDArray[np.intp],
+                mode: str = "max", damping: float = 0.0, send: bool = True) -> tuple[Any, bool]:
         if mode != "max":
             raise ValueError("the compiled passes are max-product only")
         moved = _forward(unary, msgs, self.into_f, self.into_b, labels, self.node_e, self.factors, self.nodes,
                          self.gamma_flat, self.flags(), self.all_trw, float(damping), self.tol, send)
         return self.node_e, bool(moved)
 
-    def backward(self, unary, msgs, mode="max", damping=0.0, bound=False, beliefs=None):
+    def backward(self, unary: NDArray[np.floating], msgs: NDArray[Any], mode: str = "max",
+                 damping: float = 0.0, bound: bool = False,
+                 beliefs: NDArray[Any] | None = None) -> tuple[bool, Any]:
         if mode != "max" or beliefs is not None:
             raise ValueError("the compiled passes are max-product only")
         lb = np.zeros(self.n_comp)
@@ -377,7 +387,7 @@ class CompiledFloodingRounds:
     from the others (libDAI's consistent decoding).
     """
 
-    def __init__(self, problem, tol, order="bfs"):
+    def __init__(self, problem: Any, tol: float, order: str = "bfs") -> None:
         n, k = problem.u0.shape
         self.sm = sm = CompiledSequentialMessages(problem.graph, k, problem.big, tol, order)
         self.reweighted, self.tol = False, float(tol)
@@ -395,7 +405,7 @@ class CompiledFloodingRounds:
         out[self.sm.perm] = y
         return out
 
-    def step(self, damping):
+    def step(self, damping: float) -> tuple[bool, Any, Any]:
         """One round (see :meth:`~hmrf.inference.bp.flooding_numpy.FloodingRounds.step`)."""
         sm = self.sm
         moved, energy = _flooding_round(self.u_p, self.msgs, self.old, sm.into_f, sm.into_b, self.beliefs,
@@ -407,7 +417,7 @@ class CompiledFloodingRounds:
         self.flags.dirty_f[:] = False
         return bool(moved), self._unpermute(self.labels), energy
 
-    def decode(self):
+    def decode(self) -> NDArray[np.intp]:
         """Consistent decoding of the current messages in the node order."""
         sm = self.sm
         decoded = np.zeros(self.labels.size, dtype=np.int64)

@@ -20,11 +20,16 @@ that increase in the order.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from ...graph import TABLE, CacheKey, PairwiseGraph, independent_sets
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["colour_classes", "greedy_colouring", "bfs_order", "MessageOrder", "NodeOrder", "node_order"]
 
@@ -114,7 +119,7 @@ class MessageOrder:
     ``1 / max(n_i^-, n_i^+)`` of every node; ``comp`` its connected component.
     """
 
-    def __init__(self, graph: PairwiseGraph, perm: np.ndarray, group: np.ndarray):
+    def __init__(self, graph: PairwiseGraph, perm: np.ndarray, group: np.ndarray) -> None:
         n, m = graph.n_nodes, graph.n_edges
         self.perm = perm
         new = np.empty(n, dtype=np.int64)
@@ -136,7 +141,7 @@ class MessageOrder:
         self.n_comp, comp = graph.components()
         self.comp = comp[perm]
 
-    def factor_costs(self, graph: PairwiseGraph, k: int, big: float):
+    def factor_costs(self, graph: PairwiseGraph, k: int, big: float) -> tuple[Any, Any, Any]:
         """Per message: the Potts weight (0 for tables), the table index (-1 for Potts) and
         the (n_tables, k, k) cost tables oriented ``[y_src, y_dst]``; ``inf`` -> ``big``."""
         m2 = self.src.size
@@ -170,7 +175,7 @@ class NodeOrder(MessageOrder):
     and sends (``node_in``, ``node_out``: CSR ``(ptr, mid, ids)``, forward messages
     first): what the node-by-node compiled passes walk."""
 
-    def __init__(self, graph: PairwiseGraph, perm: np.ndarray):
+    def __init__(self, graph: PairwiseGraph, perm: np.ndarray) -> None:
         n, m = graph.n_nodes, graph.n_edges
         super().__init__(graph, perm, np.arange(n))
         self.node_in = _node_csr(self.dst, n, m)

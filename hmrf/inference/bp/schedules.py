@@ -27,12 +27,19 @@ they settle, ``max_iter`` or ``patience`` rounds without a better labelling.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...graph import CacheKey, PairwiseGraph
 from .messages import big_cost, marginals_from_beliefs
 from .settings import BPSettings
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from numpy.typing import NDArray
 
 __all__ = ["BPProblem", "ScheduleRun", "run_sequential", "run_flooding", "trw_components",
            "frustrated_components",
@@ -89,17 +96,17 @@ class BPProblem:
     big: float
 
     @classmethod
-    def build(cls, unary, graph) -> BPProblem:
+    def build(cls, unary: NDArray[np.floating], graph: PairwiseGraph) -> BPProblem:
         big = big_cost(unary, graph)
         u0 = unary - np.min(unary, axis=1, keepdims=True)
         return cls(unary, np.where(np.isinf(u0), big, u0), graph, big)
 
-    def restrict(self, nodes, sub) -> BPProblem:
+    def restrict(self, nodes: NDArray[np.intp], sub: Any) -> BPProblem:
         """The problem on ``nodes`` with their subgraph ``sub`` (the same ``big``)."""
         return BPProblem(self.unary[nodes], self.u0[nodes], sub, self.big)
 
 
-def frustrated_components(graph) -> np.ndarray:
+def frustrated_components(graph: PairwiseGraph) -> np.ndarray:
     """Per component of :meth:`~hmrf.PairwiseGraph.components`: whether it has a factor
     other than a soft must-link (a cannot-link, a table or a hard factor)."""
     n_comp, comp = graph.components()
@@ -110,7 +117,7 @@ def frustrated_components(graph) -> np.ndarray:
     return frustrated
 
 
-def trw_components(reweight, graph) -> np.ndarray:
+def trw_components(reweight: Any, graph: PairwiseGraph) -> np.ndarray:
     """Components that run TRW-S: all with ``reweight="trw"``; with ``"auto"`` those
     whose factors are all soft must-links (attractive Potts); none with ``None``.
     Numbered as :meth:`~hmrf.PairwiseGraph.components` (and so as ``layout.comp``)."""
@@ -122,7 +129,7 @@ def trw_components(reweight, graph) -> np.ndarray:
     return ~frustrated_components(graph)
 
 
-def lattice_components(graph) -> np.ndarray:
+def lattice_components(graph: PairwiseGraph) -> np.ndarray:
     """Per component of :meth:`~hmrf.PairwiseGraph.components`: whether it is attractive
     (soft must-links only), has at least ``LATTICE_NODES`` nodes and at least
     ``LATTICE_CYCLES`` four-cycles per node: an image grid (one per node), not a sparse
@@ -161,7 +168,7 @@ def lattice_components(graph) -> np.ndarray:
     return graph.cache.get(LATTICES, build)
 
 
-def dense_frustrated_part(graph):
+def dense_frustrated_part(graph: PairwiseGraph) -> Any:
     """Nodes of the frustrated components of mean degree >= ``DENSE_DEGREE`` and their
     subgraph (cached on the graph): where ``schedule="auto"`` also runs flooding."""
     def build():
@@ -175,7 +182,7 @@ def dense_frustrated_part(graph):
     return graph.cache.get(DENSE_PART, build)
 
 
-def component_patience(settings: BPSettings, trw_target, size) -> np.ndarray:
+def component_patience(settings: BPSettings, trw_target: Any, size: int) -> np.ndarray:
     """Per component: iterations without a better labelling that stop it (``inf``: never)."""
     if settings.patience is not None:
         return np.full(size.size, float(settings.patience))
@@ -250,7 +257,8 @@ class ScheduleRun:
     lower_bound: float | None = None
 
 
-def run_sequential(settings: BPSettings, problem: BPProblem, passes, notify) -> ScheduleRun:
+def run_sequential(settings: BPSettings, problem: BPProblem, passes: Any,
+                   notify: Callable[..., Any] | None) -> ScheduleRun:
     """Run the sequential schedule (module docstring) with the passes ``passes``.
 
     ``passes`` is a :class:`~hmrf.inference.bp.sequential_numpy.SequentialMessages` or
@@ -398,7 +406,8 @@ class _Phases:
         return True
 
 
-def run_flooding(settings: BPSettings, problem: BPProblem, rounds, notify, patience=None) -> ScheduleRun:
+def run_flooding(settings: BPSettings, problem: BPProblem, rounds: Any, notify: Callable[..., Any] | None,
+                 patience: Any = None) -> ScheduleRun:
     """Run flooding rounds (module docstring) with the rounds ``rounds``.
 
     ``rounds`` is a :class:`~hmrf.inference.bp.flooding_numpy.FloodingRounds` or

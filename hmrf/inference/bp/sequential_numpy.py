@@ -44,7 +44,7 @@ residual belief propagation, Elidan, McGraw & Koller 2006).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,6 +53,11 @@ from ...graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph
 from .messages import cannot_link_messages, must_link_messages, table_messages
 from .order import MessageOrder, colour_classes
 from .state import PassState
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
 
 __all__ = ["SequentialMessages", "ClassDecoding"]
 
@@ -157,7 +162,7 @@ class SequentialMessages(PassState):
         Message changes up to ``tol`` do not wake the receiving node (lazy updates).
     """
 
-    def __init__(self, graph: PairwiseGraph, k: int, big: float, tol: float = 0.0):
+    def __init__(self, graph: PairwiseGraph, k: int, big: float, tol: float = 0.0) -> None:
         lay = graph.cache.get(LAYOUT, lambda: _Layout(graph))
         super().__init__(lay, graph.n_nodes, graph.n_edges, k, tol)
         self.bounds, self.n_colours = lay.bounds, len(lay.bounds) - 1
@@ -249,7 +254,8 @@ class SequentialMessages(PassState):
             msgs[idx] = old
         return any_moved
 
-    def forward(self, unary, msgs, labels, mode="max", damping=0.0, send=True):
+    def forward(self, unary: NDArray[np.floating], msgs: NDArray[Any], labels: NDArray[np.intp],
+                mode: str = "max", damping: float = 0.0, send: bool = True) -> tuple[Any, Any]:
         """Forward pass; in max mode decodes into ``labels`` (permuted order).
 
         ``unary`` is the (n, k) BIG-capped cost in permuted order. Returns the (n,) cost
@@ -286,7 +292,9 @@ class SequentialMessages(PassState):
                 moved |= self._send(lo, hi, sb, msgs, out, self.dirty[0], mode, damping, None, None)
         return (self.node_e if mode == "max" else None), moved
 
-    def backward(self, unary, msgs, mode="max", damping=0.0, bound=False, beliefs=None):
+    def backward(self, unary: NDArray[np.floating], msgs: NDArray[Any], mode: str = "max",
+                 damping: float = 0.0, bound: bool = False,
+                 beliefs: NDArray[Any] | None = None) -> tuple[Any, Any]:
         """Backward pass; returns whether a message moved by more than ``tol`` and, with
         ``bound``, the per-component TRW-S bound (valid for the components whose nodes
         use TRW-S weights). With ``beliefs`` (an (n, k) array) the final beliefs are stored.

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -32,6 +32,10 @@ from ..._optional import available, missing_message
 from ..._params import Interval, Options, validate_params
 from ..polish import check_polish
 from .flooding_numpy import uniform_edge_appearance
+
+if TYPE_CHECKING:
+    from ...graph import PairwiseGraph
+    from ..base import InferenceEngine
 
 __all__ = ["BPSettings", "numba_available"]
 
@@ -113,11 +117,11 @@ class BPSettings:
         set_(self, "max_iter", 100 if auto_iter else int(self.max_iter))
 
     @classmethod
-    def of(cls, engine) -> BPSettings:
+    def of(cls, engine: InferenceEngine) -> BPSettings:
         """The settings of a :class:`~hmrf.inference.BeliefPropagation` engine."""
         return cls(**{name: getattr(engine, name) for name in cls._parameter_constraints | {"polish": None}})
 
-    def edge_appearance(self, graph) -> np.ndarray | None:
+    def edge_appearance(self, graph: PairwiseGraph) -> np.ndarray | None:
         """Tree-reweighting ``rho`` per edge of the flooding updates, ``None`` for ordinary BP."""
         if self.reweight in (None, "auto"):
             return None

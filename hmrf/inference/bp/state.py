@@ -9,11 +9,16 @@ kernels read the flags as one :class:`PassFlags`.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from .order import MessageOrder
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
 
 __all__ = ["PassState", "PassFlags"]
 
@@ -38,7 +43,7 @@ class PassState:
     ``stale_label``: the node is decoded again in the next forward pass.
     """
 
-    def __init__(self, layout: MessageOrder, n: int, m: int, k: int, tol: float):
+    def __init__(self, layout: MessageOrder, n: int, m: int, k: int, tol: float) -> None:
         self.layout = layout
         self.n, self.m, self.k, self.tol = n, m, k, float(tol)
         self.perm, self.comp, self.n_comp = layout.perm, layout.comp, layout.n_comp
@@ -56,7 +61,7 @@ class PassState:
         """The lazy-update flags as one :class:`PassFlags` (views of this state's arrays)."""
         return PassFlags(self.undamped, self.dirty[0], self.dirty[1], self.stale_label, self.frozen)
 
-    def set_gamma(self, trws_nodes):
+    def set_gamma(self, trws_nodes: NDArray[Any]) -> None:
         """TRW-S weights for the senders in ``trws_nodes`` (bool, permuted order), 1 elsewhere."""
         self.gamma_node = np.where(trws_nodes, self.layout.trw_gamma, 1.0)[:, None]
         self.reweighted = bool(np.any(self.gamma_node != 1.0))
@@ -64,7 +69,7 @@ class PassState:
         self.all_trw = bool(self.trw_node.all())
         self.undamped = self.trw_node[self.layout.src]  # TRW-S updates are never damped
 
-    def wake(self, nodes):
+    def wake(self, nodes: NDArray[np.intp]) -> None:
         """Flag ``nodes`` (bool mask, permuted order) that are not frozen to send in both
         passes and to be decoded again (after a change of their weights or messages)."""
         live = nodes & ~self.frozen
@@ -72,24 +77,24 @@ class PassState:
         self.dirty[1] |= live
         self.stale_label |= nodes
 
-    def freeze(self, nodes):
+    def freeze(self, nodes: NDArray[np.intp]) -> None:
         """Stop updating the messages sent by ``nodes`` (bool mask, permuted order)."""
         self.frozen |= nodes
         self.any_frozen = bool(self.frozen.any())
         self.dirty[0] &= ~nodes
         self.dirty[1] &= ~nodes
 
-    def new_messages(self):
+    def new_messages(self) -> NDArray[Any]:
         """All-zero messages, shape (2m + 1, k)."""
         return np.zeros((2 * self.m + 1, self.k))
 
-    def zero_messages(self, msgs, which):
+    def zero_messages(self, msgs: NDArray[Any], which: NDArray[Any]) -> None:
         """Set the messages ``which`` (bool mask over the 2m messages) to zero."""
         if which.all():
             msgs.fill(0.0)
         else:
             msgs[:-1][which] = 0.0
 
-    def restore_messages(self, msgs, which, saved):
+    def restore_messages(self, msgs: NDArray[Any], which: NDArray[Any], saved: Any) -> None:
         """Set the messages ``which`` (bool mask over the 2m messages) to those of ``saved``."""
         msgs[:-1][which] = saved[:-1][which]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,14 @@ from .messages import big_cost
 from .order import NODE_ORDERS, bfs_order
 from .trws_numpy import TRWSLayout, backward_pass, edge_costs, forward_pass
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Literal
+
+    from numpy.typing import NDArray
+
+    from ...graph import PairwiseGraph
+
 __all__ = ["TRWS", "run_trws", "trws_layout", "trws_order", "STALL_WINDOW", "STALL_GAP"]
 
 
@@ -36,7 +45,7 @@ STALL_WINDOW = 10
 STALL_GAP = 0.01
 
 
-def trws_layout(graph, order: str) -> TRWSLayout:
+def trws_layout(graph: PairwiseGraph, order: str) -> TRWSLayout:
     """The :class:`~hmrf.inference.bp.trws_numpy.TRWSLayout` of ``order`` (``"bfs"`` or
     ``"index"``), cached on the graph."""
     key = "trws-" + order
@@ -47,7 +56,7 @@ def trws_layout(graph, order: str) -> TRWSLayout:
     return layouts[key]
 
 
-def trws_order(graph) -> str:
+def trws_order(graph: PairwiseGraph) -> str:
     """``order="auto"``: ``"index"`` when the nodes' own order is local (at least 99 % of the
     edges join nodes at most ``2 sqrt(n)`` apart, as an image grid in raster order),
     else ``"bfs"``."""
@@ -58,8 +67,9 @@ def trws_order(graph) -> str:
     return "index" if np.mean(span <= 2.0 * np.sqrt(n)) >= 0.99 else "bfs"
 
 
-def run_trws(unary, graph, *, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="bfs", compiled=True,
-             notify=None, init=None) -> Solution:
+def run_trws(unary: NDArray[np.floating], graph: PairwiseGraph, *, max_iter: int = 1000,
+             rel_gap: float = 1e-4, tol: float = 1e-5, order: str = "bfs", compiled: bool = True,
+             notify: Callable[..., Any] | None = None, init: Any = None) -> Solution:
     """TRW-S on ``(unary, graph)`` (the engine's algorithm, see :class:`TRWS`).
 
     Returns a :class:`~hmrf.inference.base.Solution` with ``labels`` (the best decoded
@@ -272,7 +282,9 @@ class TRWS(InferenceEngine):
 
     monotone_from_init = True
 
-    def __init__(self, max_iter=1000, rel_gap=1e-4, tol=1e-5, order="auto", kernel="auto"):
+    def __init__(self, max_iter: int = 1000, rel_gap: float = 1e-4, tol: float = 1e-5,
+                 order: Literal["auto", "bfs", "index"] = "auto",
+                 kernel: Literal["auto", "numba", "numpy"] = "auto") -> None:
         self.max_iter = max_iter
         self.rel_gap = rel_gap
         self.tol = tol

@@ -39,11 +39,18 @@ anti-diagonals.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from ...graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .messages import cannot_link_messages, must_link_messages
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
 
 __all__ = ["TRWSLayout", "EdgeCosts", "edge_costs", "forward_pass", "backward_pass"]
 
@@ -68,7 +75,7 @@ class TRWSLayout:
     numbering) and ``gamma`` the TRW-S weight ``1 / max(n_s^-, n_s^+, 1)``.
     """
 
-    def __init__(self, graph: PairwiseGraph, perm: np.ndarray):
+    def __init__(self, graph: PairwiseGraph, perm: np.ndarray) -> None:
         n = graph.n_nodes
         self.perm = np.asarray(perm, dtype=np.int64)
         new = np.empty(n, dtype=np.int64)
@@ -133,7 +140,7 @@ class EdgeCosts:
     0 for tables), ``tab_of`` (row of ``tcost``, -1 for Potts) and the tables
     ``tcost[t, x_lo, x_hi]`` (``inf`` -> ``big``)."""
 
-    def __init__(self, w, tab_of, tcost):
+    def __init__(self, w: float, tab_of: Any, tcost: Any) -> None:
         self.w, self.tab_of, self.tcost = w, tab_of, tcost
 
 
@@ -203,7 +210,8 @@ def _costs_to(labels_lo, y, ids, layout, costs):
     return out
 
 
-def forward_pass(u, msg, layout: TRWSLayout, costs: EdgeCosts, active, labels, node_e):
+def forward_pass(u: NDArray[Any], msg: NDArray[Any], layout: TRWSLayout, costs: EdgeCosts,
+                 active: NDArray[Any], labels: NDArray[np.intp], node_e: Any) -> None:
     """Forward pass over the levels (see :func:`~hmrf.inference.bp.trws_numba.forward_pass`)."""
     k = u.shape[1]
     ks = np.arange(k)[None, :]
@@ -232,7 +240,8 @@ def forward_pass(u, msg, layout: TRWSLayout, costs: EdgeCosts, active, labels, n
             msg[ids] = _messages(hh, ids, layout, costs, True)[0]
 
 
-def backward_pass(u, msg, layout: TRWSLayout, costs: EdgeCosts, active, lb):
+def backward_pass(u: NDArray[Any], msg: NDArray[Any], layout: TRWSLayout, costs: EdgeCosts,
+                  active: NDArray[Any], lb: Any) -> None:
     """Backward pass over the levels in reverse order, adding the bound to ``lb`` per
     component (see :func:`~hmrf.inference.bp.trws_numba.backward_pass`)."""
     comp = layout.comp
