@@ -12,6 +12,7 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._params import Interval, Options
 from ..emissions.mahalanobis import METRICS, Mahalanobis
@@ -24,25 +25,42 @@ __all__ = ["MPCKMeans", "MKMeans"]
 
 PENALTIES = ("distance", "mirrored", "constant")
 ALPHA_MAX = ("auto", "must_link", "data")
+#: ``shrinkage="auto"``: the weight ``λ`` of the range target in the metric update, and
+#: the floor of ``A⁻¹`` in units of the target (so ``a_d t_d <= 1 / λ``)
+AUTO_SHRINKAGE = 0.9
 
 
 class _MetricLearner(HMRFClusterMixin):
     """Shared parts: the emission family and the ``metric_`` attribute."""
 
     _parameter_constraints = {
-        "metric": [Options(*METRICS)],
+        "metric": [Options("auto", *METRICS)],
         "per_cluster": [Options(True, False)],
         "alpha_min": [Interval(Real, 0, None, closed="left")],
         "alpha_max": [Options(*ALPHA_MAX), Interval(Real, 0, None, closed="left")],
         "penalty": [Options(*PENALTIES)],
-        "shrinkage": [Interval(Real, 0, 1, closed="left")],
+        "shrinkage": [Options("auto"), Interval(Real, 0, 1, closed="left")],
     }
 
     #: M-KMeans has no ``penalty`` parameter: its potentials are the paper's distance-scaled ones
     _fixed = dict(HMRFClusterMixin._fixed, penalty="distance")
 
-    def _spec_emission(self):
-        return Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage)
+    def _resolved_metric(self, X=None) -> str:
+        """``metric``, with ``"auto"`` resolved: ``"identity"`` for sparse ``X``, else
+        ``"diagonal"`` (without ``X``: what the last fit resolved it to)."""
+        if self.metric != "auto":
+            return self.metric
+        if X is None:
+            return getattr(self, "metric_kind_", "diagonal")
+        return "identity" if sp.issparse(X) else "diagonal"
+
+    def _spec_emission(self, X=None, metric_potential=None):
+        metric = self._resolved_metric(X)
+        if self.shrinkage == "auto":
+            return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=AUTO_SHRINKAGE,
+                               eig_floor=AUTO_SHRINKAGE, target="range", metric_potential=metric_potential)
+        return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage,
+                           metric_potential=metric_potential)
 
     def _distance_w(self) -> float:
         """``w`` of the distance-scaled penalties: ``"auto"`` is 1, since ``f_M`` and
@@ -66,6 +84,7 @@ class _MetricLearner(HMRFClusterMixin):
         self
         """
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
+        self.metric_kind_ = self._resolved_metric(X)
         m = self.params_.metric
         self.metric_ = m[0] if m.shape[0] == 1 and not self.per_cluster else m
         return self
@@ -174,8 +193,8 @@ class MPCKMeans(_MetricLearner):
     [0, 0, 1, 1]
     """
 
-    def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w="auto", alpha_min=0.0,
-                 alpha_max="auto", penalty="distance", shrinkage=0.01, closure=True,
+    def __init__(self, n_clusters=8, *, metric="auto", per_cluster=False, w="auto", alpha_min=0.0,
+                 alpha_max="auto", penalty="distance", shrinkage="auto", closure=True,
                  init="pckmeans++", n_init="auto", inference="auto", max_iter=100, tol=1e-4,
                  random_state=None):
         self.n_clusters = n_clusters
@@ -195,7 +214,7 @@ class MPCKMeans(_MetricLearner):
         self.random_state = random_state
 
     def _model(self, X, constraints, y, potentials=None):
-        family = self._spec_emission()
+        family = self._spec_emission(X)
         extra = [] if potentials is None else (
             list(potentials) if isinstance(potentials, (list, tuple)) else [potentials])
         if self.penalty == "constant":
@@ -246,8 +265,8 @@ class MKMeans(_MetricLearner):
     Basu, Bilenko & Mooney (2004), §2.3, §3.3, §4.2.
     """
 
-    def __init__(self, n_clusters=8, *, metric="diagonal", per_cluster=False, w="auto", alpha_min=0.0,
-                 alpha_max="must_link", shrinkage=0.01, closure=True, init="k-means++", n_init="auto",
+    def __init__(self, n_clusters=8, *, metric="auto", per_cluster=False, w="auto", alpha_min=0.0,
+                 alpha_max="must_link", shrinkage="auto", closure=True, init="k-means++", n_init="auto",
                  inference="icm", max_iter=100, tol=1e-4, random_state=None):
         self.n_clusters = n_clusters
         self.metric = metric
@@ -266,8 +285,7 @@ class MKMeans(_MetricLearner):
 
     def _model(self, X, constraints, y, potentials=None):
         pot = self._distance_potential(constraints) if len(constraints) else None
-        family = Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage,
-                             metric_potential=pot)
+        family = self._spec_emission(X, metric_potential=pot)
         return HMRF(X, self.n_clusters, emission=family, potentials=potentials, w=self._distance_w(),
                     validated=True)
 
