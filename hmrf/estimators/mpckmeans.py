@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._params import Interval, Options
+from ..constraints import MUST_LINK
 from ..emissions.mahalanobis import METRICS, Mahalanobis
 from ..initialization import initial_centers
 from ..model import HMRF
@@ -45,17 +46,23 @@ class _MetricLearner(HMRFClusterMixin):
     #: M-KMeans has no ``penalty`` parameter: its potentials are the paper's distance-scaled ones
     _fixed = dict(HMRFClusterMixin._fixed, penalty="distance")
 
-    def _resolved_metric(self, X=None) -> str:
-        """``metric``, with ``"auto"`` resolved: ``"identity"`` for sparse ``X``, else
-        ``"diagonal"`` (without ``X``: what the last fit resolved it to)."""
+    def _resolved_metric(self, X=None, n_constraints=None) -> str:
+        """``metric``, with ``"auto"`` resolved (see the class docstring): ``"identity"``
+        for sparse ``X`` or fewer constraints than features, else ``"diagonal"``
+        (without ``X``: what the last fit resolved it to)."""
         if self.metric != "auto":
             return self.metric
         if X is None:
             return getattr(self, "metric_kind_", "diagonal")
-        return "identity" if sp.issparse(X) else "diagonal"
+        d = getattr(self, "n_features_in_", None) or X.shape[1]  # X is a stand-in on Dask
+        if sp.issparse(X) or (n_constraints is not None and n_constraints < d):
+            return "identity"
+        return "diagonal"
 
-    def _spec_emission(self, X=None, metric_potential=None):
-        metric = self._resolved_metric(X)
+    def _spec_emission(self, X=None, metric_potential=None, n_constraints=None):
+        metric = self._resolved_metric(X, n_constraints)
+        if X is not None:
+            self._spec_emission_metric = metric
         if self.shrinkage == "auto":
             return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=AUTO_SHRINKAGE,
                                eig_floor=AUTO_SHRINKAGE, target="range", metric_potential=metric_potential)
@@ -68,12 +75,13 @@ class _MetricLearner(HMRFClusterMixin):
         emission cost ``||x - μ||²_A`` already (Basu, Bilenko & Mooney 2004, eq. 4)."""
         return 1.0 if isinstance(self.w, str) else self.w
 
-    def _distance_potential(self, constraints):
+    def _distance_potential(self, constraints, w=None):
         mirrored = self._setting("penalty") == "mirrored"
         alpha_max = self.alpha_max
         if alpha_max == "auto":  # Bilenko et al.'s f_C uses the diameter (class docstring)
             alpha_max = "data" if mirrored else "must_link"
-        return DistanceScaledPotts(constraints, self._distance_w(), alpha_min=self.alpha_min,
+        w = self._distance_w() if w is None else w
+        return DistanceScaledPotts(constraints, w, alpha_min=self.alpha_min,
                                    alpha_max=alpha_max, mirrored=mirrored)
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None):
@@ -84,7 +92,7 @@ class _MetricLearner(HMRFClusterMixin):
         self
         """
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
-        self.metric_kind_ = self._resolved_metric(X)
+        self.metric_kind_ = self._spec_emission_metric
         m = self.params_.metric
         self.metric_ = m[0] if m.shape[0] == 1 and not self.per_cluster else m
         return self
@@ -214,7 +222,7 @@ class MPCKMeans(_MetricLearner):
         self.random_state = random_state
 
     def _model(self, X, constraints, y, potentials=None):
-        family = self._spec_emission(X)
+        family = self._spec_emission(X, n_constraints=len(constraints))
         extra = [] if potentials is None else (
             list(potentials) if isinstance(potentials, (list, tuple)) else [potentials])
         if self.penalty == "constant":
@@ -223,6 +231,17 @@ class MPCKMeans(_MetricLearner):
         pots = ([self._distance_potential(constraints)] if len(constraints) else []) + extra
         return HMRF(X, self.n_clusters, emission=family, potentials=pots or None, w=self._distance_w(),
                     validated=True)
+
+
+def satisfied_fraction(constraints, labels) -> float:
+    """Fraction of ``constraints`` that ``labels`` satisfy (1 when there are none)."""
+    if len(constraints) == 0:
+        return 1.0
+    p = constraints.pairs
+    points = np.unique(p)
+    ends = np.asarray(labels[points])[np.searchsorted(points, p)]  # Dask labels: only these are read
+    same = ends[:, 0] == ends[:, 1]
+    return float(np.mean(np.where(constraints.kind == MUST_LINK, same, ~same)))
 
 
 class MKMeans(_MetricLearner):
@@ -265,15 +284,19 @@ class MKMeans(_MetricLearner):
     Basu, Bilenko & Mooney (2004), §2.3, §3.3, §4.2.
     """
 
+    _parameter_constraints = dict(_MetricLearner._parameter_constraints,
+                                  penalty=[Options("mirrored", "distance")])
+
     def __init__(self, n_clusters=8, *, metric="auto", per_cluster=False, w="auto", alpha_min=0.0,
-                 alpha_max="must_link", shrinkage="auto", closure=True, init="k-means++", n_init="auto",
-                 inference="icm", max_iter=100, tol=1e-4, random_state=None):
+                 alpha_max="auto", penalty="mirrored", shrinkage="auto", closure=True, init="k-means++",
+                 n_init="auto", inference="icm", max_iter=100, tol=1e-4, random_state=None):
         self.n_clusters = n_clusters
         self.metric = metric
         self.per_cluster = per_cluster
         self.w = w
         self.alpha_min = alpha_min
         self.alpha_max = alpha_max
+        self.penalty = penalty
         self.shrinkage = shrinkage
         self.closure = closure
         self.init = init
@@ -283,12 +306,45 @@ class MKMeans(_MetricLearner):
         self.tol = tol
         self.random_state = random_state
 
+    def _metric_w(self, n_samples, n_constraints) -> float:
+        """``w`` of the metric update's constraint terms: ``"auto"`` is
+        ``min(1, n / m)`` (class docstring); a number is used as given."""
+        if not isinstance(self.w, str):
+            return self.w
+        return min(1.0, n_samples / max(n_constraints, 1))
+
     def _model(self, X, constraints, y, potentials=None):
-        pot = self._distance_potential(constraints) if len(constraints) else None
-        family = self._spec_emission(X, metric_potential=pot)
-        return HMRF(X, self.n_clusters, emission=family, potentials=potentials, w=self._distance_w(),
-                    validated=True)
+        w = self._metric_w(X.shape[0], len(constraints))
+        pot = self._distance_potential(constraints, w) if len(constraints) else None
+        family = self._spec_emission(X, metric_potential=pot, n_constraints=len(constraints))
+        return HMRF(X, self.n_clusters, emission=family, potentials=potentials, w=w, validated=True)
 
     def _initial_params(self, model, constraints, y, rng):
         centers = initial_centers(model.X, model.n_clusters, model.emission, None, self.init, rng)
         return model.emission.init_params(model.X, np.asarray(centers))
+
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None):
+        """Cluster ``X`` and learn the metric (arguments as :meth:`HMRFKMeans.fit`).
+
+        With ``metric="auto"`` and a learned metric, the fit is repeated with the
+        identity metric, and the learned one is kept only if its labelling satisfies
+        more of the constraints by more than one standard error (class docstring).
+
+        Returns
+        -------
+        self
+        """
+        super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
+        if self.metric != "auto" or self.metric_kind_ == "identity":
+            return self
+        from sklearn.base import clone
+
+        plain = clone(self).set_params(metric="identity").fit(
+            X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
+        learned, euclidean = (satisfied_fraction(self.constraints_, e.labels_) for e in (self, plain))
+        margin = np.sqrt(euclidean * (1.0 - euclidean) / len(self.constraints_))
+        if learned <= euclidean + margin:
+            self.__dict__.update({k: v for k, v in vars(plain).items() if k.endswith("_")})
+            self.metric_kind_ = "identity"
+        self.satisfied_ = {"diagonal": learned, "identity": euclidean}
+        return self
