@@ -101,9 +101,6 @@ def _feature_range(X) -> np.ndarray:
     if sp.issparse(X):
         hi, lo = X.max(axis=0), X.min(axis=0)
         return np.asarray((hi - lo).toarray() if sp.issparse(hi) else hi - lo, dtype=np.float64).ravel()
-    if not hasattr(X, "max"):  # rows on a cluster (hmrf.distributed): no range in its summary
-        raise ValueError("target='range' needs the feature ranges of X, which this data "
-                         "backend does not provide; use target='variance'.")
     return np.asarray(X.max(axis=0), dtype=np.float64) - np.asarray(X.min(axis=0), dtype=np.float64)
 
 

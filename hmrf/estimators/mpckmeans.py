@@ -288,7 +288,7 @@ class MKMeans(_MetricLearner):
                                   penalty=[Options("mirrored", "distance")])
 
     def __init__(self, n_clusters=8, *, metric="auto", per_cluster=False, w="auto", alpha_min=0.0,
-                 alpha_max="auto", penalty="mirrored", shrinkage="auto", closure=True, init="k-means++",
+                 alpha_max="must_link", penalty="mirrored", shrinkage="auto", closure=True, init="k-means++",
                  n_init="auto", inference="icm", max_iter=100, tol=1e-4, random_state=None):
         self.n_clusters = n_clusters
         self.metric = metric
