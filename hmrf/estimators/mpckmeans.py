@@ -116,8 +116,18 @@ class MPCKMeans(_MetricLearner):
     Parameters
     ----------
     n_clusters : int, default=8
-    metric : {"diagonal", "full", "identity"}, default="diagonal"
-        Learned diagonal or full ``A``; ``"identity"`` fixes ``A = I`` (no metric learning).
+    metric : {"auto", "diagonal", "full", "identity"}, default="auto"
+        Learned diagonal or full ``A``; ``"identity"`` fixes ``A = I`` (no metric
+        learning). ``"auto"``: ``"identity"`` when there are fewer constraints (after
+        the closure) than features, or ``X`` is sparse; ``"diagonal"`` otherwise. The
+        rule follows the paper's findings that metric learning "requires sufficient
+        labeled data to be beneficial" and that a learned ``A`` "is likely to be
+        singular for high-dimensional data" (Basu, Bilenko & Mooney 2004, §1, §5): a
+        diagonal metric has ``d`` parameters, so it is learned from at least ``d``
+        constraints; without them the fit is KMeans' (squared Euclidean) model. Sparse
+        rows (TF-IDF) keep ``A = I``, whose cost on L2-normalised rows is the cosine
+        distance of the thesis's text model (Basu 2005, §2.3.2). The value used is
+        ``metric_kind_``; the measurements are in :doc:`/metric_learning`.
     per_cluster : bool, default=False
         One metric per cluster (penalties then use their mean, keeping them Potts).
     w : float or "auto", default="auto"
@@ -143,9 +153,17 @@ class MPCKMeans(_MetricLearner):
         Mooney (ICML 2004), whose metric update stretches the directions of violated
         cannot-links and contracts those of violated must-links as §3.3 of the paper
         describes. ``"constant"`` uses ``f ≡ 1`` (plain Potts, as PCKMeans).
-    shrinkage : float in [0, 1), default=0.01
-        Shrinkage of the metric estimate toward the diagonal of the feature variances;
-        keeps it positive definite for ``d > n`` and constant features.
+    shrinkage : "auto" or float in [0, 1), default="auto"
+        A float ``λ``: shrinkage of the metric estimate toward the diagonal of the
+        feature variances (the paper's setting is ``0.01``); keeps it positive definite
+        for ``d > n`` and constant features. ``"auto"``: ``λ = 0.9`` toward the squared
+        feature ranges (``target="range"`` of :class:`~hmrf.emissions.Mahalanobis`),
+        with ``A⁻¹`` floored at the prior's share, so every weight stays within
+        ``a_d t_d <= 1 / λ`` of the target's, whatever the constraint terms subtract.
+        The regularisation the paper calls for in high dimension (§5): unshrunk, the
+        update ``1 / a_d = S_d / n`` gives a feature that is constant in all but a few
+        points (a pixel, a rare term) the weight of thousands of ordinary ones, and
+        a handful of points decides the clustering.
     closure : bool, default=True
         Augment the constraints by their transitive closure (must-link components and
         the cannot-links between them), as the paper does before clustering (§3.1).
@@ -173,6 +191,8 @@ class MPCKMeans(_MetricLearner):
     ----------
     metric_ : ndarray
         Learned metric: (d,) or (d, d) shared; (k, d) or (k, d, d) per cluster.
+    metric_kind_ : str
+        The metric the fit used (``metric`` with ``"auto"`` resolved).
     labels_, cluster_centers_, params_, objective_, history_, n_iter_, converged_,
     constraints_, em_result_, n_features_in_ : see :class:`HMRFClusterMixin`.
         ``objective_`` is ``J`` above, exactly what the loop minimises.
@@ -252,15 +272,39 @@ class MKMeans(_MetricLearner):
     initialisation ignores the constraints (``init``, k-means++ by default, as the
     :class:`KMeans` baseline) and so does the assignment step (nearest centre under the
     learned metric, no penalties); the constraints enter only the metric update, through
-    the same violated-pair terms as MPCKMeans (violations judged by the current labels).
+    the violated-pair terms of MPCKMeans (violations judged by the current labels).
     With no constraints the metric is the per-cluster-dispersion scaling of eq. 2.
+
+    Because the assignment never sees the constraints, the fraction of them a
+    labelling satisfies measures the metric: with ``metric="auto"`` and a learned
+    metric (at least ``d`` constraints, dense ``X``), the fit is repeated with
+    ``A = I`` and the learned metric is kept only if its labelling satisfies more
+    constraints by more than one standard error, ``sqrt(p (1 - p) / m)`` with ``p`` the
+    identity fit's fraction and ``m`` the number of constraints (the paper's "dip":
+    "feature weights learned from few constraints are unreliable", §4.2). This costs a
+    second fit. ``satisfied_`` holds both fractions.
 
     Parameters
     ----------
     n_clusters : int, default=8
-    metric, per_cluster, w, alpha_min, alpha_max, shrinkage, closure :
-        As :class:`MPCKMeans` (``w``, ``alpha_*`` act only in the metric update;
-        ``w="auto"`` is 1).
+    metric, per_cluster, alpha_min, alpha_max, shrinkage, closure :
+        As :class:`MPCKMeans` (``alpha_*`` act only in the metric update).
+    w : float or "auto", default="auto"
+        Weight of the constraint terms in the metric update. ``"auto"``:
+        ``min(1, n / m)`` for ``m`` constraints, so that the constraints together
+        weigh at most as much as the ``n`` points whose dispersion the update also
+        sums (with ``w = 1`` and 500 pairs on 178 points the pair terms outweigh the
+        data and the learned weights fall apart).
+    penalty : {"mirrored", "distance"}, default="mirrored"
+        The violated-pair terms of the metric update. ``"mirrored"``: Bilenko, Basu &
+        Mooney's (ICML 2004), ``A⁻¹ += Σ_{M*} w (x_i - x_j)(x_i - x_j)ᵀ -
+        Σ_{C*} w (x_i - x_j)(x_i - x_j)ᵀ``, which contracts the directions of violated
+        must-links and stretches those of violated cannot-links. ``"distance"``: the
+        derivative of eq. 4's penalties, the workshop paper's update (Fig. 1, step 2c,
+        the ablation's setting), whose signs are the other way round: it lowers the
+        penalties by moving violated must-links apart and violated cannot-links
+        together, and on its own (M-KMeans has no penalties in the E-step) makes the
+        clustering worse as constraints are added.
     init : {"k-means++", "random"} or array of shape (k, d), default="k-means++"
     n_init : int or "auto", default="auto"
         As :class:`~hmrf.HMRFKMeans`.
@@ -272,7 +316,12 @@ class MKMeans(_MetricLearner):
 
     Attributes
     ----------
-    metric_, labels_, cluster_centers_, params_, objective_, history_, n_iter_ : as MPCKMeans.
+    metric_, metric_kind_, labels_, cluster_centers_, params_, objective_, history_, n_iter_ :
+        As MPCKMeans.
+    satisfied_ : dict
+        Only after a fit with ``metric="auto"`` that learned a metric: the fraction of
+        the constraints satisfied with the learned (``"diagonal"``) and the identity
+        metric.
         ``objective_`` is ``Σ_i ||x_i - μ_{y_i}||²_A - log det A`` (eq. 2 with the
         per-point normaliser, plus the shrinkage prior): what the E-step and the centre
         update minimise. The metric step also weighs the constraint terms, so with
