@@ -90,7 +90,8 @@ XIONG_BUDGETS = (20, 40, 60, 80, 100)
 #: one run; PCKMeans' greedy (ICM) assignment, MPCKMeans' E-step by BP as in
 #: docs/active_learning.md. The library's defaults differ (docs/choosing.md).
 PAPER = {"PCKMeans": dict(w=1.0, inference="icm", init="pckmeans", n_init=1),
-         "MPCKMeans": dict(w=1.0, inference="bp", init="pckmeans", n_init=1)}
+         "MPCKMeans": dict(w=1.0, inference="bp", init="pckmeans", n_init=1, metric="diagonal",
+                           shrinkage=0.01)}
 
 
 def standardised(X):

@@ -226,6 +226,8 @@ def main(argv=None):
     p.add_argument("--datasets", default=None, help="comma-separated (default: all)")
     p.add_argument("--estimators", default=None, help="comma-separated (default: all)")
     p.add_argument("--cache", default=None, help="JSON file keeping finished cells")
+    p.add_argument("--write", default=None, metavar="NAME",
+                   help="write the table of the chosen data sets and estimators to docs/results/NAME.md")
     args = p.parse_args(argv)
     runs = args.runs or (3 if args.quick else 10)
     datasets = args.datasets.split(",") if args.datasets else (QUICK_DATASETS if args.quick else DATASETS)
@@ -236,14 +238,15 @@ def main(argv=None):
     print("\n".join(fails) if fails else "every target met")
     why = explain(fails, runs) if fails else []
     print("\n".join(why))
-    if not args.quick and not args.datasets and not args.estimators:
+    if args.write or (not args.quick and not args.datasets and not args.estimators):
         notes = (f"Mean NMI over {runs} runs (all points), each estimator at its defaults; random "
                  "labelled pairs, the same for every estimator. COP-KMeans: mean over the runs "
                  "in which it found a labelling (the number of runs without one in parentheses). "
                  "SP-KMeans runs on the text sets only. Targets: " +
                  ("every target met." if not fails else "missed: " + "; ".join(fails) + ".") +
                  (" " + "; ".join(why) + "." if why else ""))
-        print("wrote", write_result("supervision", table(results, datasets, estimators), notes=notes))
+        print("wrote", write_result(args.write or "supervision", table(results, datasets, estimators),
+                                    notes=notes))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import hmrf.inference as inference
 from hmrf import HMRF, Constraints, MKMeans, MPCKMeans, PCKMeans
 from hmrf.emissions import Mahalanobis
+from hmrf.estimators.supervision import emission_of
 from hmrf.potentials import DistanceScaledPotts
 
 IRIS_X, IRIS_Y = load_iris(return_X_y=True)
@@ -161,7 +162,7 @@ def test_potential_validation():
 def _hand_objective(X, est, c):
     """J of eq. 4 with per-point log det and the shrinkage prior, written out directly."""
     p, y = est.params_, est.labels_
-    fam = Mahalanobis(est.metric, per_cluster=est.per_cluster, shrinkage=est.shrinkage)
+    fam = emission_of(est)  # the family the fit used (shrinkage="auto" resolved)
     lam = fam.shrinkage / (1 - fam.shrinkage)
     mats = [np.diag(m) if m.ndim == 1 else m for m in p.cluster_metric()]
     total = 0.0

@@ -196,18 +196,23 @@ class _Moments:
     second: np.ndarray
     sparse: bool
     nbytes: int
+    lo: np.ndarray | None = None  # column minima and maxima (the Mahalanobis range target)
+    hi: np.ndarray | None = None
 
     @classmethod
     def of(cls, X) -> _Moments:
         if sp.issparse(X):
             sums = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
             sq = np.asarray(X.multiply(X).sum(axis=0), dtype=np.float64).ravel()
-            return cls(float(X.shape[0]), sums, sq, True, _nbytes(X))
+            lo, hi = (np.asarray(m.toarray(), dtype=np.float64).ravel()
+                      for m in (X.min(axis=0), X.max(axis=0)))
+            return cls(float(X.shape[0]), sums, sq, True, _nbytes(X), lo, hi)
         total = None
         for rows in row_blocks(X.shape[0], X.shape[1]):  # blocks of rows bound the temporaries
             Z = np.asarray(X[rows], dtype=np.float64)
             mean = Z.mean(axis=0)
-            part = cls(float(Z.shape[0]), Z.sum(axis=0), ((Z - mean) ** 2).sum(axis=0), False, 0)
+            part = cls(float(Z.shape[0]), Z.sum(axis=0), ((Z - mean) ** 2).sum(axis=0), False, 0,
+                       Z.min(axis=0), Z.max(axis=0))
             total = part if total is None else total + part
         total.nbytes = _nbytes(X)
         return total
@@ -219,7 +224,8 @@ class _Moments:
         else:
             delta = other.sums / other.count - self.sums / self.count
             second = self.second + other.second + delta * delta * (self.count * other.count / n)
-        return _Moments(n, self.sums + other.sums, second, self.sparse, self.nbytes + other.nbytes)
+        return _Moments(n, self.sums + other.sums, second, self.sparse, self.nbytes + other.nbytes,
+                        np.minimum(self.lo, other.lo), np.maximum(self.hi, other.hi))
 
 
 @dataclass(frozen=True)
@@ -235,6 +241,8 @@ class ColumnSummary:
         float64.
     nbytes : int
         Bytes of the prepared chunks (data, indices and index pointers of sparse chunks).
+    min, max : ndarray (d,)
+        Column minima and maxima (float64; implicit zeros of sparse chunks count).
     """
 
     n: int
@@ -242,6 +250,8 @@ class ColumnSummary:
     mean: np.ndarray
     var: np.ndarray
     nbytes: int
+    min: np.ndarray | None = None
+    max: np.ndarray | None = None
 
     @classmethod
     def from_moments(cls, m: _Moments) -> ColumnSummary:
@@ -250,7 +260,7 @@ class ColumnSummary:
             var = np.maximum(m.second / m.count - mean**2, 0.0)
         else:
             var = m.second / m.count
-        return cls(int(m.count), m.sums, mean, var, int(m.nbytes))
+        return cls(int(m.count), m.sums, mean, var, int(m.nbytes), m.lo, m.hi)
 
 
 class ChunkedData:

@@ -48,8 +48,8 @@ class GatheredRows:
     ``X[idx]`` with an integer, a list or an integer array returns those prepared rows
     as the in-memory model would (a 1-D row for an integer on dense data, a CSR matrix
     for sparse data), fetching the missing ones in one computation. ``X.mean(axis=0)``,
-    ``X.var(axis=0)`` (also through ``np.mean``/``np.var``) and ``X.sum(axis=0)`` come
-    from the summary pass.
+    ``X.var(axis=0)`` (also through ``np.mean``/``np.var``), ``X.sum(axis=0)``,
+    ``X.max(axis=0)`` and ``X.min(axis=0)`` come from the summary pass.
     """
 
     ndim = 2
@@ -116,6 +116,16 @@ class GatheredRows:
         """Column sums (float64), from the summary pass."""
         self._check_axis(axis, "sum")
         return self._data.summary.sums.copy()
+
+    def max(self, axis=None, out=None, **kwargs):
+        """Column maxima (float64), from the summary pass."""
+        self._check_axis(axis, "max")
+        return self._data.summary.max.copy()
+
+    def min(self, axis=None, out=None, **kwargs):
+        """Column minima (float64), from the summary pass."""
+        self._check_axis(axis, "min")
+        return self._data.summary.min.copy()
 
     # -------------------------------------------------------------- refusals
     def _refusal(self, what: str) -> str:

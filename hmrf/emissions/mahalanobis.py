@@ -25,9 +25,15 @@ groups, ``K = Σ c_ij (x_i - x_j)(x_i - x_j)ᵀ`` the violated-constraint term o
 :class:`hmrf.potentials.DistanceScaledPotts` (``c_ij = -w w_ij`` on ``M*``, ``+w w_ij``
 on ``C*``). Penalties use the mean metric ``Ā = Σ_g A_g / G``, hence ``K / G``.
 
-Regularisation: ``λ = shrinkage`` pulls the estimate toward ``T = diag(t)``, the global
-feature variances of ``X`` (toward the diagonal metric for ``metric="full"``; constant
-features get the mean variance of the others). Because the prior term sits in every
+Regularisation: ``λ = shrinkage`` pulls the estimate toward ``T = diag(t)``: with
+``target="variance"`` the global feature variances of ``X`` (toward the diagonal metric
+for ``metric="full"``; constant features get the mean variance of the others), with
+``target="range"`` the squared feature ranges ``r_d²``, rescaled to the same total
+(``t_d = r_d² Σ_e var_e / Σ_e r_e²``). Both targets are unit-free (rescaling a feature
+rescales its ``t_d``); the range target is isotropic where the features share a range
+(pixel intensities, term weights), so a nearly constant feature (a pixel that is dark
+in all but a few images) is not given the weight ``1 / var_d`` that lets a handful of
+points decide the clustering. Because the prior term sits in every
 point's cost (a conjugate prior worth ``λ'`` pseudo-points per point, Basu 2005,
 eq. 4.9), (★) is the exact minimiser of the objective, and it is positive definite for
 ``λ > 0`` even with ``d > n`` or constant features. If ``K`` makes (★) indefinite
@@ -62,9 +68,10 @@ if TYPE_CHECKING:
     from .base import EmissionParams
     from .stats import ClusterStats
 
-__all__ = ["Mahalanobis", "MahalanobisParams", "log_det_pd", "pair_sq_distances", "METRICS"]
+__all__ = ["Mahalanobis", "MahalanobisParams", "log_det_pd", "pair_sq_distances", "METRICS", "TARGETS"]
 
 METRICS = ("diagonal", "full", "identity")
+TARGETS = ("variance", "range")
 #: Largest dimension for which a full d x d metric is allowed (d² floats per metric).
 MAX_FULL_DIM = 4096
 #: A feature is constant when its variance is at most this times its mean square.
@@ -101,6 +108,27 @@ def _shrinkage_target(var, mean) -> np.ndarray:
     return np.where(const, fill, var)
 
 
+def _feature_range(X) -> np.ndarray:
+    """``max - min`` of every feature (sparse ``X`` stays sparse; its implicit zeros count)."""
+    if sp.issparse(X):
+        hi, lo = X.max(axis=0), X.min(axis=0)
+        return np.asarray((hi - lo).toarray() if sp.issparse(hi) else hi - lo, dtype=np.float64).ravel()
+    return np.asarray(X.max(axis=0), dtype=np.float64) - np.asarray(X.min(axis=0), dtype=np.float64)
+
+
+def _range_target(X) -> np.ndarray:
+    """The diagonal ``t`` of ``T`` for ``target="range"``: squared feature ranges scaled to
+    the total variance, ``t_d = r_d² Σ_e var_e / Σ_e r_e²``; constant features get the mean
+    of the others (any positive value leaves their distances, all zero, unchanged)."""
+    var, mean = _feature_variance(X)
+    r2 = _feature_range(X) ** 2
+    const = var <= CONSTANT_REL * (mean**2 + var)
+    if not np.any(~const):
+        return np.ones_like(var)
+    t = r2 * (var[~const].sum() / r2[~const].sum())
+    return np.where(const, float(t[~const].mean()), t)
+
+
 class Mahalanobis(EmissionFamily):
     """Gaussian emission with a learned Mahalanobis metric (M-KMeans / MPCKMeans).
 
@@ -113,6 +141,9 @@ class Mahalanobis(EmissionFamily):
         One metric per cluster instead of one shared by all.
     shrinkage : float in [0, 1), default=0.01
         ``λ`` of the update (★) in the module docstring.
+    target : {"variance", "range"}, default="variance"
+        The shrinkage target ``T``: the feature variances, or the squared feature
+        ranges scaled to the same total (module docstring).
     eig_floor : float, default=1e-6
         Floor of the eigenvalues of ``A⁻¹`` in units of the feature variances
         (``T^-1/2 A⁻¹ T^-1/2 >= eig_floor · I``), applied when constraint terms make
@@ -149,9 +180,12 @@ class Mahalanobis(EmissionFamily):
     def __init__(self, metric: Literal["diagonal", "full", "identity"] = "diagonal",
                  per_cluster: bool = False, shrinkage: float = 0.01, eig_floor: float = 1e-6,
                  max_backtrack: int = 5, safeguard: bool = True,
-                 metric_potential: MetricTerms | None = None) -> None:
+                 metric_potential: MetricTerms | None = None,
+                 target: Literal["variance", "range"] = "variance") -> None:
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}; got {metric!r}.")
+        if target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}; got {target!r}.")
         if not isinstance(per_cluster, (bool, np.bool_)):
             raise ValueError(f"per_cluster must be True or False; got {per_cluster!r}.")
         shrinkage = float(shrinkage)
@@ -172,6 +206,7 @@ class Mahalanobis(EmissionFamily):
         self.max_backtrack = int(max_backtrack)
         self.safeguard = bool(safeguard)
         self.metric_potential = metric_potential
+        self.target = target
 
     @property
     def exact_m_step(self) -> bool:
@@ -251,7 +286,7 @@ class Mahalanobis(EmissionFamily):
     def init_params(self, X: MatrixLike, centers: NDArray[np.floating]) -> MahalanobisParams:
         """Centres with ``A = I`` (the paper's start) and the shrinkage target from ``X``."""
         C = np.array(centers, dtype=np.float64)
-        prior = _shrinkage_target(*_feature_variance(X))
+        prior = _range_target(X) if self.target == "range" else _shrinkage_target(*_feature_variance(X))
         return self._identity_params(C, prior)
 
     def _identity_params(self, centers, prior) -> MahalanobisParams:
@@ -310,7 +345,7 @@ class Mahalanobis(EmissionFamily):
         """
         self.check_normalizer(normalizer)
         means, counts = self._means(stats, params)
-        if params is None or params.metric is None:
+        if params is None or params.metric is None:  # no data here for ranges: the variance target
             prior = np.ones(means.shape[1]) if stats.second is None else \
                 _shrinkage_target(*_stats_feature_variance(stats))
             params = self._identity_params(means, prior)
@@ -374,5 +409,6 @@ class Mahalanobis(EmissionFamily):
         return np.asarray(sq.T @ coef).ravel()
 
     def __repr__(self) -> str:
+        target = "" if self.target == "variance" else f", target={self.target!r}"
         return (f"Mahalanobis(metric={self.metric!r}, per_cluster={self.per_cluster!r}, "
-                f"shrinkage={self.shrinkage!r})")
+                f"shrinkage={self.shrinkage!r}{target})")

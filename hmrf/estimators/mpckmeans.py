@@ -13,8 +13,10 @@ from numbers import Real
 from typing import TYPE_CHECKING
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._params import Interval, Options
+from ..constraints import MUST_LINK
 from ..emissions.mahalanobis import METRICS, Mahalanobis
 from ..initialization import initial_centers
 from ..model import HMRF
@@ -26,32 +28,58 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from .._typing import RandomLike
+    from typing_extensions import Self
+
+    from .._typing import MatrixLike, PairsLike, RandomLike
+    from ..constraints import Constraints
     from ..inference.base import InferenceEngine
 
 __all__ = ["MPCKMeans", "MKMeans"]
 
 PENALTIES = ("distance", "mirrored", "constant")
 ALPHA_MAX = ("auto", "must_link", "data")
+#: ``shrinkage="auto"``: the weight ``λ`` of the range target in the metric update, and
+#: the floor of ``A⁻¹`` in units of the target (so ``a_d t_d <= 1 / λ``)
+AUTO_SHRINKAGE = 0.9
 
 
 class _MetricLearner(HMRFClusterMixin):
     """Shared parts: the emission family and the ``metric_`` attribute."""
 
     _parameter_constraints = {
-        "metric": [Options(*METRICS)],
+        "metric": [Options("auto", *METRICS)],
         "per_cluster": [Options(True, False)],
         "alpha_min": [Interval(Real, 0, None, closed="left")],
         "alpha_max": [Options(*ALPHA_MAX), Interval(Real, 0, None, closed="left")],
         "penalty": [Options(*PENALTIES)],
-        "shrinkage": [Interval(Real, 0, 1, closed="left")],
+        "shrinkage": [Options("auto"), Interval(Real, 0, 1, closed="left")],
     }
 
     #: M-KMeans has no ``penalty`` parameter: its potentials are the paper's distance-scaled ones
     _fixed = dict(HMRFClusterMixin._fixed, penalty="distance")
 
-    def _spec_emission(self):
-        return Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage)
+    def _resolved_metric(self, X=None, n_constraints=None) -> str:
+        """``metric``, with ``"auto"`` resolved (see the class docstring): ``"identity"``
+        for sparse ``X`` or fewer constraints than features, else ``"diagonal"``
+        (without ``X``: what the last fit resolved it to)."""
+        if self.metric != "auto":
+            return self.metric
+        if X is None:
+            return getattr(self, "metric_kind_", "diagonal")
+        d = getattr(self, "n_features_in_", None) or X.shape[1]  # X is a stand-in on Dask
+        if sp.issparse(X) or (n_constraints is not None and n_constraints < d):
+            return "identity"
+        return "diagonal"
+
+    def _spec_emission(self, X=None, metric_potential=None, n_constraints=None):
+        metric = self._resolved_metric(X, n_constraints)
+        if X is not None:
+            self._spec_emission_metric = metric
+        if self.shrinkage == "auto":
+            return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=AUTO_SHRINKAGE,
+                               eig_floor=AUTO_SHRINKAGE, target="range", metric_potential=metric_potential)
+        return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage,
+                           metric_potential=metric_potential)
 
     def _distance_w(self) -> float:
         """``w`` of the distance-scaled penalties: ``"auto"`` is 1, since ``f_M`` and
@@ -59,15 +87,17 @@ class _MetricLearner(HMRFClusterMixin):
         emission cost ``||x - μ||²_A`` already (Basu, Bilenko & Mooney 2004, eq. 4)."""
         return 1.0 if isinstance(self.w, str) else self.w
 
-    def _distance_potential(self, constraints):
+    def _distance_potential(self, constraints, w=None):
         mirrored = self._setting("penalty") == "mirrored"
         alpha_max = self.alpha_max
         if alpha_max == "auto":  # Bilenko et al.'s f_C uses the diameter (class docstring)
             alpha_max = "data" if mirrored else "must_link"
-        return DistanceScaledPotts(constraints, self._distance_w(), alpha_min=self.alpha_min,
+        w = self._distance_w() if w is None else w
+        return DistanceScaledPotts(constraints, w, alpha_min=self.alpha_min,
                                    alpha_max=alpha_max, mirrored=mirrored)
 
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None, constraints=None):
+    def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
+            cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
         """Cluster ``X`` and learn the metric (arguments as :meth:`HMRFKMeans.fit`).
 
         Returns
@@ -75,6 +105,7 @@ class _MetricLearner(HMRFClusterMixin):
         self
         """
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
+        self.metric_kind_ = self._spec_emission_metric
         m = self.params_.metric
         self.metric_ = m[0] if m.shape[0] == 1 and not self.per_cluster else m
         return self
@@ -98,8 +129,18 @@ class MPCKMeans(_MetricLearner):
     Parameters
     ----------
     n_clusters : int, default=8
-    metric : {"diagonal", "full", "identity"}, default="diagonal"
-        Learned diagonal or full ``A``; ``"identity"`` fixes ``A = I`` (no metric learning).
+    metric : {"auto", "diagonal", "full", "identity"}, default="auto"
+        Learned diagonal or full ``A``; ``"identity"`` fixes ``A = I`` (no metric
+        learning). ``"auto"``: ``"identity"`` when there are fewer constraints (after
+        the closure) than features, or ``X`` is sparse; ``"diagonal"`` otherwise. The
+        rule follows the paper's findings that metric learning "requires sufficient
+        labeled data to be beneficial" and that a learned ``A`` "is likely to be
+        singular for high-dimensional data" (Basu, Bilenko & Mooney 2004, §1, §5): a
+        diagonal metric has ``d`` parameters, so it is learned from at least ``d``
+        constraints; without them the fit is KMeans' (squared Euclidean) model. Sparse
+        rows (TF-IDF) keep ``A = I``, whose cost on L2-normalised rows is the cosine
+        distance of the thesis's text model (Basu 2005, §2.3.2). The value used is
+        ``metric_kind_``; the measurements are in :doc:`/metric_learning`.
     per_cluster : bool, default=False
         One metric per cluster (penalties then use their mean, keeping them Potts).
     w : float or "auto", default="auto"
@@ -125,9 +166,17 @@ class MPCKMeans(_MetricLearner):
         Mooney (ICML 2004), whose metric update stretches the directions of violated
         cannot-links and contracts those of violated must-links as §3.3 of the paper
         describes. ``"constant"`` uses ``f ≡ 1`` (plain Potts, as PCKMeans).
-    shrinkage : float in [0, 1), default=0.01
-        Shrinkage of the metric estimate toward the diagonal of the feature variances;
-        keeps it positive definite for ``d > n`` and constant features.
+    shrinkage : "auto" or float in [0, 1), default="auto"
+        A float ``λ``: shrinkage of the metric estimate toward the diagonal of the
+        feature variances (the paper's setting is ``0.01``); keeps it positive definite
+        for ``d > n`` and constant features. ``"auto"``: ``λ = 0.9`` toward the squared
+        feature ranges (``target="range"`` of :class:`~hmrf.emissions.Mahalanobis`),
+        with ``A⁻¹`` floored at the prior's share, so every weight stays within
+        ``a_d t_d <= 1 / λ`` of the target's, whatever the constraint terms subtract.
+        The regularisation the paper calls for in high dimension (§5): unshrunk, the
+        update ``1 / a_d = S_d / n`` gives a feature that is constant in all but a few
+        points (a pixel, a rare term) the weight of thousands of ordinary ones, and
+        a handful of points decides the clustering.
     closure : bool, default=True
         Augment the constraints by their transitive closure (must-link components and
         the cannot-links between them), as the paper does before clustering (§3.1).
@@ -155,6 +204,8 @@ class MPCKMeans(_MetricLearner):
     ----------
     metric_ : ndarray
         Learned metric: (d,) or (d, d) shared; (k, d) or (k, d, d) per cluster.
+    metric_kind_ : str
+        The metric the fit used (``metric`` with ``"auto"`` resolved).
     labels_, cluster_centers_, params_, objective_, history_, n_iter_, converged_,
     constraints_, em_result_, n_features_in_ : see :class:`HMRFClusterMixin`.
         ``objective_`` is ``J`` above, exactly what the loop minimises.
@@ -183,10 +234,11 @@ class MPCKMeans(_MetricLearner):
     [0, 0, 1, 1]
     """
 
-    def __init__(self, n_clusters: int = 8, *, metric: Literal["diagonal", "full", "identity"] = "diagonal",
+    def __init__(self, n_clusters: int = 8, *,
+                 metric: Literal["auto", "diagonal", "full", "identity"] = "auto",
                  per_cluster: bool = False, w: float | str = "auto", alpha_min: float = 0.0,
                  alpha_max: str = "auto", penalty: Literal["distance", "mirrored", "constant"] = "distance",
-                 shrinkage: float = 0.01, closure: bool = True, init: str | ArrayLike = "pckmeans++",
+                 shrinkage: float | str = "auto", closure: bool = True, init: str | ArrayLike = "pckmeans++",
                  n_init: int | str = "auto", inference: str | InferenceEngine = "auto", max_iter: int = 100,
                  tol: float = 1e-4, random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
@@ -206,7 +258,7 @@ class MPCKMeans(_MetricLearner):
         self.random_state = random_state
 
     def _model(self, X, constraints, y, potentials=None):
-        family = self._spec_emission()
+        family = self._spec_emission(X, n_constraints=len(constraints))
         extra = [] if potentials is None else (
             list(potentials) if isinstance(potentials, (list, tuple)) else [potentials])
         if self.penalty == "constant":
@@ -217,6 +269,17 @@ class MPCKMeans(_MetricLearner):
                     validated=True)
 
 
+def satisfied_fraction(constraints, labels) -> float:
+    """Fraction of ``constraints`` that ``labels`` satisfy (1 when there are none)."""
+    if len(constraints) == 0:
+        return 1.0
+    p = constraints.pairs
+    points = np.unique(p)
+    ends = np.asarray(labels[points])[np.searchsorted(points, p)]  # Dask labels: only these are read
+    same = ends[:, 0] == ends[:, 1]
+    return float(np.mean(np.where(constraints.kind == MUST_LINK, same, ~same)))
+
+
 class MKMeans(_MetricLearner):
     """M-KMeans: KMeans with the metric learning of MPCKMeans (Basu et al. 2004, §4.2).
 
@@ -225,15 +288,39 @@ class MKMeans(_MetricLearner):
     initialisation ignores the constraints (``init``, k-means++ by default, as the
     :class:`KMeans` baseline) and so does the assignment step (nearest centre under the
     learned metric, no penalties); the constraints enter only the metric update, through
-    the same violated-pair terms as MPCKMeans (violations judged by the current labels).
+    the violated-pair terms of MPCKMeans (violations judged by the current labels).
     With no constraints the metric is the per-cluster-dispersion scaling of eq. 2.
+
+    Because the assignment never sees the constraints, the fraction of them a
+    labelling satisfies measures the metric: with ``metric="auto"`` and a learned
+    metric (at least ``d`` constraints, dense ``X``), the fit is repeated with
+    ``A = I`` and the learned metric is kept only if its labelling satisfies more
+    constraints by more than one standard error, ``sqrt(p (1 - p) / m)`` with ``p`` the
+    identity fit's fraction and ``m`` the number of constraints (the paper's "dip":
+    "feature weights learned from few constraints are unreliable", §4.2). This costs a
+    second fit. ``satisfied_`` holds both fractions.
 
     Parameters
     ----------
     n_clusters : int, default=8
-    metric, per_cluster, w, alpha_min, alpha_max, shrinkage, closure :
-        As :class:`MPCKMeans` (``w``, ``alpha_*`` act only in the metric update;
-        ``w="auto"`` is 1).
+    metric, per_cluster, alpha_min, alpha_max, shrinkage, closure :
+        As :class:`MPCKMeans` (``alpha_*`` act only in the metric update).
+    w : float or "auto", default="auto"
+        Weight of the constraint terms in the metric update. ``"auto"``:
+        ``min(1, n / m)`` for ``m`` constraints, so that the constraints together
+        weigh at most as much as the ``n`` points whose dispersion the update also
+        sums (with ``w = 1`` and 500 pairs on 178 points the pair terms outweigh the
+        data and the learned weights fall apart).
+    penalty : {"mirrored", "distance"}, default="mirrored"
+        The violated-pair terms of the metric update. ``"mirrored"``: Bilenko, Basu &
+        Mooney's (ICML 2004), ``A⁻¹ += Σ_{M*} w (x_i - x_j)(x_i - x_j)ᵀ -
+        Σ_{C*} w (x_i - x_j)(x_i - x_j)ᵀ``, which contracts the directions of violated
+        must-links and stretches those of violated cannot-links. ``"distance"``: the
+        derivative of eq. 4's penalties, the workshop paper's update (Fig. 1, step 2c,
+        the ablation's setting), whose signs are the other way round: it lowers the
+        penalties by moving violated must-links apart and violated cannot-links
+        together, and on its own (M-KMeans has no penalties in the E-step) makes the
+        clustering worse as constraints are added.
     init : {"k-means++", "random"} or array of shape (k, d), default="k-means++"
     n_init : int or "auto", default="auto"
         As :class:`~hmrf.HMRFKMeans`.
@@ -245,7 +332,12 @@ class MKMeans(_MetricLearner):
 
     Attributes
     ----------
-    metric_, labels_, cluster_centers_, params_, objective_, history_, n_iter_ : as MPCKMeans.
+    metric_, metric_kind_, labels_, cluster_centers_, params_, objective_, history_, n_iter_ :
+        As MPCKMeans.
+    satisfied_ : dict
+        Only after a fit with ``metric="auto"`` that learned a metric: the fraction of
+        the constraints satisfied with the learned (``"diagonal"``) and the identity
+        metric.
         ``objective_`` is ``Σ_i ||x_i - μ_{y_i}||²_A - log det A`` (eq. 2 with the
         per-point normaliser, plus the shrinkage prior): what the E-step and the centre
         update minimise. The metric step also weighs the constraint terms, so with
@@ -257,9 +349,14 @@ class MKMeans(_MetricLearner):
     Basu, Bilenko & Mooney (2004), §2.3, §3.3, §4.2.
     """
 
-    def __init__(self, n_clusters: int = 8, *, metric: Any = "diagonal", per_cluster: bool = False,
+    _parameter_constraints = dict(_MetricLearner._parameter_constraints,
+                                  penalty=[Options("mirrored", "distance")])
+
+    def __init__(self, n_clusters: int = 8, *,
+                 metric: Literal["auto", "diagonal", "full", "identity"] = "auto", per_cluster: bool = False,
                  w: float | str = "auto", alpha_min: float = 0.0, alpha_max: float | str = "must_link",
-                 shrinkage: float = 0.01, closure: bool = True, init: str | ArrayLike = "k-means++",
+                 penalty: Literal["mirrored", "distance"] = "mirrored", shrinkage: float | str = "auto",
+                 closure: bool = True, init: str | ArrayLike = "k-means++",
                  n_init: int | str = "auto", inference: str = "icm", max_iter: int = 100, tol: float = 1e-4,
                  random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
@@ -268,6 +365,7 @@ class MKMeans(_MetricLearner):
         self.w = w
         self.alpha_min = alpha_min
         self.alpha_max = alpha_max
+        self.penalty = penalty
         self.shrinkage = shrinkage
         self.closure = closure
         self.init = init
@@ -277,13 +375,46 @@ class MKMeans(_MetricLearner):
         self.tol = tol
         self.random_state = random_state
 
+    def _metric_w(self, n_samples, n_constraints) -> float:
+        """``w`` of the metric update's constraint terms: ``"auto"`` is
+        ``min(1, n / m)`` (class docstring); a number is used as given."""
+        if not isinstance(self.w, str):
+            return self.w
+        return min(1.0, n_samples / max(n_constraints, 1))
+
     def _model(self, X, constraints, y, potentials=None):
-        pot = self._distance_potential(constraints) if len(constraints) else None
-        family = Mahalanobis(self.metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage,
-                             metric_potential=pot)
-        return HMRF(X, self.n_clusters, emission=family, potentials=potentials, w=self._distance_w(),
-                    validated=True)
+        w = self._metric_w(X.shape[0], len(constraints))
+        pot = self._distance_potential(constraints, w) if len(constraints) else None
+        family = self._spec_emission(X, metric_potential=pot, n_constraints=len(constraints))
+        return HMRF(X, self.n_clusters, emission=family, potentials=potentials, w=w, validated=True)
 
     def _initial_params(self, model, constraints, y, rng):
         centers = initial_centers(model.X, model.n_clusters, model.emission, None, self.init, rng)
         return model.emission.init_params(model.X, np.asarray(centers))
+
+    def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
+            cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
+        """Cluster ``X`` and learn the metric (arguments as :meth:`HMRFKMeans.fit`).
+
+        With ``metric="auto"`` and a learned metric, the fit is repeated with the
+        identity metric, and the learned one is kept only if its labelling satisfies
+        more of the constraints by more than one standard error (class docstring).
+
+        Returns
+        -------
+        self
+        """
+        super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
+        if self.metric != "auto" or self.metric_kind_ == "identity":
+            return self
+        from sklearn.base import clone
+
+        plain = clone(self).set_params(metric="identity").fit(
+            X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
+        learned, euclidean = (satisfied_fraction(self.constraints_, e.labels_) for e in (self, plain))
+        margin = np.sqrt(euclidean * (1.0 - euclidean) / len(self.constraints_))
+        if learned <= euclidean + margin:
+            self.__dict__.update({k: v for k, v in vars(plain).items() if k.endswith("_")})
+            self.metric_kind_ = "identity"
+        self.satisfied_ = {"diagonal": learned, "identity": euclidean}
+        return self

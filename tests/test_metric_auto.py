@@ -1,0 +1,172 @@
+"""The defaults of the metric learners: ``metric="auto"``, ``shrinkage="auto"`` (the range
+target), M-KMeans' choice of metric by the constraints it satisfies, and the papers'
+setting one argument away."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.cluster import KMeans
+from sklearn.datasets import load_digits, load_iris, load_wine
+
+from hmrf import HMRF, Constraints, MKMeans, MPCKMeans
+from hmrf._validation import check_random_state
+from hmrf.em import run_em
+from hmrf.emissions import Mahalanobis
+from hmrf.estimators.mpckmeans import AUTO_SHRINKAGE, satisfied_fraction
+from hmrf.inference import get_engine
+from hmrf.initialization import initial_centers
+from hmrf.potentials import DistanceScaledPotts
+
+IRIS_X, IRIS_Y = load_iris(return_X_y=True)
+WINE_X, WINE_Y = load_wine(return_X_y=True)
+
+
+def _digits389():
+    X, y = load_digits(return_X_y=True)
+    keep = np.isin(y, (3, 8, 9))
+    return X[keep], y[keep]
+
+
+def _inertia(X, labels):
+    return sum(((X[labels == h] - X[labels == h].mean(axis=0)) ** 2).sum() for h in np.unique(labels))
+
+
+# ------------------------------------------------------------- metric="auto"
+@pytest.mark.parametrize("Est", [MPCKMeans, MKMeans])
+def test_auto_metric_without_constraints_is_kmeans_on_digits(Est):
+    """No constraints: the identity metric, so the fit minimises KMeans' objective; on
+    64-dimensional digits it reaches scikit-learn's KMeans(n_init=10) inertia."""
+    X, _ = _digits389()
+    est = Est(3, random_state=0).fit(X)
+    assert est.metric_kind_ == "identity"
+    np.testing.assert_array_equal(est.metric_, np.ones(X.shape[1]))
+    ref = KMeans(3, n_init=10, random_state=0).fit(X).inertia_
+    assert _inertia(X, est.labels_) <= ref * (1 + 1e-9)
+
+
+def test_auto_metric_rule():
+    """Identity with fewer constraints (after the closure) than features or sparse rows;
+    the learned diagonal metric otherwise."""
+    d = WINE_X.shape[1]
+    few = Constraints.from_pairs(must_link=[(0, 1)], cannot_link=[(0, 100)], n=len(WINE_X))
+    many = Constraints.sample_from_labels(WINE_Y, 60, rng=0)
+    assert len(few.closure()) < d <= len(many.closure())
+    assert MPCKMeans(3, random_state=0).fit(WINE_X, constraints=few).metric_kind_ == "identity"
+    est = MPCKMeans(3, random_state=0).fit(WINE_X, constraints=many)
+    assert est.metric_kind_ == "diagonal" and not np.allclose(est.metric_, est.metric_[0])
+    Xs = sp.csr_matrix(np.abs(WINE_X) / np.linalg.norm(WINE_X, axis=1, keepdims=True))
+    assert MPCKMeans(3, random_state=0).fit(Xs, constraints=many).metric_kind_ == "identity"
+    assert MPCKMeans(3, metric="diagonal", random_state=0).fit(Xs, constraints=many).metric_kind_ == "diagonal"
+
+
+def test_auto_metric_on_iris_without_constraints_equals_identity():
+    a = MPCKMeans(3, random_state=0).fit(IRIS_X)
+    b = MPCKMeans(3, metric="identity", random_state=0).fit(IRIS_X)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-12)
+
+
+# -------------------------------------------------------------- the range target
+def test_range_target_is_unit_free_and_isotropic_for_a_common_range():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 16, size=(200, 5))
+    X[:, 4] = 0.0
+    X[0, 4] = 16.0  # a nearly constant feature of the same range: same target as the others
+    fam = Mahalanobis(shrinkage=0.5, target="range")
+    t = fam.init_params(X, X[:2]).prior
+    r2 = np.ptp(X, axis=0) ** 2
+    np.testing.assert_allclose(t, r2 * X.var(axis=0).sum() / r2.sum())
+    np.testing.assert_allclose(t, t[0], rtol=0.05)  # every range is about 16
+    Y = X * np.array([1.0, 10.0, 1e-3, 1.0, 1.0])  # rescaled features: t_d rescales by c_d²
+    ratio = fam.init_params(Y, Y[:2]).prior / t
+    np.testing.assert_allclose(ratio / ratio[0], [1.0, 100.0, 1e-6, 1.0, 1.0], rtol=1e-9)
+    # the variance target would weigh the nearly constant feature 1 / var: 16 times the others
+    v = Mahalanobis(shrinkage=0.5).init_params(X, X[:2]).prior
+    assert v[0] / v[4] > 10 * t[0] / t[4]
+
+
+def test_range_target_sparse_equals_dense():
+    rng = np.random.default_rng(1)
+    X = rng.random((50, 6)) * (rng.random((50, 6)) < 0.3)
+    fam = Mahalanobis(target="range")
+    np.testing.assert_allclose(fam.init_params(sp.csr_matrix(X), X[:2]).prior,
+                               fam.init_params(X, X[:2]).prior, rtol=1e-12)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.5, 0.999999])
+def test_shrinkage_limits(lam):
+    """(★) without constraint terms: ``1 / a_d = (1 - λ) S_d / n + λ t_d``; λ → 1 gives the
+    target's weights ``1 / t_d``, λ = 0 the within-cluster dispersion alone."""
+    X, y = WINE_X, WINE_Y
+    model = HMRF(X, 3, emission=Mahalanobis(shrinkage=lam, target="range"))
+    means = np.array([X[y == h].mean(axis=0) for h in range(3)])
+    params = model.m_step(y, model.emission.init_params(X, means))
+    t = params.prior
+    S = sum(((X[y == h] - means[h]) ** 2).sum(axis=0) for h in range(3))
+    np.testing.assert_allclose(1.0 / params.metric[0], (1 - lam) * S / len(X) + lam * t, rtol=1e-9)
+    if lam > 0.99:
+        np.testing.assert_allclose(params.metric[0] * t, 1.0, rtol=1e-5)
+
+
+def test_auto_shrinkage_bounds_the_metric_against_constraint_terms():
+    """``shrinkage="auto"``: whatever the violated-pair terms subtract, ``a_d t_d <= 1 / λ``
+    (the floor of ``A⁻¹`` is the prior's share); the papers' floor lets weights explode."""
+    c = Constraints.sample_from_labels(WINE_Y, 500, rng=np.random.default_rng(3))
+    auto = MKMeans(3, metric="diagonal", penalty="distance", random_state=0).fit(WINE_X, constraints=c)
+    assert np.all(auto.metric_ * auto.params_.prior <= 1 / AUTO_SHRINKAGE * (1 + 1e-9))
+    paper = MKMeans(3, metric="diagonal", penalty="distance", shrinkage=0.01, w=1.0,
+                    random_state=0).fit(WINE_X, constraints=c)
+    assert np.max(paper.metric_ * paper.params_.prior) > 1e3
+
+
+# --------------------------------------------------------------- M-KMeans' choice
+def test_satisfied_fraction_by_hand():
+    c = Constraints.from_pairs(must_link=[(0, 1), (2, 3)], cannot_link=[(0, 2), (1, 4)], n=5)
+    labels = np.array([0, 0, 0, 1, 1])  # (0,1) kept, (2,3) broken, (0,2) broken, (1,4) kept
+    assert satisfied_fraction(c, labels) == 0.5
+    assert satisfied_fraction(Constraints.empty(5), labels) == 1.0
+
+
+def test_mkmeans_keeps_the_metric_that_satisfies_more_constraints():
+    """On raw wine (proline's variance dwarfs the rest) the learned metric satisfies far
+    more constraints and is kept; on iris it does not clear the margin, and the fit is
+    the identity-metric fit, label for label."""
+    c = Constraints.sample_from_labels(WINE_Y, 100, rng=np.random.default_rng(0))
+    est = MKMeans(3, random_state=0).fit(WINE_X, constraints=c)
+    assert est.metric_kind_ == "diagonal"
+    s = est.satisfied_
+    assert s["diagonal"] == satisfied_fraction(est.constraints_, est.labels_) > s["identity"]
+    ci = Constraints.sample_from_labels(IRIS_Y, 100, rng=np.random.default_rng(0))
+    est = MKMeans(3, random_state=0).fit(IRIS_X, constraints=ci)
+    s = est.satisfied_
+    n = len(est.constraints_)
+    if est.metric_kind_ == "identity":
+        assert s["diagonal"] <= s["identity"] + np.sqrt(s["identity"] * (1 - s["identity"]) / n)
+        plain = MKMeans(3, metric="identity", random_state=0).fit(IRIS_X, constraints=ci)
+        np.testing.assert_array_equal(est.labels_, plain.labels_)
+    else:
+        assert s["diagonal"] > s["identity"]
+
+
+def test_mkmeans_auto_w_weighs_constraints_at_most_as_the_points():
+    c = Constraints.sample_from_labels(WINE_Y, 500, rng=np.random.default_rng(0))
+    est = MKMeans(3, metric="diagonal", random_state=0).fit(WINE_X, constraints=c)
+    assert est.w_ == pytest.approx(min(1.0, len(WINE_X) / len(est.constraints_)))
+    assert MKMeans(3, metric="diagonal", w=2.0, random_state=0).fit(WINE_X, constraints=c).w_ == 2.0
+
+
+# ---------------------------------------------------------- the papers' setting
+def test_paper_setting_is_the_paper_model():
+    """``metric="diagonal", shrinkage=0.01`` (and ``w=1``, the paper's seeding, one run)
+    is Mahalanobis' own defaults (the variance target, the 1e-6 floor) with the
+    distance-scaled potentials of eq. 4, run by the EM loop: the same labels and J."""
+    c = Constraints.sample_from_labels(WINE_Y, 80, rng=np.random.default_rng(5)).closure()
+    centers = initial_centers(WINE_X, 3, Mahalanobis(), c, "pckmeans", np.random.default_rng(0))
+    est = MPCKMeans(3, metric="diagonal", shrinkage=0.01, w=1.0, init=centers, n_init=1,
+                    inference="icm", closure=False, random_state=0).fit(WINE_X, constraints=c)
+    model = HMRF(WINE_X, 3, emission=Mahalanobis(), potentials=[DistanceScaledPotts(c, 1.0)], w=1.0)
+    res = run_em(model, model.emission.init_params(WINE_X, centers), get_engine("icm"),
+                 rng=check_random_state(0))  # the generator the estimator draws from
+    np.testing.assert_array_equal(est.labels_, res.labels)
+    assert est.objective_ == pytest.approx(res.objective, rel=1e-12)
+    np.testing.assert_allclose(est.params_.prior, WINE_X.var(axis=0), rtol=1e-12)
