@@ -117,12 +117,12 @@ class GatheredRows:
         self._check_axis(axis, "sum")
         return self._data.summary.sums.copy()
 
-    def max(self, axis=None, out=None, **kwargs):
+    def max(self, axis: Any = None, out: Any = None, **kwargs: Any) -> NDArray[np.float64]:
         """Column maxima (float64), from the summary pass."""
         self._check_axis(axis, "max")
         return self._data.summary.max.copy()
 
-    def min(self, axis=None, out=None, **kwargs):
+    def min(self, axis: Any = None, out: Any = None, **kwargs: Any) -> NDArray[np.float64]:
         """Column minima (float64), from the summary pass."""
         self._check_axis(axis, "min")
         return self._data.summary.min.copy()

@@ -24,10 +24,9 @@ from ..potentials import DistanceScaledPotts
 from .base import HMRFClusterMixin
 
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Literal
 
     from numpy.typing import ArrayLike
-
     from typing_extensions import Self
 
     from .._typing import MatrixLike, PairsLike, RandomLike
