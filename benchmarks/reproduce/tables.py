@@ -76,12 +76,11 @@ def main():
         body = table(t, points, args.metric)
         print(f"#### {name}\n\n{body}\n")
         if args.write:
-            fits = len(t)
+            ref = next((v for k, v in REFERENCE.items() if name.startswith(k)), "—")
             write_result(f"reproduce-{name}", body,
-                         notes=f"Mean {args.metric.upper()} ± std over {fits} fits in all "
+                         notes=f"Mean {args.metric.upper()} ± std over {len(t)} fits in all "
                                f"(`{os.path.relpath(path)}`); `*` / `−`: significantly better / "
-                               f"worse than {next((v for k, v in REFERENCE.items() if name.startswith(k)), '—')} "
-                               "(two-tailed paired t-test, p < 0.05).")
+                               f"worse than {ref} (two-tailed paired t-test, p < 0.05).")
 
 
 if __name__ == "__main__":
