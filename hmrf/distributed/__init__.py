@@ -27,17 +27,15 @@ from __future__ import annotations
 from .._lazy import lazy_names
 from .._validation import is_dask_collection
 
-__all__ = ["DaskHMRF", "ChunkedData", "ChunkLabels", "ColumnSummary", "GatheredRows", "dask_assignment_pass",
-           "dask_soft_pass", "fit_dask", "predict_dask", "initial_params_dask",
-           "initial_centers_dask", "is_dask_collection"]
+__all__ = ["DaskHMRF", "DaskFit", "ChunkedData", "ChunkLabels", "ColumnSummary", "GatheredRows",
+           "dask_assignment_pass", "dask_soft_pass", "fit_dask", "predict_dask", "is_dask_collection"]
 
 #: public name -> submodule of this package that defines it
 _LAZY = {
     "DaskHMRF": "model", "ChunkedData": "data", "ChunkLabels": "labels", "ColumnSummary": "data",
     "GatheredRows": "rows",
-    "dask_assignment_pass": "passes", "dask_soft_pass": "passes", "fit_dask": "estimators",
-    "predict_dask": "estimators", "initial_params_dask": "estimators",
-    "initial_centers_dask": "initialization",
+    "dask_assignment_pass": "passes", "dask_soft_pass": "passes", "DaskFit": "fit", "fit_dask": "fit",
+    "predict_dask": "fit",
 }
 
 
