@@ -401,12 +401,12 @@ def test_a_subclass_initialisation_runs_its_own_code_on_dask():
     c = _constraints(y, n_pairs=30, seed=4)
     _OwnInit.firsts = tuple(int(np.flatnonzero(y == h)[0]) for h in range(K))
     _OwnInit.calls = []
-    mem = _OwnInit(K, max_iter=1, random_state=0).fit(X, constraints=c)
-    got = _OwnInit(K, max_iter=1, random_state=0).fit(_chunked(X), constraints=c)
+    mem = _OwnInit(K, n_init=1, max_iter=1, random_state=0).fit(X, constraints=c)
+    got = _OwnInit(K, n_init=1, max_iter=1, random_state=0).fit(_chunked(X), constraints=c)
     assert _OwnInit.calls == ["HMRF", "DaskHMRF"]
     _same_fit(mem, got)
     # its own centres: one EM iteration from the class's first rows is not the default's
-    default = HMRFKMeans(K, max_iter=1, random_state=0).fit(X, constraints=c)
+    default = HMRFKMeans(K, n_init=1, max_iter=1, random_state=0).fit(X, constraints=c)
     assert not np.allclose(default.em_result_.history, mem.em_result_.history)
 
     hooked = _OwnInitHook(K, n_init=2, random_state=0)
@@ -414,3 +414,34 @@ def test_a_subclass_initialisation_runs_its_own_code_on_dask():
               _OwnInitHook(K, n_init=2, random_state=0).fit(_chunked(X), constraints=c))
     kpp = HMRFKMeans(K, init="k-means++", n_init=2, random_state=0).fit(X, constraints=c)
     np.testing.assert_array_equal(hooked.labels_, kpp.labels_)
+
+
+def test_kmeanspp_draws_on_the_workers_the_rows_memory_draws():
+    """k-means++ on the chunks: the client receives one sum a chunk and draws a chunk, then
+    a row inside it on the worker, from the uniform numbers the in-memory draw uses; the
+    rows drawn, the candidates' potentials and the update equal the in-memory ones."""
+    from hmrf.backend import InMemoryRows
+    from hmrf.distributed import ChunkedData, GatheredRows
+    from hmrf.emissions import get_emission
+
+    X, _ = _blobs(seed=9)
+    fam = get_emission("sqeuclidean")
+    rows = GatheredRows(ChunkedData(_chunked(X), fam))
+    mem, dsk = InMemoryRows(X).min_divergence(fam, X[[3, 200]]), rows.min_divergence(fam, X[[3, 200]])
+    assert dsk.sums.shape == (len(ROW_CHUNKS),)
+    assert dsk.sums.sum() == pytest.approx(mem.closest.sum(), rel=1e-12)
+    cand = X[[5, 300, 420]]
+    np.testing.assert_allclose(dsk.potentials(cand), mem.potentials(cand), rtol=1e-12)
+    for t in (1, 2):
+        mem_t, dsk_t = mem.with_centre(cand, t), dsk.with_centre(cand, t)
+        for seed in range(10):
+            got, expected = (d.draw(9, np.random.default_rng(seed)) for d in (dsk_t, mem_t))
+            np.testing.assert_array_equal(got, expected)
+            # a row drawn lies in the chunk whose share of the total holds the number drawn
+            assert np.all(mem_t.closest[got] > 0)
+    # every row on the centre: the total is 0 and both draw uniformly from the same stream
+    ones = np.ones((N, D))
+    zero_d = GatheredRows(ChunkedData(_chunked(ones), fam)).min_divergence(fam, ones[:1])
+    zero_m = InMemoryRows(ones).min_divergence(fam, ones[:1])
+    assert not zero_d.sums.any()
+    np.testing.assert_array_equal(zero_d.draw(5, np.random.default_rng(1)), zero_m.draw(5, np.random.default_rng(1)))
