@@ -64,8 +64,9 @@ class DaskFit:
         return DaskHMRF.from_model(template, X, persist=self.persist)
 
     def labels(self, result, model):
-        """The fitted ``labels_`` as a Dask array chunked like the rows of ``X`` (hard EM:
-        the labels on the workers; soft EM's pass gathers them)."""
+        """The fitted ``labels_`` as a Dask array chunked like the rows of ``X``, from the
+        labels the passes keep on the workers (labels held by the client, from a pass
+        supplied by the user, are sent to them)."""
         if isinstance(result.labels, ChunkLabels):
             return result.labels.to_dask()
         return model.data.to_dask(result.labels.astype(label_dtype(model.n_clusters)), np.int64)
