@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from ._blocks import row_blocks
 from ._validation import check_random_state
+from .backend import first_lowest, kmeanspp_candidates, rows_of
 from .constraints import Constraints
 from .emissions.base import EmissionFamily
 
@@ -79,7 +79,8 @@ def _global_mean(X) -> np.ndarray:
 
 def neighborhood_centroids(X: MatrixLike,
                            hoods: list[np.ndarray]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Centroid and size of each neighbourhood (one sparse indicator product for all)."""
+    """Centroid and size of each neighbourhood (one sparse indicator product for all in
+    memory; :meth:`hmrf.backend.RowBackend.group_centroids`)."""
     if not hoods:
         return np.empty((0, X.shape[1])), np.empty(0)
     members = np.concatenate(hoods)
@@ -88,14 +89,11 @@ def neighborhood_centroids(X: MatrixLike,
 
 
 def _group_centroids(X, members, which, n_groups):
-    """Means of the rows ``members`` grouped by ``which`` (n_groups, d) and group sizes:
-    a sparse (n_groups, n) indicator times ``X``, O(len(members) · d) work and no copy
-    of the member rows."""
-    R = sp.csr_matrix((np.ones(members.size), (which, members)), shape=(n_groups, X.shape[0]))
-    sums = R @ X
-    sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
-    sizes = np.bincount(which, minlength=n_groups).astype(np.float64)
-    return sums / np.maximum(sizes, 1.0)[:, None], sizes
+    """Means of the rows ``members`` grouped by ``which`` (n_groups, d) and group sizes
+    (:meth:`hmrf.backend.RowBackend.group_centroids`)."""
+    if n_groups == 0:
+        return np.empty((0, X.shape[1])), np.empty(0)
+    return rows_of(X).group_centroids(members, which, n_groups)
 
 
 def _neighbourhood_groups(constraints: Constraints, include_singletons: bool):
@@ -138,52 +136,30 @@ def _in_domain(X, centers, family) -> np.ndarray:
     return family.init_params(X, centers).centers
 
 
-def _min_divergence(X, centers, family, data) -> np.ndarray:
-    """``min_h D(x_i, c_h)`` for every row (n,), float64, in blocks of rows."""
-    n = X.shape[0]
-    out = np.empty(n)
-    for rows in row_blocks(n, max(centers.shape[0], X.shape[1])):
-        out[rows] = family.divergence(X[rows], centers, data=None if data is None else data[rows]).min(axis=1)
-    return out
-
-
-def kmeanspp_candidates(closest: Any, trials: int, rng: np.random.Generator) -> np.ndarray:
-    """``trials`` candidate rows for the next k-means++ centre, drawn with probability
-    proportional to ``closest`` (each row's divergence to its nearest centre; Arthur &
-    Vassilvitskii 2007), uniformly when those are all zero or not finite."""
-    n = closest.shape[0]
-    total = closest.sum()
-    if not np.isfinite(total) or total <= 0:
-        return rng.choice(n, size=trials)
-    return np.minimum(np.searchsorted(np.cumsum(closest), rng.random(trials) * total), n - 1)
-
-
 def _kmeanspp(X, m, centers, family, rng, represent=None) -> np.ndarray:
     """``m`` more centres by greedy k-means++ seeding given existing ``centers``
     (Arthur & Vassilvitskii 2007, with ``2 + log k`` candidates per step as
-    scikit-learn does); memory: one (n,) vector per candidate. ``represent(rows) ->
-    (len(rows), d)`` gives the centre a drawn row seeds (default: the row itself)."""
+    scikit-learn does), on the rows wherever they are (:mod:`hmrf.backend`): each step
+    draws the candidates with probability proportional to the rows' divergence to their
+    nearest centre, keeps the first of those that lower the summed divergence most, and
+    updates the divergences. ``represent(rows) -> (len(rows), d)`` gives the centre a
+    drawn row seeds (default: the row itself)."""
     n = X.shape[0]
-    data = family.data_terms(X)
     represent = (lambda rows: _rows(X, rows)) if represent is None else represent
     if centers.shape[0] == 0:
         centers = represent([int(rng.integers(n))])
         m -= 1
-    closest = _min_divergence(X, _in_domain(X, centers, family), family, data)
+    closest = rows_of(X).min_divergence(family, _in_domain(X, centers, family))
     trials = 2 + int(np.log(m + centers.shape[0]))
     picked = []
-    for _ in range(m):
-        cand = kmeanspp_candidates(closest, trials, rng)
+    for _ in range(m):  # one centre per step
+        cand = closest.draw(trials, rng)
         cand_rows = distinct_representatives(X, cand, represent(cand), [centers, *picked])
         cand_centers = _in_domain(X, cand_rows, family)
-        best, best_pot, best_d = 0, np.inf, None
-        for t in range(trials):  # a few candidates, each a pass over the points
-            d = np.minimum(closest, _min_divergence(X, cand_centers[t:t + 1], family, data))
-            pot = d.sum()
-            if pot < best_pot:
-                best, best_pot, best_d = t, pot, d
-        closest = best_d if best_d is not None else closest
-        picked.append(cand_rows[best:best + 1])
+        best = first_lowest(closest.potentials(cand_centers))
+        if best is not None:
+            closest = closest.with_centre(cand_centers, best)
+        picked.append(cand_rows[0 if best is None else best][None, :])
     return np.vstack([centers, *picked])
 
 
@@ -247,8 +223,9 @@ def initial_centers(X: NDArray[Any] | sparse.csr_matrix, n_clusters: int, family
 
     Parameters
     ----------
-    X : ndarray or csr_matrix (n, d)
-        Prepared data.
+    X : ndarray, csr_matrix (n, d) or RowBackend
+        Prepared data, or the ``X`` of a model whose rows are elsewhere
+        (:class:`hmrf.distributed.GatheredRows`).
     n_clusters : int
     family : EmissionFamily
         Supplies the divergence used for farthest-first and k-means++.
@@ -278,23 +255,21 @@ def initial_centers(X: NDArray[Any] | sparse.csr_matrix, n_clusters: int, family
         from .classic.buckshot import buckshot_centers
 
         return buckshot_centers(X, k, rng, family)
-    return centers_from_constraints(X, k, family, constraints, method, rng, _group_centroids, _kmeanspp)
+    return centers_from_constraints(X, k, family, constraints, method, rng)
 
 
 def centers_from_constraints(X: MatrixLike, k: int, family: EmissionFamily, constraints: Constraints | None,
-                             method: str, rng: np.random.Generator, group_centroids: Any,
-                             kmeanspp: Any) -> NDArray[np.floating]:
-    """The neighbourhood-based rules of :func:`initial_centers` (module docstring), with
-    the two steps that read the data passed in: ``group_centroids(X, members, group,
-    n_groups) -> (centroids, sizes)`` and ``kmeanspp(X, m, centers, family, rng,
-    represent=None)``, so that data held elsewhere (a Dask array) gives the same centres."""
+                             method: str, rng: np.random.Generator) -> NDArray[np.floating]:
+    """The neighbourhood-based rules of :func:`initial_centers` (module docstring); the
+    steps that read the data go through the backend of ``X`` (:mod:`hmrf.backend`), so
+    data held elsewhere (a Dask array) gives the same centres."""
     c = constraints if constraints is not None else Constraints.empty(X.shape[0])
     members, group, lam = _neighbourhood_groups(c, include_singletons=method not in ("pckmeans",
                                                                                      "pckmeans++"))
-    cents, sizes = group_centroids(X, members, group, lam)
+    cents, sizes = _group_centroids(X, members, group, lam)
     if method == "pckmeans++":
         represent = neighborhood_representatives(X, members, group, cents)
-        return kmeanspp(X, k, np.empty((0, X.shape[1])), family, rng, represent=represent)
+        return _kmeanspp(X, k, np.empty((0, X.shape[1])), family, rng, represent=represent)
     if method == "pckmeans":
         if lam >= k:
             return cents[:k]  # neighbourhoods are sorted largest first
@@ -312,25 +287,20 @@ def centers_from_constraints(X: MatrixLike, k: int, family: EmissionFamily, cons
         return cents
     if method == "neighborhoods":
         return np.vstack([cents, _perturbed_global(X, k - lam, rng)])
-    return kmeanspp(X, k - lam, cents, family, rng)
+    return _kmeanspp(X, k - lam, cents, family, rng)
 
 
 def seeded_centers(X: NDArray[Any] | sparse.csr_matrix, seeds: NDArray[Any], n_clusters: int,
-                   rng: np.random.Generator | None = None, *,
-                   group_centroids: Callable[..., Any] | None = None) -> np.ndarray:
+                   rng: np.random.Generator | None = None) -> np.ndarray:
     """Centres from labelled seeds (Basu 2005, Figs. 3.1-3.2).
 
     Parameters
     ----------
-    X : ndarray or csr_matrix (n, d)
+    X : ndarray, csr_matrix (n, d) or RowBackend
     seeds : ndarray (n,)
         Cluster index ``0..k-1`` of each seed, ``-1`` for unlabelled points.
     n_clusters : int
     rng : numpy Generator
-    group_centroids : callable, optional
-        ``group_centroids(X, members, group, n_groups) -> (centroids, sizes)``, the one
-        step that reads rows (as in :func:`centers_from_constraints`); by default a sparse
-        indicator product over ``X``.
 
     Returns
     -------
@@ -342,7 +312,7 @@ def seeded_centers(X: NDArray[Any] | sparse.csr_matrix, seeds: NDArray[Any], n_c
     lab = np.flatnonzero(seeds >= 0)
     centers = _perturbed_global(X, n_clusters, rng)
     if lab.size:
-        means, counts = (group_centroids or _group_centroids)(X, lab, seeds[lab], n_clusters)
+        means, counts = _group_centroids(X, lab, seeds[lab], n_clusters)
         has = counts > 0
         centers[has] = means[has]
     return centers

@@ -16,7 +16,7 @@ LAYERS = {
     "constraints": 1,
     "emissions": 2,
     "potentials": 3, "graph": 3,
-    "model": 4, "interop": 4,
+    "model": 4, "interop": 4, "backend": 4,
     "inference": 5,
     "em": 6,
     "initialization": 7,

@@ -210,7 +210,7 @@ def test_same_result_on_any_number_of_workers():
 def test_only_constrained_rows_reach_the_client():
     """Run the pipeline of ``fit`` step by step: the rows on the client are those of the
     constrained points (MPCKMeans reads their differences), and no other."""
-    from hmrf.distributed import DaskHMRF, dask_assignment_pass, initial_params_dask
+    from hmrf.distributed import DaskHMRF, dask_assignment_pass
     from hmrf.distributed.model import stand_in
     from hmrf.em import run_em
     from hmrf.inference import BeliefPropagation
@@ -223,7 +223,7 @@ def test_only_constrained_rows_reach_the_client():
     model = DaskHMRF.from_model(est._model(stand_in(N), c, None), _chunked(X))
     assert model.X.n_gathered == 0
     rng = np.random.default_rng(0)
-    res = run_em(model, initial_params_dask(est, model, c, None, rng), BeliefPropagation(), rng=rng,
+    res = run_em(model, est._initial_params(model, c, None, rng), BeliefPropagation(), rng=rng,
                  data_pass=dask_assignment_pass)
     assert model.X.n_gathered == c.constrained_points.size
     assert res.objective == pytest.approx(MPCKMeans(K, init="pckmeans", n_init=1, random_state=0).fit(
@@ -371,3 +371,77 @@ def test_empty_cluster_is_reseeded_the_same_way_on_dask():
     mem = HMRFKMeans(4, init=init, random_state=0).fit(X, constraints=_constraints(y))
     assert any(t["reseeded"] for t in mem.em_result_.trace)
     _same_fit(mem, HMRFKMeans(4, init=init, random_state=0).fit(_chunked(X), constraints=_constraints(y)))
+
+
+class _OwnInit(HMRFKMeans):
+    """A user's estimator with its own initialisation: the centres are the rows of the
+    first point of each true class, read by index from ``model.X`` (whatever backend holds
+    the rows), and every call is recorded with the model it ran on."""
+
+    calls: list = []
+    firsts: tuple = ()
+
+    def _initial_params(self, model, constraints, y, rng):
+        type(self).calls.append(type(model).__name__)
+        centers = np.asarray(model.X[list(self.firsts)], dtype=np.float64)
+        return model.emission.init_params(model.X, centers)
+
+
+class _OwnInitHook(HMRFKMeans):
+    """A user's estimator that changes the initialisation by the ``_spec_init`` hook."""
+
+    def _spec_init(self):
+        return "k-means++"
+
+
+def test_a_subclass_initialisation_runs_its_own_code_on_dask():
+    """One pipeline: a subclass's ``_initial_params`` (and an ``init`` given by a hook) run
+    as written on a Dask array on the cluster, and give the in-memory fit."""
+    X, y = _blobs(seed=8)
+    c = _constraints(y, n_pairs=30, seed=4)
+    _OwnInit.firsts = tuple(int(np.flatnonzero(y == h)[0]) for h in range(K))
+    _OwnInit.calls = []
+    mem = _OwnInit(K, n_init=1, max_iter=1, random_state=0).fit(X, constraints=c)
+    got = _OwnInit(K, n_init=1, max_iter=1, random_state=0).fit(_chunked(X), constraints=c)
+    assert _OwnInit.calls == ["HMRF", "DaskHMRF"]
+    _same_fit(mem, got)
+    # its own centres: one EM iteration from the class's first rows is not the default's
+    default = HMRFKMeans(K, n_init=1, max_iter=1, random_state=0).fit(X, constraints=c)
+    assert not np.allclose(default.em_result_.history, mem.em_result_.history)
+
+    hooked = _OwnInitHook(K, n_init=2, random_state=0)
+    _same_fit(hooked.fit(X, constraints=c),
+              _OwnInitHook(K, n_init=2, random_state=0).fit(_chunked(X), constraints=c))
+    kpp = HMRFKMeans(K, init="k-means++", n_init=2, random_state=0).fit(X, constraints=c)
+    np.testing.assert_array_equal(hooked.labels_, kpp.labels_)
+
+
+def test_kmeanspp_draws_on_the_workers_the_rows_memory_draws():
+    """k-means++ on the chunks: the client receives one sum a chunk and draws a chunk, then
+    a row inside it on the worker, from the uniform numbers the in-memory draw uses; the
+    rows drawn, the candidates' potentials and the update equal the in-memory ones."""
+    from hmrf.backend import InMemoryRows
+    from hmrf.distributed import ChunkedData, GatheredRows
+    from hmrf.emissions import get_emission
+
+    X, _ = _blobs(seed=9)
+    fam = get_emission("sqeuclidean")
+    rows = GatheredRows(ChunkedData(_chunked(X), fam))
+    mem, dsk = InMemoryRows(X).min_divergence(fam, X[[3, 200]]), rows.min_divergence(fam, X[[3, 200]])
+    assert dsk.sums.shape == (len(ROW_CHUNKS),)
+    assert dsk.sums.sum() == pytest.approx(mem.closest.sum(), rel=1e-12)
+    cand = X[[5, 300, 420]]
+    np.testing.assert_allclose(dsk.potentials(cand), mem.potentials(cand), rtol=1e-12)
+    for t in (1, 2):
+        mem_t, dsk_t = mem.with_centre(cand, t), dsk.with_centre(cand, t)
+        for seed in range(10):
+            got, expected = (d.draw(9, np.random.default_rng(seed)) for d in (dsk_t, mem_t))
+            np.testing.assert_array_equal(got, expected)
+            # a row drawn lies in the chunk whose share of the total holds the number drawn
+            assert np.all(mem_t.closest[got] > 0)
+    # every row on the centre: the total is 0 and both draw uniformly from the same stream
+    ones = np.ones((N, D))
+    zero_d = GatheredRows(ChunkedData(_chunked(ones), fam)).min_divergence(fam, ones[:1])
+    zero_m = InMemoryRows(ones).min_divergence(fam, ones[:1])
+    assert not zero_d.sums.any()
+    np.testing.assert_array_equal(zero_d.draw(5, np.random.default_rng(1)), zero_m.draw(5, np.random.default_rng(1)))

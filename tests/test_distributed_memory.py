@@ -43,9 +43,9 @@ def _constraints(n):
                                   conflicts="drop")
 
 
-def _client_peak(n):
+def _client_peak(n, init=CENTERS):
     X, c = _data(n).persist(), _constraints(n)
-    est = HMRFKMeans(K, init=CENTERS, n_init=1, max_iter=4, tol=0.0, random_state=0)
+    est = HMRFKMeans(K, init=init, n_init=1, max_iter=4, tol=0.0, random_state=0)
     tracemalloc.start()
     try:
         est.fit(X, constraints=c)
@@ -57,11 +57,15 @@ def _client_peak(n):
     return peak, est
 
 
-def test_client_memory_does_not_grow_with_n(dask_client):
+@pytest.mark.parametrize("init", ["centres", "pckmeans++", "k-means++"])
+def test_client_memory_does_not_grow_with_n(dask_client, init):
+    """With given centres (EM alone) and with the seedings that draw k-means++ candidates
+    from every row's divergence (drawn on the workers: the client gets a sum per chunk)."""
+    init = CENTERS if init == "centres" else init
     small, large = 40_000, 400_000
-    _client_peak(small)  # imports and compilation in the client, outside the measurement
-    p_small, _ = _client_peak(small)
-    p_large, est = _client_peak(large)
+    _client_peak(small, init)  # imports and compilation in the client, outside the measurement
+    p_small, _ = _client_peak(small, init)
+    p_large, est = _client_peak(large, init)
     # one byte a point (the smallest O(n) vector: labels) would add 360 kB; the model's
     # stand-in data (one float broadcast to n rows) is checked for finite values in passing
     assert p_large - p_small < 0.5 * (large - small), (p_small, p_large)

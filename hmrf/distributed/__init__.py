@@ -15,8 +15,10 @@ the chunks of a row-chunked ``dask.array.Array``, on the workers of a
   receives the cost rows of the constrained points (O(m k)), on which the chosen engine
   runs as it does in memory, the cluster sizes and the statistics; every point's label
   stays on the worker that holds its chunk (:class:`ChunkLabels`).
-* :func:`fit_dask` and :func:`predict_dask` are what the estimators' ``fit`` and
-  ``predict`` call when given a Dask array.
+* :class:`DaskFit` is the fit backend (:mod:`hmrf.backend`) the estimators' one ``fit``
+  runs with when given a Dask array (:func:`fit_dask` with ``persist=``), and
+  :class:`GatheredRows` the row backend their initialisation runs on;
+  :func:`predict_dask` is what ``predict`` calls.
 
 ``import hmrf`` never imports Dask; this package loads its modules on first use
 (``pip install "hmrf[dask]"``). See ``docs/scaling_out.md`` for the memory model.
@@ -27,17 +29,15 @@ from __future__ import annotations
 from .._lazy import lazy_names
 from .._validation import is_dask_collection
 
-__all__ = ["DaskHMRF", "ChunkedData", "ChunkLabels", "ColumnSummary", "GatheredRows", "dask_assignment_pass",
-           "dask_soft_pass", "fit_dask", "predict_dask", "initial_params_dask",
-           "initial_centers_dask", "is_dask_collection"]
+__all__ = ["DaskHMRF", "DaskFit", "ChunkedData", "ChunkLabels", "ColumnSummary", "GatheredRows",
+           "dask_assignment_pass", "dask_soft_pass", "fit_dask", "predict_dask", "is_dask_collection"]
 
 #: public name -> submodule of this package that defines it
 _LAZY = {
     "DaskHMRF": "model", "ChunkedData": "data", "ChunkLabels": "labels", "ColumnSummary": "data",
     "GatheredRows": "rows",
-    "dask_assignment_pass": "passes", "dask_soft_pass": "passes", "fit_dask": "estimators",
-    "predict_dask": "estimators", "initial_params_dask": "estimators",
-    "initial_centers_dask": "initialization",
+    "dask_assignment_pass": "passes", "dask_soft_pass": "passes", "DaskFit": "fit", "fit_dask": "fit",
+    "predict_dask": "fit",
 }
 
 

@@ -10,9 +10,9 @@ ones (:func:`hmrf.em.run_em`, :func:`hmrf.em.run_soft_em`) with the passes of th
 package and ``incremental_statistics = False``: every pass accumulates the M-step
 statistics, since updating them from the points that moved would gather those rows.
 
-The client holds O(n) vectors (labels and costs, 8 bytes a point each, as the EM loop
-keeps them) and the rows and cost rows of the m constrained points; ``X`` stays on the
-workers.
+The client holds the rows and cost rows of the m constrained points and their labels;
+every point's label stays with its chunk (:class:`~hmrf.distributed.ChunkLabels`) and
+``X`` on the workers.
 """
 
 from __future__ import annotations

@@ -253,15 +253,43 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
                           _stack_rows(rows, k), stats, costs=costs)
 
 
+def chunk_soft_pass(family, X, data, params, normalizer, n_clusters, clamped, local, shift, tree):
+    """:func:`chunk_soft_assignment` with the chunk's labels as an output of their own, to
+    stay on the worker: ``(labels, summary, stats)``, ``summary`` = ``(free energy, cost
+    rows and labels of the constrained rows, counts, stats)`` (the statistics travel in
+    ``summary`` unless ``tree``, as :func:`chunk_pass`)."""
+    (labels, free, unary_c), stats = chunk_soft_assignment(family, X, data, params, normalizer, n_clusters,
+                                                           clamped, local, shift)
+    at = labels[local] if local is not None else labels[:0]
+    summary = (free, unary_c, at.astype(np.int64), np.bincount(labels, minlength=n_clusters),
+               None if tree else stats)
+    return labels, summary, stats if tree else None
+
+
 def dask_soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.bool_] | None = None,
                    shift: NDArray[np.floating] | None = None) -> SoftPass:
     """:func:`hmrf.em.passes.soft_pass` over the chunks of a :class:`~hmrf.distributed.DaskHMRF`,
-    as one Dask computation."""
+    as one Dask computation; the most probable labels stay on the workers
+    (:class:`~hmrf.distributed.ChunkLabels`), the client receives the free energy, the
+    constrained points' cost rows and labels, the cluster sizes and the statistics."""
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)
     par = dask.delayed(params, traverse=False)
-    args = [(data.family_key, x, t, par, model.normalizer, k, c, loc, shift)
-            for x, t, c, loc in zip(data.chunks, terms, clamped, local)]
-    results, stats = run_chunks(model, chunk_soft_assignment, args)
-    labels, free, rows = zip(*results)
-    return SoftPass(np.concatenate(labels).astype(np.int64), float(sum(free)), _stack_rows(rows, k), stats)
+    tree = _statistics_size(model) > TREE_ABOVE
+    tasks = [dask.delayed(chunk_soft_pass, pure=False, nout=3)(data.family_key, x, t, par, model.normalizer,
+                                                               k, c, loc, shift, tree)
+             for x, t, c, loc in zip(data.chunks, terms, clamped, local)]
+    wanted = [t[0] for t in tasks] + [t[1] for t in tasks]
+    if tree:
+        wanted.append(tree_reduce([t[2] for t in tasks]))
+    kept = dask.persist(*wanted)  # one graph: the labels stay, the rest is gathered below
+    n_chunks = len(tasks)
+    label_chunks, small = list(kept[:n_chunks]), dask.compute(*kept[n_chunks:])
+    free, rows, at, counts, parts = zip(*small[:n_chunks])
+    stats = small[-1] if tree else None
+    if not tree:
+        for st in parts:  # a loop over chunks: k x d additions each, in chunk order
+            stats = st if stats is None else stats + st
+    nodes = np.empty(0, dtype=np.int64) if constrained is None else np.asarray(constrained, dtype=np.int64)
+    labels = ChunkLabels(data, label_chunks, nodes, np.concatenate(at), np.sum(counts, axis=0))
+    return SoftPass(labels, float(sum(free)), _stack_rows(rows, k), stats)

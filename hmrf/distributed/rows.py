@@ -1,4 +1,5 @@
-"""The client's stand-in for ``X``: a few rows by index and the column summary, never all rows.
+"""The client's stand-in for ``X``: a few rows by index, the column summary and the
+initialisation's operations on the chunks, never all rows.
 
 On the client a :class:`~hmrf.distributed.DaskHMRF` has no data matrix. What the layers
 above the data passes read from ``model.X`` is small: the rows of the points in pairwise
@@ -10,26 +11,41 @@ index, fetched from the chunks that hold them and kept, and ``mean``/``var``/``s
 along axis 0 from the :class:`~hmrf.distributed.ColumnSummary`. Anything that needs
 every row (slices, masks, arithmetic on the whole matrix, conversion to an array) raises
 a ``ValueError`` that says so, instead of gathering the data.
+
+:class:`GatheredRows` is the Dask :class:`~hmrf.backend.RowBackend`, on which
+:mod:`hmrf.initialization` runs unchanged, with the same random draws in the same order
+as in memory:
+
+* group centroids (neighbourhoods, seed classes) from the gathered member rows (m x d);
+* k-means++ (:class:`ChunkDivergence`): each row's divergence to its nearest centre stays
+  with its chunk on the workers; to draw candidates the client receives one sum a chunk,
+  draws a chunk and then, from the same uniform number, a row inside it (a task on that
+  chunk's worker searches the chunk's cumulative sum), so the client holds O(chunks) per
+  step, never O(n); the candidates' potentials are per-chunk sums added up by a tree of
+  tasks. The draws and the sums differ from the in-memory ones by round-off only (the
+  order of the additions).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import dask
 import numpy as np
 import scipy.sparse as sp
 
-from .data import ChunkedData
+from ..backend import InMemoryRows, MinDivergence, RowBackend, min_divergence_rows
+from .data import ChunkedData, tree_reduce
 
 if TYPE_CHECKING:
     from typing import Any
 
     from numpy.typing import DTypeLike, NDArray
 
-__all__ = ["GatheredRows"]
+__all__ = ["GatheredRows", "ChunkDivergence"]
 
 
-class GatheredRows:
+class GatheredRows(RowBackend):
     """Rows of a :class:`ChunkedData` by index, and its column summary.
 
     Parameters
@@ -91,6 +107,18 @@ class GatheredRows:
             self._index, self._rows = index[order], stack[order]
         return self._rows[np.searchsorted(self._index, idx)]
 
+    # ------------------------------------------------ the initialisation's operations
+    def group_centroids(self, members, which, n_groups):
+        """Means of the rows ``members`` grouped by ``which`` and group sizes, from the
+        gathered member rows (m x d on the client)."""
+        uniq, local = np.unique(members, return_inverse=True)
+        return InMemoryRows(self[uniq]).group_centroids(local.ravel(), which, n_groups)
+
+    def min_divergence(self, family, centers) -> ChunkDivergence:
+        """``min_h D(x_i, c_h)`` of every row, one persisted task per chunk on the workers
+        (:class:`ChunkDivergence`)."""
+        return ChunkDivergence.of(self._data, family, centers)
+
     # ------------------------------------------------------- column summary
     @staticmethod
     def _check_axis(axis, what):
@@ -145,3 +173,85 @@ class GatheredRows:
 
     def __repr__(self) -> str:
         return f"GatheredRows(shape={self.shape}, gathered={self.n_gathered})"
+
+
+# ------------------------------------------------------------------ k-means++
+def _chunk_update(family, X, data, closest, centers) -> np.ndarray:
+    """The chunk's minimum divergence to ``centers``, or (with ``closest``) to them and the
+    centres before."""
+    d = min_divergence_rows(family, X, data, centers)
+    return d if closest is None else np.minimum(closest, d)
+
+
+def _chunk_potentials(family, X, data, closest, candidates) -> np.ndarray:
+    """For each candidate centre: the chunk's summed divergence to the nearest centre if the
+    candidate joined the centres (T,)."""
+    return np.array([np.minimum(closest, min_divergence_rows(family, X, data, candidates[t:t + 1])).sum()
+                     for t in range(candidates.shape[0])])  # a few candidates
+
+
+def _chunk_sum(closest) -> float:
+    return float(closest.sum())
+
+
+def _chunk_draw(closest, targets) -> np.ndarray:
+    """Chunk-local rows at which the cumulative sum of ``closest`` reaches ``targets``."""
+    return np.minimum(np.searchsorted(np.cumsum(closest), targets), closest.shape[0] - 1)
+
+
+class ChunkDivergence(MinDivergence):
+    """:class:`~hmrf.backend.MinDivergence` of a :class:`ChunkedData`: one persisted task a
+    chunk, and the chunks' sums on the client (module docstring).
+
+    Attributes
+    ----------
+    parts : list of Delayed
+        Each chunk's minimum divergences (b,), on the workers.
+    sums : ndarray (chunks,)
+        Their sums.
+    """
+
+    def __init__(self, data: ChunkedData, family_key, terms, parts):
+        self._data, self._family, self._terms = data, family_key, terms
+        self.parts = list(dask.persist(*parts))
+        self.sums = np.array(dask.compute(*[dask.delayed(_chunk_sum, pure=False)(p) for p in self.parts]),
+                             dtype=np.float64)
+
+    @classmethod
+    def of(cls, data: ChunkedData, family, centers) -> ChunkDivergence:
+        own = family is data.family
+        key = data.family_key if own else dask.delayed(family, traverse=False)
+        terms = data.data_terms if own and data.data_terms else [None] * data.n_chunks
+        parts = [dask.delayed(_chunk_update, pure=False)(key, x, t, None, centers)
+                 for x, t in zip(data.chunks, terms)]
+        return cls(data, key, terms, parts)
+
+    def draw(self, trials, rng):
+        """A chunk by the cumulative sum of the chunks' sums, then a row inside it by the
+        chunk's own cumulative sum, from one uniform number per trial (the stream of the
+        in-memory draw); uniformly when the total is zero or not finite."""
+        ends = np.cumsum(self.sums)
+        total = ends[-1] if ends.size else 0.0
+        if not np.isfinite(total) or total <= 0:
+            return rng.choice(self._data.n, size=trials)
+        u = rng.random(trials) * total
+        chunk = np.minimum(np.searchsorted(ends, u), ends.size - 1)
+        offset = u - np.concatenate([[0.0], ends])[chunk]
+        rows = np.empty(trials, dtype=np.int64)
+        wanted = np.unique(chunk)
+        tasks = [dask.delayed(_chunk_draw, pure=False)(self.parts[c], offset[chunk == c]) for c in wanted]
+        for c, local in zip(wanted, dask.compute(*tasks)):  # a loop over the few chunks drawn
+            rows[chunk == c] = self._data.starts[c] + local
+        return rows
+
+    def potentials(self, candidates):
+        """Per-chunk potentials added up by a tree of tasks on the workers."""
+        return dask.compute(tree_reduce(
+            [dask.delayed(_chunk_potentials, pure=False)(self._family, x, t, c, candidates)
+             for x, t, c in zip(self._data.chunks, self._terms, self.parts)]))[0]
+
+    def with_centre(self, candidates, t):
+        chosen = candidates[t:t + 1]
+        parts = [dask.delayed(_chunk_update, pure=False)(self._family, x, d, c, chosen)
+                 for x, d, c in zip(self._data.chunks, self._terms, self.parts)]
+        return ChunkDivergence(self._data, self._family, self._terms, parts)

@@ -152,7 +152,10 @@ def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngi
         if nodes.size:
             q_c, f_c = _posteriors(engine, step.constrained_unary, sub, q_c, rng)
             free += f_c
-            labels[nodes] = np.argmax(q_c, axis=1)
+            if isinstance(labels, np.ndarray):  # the pass's own vector
+                labels[nodes] = np.argmax(q_c, axis=1)
+            else:  # labels kept where the rows are (hmrf.distributed.ChunkLabels)
+                labels = labels.with_rows(nodes, np.argmax(q_c, axis=1))
             stats = stats + model.statistics(q_c, rows=nodes)
         history.append(free)
         t1 = time.perf_counter()

@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._blocks import row_blocks
 from .._params import Check, Interval, Options, validate_params
 from .._validation import check_data, check_partial_labels, check_random_state, is_dask_collection
+from ..backend import InMemoryFit
 from ..constraints import Constraints
 from ..em import rise_tolerance, run_em
 from ..em.passes import nearest_clusters
@@ -213,17 +214,28 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         self
         """
         if is_dask_collection(X):  # a Dask array: EM on its chunks, where they are (hmrf.distributed)
-            from ..distributed.estimators import fit_dask
-            return fit_dask(self, X, y, must_link=must_link, cannot_link=cannot_link,
-                            constraints=constraints, potentials=potentials)
+            from ..distributed.fit import DaskFit
+            backend = DaskFit()
+        else:
+            backend = InMemoryFit()
+        return self._fit(backend, X, y, must_link=must_link, cannot_link=cannot_link,
+                         constraints=constraints, potentials=potentials)
+
+    def _fit(self, backend, X, y=None, *, must_link=None, cannot_link=None, constraints=None,
+             potentials=None):
+        """The fit, written once against a fit backend (:mod:`hmrf.backend`): where the rows
+        are decides how ``X`` is checked, where the model keeps them, the passes over them
+        and how ``labels_`` is kept; the supervision, the model, the initialisation and the
+        EM loop are the estimator's own on both."""
         self._validate_params()
-        Xc = check_data(X, keep_float32=True)
+        Xc = backend.data(X)
         validate_data(self, X, skip_check_array=True, reset=True)
-        em = self._em()
+        y = backend.partial_labels(y)
+        em = self._em(backend.hard_pass, backend.soft_pass)
         c = self._supervision(Xc.shape[0], y, must_link, cannot_link, constraints)
-        model = self._model(Xc, c, y, potentials)
+        model = backend.model(self._model, Xc, c, y, potentials)
         best = self._best_of_runs(model, c, y, em, self._initial_params)
-        return self._set_fitted(best, model, c, best.labels.astype(np.int64))
+        return self._set_fitted(best, model, c, backend.labels(best, model))
 
     def _em(self, hard_pass=None, soft_pass=None):
         """The EM loop this estimator runs, as ``em(model, params, rng) -> EMResult``
@@ -326,7 +338,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             (a lazy Dask array for a Dask array ``X``)
         """
         if is_dask_collection(X):
-            from ..distributed.estimators import predict_dask
+            from ..distributed.fit import predict_dask
             return predict_dask(self, X)
         check_is_fitted(self, "params_")
         family, Xp = self._prepared(X)

@@ -1,0 +1,205 @@
+"""Where the rows are: the operations the initialisation runs on the data
+(ARCHITECTURE.md, layer 4).
+
+The initialisation (:mod:`hmrf.initialization`) is written once against a
+:class:`RowBackend`; it reads the data only through
+
+* rows by index (``X[idx]``) and the column means (``X.mean(axis=0)``), which every
+  backend's ``X`` supports;
+* :meth:`RowBackend.group_centroids`: means of groups of rows (neighbourhoods, seed
+  classes);
+* :meth:`RowBackend.min_divergence`: every row's divergence to its nearest centre,
+  ``D_i = min_h D(x_i, c_h)``, kept where the rows are, as a :class:`MinDivergence`
+  that draws k-means++ candidates with probability proportional to ``D_i`` (Arthur &
+  Vassilvitskii 2007), scores candidate centres by ``Σ_i min(D_i, D(x_i, c))``, and
+  adds a centre.
+
+:class:`InMemoryRows` is the backend of an array in memory (a NumPy array or a CSR
+matrix); the Dask backend is :class:`hmrf.distributed.GatheredRows`, whose rows stay in
+the chunks on the workers. :func:`rows_of` gives the backend of ``X``: ``X`` itself
+when it is one, else the in-memory backend of the array.
+
+One level up, an estimator's ``fit`` is written once against a fit backend (what
+:class:`InMemoryFit` does for an array in memory, :class:`hmrf.distributed.DaskFit` for
+a Dask array): it checks the data, builds the model where the rows are, names the passes
+over the data the EM loops run, and returns the labels as that backend keeps them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._blocks import row_blocks
+from ._validation import check_data
+
+__all__ = ["RowBackend", "MinDivergence", "InMemoryRows", "InMemoryFit", "rows_of", "first_lowest",
+           "kmeanspp_candidates", "min_divergence_rows"]
+
+
+class MinDivergence:
+    """Every row's divergence to its nearest centre, ``D_i = min_h D(x_i, c_h)``, kept
+    where the rows are (the state of k-means++ seeding between two centres)."""
+
+    def draw(self, trials: int, rng) -> np.ndarray:
+        """``trials`` row indices drawn with probability ``D_i / Σ_j D_j`` (uniformly when
+        the sum is zero or not finite), from ``trials`` uniform numbers of ``rng``."""
+        raise NotImplementedError
+
+    def potentials(self, candidates) -> np.ndarray:
+        """``Σ_i min(D_i, D(x_i, c_t))`` for each candidate centre ``c_t`` (T, d): the
+        k-means++ potential if ``c_t`` joined the centres (T,)."""
+        raise NotImplementedError
+
+    def with_centre(self, candidates, t: int) -> MinDivergence:
+        """The minimum divergence once ``candidates[t]`` has joined the centres (after
+        :meth:`potentials` of the same ``candidates``)."""
+        raise NotImplementedError
+
+
+class RowBackend:
+    """The rows of the data, wherever they are (module docstring).
+
+    Attributes
+    ----------
+    shape : tuple (n, d)
+    """
+
+    shape: tuple
+
+    def group_centroids(self, members, which, n_groups: int):
+        """Means of the rows ``members`` grouped by ``which`` ``(n_groups, d)`` and the
+        group sizes ``(n_groups,)``, float64."""
+        raise NotImplementedError
+
+    def min_divergence(self, family, centers) -> MinDivergence:
+        """``min_h D(x_i, c_h)`` of every row under ``family``'s divergence, kept where
+        the rows are."""
+        raise NotImplementedError
+
+
+def first_lowest(values) -> int | None:
+    """Index of the first value strictly below every earlier one and below ``inf``: the
+    k-means++ rule that keeps the first of equally good candidates; ``None`` when no
+    value is below ``inf`` (every candidate infinite or NaN)."""
+    best, low = None, np.inf
+    for t, v in enumerate(values):  # a few candidates
+        if v < low:
+            best, low = t, v
+    return best
+
+
+def min_divergence_rows(family, X, data, centers) -> np.ndarray:
+    """``min_h D(x_i, c_h)`` for every row of ``X`` (n,), float64, in blocks of rows
+    (``data``: the family's data terms of the rows, or ``None``)."""
+    n = X.shape[0]
+    out = np.empty(n)
+    for rows in row_blocks(n, max(centers.shape[0], X.shape[1])):  # blocks bound the temporaries
+        out[rows] = family.divergence(X[rows], centers, data=None if data is None else data[rows]).min(axis=1)
+    return out
+
+
+def kmeanspp_candidates(closest, trials: int, rng) -> np.ndarray:
+    """``trials`` candidate rows for the next k-means++ centre, drawn with probability
+    proportional to ``closest`` (each row's divergence to its nearest centre; Arthur &
+    Vassilvitskii 2007) from its cumulative sum, uniformly when the total is zero or not
+    finite."""
+    n = closest.shape[0]
+    total = closest.sum()
+    if not np.isfinite(total) or total <= 0:
+        return rng.choice(n, size=trials)
+    return np.minimum(np.searchsorted(np.cumsum(closest), rng.random(trials) * total), n - 1)
+
+
+class _InMemoryDivergence(MinDivergence):
+    """:class:`MinDivergence` of an array in memory: one (n,) vector, and the minima of
+    the lowest candidate of the last :meth:`potentials`, kept for :meth:`with_centre`."""
+
+    def __init__(self, X, family, data, closest):
+        self._X, self._family, self._data, self.closest = X, family, data, closest
+        self._best = None  # (candidates, t, minima) of the last potentials
+
+    def draw(self, trials, rng):
+        return kmeanspp_candidates(self.closest, trials, rng)
+
+    def potentials(self, candidates):
+        pots = np.empty(candidates.shape[0])
+        low, self._best = np.inf, None
+        for t in range(candidates.shape[0]):  # a few candidates, each a pass over the rows
+            d = np.minimum(self.closest, min_divergence_rows(self._family, self._X, self._data,
+                                                             candidates[t:t + 1]))
+            pots[t] = d.sum()
+            if pots[t] < low:  # keep one vector: the lowest candidate's (first_lowest's rule)
+                low, self._best = pots[t], (candidates, t, d)
+        return pots
+
+    def with_centre(self, candidates, t):
+        if self._best is not None and self._best[0] is candidates and self._best[1] == t:
+            d = self._best[2]
+        else:
+            d = np.minimum(self.closest, min_divergence_rows(self._family, self._X, self._data,
+                                                             candidates[t:t + 1]))
+        return _InMemoryDivergence(self._X, self._family, self._data, d)
+
+
+class InMemoryRows(RowBackend):
+    """The backend of an array in memory (module docstring).
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix (n, d)
+        Prepared data.
+    """
+
+    def __init__(self, X):
+        self.X = X
+        self.shape = X.shape
+
+    def group_centroids(self, members, which, n_groups):
+        """A sparse (n_groups, n) indicator times ``X``: O(len(members) · d) work and no
+        copy of the member rows."""
+        X = self.X
+        R = sp.csr_matrix((np.ones(members.size), (which, members)), shape=(n_groups, X.shape[0]))
+        sums = R @ X
+        sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
+        sizes = np.bincount(which, minlength=n_groups).astype(np.float64)
+        return sums / np.maximum(sizes, 1.0)[:, None], sizes
+
+    def min_divergence(self, family, centers):
+        """One (n,) float64 vector; the family's data terms computed once for all the
+        passes of the seeding."""
+        data = family.data_terms(self.X)
+        return _InMemoryDivergence(self.X, family, data, min_divergence_rows(family, self.X, data, centers))
+
+
+def rows_of(X) -> RowBackend:
+    """The backend of ``X``: ``X`` itself if it is a :class:`RowBackend` (the ``X`` of a
+    model on a Dask array), else :class:`InMemoryRows` of the array."""
+    return X if isinstance(X, RowBackend) else InMemoryRows(X)
+
+
+class InMemoryFit:
+    """The fit backend of an array in memory (module docstring): the estimators' ``fit``
+    calls, in order, :meth:`data`, :meth:`partial_labels`, :meth:`model`, the EM loops with
+    ``hard_pass``/``soft_pass`` (``None``: the in-memory passes of :mod:`hmrf.em`), and
+    :meth:`labels`."""
+
+    hard_pass = None
+    soft_pass = None
+
+    def data(self, X):
+        """``X`` checked (``check_data``; float32 stays float32)."""
+        return check_data(X, keep_float32=True)
+
+    def partial_labels(self, y):
+        """Partial labels as the supervision reads them."""
+        return y
+
+    def model(self, build, X, constraints, y, potentials):
+        """The model of the estimator: ``build(X, constraints, y, potentials)`` (its
+        ``_model``) on the checked array."""
+        return build(X, constraints, y, potentials)
+
+    def labels(self, result, model):
+        """The fitted ``labels_``: the EM result's labels as int64 (n,)."""
+        return result.labels.astype(np.int64)

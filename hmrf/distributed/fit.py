@@ -1,0 +1,116 @@
+"""``fit`` and ``predict`` of the HMRF estimators on Dask arrays.
+
+:class:`DaskFit` is the fit backend (:mod:`hmrf.backend`) of a Dask array: the
+estimators' one ``fit`` checks the data with it, builds the model of the estimator (its
+own ``_model``, built on ``stand_in(n)`` and taken over by a
+:class:`~hmrf.distributed.DaskHMRF`), runs the estimator's own ``_initial_params`` on the
+model's rows (:class:`~hmrf.distributed.GatheredRows`, the Dask
+:class:`~hmrf.backend.RowBackend` of :mod:`hmrf.initialization`) and the EM loops with the
+passes of ``hmrf.distributed.passes``. The fitted attributes are those of the in-memory
+fit, except that ``labels_`` is a Dask array chunked like the rows of ``X`` and kept on
+the workers. Nothing here knows which estimator runs.
+"""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..em.passes import nearest_clusters
+from ..emissions import get_emission
+from .data import _global_rows, as_row_chunked, label_dtype, prepare_chunk
+from .labels import ChunkLabels
+from .model import DaskHMRF, stand_in
+from .passes import dask_assignment_pass, dask_soft_pass
+
+__all__ = ["DaskFit", "fit_dask", "predict_dask"]
+
+
+class DaskFit:
+    """The fit backend of a row-chunked Dask array (module docstring; the protocol is
+    :class:`hmrf.backend.InMemoryFit`'s).
+
+    Parameters
+    ----------
+    persist : {"auto", True, False}, optional
+        Keep the prepared chunks in the workers' memory (see
+        :class:`~hmrf.distributed.ChunkedData`); default: the Dask configuration value
+        ``hmrf.persist``, else ``"auto"``.
+    """
+
+    hard_pass = staticmethod(dask_assignment_pass)
+    soft_pass = staticmethod(dask_soft_pass)
+
+    def __init__(self, persist=None):
+        self.persist = dask.config.get("hmrf.persist", "auto") if persist is None else persist
+
+    def data(self, X):
+        """``X`` as a row-chunked Dask array (:func:`~hmrf.distributed.data.as_row_chunked`);
+        the chunks are checked on the workers when the model reads them."""
+        return as_row_chunked(X)
+
+    def partial_labels(self, y):
+        """Partial labels given as a Dask array, as a NumPy vector (n integers on the
+        client: the supervision reads them all)."""
+        if y is not None and type(y).__module__.split(".")[0] == "dask":
+            return np.asarray(y.compute())
+        return y
+
+    def model(self, build, X, constraints, y, potentials) -> DaskHMRF:
+        """``build(stand_in(n), constraints, y, potentials)`` (the estimator's ``_model``)
+        taken over by a :class:`~hmrf.distributed.DaskHMRF` of ``X``."""
+        template = build(stand_in(X.shape[0]), constraints, y, potentials)
+        return DaskHMRF.from_model(template, X, persist=self.persist)
+
+    def labels(self, result, model):
+        """The fitted ``labels_`` as a Dask array chunked like the rows of ``X``, from the
+        labels the passes keep on the workers (labels held by the client, from a pass
+        supplied by the user, are sent to them)."""
+        if isinstance(result.labels, ChunkLabels):
+            return result.labels.to_dask()
+        return model.data.to_dask(result.labels.astype(label_dtype(model.n_clusters)), np.int64)
+
+
+def fit_dask(estimator, X, y=None, *, must_link=None, cannot_link=None, constraints=None,
+             potentials=None, persist=None):
+    """Fit an HMRF estimator on a row-chunked Dask array: its ``fit`` with a
+    :class:`DaskFit` backend (module docstring).
+
+    Parameters
+    ----------
+    estimator : HMRFClusterMixin
+    X : dask.array.Array (n, d)
+        Dense or with sparse chunks (for families that accept sparse data).
+    y, must_link, cannot_link, constraints, potentials :
+        As the estimator's ``fit``; ``y`` may be a Dask array (n labels are read).
+    persist : {"auto", True, False}, optional
+        As :class:`DaskFit`.
+
+    Returns
+    -------
+    estimator
+        Fitted; ``labels_`` is a Dask array chunked like the rows of ``X``.
+    """
+    return estimator._fit(DaskFit(persist), X, y, must_link=must_link, cannot_link=cannot_link,
+                          constraints=constraints, potentials=potentials)
+
+
+def _predict_chunk(block, family, params, normalizer, block_info=None):
+    start = block_info[0]["array-location"][0][0] if block_info else 0
+    X = prepare_chunk(block, family, start)
+    try:
+        return nearest_clusters(family, X, params, normalizer)
+    except ValueError as exc:  # pragma: no cover - a family's own error while scoring
+        raise ValueError(_global_rows(str(exc), start)) from None
+
+
+def predict_dask(estimator, X):
+    """Nearest cluster of the rows of a Dask array under the fitted emission (no
+    constraints), as a lazy Dask array of int64 chunked like the rows of ``X``."""
+    check_is_fitted(estimator, "params_")
+    family = get_emission(estimator._spec_emission())
+    X = as_row_chunked(X)
+    validate_data(estimator, X, skip_check_array=True, reset=False)
+    return X.map_blocks(_predict_chunk, family, estimator.params_, estimator._spec_normalizer(),
+                        drop_axis=1, dtype=np.int64, meta=np.empty(0, dtype=np.int64))
