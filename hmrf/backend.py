@@ -27,11 +27,25 @@ over the data the EM loops run, and returns the labels as that backend keeps the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from ._blocks import row_blocks
 from ._validation import check_data
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._typing import MatrixLike
+    from .constraints import Constraints
+    from .em.loop import EMResult
+    from .emissions.base import EmissionFamily
+    from .model import HMRF
 
 __all__ = ["RowBackend", "MinDivergence", "InMemoryRows", "InMemoryFit", "rows_of", "first_lowest",
            "kmeanspp_candidates", "min_divergence_rows"]
@@ -41,17 +55,17 @@ class MinDivergence:
     """Every row's divergence to its nearest centre, ``D_i = min_h D(x_i, c_h)``, kept
     where the rows are (the state of k-means++ seeding between two centres)."""
 
-    def draw(self, trials: int, rng) -> np.ndarray:
+    def draw(self, trials: int, rng: np.random.Generator) -> np.ndarray:
         """``trials`` row indices drawn with probability ``D_i / Σ_j D_j`` (uniformly when
         the sum is zero or not finite), from ``trials`` uniform numbers of ``rng``."""
         raise NotImplementedError
 
-    def potentials(self, candidates) -> np.ndarray:
+    def potentials(self, candidates: NDArray[np.intp]) -> np.ndarray:
         """``Σ_i min(D_i, D(x_i, c_t))`` for each candidate centre ``c_t`` (T, d): the
         k-means++ potential if ``c_t`` joined the centres (T,)."""
         raise NotImplementedError
 
-    def with_centre(self, candidates, t: int) -> MinDivergence:
+    def with_centre(self, candidates: NDArray[np.intp], t: int) -> MinDivergence:
         """The minimum divergence once ``candidates[t]`` has joined the centres (after
         :meth:`potentials` of the same ``candidates``)."""
         raise NotImplementedError
@@ -67,18 +81,19 @@ class RowBackend:
 
     shape: tuple
 
-    def group_centroids(self, members, which, n_groups: int):
+    def group_centroids(self, members: NDArray[np.intp], which: NDArray[np.intp],
+                        n_groups: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Means of the rows ``members`` grouped by ``which`` ``(n_groups, d)`` and the
         group sizes ``(n_groups,)``, float64."""
         raise NotImplementedError
 
-    def min_divergence(self, family, centers) -> MinDivergence:
+    def min_divergence(self, family: EmissionFamily, centers: NDArray[np.floating]) -> MinDivergence:
         """``min_h D(x_i, c_h)`` of every row under ``family``'s divergence, kept where
         the rows are."""
         raise NotImplementedError
 
 
-def first_lowest(values) -> int | None:
+def first_lowest(values: NDArray[np.floating]) -> int | None:
     """Index of the first value strictly below every earlier one and below ``inf``: the
     k-means++ rule that keeps the first of equally good candidates; ``None`` when no
     value is below ``inf`` (every candidate infinite or NaN)."""
@@ -89,7 +104,8 @@ def first_lowest(values) -> int | None:
     return best
 
 
-def min_divergence_rows(family, X, data, centers) -> np.ndarray:
+def min_divergence_rows(family: EmissionFamily, X: MatrixLike, data: Any,
+                        centers: NDArray[np.floating]) -> np.ndarray:
     """``min_h D(x_i, c_h)`` for every row of ``X`` (n,), float64, in blocks of rows
     (``data``: the family's data terms of the rows, or ``None``)."""
     n = X.shape[0]
@@ -99,7 +115,7 @@ def min_divergence_rows(family, X, data, centers) -> np.ndarray:
     return out
 
 
-def kmeanspp_candidates(closest, trials: int, rng) -> np.ndarray:
+def kmeanspp_candidates(closest: NDArray[np.floating], trials: int, rng: np.random.Generator) -> np.ndarray:
     """``trials`` candidate rows for the next k-means++ centre, drawn with probability
     proportional to ``closest`` (each row's divergence to its nearest centre; Arthur &
     Vassilvitskii 2007) from its cumulative sum, uniformly when the total is zero or not
@@ -151,11 +167,12 @@ class InMemoryRows(RowBackend):
         Prepared data.
     """
 
-    def __init__(self, X):
+    def __init__(self, X: MatrixLike) -> None:
         self.X = X
         self.shape = X.shape
 
-    def group_centroids(self, members, which, n_groups):
+    def group_centroids(self, members: NDArray[np.intp], which: NDArray[np.intp],
+                        n_groups: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """A sparse (n_groups, n) indicator times ``X``: O(len(members) · d) work and no
         copy of the member rows."""
         X = self.X
@@ -165,14 +182,14 @@ class InMemoryRows(RowBackend):
         sizes = np.bincount(which, minlength=n_groups).astype(np.float64)
         return sums / np.maximum(sizes, 1.0)[:, None], sizes
 
-    def min_divergence(self, family, centers):
+    def min_divergence(self, family: EmissionFamily, centers: NDArray[np.floating]) -> MinDivergence:
         """One (n,) float64 vector; the family's data terms computed once for all the
         passes of the seeding."""
         data = family.data_terms(self.X)
         return _InMemoryDivergence(self.X, family, data, min_divergence_rows(family, self.X, data, centers))
 
 
-def rows_of(X) -> RowBackend:
+def rows_of(X: MatrixLike | RowBackend) -> RowBackend:
     """The backend of ``X``: ``X`` itself if it is a :class:`RowBackend` (the ``X`` of a
     model on a Dask array), else :class:`InMemoryRows` of the array."""
     return X if isinstance(X, RowBackend) else InMemoryRows(X)
@@ -187,19 +204,20 @@ class InMemoryFit:
     hard_pass = None
     soft_pass = None
 
-    def data(self, X):
+    def data(self, X: MatrixLike) -> MatrixLike:
         """``X`` checked (``check_data``; float32 stays float32)."""
         return check_data(X, keep_float32=True)
 
-    def partial_labels(self, y):
+    def partial_labels(self, y: ArrayLike | None) -> ArrayLike | None:
         """Partial labels as the supervision reads them."""
         return y
 
-    def model(self, build, X, constraints, y, potentials):
+    def model(self, build: Callable[..., HMRF], X: MatrixLike, constraints: Constraints,
+              y: ArrayLike | None, potentials: Any) -> HMRF:
         """The model of the estimator: ``build(X, constraints, y, potentials)`` (its
         ``_model``) on the checked array."""
         return build(X, constraints, y, potentials)
 
-    def labels(self, result, model):
+    def labels(self, result: EMResult, model: HMRF) -> NDArray[np.int64]:
         """The fitted ``labels_``: the EM result's labels as int64 (n,)."""
         return result.labels.astype(np.int64)

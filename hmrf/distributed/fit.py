@@ -13,6 +13,8 @@ the workers. Nothing here knows which estimator runs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -23,6 +25,20 @@ from .data import _global_rows, as_row_chunked, label_dtype, prepare_chunk
 from .labels import ChunkLabels
 from .model import DaskHMRF, stand_in
 from .passes import dask_assignment_pass, dask_soft_pass
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    import dask.array as da
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
+
+    from .._typing import PairsLike
+    from ..constraints import Constraints
+    from ..em.loop import EMResult
+    from ..model import HMRF
+    from .data import ChunkedData
 
 __all__ = ["DaskFit", "fit_dask", "predict_dask"]
 
@@ -42,28 +58,29 @@ class DaskFit:
     hard_pass = staticmethod(dask_assignment_pass)
     soft_pass = staticmethod(dask_soft_pass)
 
-    def __init__(self, persist=None):
+    def __init__(self, persist: bool | str | None = None) -> None:
         self.persist = dask.config.get("hmrf.persist", "auto") if persist is None else persist
 
-    def data(self, X):
+    def data(self, X: Any) -> ChunkedData:
         """``X`` as a row-chunked Dask array (:func:`~hmrf.distributed.data.as_row_chunked`);
         the chunks are checked on the workers when the model reads them."""
         return as_row_chunked(X)
 
-    def partial_labels(self, y):
+    def partial_labels(self, y: Any) -> ArrayLike | None:
         """Partial labels given as a Dask array, as a NumPy vector (n integers on the
         client: the supervision reads them all)."""
         if y is not None and type(y).__module__.split(".")[0] == "dask":
             return np.asarray(y.compute())
         return y
 
-    def model(self, build, X, constraints, y, potentials) -> DaskHMRF:
+    def model(self, build: Callable[..., HMRF], X: ChunkedData, constraints: Constraints,
+              y: ArrayLike | None, potentials: Any) -> DaskHMRF:
         """``build(stand_in(n), constraints, y, potentials)`` (the estimator's ``_model``)
         taken over by a :class:`~hmrf.distributed.DaskHMRF` of ``X``."""
         template = build(stand_in(X.shape[0]), constraints, y, potentials)
         return DaskHMRF.from_model(template, X, persist=self.persist)
 
-    def labels(self, result, model):
+    def labels(self, result: EMResult, model: DaskHMRF) -> da.Array:
         """The fitted ``labels_`` as a Dask array chunked like the rows of ``X``, from the
         labels the passes keep on the workers (labels held by the client, from a pass
         supplied by the user, are sent to them)."""
@@ -72,8 +89,10 @@ class DaskFit:
         return model.data.to_dask(result.labels.astype(label_dtype(model.n_clusters)), np.int64)
 
 
-def fit_dask(estimator, X, y=None, *, must_link=None, cannot_link=None, constraints=None,
-             potentials=None, persist=None):
+def fit_dask(estimator: BaseEstimator, X: da.Array, y: ArrayLike | None = None, *,
+             must_link: PairsLike | None = None, cannot_link: PairsLike | None = None,
+             constraints: Constraints | None = None, potentials: Any = None,
+             persist: bool | str | None = None) -> BaseEstimator:
     """Fit an HMRF estimator on a row-chunked Dask array: its ``fit`` with a
     :class:`DaskFit` backend (module docstring).
 
@@ -105,7 +124,7 @@ def _predict_chunk(block, family, params, normalizer, block_info=None):
         raise ValueError(_global_rows(str(exc), start)) from None
 
 
-def predict_dask(estimator, X):
+def predict_dask(estimator: BaseEstimator, X: da.Array) -> da.Array:
     """Nearest cluster of the rows of a Dask array under the fitted emission (no
     constraints), as a lazy Dask array of int64 chunked like the rows of ``X``."""
     check_is_fitted(estimator, "params_")

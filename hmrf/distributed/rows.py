@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import DTypeLike, NDArray
 
+    from ..emissions.base import EmissionFamily
+
 __all__ = ["GatheredRows", "ChunkDivergence"]
 
 
@@ -108,13 +110,14 @@ class GatheredRows(RowBackend):
         return self._rows[np.searchsorted(self._index, idx)]
 
     # ------------------------------------------------ the initialisation's operations
-    def group_centroids(self, members, which, n_groups):
+    def group_centroids(self, members: NDArray[np.intp], which: NDArray[np.intp],
+                        n_groups: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Means of the rows ``members`` grouped by ``which`` and group sizes, from the
         gathered member rows (m x d on the client)."""
         uniq, local = np.unique(members, return_inverse=True)
         return InMemoryRows(self[uniq]).group_centroids(local.ravel(), which, n_groups)
 
-    def min_divergence(self, family, centers) -> ChunkDivergence:
+    def min_divergence(self, family: EmissionFamily, centers: NDArray[np.floating]) -> ChunkDivergence:
         """``min_h D(x_i, c_h)`` of every row, one persisted task per chunk on the workers
         (:class:`ChunkDivergence`)."""
         return ChunkDivergence.of(self._data, family, centers)
@@ -211,14 +214,14 @@ class ChunkDivergence(MinDivergence):
         Their sums.
     """
 
-    def __init__(self, data: ChunkedData, family_key, terms, parts):
+    def __init__(self, data: ChunkedData, family_key: Any, terms: Any, parts: Any) -> None:
         self._data, self._family, self._terms = data, family_key, terms
         self.parts = list(dask.persist(*parts))
         self.sums = np.array(dask.compute(*[dask.delayed(_chunk_sum, pure=False)(p) for p in self.parts]),
                              dtype=np.float64)
 
     @classmethod
-    def of(cls, data: ChunkedData, family, centers) -> ChunkDivergence:
+    def of(cls, data: ChunkedData, family: EmissionFamily, centers: NDArray[np.floating]) -> ChunkDivergence:
         own = family is data.family
         key = data.family_key if own else dask.delayed(family, traverse=False)
         terms = data.data_terms if own and data.data_terms else [None] * data.n_chunks
@@ -226,7 +229,7 @@ class ChunkDivergence(MinDivergence):
                  for x, t in zip(data.chunks, terms)]
         return cls(data, key, terms, parts)
 
-    def draw(self, trials, rng):
+    def draw(self, trials: int, rng: np.random.Generator) -> np.ndarray:
         """A chunk by the cumulative sum of the chunks' sums, then a row inside it by the
         chunk's own cumulative sum, from one uniform number per trial (the stream of the
         in-memory draw); uniformly when the total is zero or not finite."""
@@ -244,13 +247,13 @@ class ChunkDivergence(MinDivergence):
             rows[chunk == c] = self._data.starts[c] + local
         return rows
 
-    def potentials(self, candidates):
+    def potentials(self, candidates: NDArray[np.intp]) -> np.ndarray:
         """Per-chunk potentials added up by a tree of tasks on the workers."""
         return dask.compute(tree_reduce(
             [dask.delayed(_chunk_potentials, pure=False)(self._family, x, t, c, candidates)
              for x, t, c in zip(self._data.chunks, self._terms, self.parts)]))[0]
 
-    def with_centre(self, candidates, t):
+    def with_centre(self, candidates: NDArray[np.intp], t: int) -> ChunkDivergence:
         chosen = candidates[t:t + 1]
         parts = [dask.delayed(_chunk_update, pure=False)(self._family, x, d, c, chosen)
                  for x, d, c in zip(self._data.chunks, self._terms, self.parts)]
