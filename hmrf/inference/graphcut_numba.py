@@ -34,16 +34,12 @@ def _terms(e, a, b, alpha, wc, wk, tab_of, tab_cost):
     return (c - s if a == b else c), (c - s if a == alpha else c), (c - s if b == alpha else c), c - s
 
 
-@numba.njit(cache=True, nogil=True)
-def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost):
-    """The binary problem of the α-expansion of ``labels`` in split form.
-
-    Returns ``(nodes, u, ep, eq, half_lambda)``: the free nodes, their unary
-    differences, and the endpoints (positions in ``nodes``) and ``[x_p != x_q]``
-    weights of the terms between two free nodes. ``E(x) - E(0) = sum u x + sum
-    half_lambda [x_p != x_q]`` (:func:`~hmrf.inference.qpbo.solve_split`).
-    """
-    n, m = labels.shape[0], p.shape[0]
+@numba.njit(cache=True, nogil=True, inline="always")
+def _free_nodes(labels, alpha, unary, allowed_alpha):
+    """The move's free nodes (another label than ``alpha``, and ``alpha`` allowed):
+    ``(pos, nodes, u)``, the position of every node among them (-1 if not free), the
+    free nodes in order and their unary differences ``U[i, alpha] - U[i, labels[i]]``."""
+    n = labels.shape[0]
     pos = np.full(n, -1, dtype=np.int64)
     nf = 0
     for i in range(n):
@@ -56,6 +52,20 @@ def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_
         if pos[i] >= 0:
             nodes[pos[i]] = i
             u[pos[i]] = unary[i, alpha] - unary[i, labels[i]]
+    return pos, nodes, u
+
+
+@numba.njit(cache=True, nogil=True)
+def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost):
+    """The binary problem of the α-expansion of ``labels`` in split form.
+
+    Returns ``(nodes, u, ep, eq, half_lambda)``: the free nodes, their unary
+    differences, and the endpoints (positions in ``nodes``) and ``[x_p != x_q]``
+    weights of the terms between two free nodes. ``E(x) - E(0) = sum u x + sum
+    half_lambda [x_p != x_q]`` (:func:`~hmrf.inference.qpbo.solve_split`).
+    """
+    m = p.shape[0]
+    pos, nodes, u = _free_nodes(labels, alpha, unary, allowed_alpha)
     ep = np.empty(m, dtype=np.int64)
     eq = np.empty(m, dtype=np.int64)
     hl = np.empty(m)
@@ -210,20 +220,10 @@ def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_
     differences, the terms between two of them (positions in ``nodes``), and whether
     any term of the move was not submodular. ``inc_ptr, inc_edge``: :func:`incidence`.
     """
-    n, m = labels.shape[0], p.shape[0]
-    pos = np.full(n, -1, dtype=np.int64)
-    nf = 0
-    for i in range(n):
-        if labels[i] != alpha and allowed_alpha[i]:
-            pos[i] = nf
-            nf += 1
-    node_of = np.empty(nf, dtype=np.int64)
-    u = np.empty(nf)
+    m = p.shape[0]
+    pos, node_of, u = _free_nodes(labels, alpha, unary, allowed_alpha)
+    nf = node_of.shape[0]
     s = np.zeros(nf)
-    for i in range(n):
-        if pos[i] >= 0:
-            node_of[pos[i]] = i
-            u[pos[i]] = unary[i, alpha] - unary[i, labels[i]]
     half = np.full(m, np.nan)  # the [x_p != x_q] weight of the terms between two free nodes
     non_sub = False
     for e in range(m):
