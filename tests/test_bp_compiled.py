@@ -199,3 +199,34 @@ def test_sum_product_runs_the_numpy_passes_with_any_kernel():
     a = BeliefPropagation(mode="sum", kernel="numba").marginals(unary, g)
     b = BeliefPropagation(mode="sum", kernel="numpy").marginals(unary, g)
     np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 8])
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_potts_messages_equal_the_numpy_forms(k, seed):
+    """messages_numba's one-message Potts updates = messages.py's vectorised ones (max
+    mode), ties in ``h`` included (a cannot-link message is 0 under a tied minimum)."""
+    import numba
+
+    from hmrf.inference.bp.messages import must_link_messages, potts_cannot_link_min
+    from hmrf.inference.bp.messages_numba import cannot_link_message, must_link_message, row_min
+
+    @numba.njit
+    def compiled(h, w, out_ml, out_cl, m1s):
+        for c in range(h.shape[0]):
+            m1 = row_min(h[c])
+            m1s[c] = m1
+            must_link_message(h[c], m1, w[c], out_ml[c])
+            cannot_link_message(h[c], m1, w[c], out_cl[c])
+
+    rng = np.random.default_rng(seed)
+    c = 50
+    h = rng.integers(0, 4, size=(c, k)).astype(float) * 0.25  # many ties
+    h[: c // 2] += rng.random((c // 2, k))  # and rows without ties
+    w = rng.uniform(0.1, 1.0, c)
+    out_ml, out_cl, m1s = np.empty((c, k)), np.empty((c, k)), np.empty(c)
+    compiled(h, w, out_ml, out_cl, m1s)
+    np.testing.assert_array_equal(m1s, h.min(axis=1))
+    np.testing.assert_allclose(out_ml, must_link_messages(h.T, w, "max", np.empty((k, c))).T, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(out_cl, potts_cannot_link_min(h.T, w).T, rtol=0, atol=1e-15)
+    assert (out_ml.min(axis=1) == 0).all() and (out_cl.min(axis=1) == 0).all()  # normalised

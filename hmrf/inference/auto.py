@@ -101,8 +101,12 @@ class AutoEngine(InferenceEngine):
         info = dict(expansion_nodes=int(cut_nodes.size), expansion_sweeps=None, improved_components=0)
         bound, n_iter, converged = None, 0, True
         if cut_nodes.size:
-            res = AlphaExpansion().map(unary[cut_nodes], cut_graph, rng=rng,
-                                       init=None if init is None else init[cut_nodes])
+            # the reduced problem's subgraph (no hard must-link, no isolated node): the
+            # moves run on it directly, without a second validation and reduction
+            whole = cut_nodes.size == unary.shape[0]
+            sub_init = None if init is None else (init if whole else init[cut_nodes])
+            res = AlphaExpansion()._solve(unary if whole else unary[cut_nodes], cut_graph, sub_init, rng,
+                                          _ignore)
             labels[cut_nodes] = res.labels
             info["expansion_sweeps"] = res.n_iter
             n_iter, converged = res.n_iter, res.converged
@@ -124,6 +128,10 @@ class AutoEngine(InferenceEngine):
             n_iter, converged = max(n_iter, bp.n_iter), converged and bp.converged
         notify(n_iter, labels, bound)
         return Solution(labels, lower_bound=bound, n_iter=n_iter, converged=converged, info=info)
+
+
+def _ignore(*progress):
+    """A ``notify`` for the parts' engines: the whole problem's progress is reported once."""
 
 
 def _parts(graph):

@@ -167,9 +167,13 @@ class ExpansionMoves:
         w = graph.weight
         cls = graph.edge_classes()
         potts, hard = ~cls.table, cls.hard
-        finite_u = np.where(self.allowed, unary, np.nan)
-        with np.errstate(invalid="ignore"):
-            spread = float(np.nansum(np.nanmax(finite_u, axis=1) - np.nanmin(finite_u, axis=1)))
+        all_allowed = bool(self.allowed.all())
+        if all_allowed:  # the common case: no forbidden label, no NaN to skip
+            spread = float(np.sum(unary.max(axis=1) - unary.min(axis=1)))
+        else:
+            finite_u = np.where(self.allowed, unary, np.nan)
+            with np.errstate(invalid="ignore"):
+                spread = float(np.nansum(np.nanmax(finite_u, axis=1) - np.nanmin(finite_u, axis=1)))
         spread += float(w[potts & ~hard].sum())
         self.tab = np.flatnonzero(cls.table)
         self.tab_cost = None
@@ -181,7 +185,7 @@ class ExpansionMoves:
         self.penalty = 2.0 * spread + 1.0
         # a forbidden label costs the penalty too: a labelling that uses one is worse
         # than any that does not, and no move proposes one
-        self.unary = np.where(self.allowed, unary, self.penalty)
+        self.unary = unary if all_allowed else np.where(self.allowed, unary, self.penalty)
         if self.tab.size:
             self.tab_cost = np.where(finite, cost, self.penalty)
         # Potts cost = wc - wk [a == b]: must-link w (1 - [a == b]), cannot-link w [a == b]

@@ -34,16 +34,12 @@ def _terms(e, a, b, alpha, wc, wk, tab_of, tab_cost):
     return (c - s if a == b else c), (c - s if a == alpha else c), (c - s if b == alpha else c), c - s
 
 
-@numba.njit(cache=True, nogil=True)
-def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost):
-    """The binary problem of the α-expansion of ``labels`` in split form.
-
-    Returns ``(nodes, u, ep, eq, half_lambda)``: the free nodes, their unary
-    differences, and the endpoints (positions in ``nodes``) and ``[x_p != x_q]``
-    weights of the terms between two free nodes. ``E(x) - E(0) = sum u x + sum
-    half_lambda [x_p != x_q]`` (:func:`~hmrf.inference.qpbo.solve_split`).
-    """
-    n, m = labels.shape[0], p.shape[0]
+@numba.njit(cache=True, nogil=True, inline="always")
+def _free_nodes(labels, alpha, unary, allowed_alpha):
+    """The move's free nodes (another label than ``alpha``, and ``alpha`` allowed):
+    ``(pos, nodes, u)``, the position of every node among them (-1 if not free), the
+    free nodes in order and their unary differences ``U[i, alpha] - U[i, labels[i]]``."""
+    n = labels.shape[0]
     pos = np.full(n, -1, dtype=np.int64)
     nf = 0
     for i in range(n):
@@ -56,6 +52,20 @@ def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_
         if pos[i] >= 0:
             nodes[pos[i]] = i
             u[pos[i]] = unary[i, alpha] - unary[i, labels[i]]
+    return pos, nodes, u
+
+
+@numba.njit(cache=True, nogil=True)
+def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost):
+    """The binary problem of the α-expansion of ``labels`` in split form.
+
+    Returns ``(nodes, u, ep, eq, half_lambda)``: the free nodes, their unary
+    differences, and the endpoints (positions in ``nodes``) and ``[x_p != x_q]``
+    weights of the terms between two free nodes. ``E(x) - E(0) = sum u x + sum
+    half_lambda [x_p != x_q]`` (:func:`~hmrf.inference.qpbo.solve_split`).
+    """
+    m = p.shape[0]
+    pos, nodes, u = _free_nodes(labels, alpha, unary, allowed_alpha)
     ep = np.empty(m, dtype=np.int64)
     eq = np.empty(m, dtype=np.int64)
     hl = np.empty(m)
@@ -111,64 +121,6 @@ def _dominated(u, s):
 
 
 @numba.njit(cache=True, nogil=True)
-def fix_dominated(u, p, q, half_lambda):
-    """The variables whose value every minimiser shares, by dominance; the compiled twin of
-    :func:`~hmrf.inference.qpbo.fix_dominated` (same arguments, same result).
-
-    A worklist: a variable is fixed as soon as it is dominated, its terms become unary
-    terms of its free neighbours, and those are checked again. Returns ``(state, u)``:
-    ``state`` -1 (free), 0 or 1 per variable, and the unary differences with the terms
-    towards fixed variables folded in.
-    """
-    n, m = u.shape[0], p.shape[0]
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    for e in range(m):
-        ptr[p[e] + 1] += 1
-        ptr[q[e] + 1] += 1
-    for i in range(n):
-        ptr[i + 1] += ptr[i]
-    fill = ptr[:-1].copy()
-    adj = np.empty(2 * m, dtype=np.int64)
-    s = np.zeros(n)
-    for e in range(m):
-        adj[fill[p[e]]] = e
-        fill[p[e]] += 1
-        adj[fill[q[e]]] = e
-        fill[q[e]] += 1
-        a = abs(half_lambda[e])
-        s[p[e]] += a
-        s[q[e]] += a
-    uu = u.copy()
-    state = np.full(n, -1, dtype=np.int64)
-    stack = np.empty(n, dtype=np.int64)
-    queued = np.zeros(n, dtype=np.bool_)
-    top = 0
-    for i in range(n):
-        if _dominated(uu[i], s[i]) >= 0:
-            stack[top] = i
-            top += 1
-            queued[i] = True
-    while top:
-        top -= 1
-        i = stack[top]
-        v = _dominated(uu[i], s[i])  # conditions only get easier: still dominated
-        state[i] = v
-        for t in range(ptr[i], ptr[i + 1]):
-            e = adj[t]
-            j = q[e] if p[e] == i else p[e]
-            if state[j] >= 0 or j == i:
-                continue
-            h = half_lambda[e]
-            s[j] -= abs(h)
-            uu[j] += h if v == 0 else -h  # h [x_j != 0] = h x_j; h [x_j != 1] = h - h x_j
-            if not queued[j] and _dominated(uu[j], s[j]) >= 0:
-                stack[top] = j
-                top += 1
-                queued[j] = True
-    return state, uu
-
-
-@numba.njit(cache=True, nogil=True)
 def incidence(n, p, q):
     """Edges incident to each node, CSR ``(ptr, edge)`` (a counting sort of both endpoints)."""
     m = p.shape[0]
@@ -188,6 +140,75 @@ def incidence(n, p, q):
     return ptr, edge
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fix_by_dominance(u, s, half, p, q, var_of, node_of, inc_ptr, inc_edge):
+    """The dominance worklist shared by :func:`fix_dominated` and :func:`move_problem_reduced`.
+
+    Variables ``f`` with unary differences ``u[f]`` and couplings ``s[f]`` (the sum of
+    ``|half|`` over their terms), over a graph of nodes: variable ``f`` is node
+    ``node_of[f]``, node ``i`` is variable ``var_of[i]``, the edges of node ``i`` are
+    ``inc_edge[inc_ptr[i]:inc_ptr[i + 1]]`` and edge ``e`` is a term ``half[e] [x_p != x_q]``
+    between two variables, or not a term when ``half[e]`` is NaN. A variable is fixed
+    as soon as it is dominated, its terms become unary terms of its free neighbours
+    (``u`` and ``s`` are updated in place), and those are checked again. Returns the
+    state of every variable: -1 (free), 0 or 1.
+    """
+    nf = u.shape[0]
+    state = np.full(nf, -1, dtype=np.int64)
+    stack = np.empty(nf, dtype=np.int64)
+    queued = np.zeros(nf, dtype=np.bool_)
+    top = 0
+    for f in range(nf):
+        if _dominated(u[f], s[f]) >= 0:
+            stack[top] = f
+            top += 1
+            queued[f] = True
+    while top:
+        top -= 1
+        f = stack[top]
+        v = _dominated(u[f], s[f])  # conditions only get easier: still dominated
+        state[f] = v
+        i = node_of[f]
+        for t in range(inc_ptr[i], inc_ptr[i + 1]):
+            e = inc_edge[t]
+            h = half[e]
+            if np.isnan(h):
+                continue
+            fj = var_of[q[e]] if p[e] == i else var_of[p[e]]
+            if state[fj] >= 0 or fj == f:
+                continue
+            s[fj] -= abs(h)
+            u[fj] += h if v == 0 else -h  # h [x_j != 0] = h x_j; h [x_j != 1] = h - h x_j
+            if not queued[fj] and _dominated(u[fj], s[fj]) >= 0:
+                stack[top] = fj
+                top += 1
+                queued[fj] = True
+    return state
+
+
+@numba.njit(cache=True, nogil=True)
+def fix_dominated(u, p, q, half_lambda):
+    """The variables whose value every minimiser shares, by dominance; the compiled twin of
+    :func:`~hmrf.inference.qpbo.fix_dominated` (same arguments, same result).
+
+    A worklist (:func:`_fix_by_dominance`): a variable is fixed as soon as it is
+    dominated, its terms become unary terms of its free neighbours, and those are
+    checked again. Returns ``(state, u)``: ``state`` -1 (free), 0 or 1 per variable,
+    and the unary differences with the terms towards fixed variables folded in.
+    """
+    n, m = u.shape[0], p.shape[0]
+    inc_ptr, inc_edge = incidence(n, p, q)
+    s = np.zeros(n)
+    for e in range(m):
+        a = abs(half_lambda[e])
+        s[p[e]] += a
+        s[q[e]] += a
+    uu = u.copy()
+    ids = np.arange(n)
+    state = _fix_by_dominance(uu, s, half_lambda, p, q, ids, ids, inc_ptr, inc_edge)
+    return state, uu
+
+
 @numba.njit(cache=True, nogil=True)
 def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr,
                          inc_edge):
@@ -199,20 +220,10 @@ def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_
     differences, the terms between two of them (positions in ``nodes``), and whether
     any term of the move was not submodular. ``inc_ptr, inc_edge``: :func:`incidence`.
     """
-    n, m = labels.shape[0], p.shape[0]
-    pos = np.full(n, -1, dtype=np.int64)
-    nf = 0
-    for i in range(n):
-        if labels[i] != alpha and allowed_alpha[i]:
-            pos[i] = nf
-            nf += 1
-    node_of = np.empty(nf, dtype=np.int64)
-    u = np.empty(nf)
+    m = p.shape[0]
+    pos, node_of, u = _free_nodes(labels, alpha, unary, allowed_alpha)
+    nf = node_of.shape[0]
     s = np.zeros(nf)
-    for i in range(n):
-        if pos[i] >= 0:
-            node_of[pos[i]] = i
-            u[pos[i]] = unary[i, alpha] - unary[i, labels[i]]
     half = np.full(m, np.nan)  # the [x_p != x_q] weight of the terms between two free nodes
     non_sub = False
     for e in range(m):
@@ -235,35 +246,7 @@ def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_
             u[fi] += C - A
         else:
             u[fj] += B - A
-    state = np.full(nf, -1, dtype=np.int64)
-    stack = np.empty(nf, dtype=np.int64)
-    queued = np.zeros(nf, dtype=np.bool_)
-    top = 0
-    for f in range(nf):
-        if _dominated(u[f], s[f]) >= 0:
-            stack[top] = f
-            top += 1
-            queued[f] = True
-    while top:
-        top -= 1
-        f = stack[top]
-        v = _dominated(u[f], s[f])
-        state[f] = v
-        i = node_of[f]
-        for t in range(inc_ptr[i], inc_ptr[i + 1]):
-            e = inc_edge[t]
-            h = half[e]
-            if np.isnan(h):
-                continue
-            fj = pos[q[e]] if p[e] == i else pos[p[e]]
-            if state[fj] >= 0 or fj == f:
-                continue
-            s[fj] -= abs(h)
-            u[fj] += h if v == 0 else -h
-            if not queued[fj] and _dominated(u[fj], s[fj]) >= 0:
-                stack[top] = fj
-                top += 1
-                queued[fj] = True
+    state = _fix_by_dominance(u, s, half, p, q, pos, node_of, inc_ptr, inc_edge)
     r = np.full(nf, -1, dtype=np.int64)
     n_left, n_forced = 0, 0
     for f in range(nf):

@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from ...graph import POTTS_CL, POTTS_ML
+from .messages_numba import cannot_link_message, must_link_message
 from .order import node_order
 from .state import PassFlags, PassState
 
@@ -88,9 +89,8 @@ def _send(i, first, last, bel, read, msgs, into, fac, out_ids, flags, all_trw, d
     sender's belief minus the factor's message to the sender: must-link
     ``min(h - min h, w)``, cannot-link ``min(w, m2 - m1)`` at a unique argmin of ``h``
     (0 elsewhere), table ``min_x h(x) + cost[x, y]`` (O(k²)). The bound term is
-    ``min_x [h(x) + min_y cost(x, y)] - mins`` (Kolmogorov 2006, §5). Written out here
-    rather than in helpers: a call inside this loop, even one never taken, made numba's
-    compiled loop twice as slow.
+    ``min_x [h(x) + min_y cost(x, y)] - mins`` (Kolmogorov 2006, §5). The Potts
+    messages are :mod:`~hmrf.inference.bp.messages_numba`'s, inlined.
     """
     k = bel.shape[0]
     dst, rev, kind, w, tab_of, tcost = fac.dst, fac.rev, fac.kind, fac.w, fac.tab_of, fac.tcost
@@ -105,19 +105,9 @@ def _send(i, first, last, bel, read, msgs, into, fac, out_ids, flags, all_trw, d
             m1 = min(m1, h[y])
         ke, we, term = kind[e], w[e], m1
         if ke == POTTS_ML:
-            for y in range(k):
-                new[y] = min(h[y] - m1, we)
+            must_link_message(h, m1, we, new)
         elif ke == POTTS_CL:
-            ties, m2, a1 = 0, np.inf, 0
-            for y in range(k):
-                new[y] = 0.0
-                if h[y] == m1:
-                    ties += 1
-                    a1 = y
-                elif h[y] < m2:
-                    m2 = h[y]
-            if ties == 1:
-                new[a1] = min(m2 - m1, we)
+            cannot_link_message(h, m1, we, new)
         else:
             t, term, low = tab_of[e], np.inf, np.inf
             for y in range(k):

@@ -79,7 +79,8 @@ def run_trws(unary: NDArray[np.floating], graph: PairwiseGraph, *, max_iter: int
     ``gap_components``: components whose gap closed; ``bound_trace``: the bound of each
     iteration's backward pass, summed over the components still running;
     ``energy_trace`` and ``time_trace``: the best energy so far and the seconds since
-    this function started, after each iteration).
+    this function started, after each iteration). ``notify(iteration, labels, bound)``
+    after each iteration: ``labels`` is valid during the call only (copy it to keep it).
     """
     t_start = time.perf_counter()
     n, k = unary.shape
@@ -134,12 +135,17 @@ def run_trws(unary: NDArray[np.floating], graph: PairwiseGraph, *, max_iter: int
 
     stopped, it = "max_iter", 0
     energy_trace, time_trace = [], []
+    one = n_comp == 1  # one component (an image grid): sums and copies without the gathers
+    identity = order == "index"  # perm is the identity: the labels need no reordering
     for it in range(1, int(max_iter) + 1):
         forward()
-        e = np.bincount(comp, weights=node_e, minlength=n_comp) + base
+        e = (np.array([node_e.sum()]) if one else np.bincount(comp, weights=node_e, minlength=n_comp)) + base
         better = (e < best_e) & ~done
         if better.any():
-            np.copyto(best, labels, where=better[comp])
+            if one:
+                np.copyto(best, labels)
+            else:
+                np.copyto(best, labels, where=better[comp])
             best_e = np.where(better, e, best_e)
         lb = np.zeros(n_comp)
         backward(lb)
@@ -149,7 +155,7 @@ def run_trws(unary: NDArray[np.floating], graph: PairwiseGraph, *, max_iter: int
         time_trace.append(time.perf_counter() - t_start)
         history.append((best_e.copy(), best_lb.copy()))
         if notify is not None:
-            notify(it, _unpermute(best, perm), float(best_lb.sum()))
+            notify(it, best if identity else _unpermute(best, perm), float(best_lb.sum()))
         scale = np.maximum(np.abs(best_e), 1.0)
         closed |= ~done & (best_e - best_lb <= rel_gap * scale)
         stall = np.zeros(n_comp, dtype=bool)

@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from ...graph import POTTS_CL, POTTS_ML
+from .messages_numba import cannot_link_message, must_link_message, row_min
 
 __all__ = ["forward_pass", "backward_pass", "forward_pass_ml", "backward_pass_ml"]
 
@@ -31,32 +32,15 @@ def _send(h, e, kind, w, tab_of, tcost, towards_hi, new):
     minus the edge's message to it) into ``new``; returns the minimum before
     normalisation (the edge's TRW-S bound term)."""
     k = h.shape[0]
-    m1 = np.inf
-    for y in range(k):
-        if h[y] < m1:
-            m1 = h[y]
     ke = kind[e]
     if ke == POTTS_ML:
-        we = w[e]
-        for y in range(k):
-            v = h[y] - m1
-            new[y] = v if v < we else we
+        m1 = row_min(h)
+        must_link_message(h, m1, w[e], new)
         return m1
     if ke == POTTS_CL:
-        ties, m2, a1 = 0, np.inf, 0
-        for y in range(k):
-            new[y] = 0.0
-            if h[y] == m1:
-                ties += 1
-                a1 = y
-            elif h[y] < m2:
-                m2 = h[y]
-        if k == 1:  # the only label pair costs w
-            return m1 + w[e]
-        if ties == 1:
-            v = m2 - m1
-            new[a1] = v if v < w[e] else w[e]
-        return m1
+        m1 = row_min(h)
+        cannot_link_message(h, m1, w[e], new)
+        return m1 + w[e] if k == 1 else m1  # one label: the only pair costs w
     t, low = tab_of[e], np.inf
     for y in range(k):
         best = np.inf
@@ -81,6 +65,39 @@ def _cost(e, x_lo, y_hi, kind, w, tab_of, tcost):
     return tcost[tab_of[e], x_lo, y_hi]
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _from_later(u, msg, s, fptr, th):
+    """``th = u_s + sum_{t > s} m_{t->s}``: the unary cost and the messages of the edges to
+    later nodes (from the last backward pass)."""
+    k = th.shape[0]
+    for y in range(k):
+        th[y] = u[s, y]
+    for e in range(fptr[s], fptr[s + 1]):
+        for y in range(k):
+            th[y] += msg[e, y]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _belief(u, msg, s, fptr, bptr, be, th):
+    """``th = θ̂_s``, the unary cost plus every message into ``s``; returns ``min θ̂_s``."""
+    k = th.shape[0]
+    _from_later(u, msg, s, fptr, th)
+    for p in range(bptr[s], bptr[s + 1]):
+        e = be[p]
+        for y in range(k):
+            th[y] += msg[e, y]
+    return row_min(th)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _argmin(h):
+    best, xb = np.inf, 0
+    for y in range(h.shape[0]):
+        if h[y] < best:
+            best, xb = h[y], y
+    return xb
+
+
 @numba.njit(cache=True, nogil=True)
 def forward_pass(u, msg, lo, kind, w, tab_of, tcost, fptr, bptr, be, gamma, active, labels, node_e):
     """Forward pass: decode every active node, then send its messages to later nodes.
@@ -94,11 +111,7 @@ def forward_pass(u, msg, lo, kind, w, tab_of, tcost, fptr, bptr, be, gamma, acti
     for s in range(n):
         if not active[s]:
             continue
-        for y in range(k):
-            th[y] = u[s, y]
-        for e in range(fptr[s], fptr[s + 1]):  # from later nodes (previous backward pass)
-            for y in range(k):
-                th[y] += msg[e, y]
+        _from_later(u, msg, s, fptr, th)
         for y in range(k):
             h[y] = th[y]
         for p in range(bptr[s], bptr[s + 1]):  # true costs towards decoded earlier nodes
@@ -116,10 +129,7 @@ def forward_pass(u, msg, lo, kind, w, tab_of, tcost, fptr, bptr, be, gamma, acti
                 t = tab_of[e]
                 for y in range(k):
                     h[y] += tcost[t, x, y]
-        best, xb = np.inf, 0
-        for y in range(k):
-            if h[y] < best:
-                best, xb = h[y], y
+        xb = _argmin(h)
         labels[s] = xb
         ne = u[s, xb]
         for p in range(bptr[s], bptr[s + 1]):
@@ -147,19 +157,7 @@ def backward_pass(u, msg, kind, w, tab_of, tcost, fptr, bptr, be, gamma, active,
     for s in range(n - 1, -1, -1):
         if not active[s]:
             continue
-        for y in range(k):
-            th[y] = u[s, y]
-        for e in range(fptr[s], fptr[s + 1]):
-            for y in range(k):
-                th[y] += msg[e, y]
-        for p in range(bptr[s], bptr[s + 1]):
-            e = be[p]
-            for y in range(k):
-                th[y] += msg[e, y]
-        mins = np.inf
-        for y in range(k):
-            if th[y] < mins:
-                mins = th[y]
+        mins = _belief(u, msg, s, fptr, bptr, be, th)
         c = comp[s]
         lb[c] += mins
         g = gamma[s]
@@ -181,11 +179,7 @@ def forward_pass_ml(u, msg, lo, w, fptr, bptr, be, gamma, active, labels, node_e
     for s in range(n):
         if not active[s]:
             continue
-        for y in range(k):
-            th[y] = u[s, y]
-        for e in range(fptr[s], fptr[s + 1]):
-            for y in range(k):
-                th[y] += msg[e, y]
+        _from_later(u, msg, s, fptr, th)
         for y in range(k):
             h[y] = th[y]
         for p in range(bptr[s], bptr[s + 1]):
@@ -195,10 +189,7 @@ def forward_pass_ml(u, msg, lo, w, fptr, bptr, be, gamma, active, labels, node_e
             for y in range(k):
                 h[y] += we
             h[x] = hx
-        best, xb = np.inf, 0
-        for y in range(k):
-            if h[y] < best:
-                best, xb = h[y], y
+        xb = _argmin(h)
         labels[s] = xb
         ne = u[s, xb]
         for p in range(bptr[s], bptr[s + 1]):
@@ -210,15 +201,9 @@ def forward_pass_ml(u, msg, lo, w, fptr, bptr, be, gamma, active, labels, node_e
         node_e[s] = ne
         g = gamma[s]
         for e in range(fptr[s], fptr[s + 1]):
-            m1 = np.inf
             for y in range(k):
                 h[y] = g * th[y] - msg[e, y]
-                if h[y] < m1:
-                    m1 = h[y]
-            we = w[e]
-            for y in range(k):
-                v = h[y] - m1
-                msg[e, y] = v if v < we else we
+            must_link_message(h, row_min(h), w[e], msg[e])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -229,31 +214,14 @@ def backward_pass_ml(u, msg, w, fptr, bptr, be, gamma, active, comp, lb):
     for s in range(n - 1, -1, -1):
         if not active[s]:
             continue
-        for y in range(k):
-            th[y] = u[s, y]
-        for e in range(fptr[s], fptr[s + 1]):
-            for y in range(k):
-                th[y] += msg[e, y]
-        for p in range(bptr[s], bptr[s + 1]):
-            e = be[p]
-            for y in range(k):
-                th[y] += msg[e, y]
-        mins = np.inf
-        for y in range(k):
-            if th[y] < mins:
-                mins = th[y]
+        mins = _belief(u, msg, s, fptr, bptr, be, th)
         c = comp[s]
         lb[c] += mins
         g = gamma[s]
         for p in range(bptr[s], bptr[s + 1]):
             e = be[p]
-            m1 = np.inf
             for y in range(k):
                 h[y] = g * (th[y] - mins) - msg[e, y]
-                if h[y] < m1:
-                    m1 = h[y]
+            m1 = row_min(h)
             lb[c] += m1
-            we = w[e]
-            for y in range(k):
-                v = h[y] - m1
-                msg[e, y] = v if v < we else we
+            must_link_message(h, m1, w[e], msg[e])
