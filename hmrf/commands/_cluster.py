@@ -38,7 +38,7 @@ def add_options(p) -> None:
     p.add_argument("--scheduler", metavar="ADDR|local",
                    help="fit on a Dask cluster: a scheduler address or 'local' (see 'Data on a Dask "
                         "cluster' above); implied by a .zarr --data or a directory")
-    p.add_argument("--columns", metavar="A,B,...",
+    p.add_argument("--columns", metavar="A,B,C",
                    help="the feature columns of Parquet --data on a cluster (default: all, each numeric)")
     p.add_argument("--labels-format", choices=FORMATS,
                    help="how the labels of a fit on a cluster are written (default: the format of --data)")

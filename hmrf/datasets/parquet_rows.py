@@ -18,7 +18,7 @@ import numpy as np
 
 from ._tables import DataFileError
 
-__all__ = ["read_parquet_rows", "is_parquet_dataset", "PARQUET_EXTENSIONS"]
+__all__ = ["read_parquet_rows"]
 
 #: file extensions read as Parquet in a directory (those of dask.dataframe.read_parquet)
 PARQUET_EXTENSIONS = (".parquet", ".parq", ".pq")
