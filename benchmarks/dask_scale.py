@@ -327,16 +327,18 @@ def main(argv=None):
     if not a.ooc_only:
         header = ["n", "constraints", "in memory", "1 worker", "2 workers", "2 workers / in memory",
                   "dask-ml 1 worker", "dask-ml 2 workers", "setup (2 workers)", "peak in memory",
-                  "peak/worker 1", "peak/worker 2"]
+                  "peak/worker 1", "peak/worker 2", "load"]
         notes = (f"Seconds per EM iteration (median of {a.iters}; dask-ml: (fit of {a.iters} iterations - "
                  f"fit of 1) / {a.iters - 1}, median of two interleaved pairs), d = {a.d}, k = {a.k}, the "
                  f"same start centres, `tol=0`; chunks of {a.chunk:,} rows persisted on the workers "
                  "(one thread each); `setup`: the Dask fit's time outside the iterations (s); peak: the "
                  "largest worker's (or the in-memory process's) peak resident memory in MB, libraries "
-                 "included; dask-ml runs without constraints.")
+                 "included; dask-ml runs without constraints; load: the machine's 1-minute load "
+                 "average before and after the row (other work on the machine slows every column).")
         rows, remarks = [], []
         for n in [int(s) for s in a.sizes.split(",")]:
             for p in pairs:
+                load = os.getloadavg()[0]
                 mem = spawn(job="memory", n=n, pairs=p, **common)
                 dist = {w: spawn(job="dask", n=n, pairs=p, n_workers=w, memory=a.memory,
                                  dask_ml=int(p == 0 and not a.no_dask_ml), **common)
@@ -350,7 +352,7 @@ def main(argv=None):
                              f"{two['per_iter'] / mem['per_iter']:.2f}" if two else "-",
                              cell(one, "dask_ml_per_iter"), cell(two, "dask_ml_per_iter"),
                              cell(two, "setup", "{:.1f}"), f"{mem['peak']:.0f}", cell(one, "peak", "{:.0f}"),
-                             cell(two, "peak", "{:.0f}")])
+                             cell(two, "peak", "{:.0f}"), f"{load:.1f}-{os.getloadavg()[0]:.1f}"])
                 print(rows[-1], flush=True)
                 for w, r in dist.items():
                     rel = abs(r["objective"] - mem["objective"]) / abs(mem["objective"])
@@ -361,6 +363,7 @@ def main(argv=None):
                 write_result("dask_per_iteration", markdown_table(header, rows),
                              notes=" ".join([notes, *remarks]))
     if not a.skip_ooc:
+        load = os.getloadavg()[0]
         r = spawn(job="ooc", pairs=pairs[-1], ooc_memory=a.ooc_memory, ooc_factor=a.ooc_factor,
                   ooc_chunk=a.ooc_chunk, ooc_path=a.ooc_path, d=a.d, k=a.k, iters=a.iters)
         table = markdown_table(
@@ -374,7 +377,8 @@ def main(argv=None):
             f"{r['n']:,} x {a.d} float32 rows in a Zarr store, {r['gb']:.2f} GB = "
             f"{r['gb'] * 1e9 / (r['limit_mb'] * 2**20):.1f} x a worker's memory limit; HMRFKMeans "
             f"(ICM, neighbourhood initialisation), {pairs[-1]:,} constraints, two worker processes "
-            "reading the store at every pass."))
+            f"reading the store at every pass; the machine's 1-minute load average {load:.1f} before "
+            f"and {os.getloadavg()[0]:.1f} after."))
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
 
 
