@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -198,12 +199,12 @@ def job_ooc(a):
     from hmrf import HMRFKMeans
 
     cluster, client = _cluster(2, a.ooc_memory)
+    path = a.ooc_path or tempfile.mkdtemp(prefix="hmrf-ooc-")
     try:
         warm_up()
         client.run(warm_up)
         limit = min(w["memory_limit"] for w in client.scheduler_info()["workers"].values())
         n = int(a.ooc_factor * limit / (a.d * 4)) + 1
-        path = a.ooc_path or tempfile.mkdtemp(prefix="hmrf-ooc-")
         store = os.path.join(path, "X.zarr")
         t0 = time.perf_counter()
         kw = {"compressors": None} if int(zarr.__version__.split(".")[0]) >= 3 else {"compressor": None}
@@ -222,6 +223,8 @@ def job_ooc(a):
     finally:
         client.close()
         cluster.close()
+        if not a.ooc_path:  # a store of several GB in the temporary directory
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def job_client(a):
