@@ -35,6 +35,10 @@ limit, and whether a worker was restarted.
     python benchmarks/dask_scale.py --ooc-only --ooc-memory 1GiB --ooc-factor 4
     python benchmarks/dask_scale.py --client-only            # the client's memory against n
 
+The per-iteration table goes to docs/results/dask_per_iteration.md, the out-of-core run to
+docs/results/dask_out_of_core.md (``--skip-client`` runs both without the client-memory
+sizes, ``--skip-ooc`` leaves out the out-of-core run).
+
 Client memory: the peak of ``tracemalloc`` in the client during a fit at each of
 ``--client-sizes`` rows made on the workers (docs/results/dask_client_memory.md).
 """
@@ -44,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -194,12 +199,12 @@ def job_ooc(a):
     from hmrf import HMRFKMeans
 
     cluster, client = _cluster(2, a.ooc_memory)
+    path = a.ooc_path or tempfile.mkdtemp(prefix="hmrf-ooc-")
     try:
         warm_up()
         client.run(warm_up)
         limit = min(w["memory_limit"] for w in client.scheduler_info()["workers"].values())
         n = int(a.ooc_factor * limit / (a.d * 4)) + 1
-        path = a.ooc_path or tempfile.mkdtemp(prefix="hmrf-ooc-")
         store = os.path.join(path, "X.zarr")
         t0 = time.perf_counter()
         kw = {"compressors": None} if int(zarr.__version__.split(".")[0]) >= 3 else {"compressor": None}
@@ -218,6 +223,8 @@ def job_ooc(a):
     finally:
         client.close()
         cluster.close()
+        if not a.ooc_path:  # a store of several GB in the temporary directory
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def job_client(a):
@@ -263,7 +270,6 @@ def spawn(**kw) -> dict:
 
 def client_memory(a):
     """The client's peak allocations against n (``docs/results/dask_client_memory.md``)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _results import markdown_table, write_result
 
     rows = []
@@ -314,20 +320,28 @@ def main(argv=None):
     common = dict(d=a.d, k=a.k, iters=a.iters, chunk=a.chunk)
     pairs = [int(p) for p in a.constraints.split(",")]
     started = time.perf_counter()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _results import markdown_table, write_result
+
     if not a.skip_client and not a.ooc_only:
         client_memory(a)
         if a.client_only:
             return
     if not a.ooc_only:
-        print(f"d = {a.d}, k = {a.k}, {a.iters} iterations from the same centres, tol = 0; seconds per "
-              f"EM iteration (median); chunks of {a.chunk:,} rows; peak = largest worker's (or the "
-              "process's) peak resident memory, MB\n")
-        print("| n | constraints | in memory | 1 worker | 2 workers | 2 workers / in memory | "
-              "dask-ml 1 worker | dask-ml 2 workers | setup (2 workers) | peak in memory | peak/worker 1 | "
-              "peak/worker 2 |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        header = ["n", "constraints", "in memory", "1 worker", "2 workers", "2 workers / in memory",
+                  "dask-ml 1 worker", "dask-ml 2 workers", "setup (2 workers)", "peak in memory",
+                  "peak/worker 1", "peak/worker 2", "load"]
+        notes = (f"Seconds per EM iteration (median of {a.iters}; dask-ml: (fit of {a.iters} iterations - "
+                 f"fit of 1) / {a.iters - 1}, median of two interleaved pairs), d = {a.d}, k = {a.k}, the "
+                 f"same start centres, `tol=0`; chunks of {a.chunk:,} rows persisted on the workers "
+                 "(one thread each); `setup`: the Dask fit's time outside the iterations (s); peak: the "
+                 "largest worker's (or the in-memory process's) peak resident memory in MB, libraries "
+                 "included; dask-ml runs without constraints; load: the machine's 1-minute load "
+                 "average before and after the row (other work on the machine slows every column).")
+        rows, remarks = [], []
         for n in [int(s) for s in a.sizes.split(",")]:
             for p in pairs:
+                load = os.getloadavg()[0]
                 mem = spawn(job="memory", n=n, pairs=p, **common)
                 dist = {w: spawn(job="dask", n=n, pairs=p, n_workers=w, memory=a.memory,
                                  dask_ml=int(p == 0 and not a.no_dask_ml), **common)
@@ -336,27 +350,38 @@ def main(argv=None):
 
                 def cell(r, key, fmt="{:.3f}"):
                     return fmt.format(r[key]) if key in r else "-"
-                print(f"| {n:,} | {p:,} | {mem['per_iter']:.3f} | {cell(one, 'per_iter')} | "
-                      f"{cell(two, 'per_iter')} | "
-                      f"{two['per_iter'] / mem['per_iter'] if two else float('nan'):.2f} | "
-                      f"{cell(one, 'dask_ml_per_iter')} | {cell(two, 'dask_ml_per_iter')} | "
-                      f"{cell(two, 'setup', '{:.1f}')} | {mem['peak']:.0f} | {cell(one, 'peak', '{:.0f}')} | "
-                      f"{cell(two, 'peak', '{:.0f}')} |", flush=True)
+                rows.append([f"{n:,}", f"{p:,}", f"{mem['per_iter']:.3f}", cell(one, "per_iter"),
+                             cell(two, "per_iter"),
+                             f"{two['per_iter'] / mem['per_iter']:.2f}" if two else "-",
+                             cell(one, "dask_ml_per_iter"), cell(two, "dask_ml_per_iter"),
+                             cell(two, "setup", "{:.1f}"), f"{mem['peak']:.0f}", cell(one, "peak", "{:.0f}"),
+                             cell(two, "peak", "{:.0f}"), f"{load:.1f}-{os.getloadavg()[0]:.1f}"])
+                print(rows[-1], flush=True)
                 for w, r in dist.items():
                     rel = abs(r["objective"] - mem["objective"]) / abs(mem["objective"])
                     if rel > 1e-9:
-                        print(f"  (objective of the {w}-worker fit differs from in memory by {rel:.1e})")
+                        remarks.append(f"The objective of the {w}-worker fit at n = {n:,} with {p:,} "
+                                       f"constraints differs from in memory by {rel:.1e}.")
+                # written after every row, so that a run stopped early keeps what it measured
+                write_result("dask_per_iteration", markdown_table(header, rows),
+                             notes=" ".join([notes, *remarks]))
     if not a.skip_ooc:
+        load = os.getloadavg()[0]
         r = spawn(job="ooc", pairs=pairs[-1], ooc_memory=a.ooc_memory, ooc_factor=a.ooc_factor,
                   ooc_chunk=a.ooc_chunk, ooc_path=a.ooc_path, d=a.d, k=a.k, iters=a.iters)
-        print(f"\nOut of core: {r['n']:,} x {a.d} float32 in a Zarr store, {r['gb']:.2f} GB = "
-              f"{r['gb'] * 1e9 / (r['limit_mb'] * 2**20):.1f} x a worker's limit of {r['limit_mb']:.0f} MB; "
-              f"{pairs[-1]:,} constraints; 2 workers\n")
-        print("| write (s) | fit (s) | iterations | per iteration (s) | peak/worker (MB) | limit (MB) "
-              "| worker restarted |")
-        print("|---:|---:|---:|---:|---|---:|---|")
-        print(f"| {r['write']:.0f} | {r['fit']:.0f} | {r['n_iter']} | {r['per_iter']:.1f} | "
-              f"{', '.join(f'{p:.0f}' for p in r['peaks'])} | {r['limit_mb']:.0f} | {r['restarted']} |")
+        table = markdown_table(
+            ["write (s)", "fit (s)", "iterations", "per iteration (s)", "peak/worker (MB)", "limit (MB)",
+             "worker restarted"],
+            [[f"{r['write']:.0f}", f"{r['fit']:.0f}", r["n_iter"], f"{r['per_iter']:.1f}",
+              ", ".join(f"{p:.0f}" for p in r["peaks"]), f"{r['limit_mb']:.0f}",
+              "yes" if r["restarted"] else "no"]])
+        print(table, flush=True)
+        write_result("dask_out_of_core", table, notes=(
+            f"{r['n']:,} x {a.d} float32 rows in a Zarr store, {r['gb']:.2f} GB = "
+            f"{r['gb'] * 1e9 / (r['limit_mb'] * 2**20):.1f} x a worker's memory limit; HMRFKMeans "
+            f"(ICM, neighbourhood initialisation), {pairs[-1]:,} constraints, two worker processes "
+            f"reading the store at every pass; the machine's 1-minute load average {load:.1f} before "
+            f"and {os.getloadavg()[0]:.1f} after."))
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
 
 

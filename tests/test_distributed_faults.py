@@ -1,14 +1,16 @@
 """Dask fits that survive a lost worker (hmrf.distributed), on real ``LocalCluster``\\ s.
 
-A worker process killed with SIGKILL (as an out-of-memory kill or a lost node ends it)
-in the middle of a fit loses everything that worker held: prepared chunks, per-chunk
-labels, data terms. Every one of them is a task the scheduler can recompute from its
-source (the Zarr store, the Dask array's graph), so the fit goes on and its result is
-identical to the undisturbed fit's.
+A worker process killed with SIGKILL (as an out-of-memory kill or a lost node ends it),
+or restarted by its nanny for passing 95 % of its memory limit, in the middle of a fit
+loses everything that worker held: prepared chunks, per-chunk labels, data terms. Every
+one of them is a task the scheduler can recompute from its source (the Zarr store, the
+Dask array's graph), so the fit goes on and its result is identical to the undisturbed
+fit's.
 """
 
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -78,6 +80,66 @@ def test_a_worker_killed_mid_fit_gives_the_undisturbed_result(cluster_client, st
     killer = KillingICM(cluster_client, at=3)
     hit = fit(killer)
     assert killer.killed is not None and killer._calls > killer._at  # the fit went on
+    np.testing.assert_array_equal(hit.labels_.compute(), quiet.labels_.compute())
+    assert hit.objective_ == quiet.objective_
+    np.testing.assert_array_equal(hit.cluster_centers_, quiet.cluster_centers_)
+
+
+def _allocate_past_the_limit(dask_worker):
+    """In a thread of the worker process (its event loop stays free), fill 1.2 × the
+    worker's memory limit and hold it: the nanny's memory monitor sees the process pass
+    ``distributed.worker.memory.terminate`` (95 %) and restarts the worker."""
+    import threading
+    import time
+
+    def hog():
+        held = np.ones(int(1.2 * dask_worker.memory_manager.memory_limit) // 8)  # pages touched
+        time.sleep(120)
+        return held
+
+    threading.Thread(target=hog, daemon=True).start()
+
+
+class MemoryHogICM(ICM):
+    """ICM that, before its ``at``-th E-step, makes the worker holding the most of the
+    fit's data allocate past its memory limit, and waits until the nanny has taken the
+    worker process down."""
+
+    def __init__(self, client, at=3):
+        super().__init__()
+        self._client, self._at, self._calls, self.victim = client, at, 0, None
+
+    def solve_validated(self, *args, **kwargs):
+        self._calls += 1
+        if self._calls == self._at:
+            held = self._client.run(lambda dask_worker: len(dask_worker.data))
+            victim = max(held, key=held.get)
+            self.victim = (victim, self._client.run(os.getpid, workers=[victim])[victim])
+            self._client.run(_allocate_past_the_limit, workers=[victim])  # returns at once
+            deadline = time.monotonic() + 60
+            while victim in self._client.scheduler_info()["workers"]:
+                assert time.monotonic() < deadline, "the nanny did not restart the worker"
+                time.sleep(0.1)
+        return super().solve_validated(*args, **kwargs)
+
+
+def test_a_nanny_restart_for_memory_mid_fit_gives_the_undisturbed_result(cluster_client, store):
+    path, y = store
+    c = Constraints.sample_from_labels(y, n_pairs=300, rng=1)
+    X = da.from_zarr(path)
+
+    def fit(engine):
+        return HMRFKMeans(K, inference=engine, n_init=1, random_state=0, max_iter=8, tol=0).fit(X, constraints=c)
+
+    quiet = fit(ICM())
+    hog = MemoryHogICM(cluster_client, at=3)
+    hit = fit(hog)
+    assert hog.victim is not None and hog._calls > hog._at  # the fit went on after the restart
+    address, pid = hog.victim
+    restarts = [e for _, e in cluster_client.get_events("worker-restart-memory")]  # the nanny's record
+    assert {"worker": address, "pid": pid} in [{"worker": e["worker"], "pid": e["pid"]} for e in restarts]
+    cluster_client.wait_for_workers(3, timeout=60)
+    assert pid not in cluster_client.run(os.getpid).values()  # a new process in its place
     np.testing.assert_array_equal(hit.labels_.compute(), quiet.labels_.compute())
     assert hit.objective_ == quiet.objective_
     np.testing.assert_array_equal(hit.cluster_centers_, quiet.cluster_centers_)

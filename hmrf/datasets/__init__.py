@@ -5,6 +5,8 @@
 * ``hmrf.datasets.files`` — :func:`read_data`, :func:`read_pairs`,
   :func:`read_labels`: points, constraints and labels from the user's CSV, TSV, NPY,
   NPZ, Parquet or text files, with errors that name the file, the row and the column;
+* ``hmrf.datasets.parquet_rows`` — :func:`read_parquet_rows`: Parquet files as a
+  row-chunked Dask array, read by the workers of a cluster;
 * ``hmrf.datasets.text`` — the thesis's TF-IDF (§2.5) and the corpus readers;
 * ``hmrf.datasets.images`` — :func:`image_pixels`, :func:`segmented_image`,
   :func:`read_image`, ...: the pixels of a photograph as points, a segmentation back
@@ -24,8 +26,9 @@ from .loaders import (
     load_dataset,
     package_file,
 )
+from .parquet_rows import read_parquet_rows
 
 __all__ = ["load_dataset", "available", "DATASETS", "NEWSGROUP_SUBSETS", "PACKAGES",
-           "install_command", "package_file", "read_data", "read_pairs", "read_labels",
+           "install_command", "package_file", "read_data", "read_pairs", "read_labels", "read_parquet_rows",
            "DataFileError", "image_pixels", "label_image", "segmented_image", "read_image",
            "write_image"]

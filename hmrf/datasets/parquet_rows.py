@@ -1,0 +1,119 @@
+"""Rows of Parquet files as a row-chunked Dask array, for a fit on a Dask cluster.
+
+:func:`read_parquet_rows` reads a Parquet data set (one ``.parquet`` file or a directory
+of them) with :func:`dask.dataframe.read_parquet`: one chunk of rows per partition, read
+by the workers from the files at every pass that needs them (nothing is held by the
+client, and a chunk lost with a worker is read again from its file). The feature
+columns are the numeric ones (integers, floats, booleans), all of them unless
+``columns`` chooses; a text, date or category column among them is an error that names
+it. Rows are in the order Dask reads them: the files in the natural order of their
+names (``part.2`` before ``part.10``), the rows of each file in file order.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ._tables import DataFileError
+
+__all__ = ["read_parquet_rows"]
+
+#: file extensions read as Parquet in a directory (those of dask.dataframe.read_parquet)
+PARQUET_EXTENSIONS = (".parquet", ".parq", ".pq")
+
+
+def _dask_dataframe(path):
+    try:
+        import dask.dataframe as dd
+        import pyarrow  # noqa: F401 - dask.dataframe's Parquet engine
+    except ImportError as exc:
+        raise ImportError(f"{path}: reading Parquet on a Dask cluster needs dask.dataframe and pyarrow: "
+                          "pip install 'hmrf[dask,parquet]' 'dask[dataframe]'") from exc
+    return dd
+
+
+def is_parquet_dataset(path) -> bool:
+    """Whether ``path`` is a Parquet file (by extension) or a directory holding one."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return any(name.lower().endswith(PARQUET_EXTENSIONS) for name in os.listdir(path))
+    return path.lower().endswith(PARQUET_EXTENSIONS)
+
+
+def read_parquet_rows(path, columns=None, *, chunk_sizes=True):
+    """The rows of a Parquet file or directory as a Dask array (n, d), chunked by rows.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.parquet`` (``.parq``, ``.pq``) file or a directory of them, on a file system
+        the workers see (the workers read the files).
+    columns : sequence of str, optional
+        The feature columns, in this order. Default: every column of the files (the
+        pandas index Parquet may store is not a column); each must be numeric.
+    chunk_sizes : bool, default=True
+        Count the rows of every chunk (one pass over the files, on the workers of the
+        current Dask client). The estimators need known chunk sizes; ``False`` leaves
+        them unknown (``nan``).
+
+    Returns
+    -------
+    dask.array.Array
+        Rows in the order of :mod:`dask.dataframe` (module notes), one chunk per
+        partition and one chunk of columns; float32 when every feature column is
+        float32, else float64 (integers and booleans as numbers).
+
+    Raises
+    ------
+    DataFileError
+        The path does not exist, a directory holds no Parquet file, a file is not
+        readable Parquet, ``columns`` names a column the files do not have (the message
+        lists theirs), a feature column is not numeric (the message names every such
+        column and its type), no feature column, no rows.
+    ImportError
+        Without dask.dataframe or pyarrow.
+    """
+    import pandas.api.types as ptypes
+
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise DataFileError(path, "no such file or directory")
+    if os.path.isdir(path) and not is_parquet_dataset(path):
+        raise DataFileError(path, f"no Parquet file ({', '.join(PARQUET_EXTENSIONS)}) in this directory")
+    dd = _dask_dataframe(path)
+    try:
+        df = dd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow's and fsspec's errors have many types
+        reason = str(exc).strip().splitlines()[-1].removeprefix("Original Message: ")
+        raise DataFileError(path, f"not a readable Parquet data set ({reason})") from None
+    names = [str(c) for c in df.columns]
+    if columns is not None:
+        columns = [str(c) for c in columns]
+        unknown = [c for c in columns if c not in names]
+        if unknown:
+            raise DataFileError(path, f"no column named {', '.join(map(repr, unknown))}; "
+                                      f"the columns are {names}")
+        if len(set(columns)) != len(columns):
+            raise DataFileError(path, f"a column is named twice in {columns}")
+        df = df[columns]
+        names = columns
+    if not names:
+        raise DataFileError(path, "no feature column")
+    dtypes = df.dtypes
+    text = [f"{name!r} ({dtypes[name]})" for name in names
+            if not (ptypes.is_numeric_dtype(dtypes[name]) or ptypes.is_bool_dtype(dtypes[name]))]
+    if text:
+        raise DataFileError(path, f"column{'s' if len(text) > 1 else ''} {', '.join(text)} "
+                                  f"{'are' if len(text) > 1 else 'is'} not numeric; choose the "
+                                  "feature columns (hmrf fit --columns a,b,c, or columns=)")
+    dtype = np.float32 if all(dtypes[name] == np.float32 for name in names) else np.float64
+    if any(dtypes[name] != dtype for name in names):
+        df = df.astype(dtype)
+    X = df.values  # the array of the optimised graph (its partitions may fuse small files)
+    if chunk_sizes:
+        X.compute_chunk_sizes()
+        if X.shape[0] == 0:
+            raise DataFileError(path, "no rows")
+    return X
