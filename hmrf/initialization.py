@@ -296,29 +296,47 @@ def centers_from_constraints(X, k, family, constraints, method, rng, group_centr
     return kmeanspp(X, k - lam, cents, family, rng)
 
 
-def seeded_centers(X, seeds, n_clusters: int, rng=None, *, group_centroids=None) -> np.ndarray:
+def seeded_centers(X, seeds, n_clusters: int, rng=None, *, group_centroids=None, fill="perturbed",
+                   family: EmissionFamily | None = None, kmeanspp=None) -> np.ndarray:
     """Centres from labelled seeds (Basu 2005, Figs. 3.1-3.2).
 
     Parameters
     ----------
     X : ndarray or csr_matrix (n, d)
     seeds : ndarray (n,)
-        Cluster index ``0..k-1`` of each seed, ``-1`` for unlabelled points.
+        Cluster index ``0..k-1`` of each seed, ``-1`` for unlabelled points; the seeded
+        clusters are ``0..c-1``.
     n_clusters : int
     rng : numpy Generator
     group_centroids : callable, optional
         ``group_centroids(X, members, group, n_groups) -> (centroids, sizes)``, the one
         step that reads rows (as in :func:`centers_from_constraints`); by default a sparse
         indicator product over ``X``.
+    fill : {"perturbed", "k-means++"}, default="perturbed"
+        Centres of the clusters without seeds (incomplete seeding, §3.5.4):
+        ``"perturbed"``, random perturbations of the global centroid (the thesis,
+        following Dhillon et al. 2001); ``"k-means++"``, greedy k-means++ given the seed
+        means (Arthur & Vassilvitskii 2007), which needs ``family``.
+    family : EmissionFamily, optional
+        The divergence of ``fill="k-means++"``.
+    kmeanspp : callable, optional
+        ``kmeanspp(X, m, centers, family, rng)`` (as in :func:`centers_from_constraints`).
 
     Returns
     -------
     ndarray (k, d)
-        Seed-class means; clusters without seeds (incomplete seeding, §3.5.4) get random
-        perturbations of the global centroid, following Dhillon et al. (2001).
+        Seed-class means, then the centres of the clusters without seeds.
     """
     rng = check_random_state(rng, "rng")
     lab = np.flatnonzero(seeds >= 0)
+    if fill == "k-means++":
+        means = np.empty((0, X.shape[1]))
+        if lab.size:
+            means, counts = (group_centroids or _group_centroids)(X, lab, seeds[lab], n_clusters)
+            means = means[: int(np.count_nonzero(counts))]
+        if means.shape[0] >= n_clusters:
+            return means
+        return (kmeanspp or _kmeanspp)(X, n_clusters - means.shape[0], means, family, rng)
     centers = _perturbed_global(X, n_clusters, rng)
     if lab.size:
         means, counts = (group_centroids or _group_centroids)(X, lab, seeds[lab], n_clusters)

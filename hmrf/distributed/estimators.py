@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..em.passes import nearest_clusters
 from ..emissions import get_emission
 from ..estimators.base import HMRFClusterMixin
+from ..estimators.copkmeans import COPKMeans
 from ..estimators.mpckmeans import MKMeans
 from ..estimators.seeded import SeededKMeans, _seed_clusters
 from .data import _global_rows, as_row_chunked, label_dtype, prepare_chunk
@@ -36,8 +37,8 @@ def initial_params_dask(estimator, model: DaskHMRF, constraints, y, rng):
     ``_initial_params`` computes in memory, with the initialisation of
     ``hmrf.distributed.initialization`` (same centres for the same generator).
 
-    An estimator whose ``_initial_params`` is its own (COPKMeans: random rows of distinct
-    must-link components) runs it on the model's
+    An estimator whose ``_initial_params`` is its own (COPKMeans with ``init="random"``:
+    random rows of distinct must-link components) runs it on the model's
     :class:`~hmrf.distributed.GatheredRows`, which serves rows by index.
     """
     own = type(estimator)._initial_params
@@ -48,7 +49,12 @@ def initial_params_dask(estimator, model: DaskHMRF, constraints, y, rng):
         centers = np.asarray(initial_centers_dask(model, k, family, None, estimator.init, rng))
     elif own is SeededKMeans._initial_params:
         seeds, _ = _seed_clusters(y, model.n_samples, k)
-        centers = seeded_centers_dask(model, seeds, k, rng)
+        centers = seeded_centers_dask(model, seeds, k, rng, fill="perturbed" if estimator.init == "perturbed"
+                                      else "k-means++", family=family)
+    elif own is COPKMeans._initial_params and not (isinstance(estimator.init, str)
+                                                   and estimator.init == "random"):
+        init = "pckmeans++" if isinstance(estimator.init, str) else estimator.init
+        centers = initial_centers_dask(model, k, family, constraints, init, rng)
     else:
         return estimator._initial_params(model, constraints, y, rng)
     return family.init_params(model.X, centers)
@@ -85,6 +91,7 @@ def fit_dask(estimator, X, y=None, *, must_link=None, cannot_link=None, constrai
     estimator._validate_params()
     X = as_row_chunked(X)
     validate_data(estimator, X, skip_check_array=True, reset=True)
+    estimator._resolve_emission(X)
     persist = dask.config.get("hmrf.persist", "auto") if persist is None else persist
     n = int(X.shape[0])
     y = _labels(y)

@@ -79,10 +79,15 @@ def initial_centers_dask(model, n_clusters: int, family, constraints: Constraint
                                         model, m, centers, family, rng, represent))
 
 
-def seeded_centers_dask(model, seeds, n_clusters: int, rng=None) -> np.ndarray:
+def seeded_centers_dask(model, seeds, n_clusters: int, rng=None, *, fill="perturbed",
+                        family=None) -> np.ndarray:
     """:func:`hmrf.initialization.seeded_centers` for a :class:`~hmrf.distributed.DaskHMRF`:
-    seed-class means from the gathered seed rows, perturbed global centroids elsewhere."""
-    return seeded_centers(model.X, seeds, n_clusters, check_random_state(rng), group_centroids=_centroids)
+    seed-class means from the gathered seed rows; the other clusters by ``fill``
+    (perturbed global centroids, or k-means++ passes over the chunks)."""
+    return seeded_centers(model.X, seeds, n_clusters, check_random_state(rng), group_centroids=_centroids,
+                          fill=fill, family=family,
+                          kmeanspp=lambda X, m, centers, family, rng: kmeanspp_dask(model, m, centers, family,
+                                                                                     rng))
 
 
 # ------------------------------------------------------------------ k-means++

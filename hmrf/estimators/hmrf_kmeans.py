@@ -17,9 +17,13 @@ class HMRFKMeans(HMRFClusterMixin):
     Parameters
     ----------
     n_clusters : int, default=8
-    emission : str or EmissionFamily, default="sqeuclidean"
+    emission : str or EmissionFamily, default="auto"
         ``"sqeuclidean"``, ``"kl"``, ``"idiv"``, ``"itakura_saito"``, ``"cosine"``,
-        ``"mahalanobis"`` or a family object (see :mod:`hmrf.emissions`).
+        ``"mahalanobis"`` or a family object (see :mod:`hmrf.emissions`). ``"auto"``:
+        cosine (the von Mises-Fisher model of §4.3.4) for sparse rows with no negative
+        entry, i.e. text as TF-IDF or term counts, as the thesis clusters text (§3.5,
+        §4.5); squared Euclidean otherwise (:func:`hmrf.emissions.data_emission`). The
+        family used is ``emission_``.
     inference : str or InferenceEngine, default="auto"
         E-step engine: a name of :data:`hmrf.inference.ENGINES` or an engine instance.
         ``"auto"`` (:class:`~hmrf.inference.auto.AutoEngine`): belief propagation, then
@@ -87,7 +91,7 @@ class HMRFKMeans(HMRFClusterMixin):
     [0, 0, 1, 1, 0]
     """
 
-    def __init__(self, n_clusters=8, *, emission="sqeuclidean", inference="auto", w="auto",
+    def __init__(self, n_clusters=8, *, emission="auto", inference="auto", w="auto",
                  init="pckmeans++", n_init="auto", max_iter=100, tol=1e-4, normalizer="constant",
                  closure=False, em="hard", random_state=None):
         self.n_clusters = n_clusters
@@ -107,10 +111,11 @@ class HMRFKMeans(HMRFClusterMixin):
 class PCKMeans(HMRFClusterMixin):
     """Pairwise Constrained KMeans (Basu, Bilenko & Mooney 2004, eq. 1).
 
-    HMRF-KMeans with squared Euclidean distance and unit Potts penalties scaled by
-    ``w``. As in the paper, the constraint sets are augmented by their transitive
-    closure before clustering (``closure=True``). The paper's algorithm is
-    ``PCKMeans(w=1, inference="icm", init="pckmeans", n_init=1)``: the ICML 2004
+    HMRF-KMeans with unit Potts penalties scaled by ``w``, with squared Euclidean
+    distance (the paper's) on points and cosine on text (``emission="auto"``). As in
+    the paper, the constraint sets are augmented by their transitive closure before
+    clustering (``closure=True``). The paper's algorithm is ``PCKMeans(w=1,
+    emission="sqeuclidean", inference="icm", init="pckmeans", n_init=1)``: the ICML 2004
     initialisation (§3.1: centroids of the largest must-link neighbourhoods, then a
     point cannot-linked to all of them, then perturbations of the global centroid) and
     greedy assignment; the defaults are a scale-aware weight, the best engine and
@@ -119,6 +124,9 @@ class PCKMeans(HMRFClusterMixin):
     Parameters
     ----------
     n_clusters : int, default=8
+    emission : {"auto", "sqeuclidean", "cosine"} or EmissionFamily, default="auto"
+        As :class:`HMRFKMeans`: ``"auto"`` is cosine for sparse non-negative rows (text)
+        and squared Euclidean, the paper's, otherwise.
     w : float or "auto", default="auto"
         Weight of a violated constraint against ``||x - μ||²`` (no ½; an implementation
         that uses ``½||x - μ||²`` with weight ``w`` has the same optimum as ours with
@@ -140,11 +148,10 @@ class PCKMeans(HMRFClusterMixin):
     random_state : int, RandomState or None, default=None
     """
 
-    _fixed = dict(HMRFClusterMixin._fixed, emission="sqeuclidean")
-
-    def __init__(self, n_clusters=8, *, w="auto", inference="auto", init="pckmeans++", n_init="auto",
-                 closure=True, max_iter=100, tol=1e-4, em="hard", random_state=None):
+    def __init__(self, n_clusters=8, *, emission="auto", w="auto", inference="auto", init="pckmeans++",
+                 n_init="auto", closure=True, max_iter=100, tol=1e-4, em="hard", random_state=None):
         self.n_clusters = n_clusters
+        self.emission = emission
         self.w = w
         self.inference = inference
         self.init = init
