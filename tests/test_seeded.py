@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans as SKKMeans
 from sklearn.datasets import make_blobs
 
-from hmrf import Constraints, ConstrainedKMeans, SeededKMeans
+from hmrf import ConstrainedKMeans, Constraints, SeededKMeans
 from hmrf._validation import check_random_state
 from hmrf.estimators import fit_supervised
 from hmrf.estimators.supervision import _seeds
