@@ -89,7 +89,7 @@ XIONG_BUDGETS = (20, 40, 60, 80, 100)
 #: The papers' clusterers (WekaUT's PCKMeans / MPCKMeans): w = 1, the ICML 2004 seeding,
 #: one run; PCKMeans' greedy (ICM) assignment, MPCKMeans' E-step by BP as in
 #: docs/active_learning.md. The library's defaults differ (docs/choosing.md).
-PAPER = {"PCKMeans": dict(w=1.0, inference="icm", init="pckmeans", n_init=1),
+PAPER = {"PCKMeans": dict(w=1.0, emission="sqeuclidean", inference="icm", init="pckmeans", n_init=1),
          "MPCKMeans": dict(w=1.0, inference="bp", init="pckmeans", n_init=1, metric="diagonal",
                            shrinkage=0.01)}
 

@@ -291,25 +291,41 @@ def centers_from_constraints(X: MatrixLike, k: int, family: EmissionFamily, cons
 
 
 def seeded_centers(X: NDArray[Any] | sparse.csr_matrix, seeds: NDArray[Any], n_clusters: int,
-                   rng: np.random.Generator | None = None) -> np.ndarray:
+                   rng: np.random.Generator | None = None, *, fill: str = "perturbed",
+                   family: EmissionFamily | None = None) -> np.ndarray:
     """Centres from labelled seeds (Basu 2005, Figs. 3.1-3.2).
 
     Parameters
     ----------
     X : ndarray, csr_matrix (n, d) or RowBackend
     seeds : ndarray (n,)
-        Cluster index ``0..k-1`` of each seed, ``-1`` for unlabelled points.
+        Cluster index ``0..k-1`` of each seed, ``-1`` for unlabelled points; the seeded
+        clusters are ``0..c-1``.
     n_clusters : int
     rng : numpy Generator
+    fill : {"perturbed", "k-means++"}, default="perturbed"
+        Centres of the clusters without seeds (incomplete seeding, §3.5.4):
+        ``"perturbed"``, random perturbations of the global centroid (the thesis,
+        following Dhillon et al. 2001); ``"k-means++"``, greedy k-means++ given the seed
+        means (Arthur & Vassilvitskii 2007), which needs ``family``.
+    family : EmissionFamily, optional
+        The divergence of ``fill="k-means++"``.
 
     Returns
     -------
     ndarray (k, d)
-        Seed-class means; clusters without seeds (incomplete seeding, §3.5.4) get random
-        perturbations of the global centroid, following Dhillon et al. (2001).
+        Seed-class means, then the centres of the clusters without seeds.
     """
     rng = check_random_state(rng, "rng")
     lab = np.flatnonzero(seeds >= 0)
+    if fill == "k-means++":
+        means = np.empty((0, X.shape[1]))
+        if lab.size:
+            means, counts = _group_centroids(X, lab, seeds[lab], n_clusters)
+            means = means[: int(np.count_nonzero(counts))]
+        if means.shape[0] >= n_clusters:
+            return means
+        return _kmeanspp(X, n_clusters - means.shape[0], means, family, rng)
     centers = _perturbed_global(X, n_clusters, rng)
     if lab.size:
         means, counts = _group_centroids(X, lab, seeds[lab], n_clusters)

@@ -403,7 +403,7 @@ def _auto_w(estimator, X, constraints) -> float:
 
     if hasattr(estimator, "_distance_w") and getattr(estimator, "penalty", "distance") != "constant":
         return 1.0
-    return HMRF(X, 1, emission=emission_of(estimator), constraints=constraints, w="auto").w
+    return HMRF(X, 1, emission=emission_of(estimator, X), constraints=constraints, w="auto").w
 
 
 def choose_k(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints, ks: Sequence[int], *,

@@ -39,8 +39,9 @@ def test_settings_an_estimator_does_not_have_are_refused():
         make_estimator("copkmeans", 3, engine="bp")
     with pytest.raises(ValueError, match="has no constraint weight"):
         make_estimator("seeded-kmeans", 3, w=2.0)
-    with pytest.raises(ValueError, match="pckmeans uses squared Euclidean distance"):
-        make_estimator("pckmeans", 3, emission="kl")
+    with pytest.raises(ValueError, match="spherical-kmeans uses cosine similarity"):
+        make_estimator("spherical-kmeans", 3, emission="kl")
+    assert make_estimator("pckmeans", 3, emission="kl").emission == "kl"  # PCKMeans' family is free
     with pytest.raises(ValueError, match="unknown inference engine 'annealing'"):
         make_estimator("hmrf-kmeans", 3, engine="annealing")
     with pytest.raises(ValueError, match="unknown estimator 'nope'"):

@@ -124,3 +124,75 @@ def test_greedy_engine_reports_the_wagstaff_abort_point():
     with pytest.raises(InfeasibleError, match="point 2") as info:
         GreedyFeasible().map(unary, g, rng=0)
     assert info.value.point == 2
+
+
+# ---------------------------------------------------------------- initialisation
+def test_default_start_finds_separated_classes_the_papers_random_start_merges():
+    """Ten well-separated classes, no constraints: the paper's start (random points,
+    one run) puts two centres in one class for some seeds; the default k-means++ start
+    (and its runs) recovers every class."""
+    from sklearn.datasets import make_blobs
+
+    from hmrf.metrics import nmi
+
+    X, y = make_blobs(2000, 5, centers=10, cluster_std=0.5, random_state=0)
+    paper = [nmi(y, COPKMeans(10, init="random", n_init=1, random_state=s).fit(X).labels_) for s in range(4)]
+    ours = [nmi(y, COPKMeans(10, random_state=s).fit(X).labels_) for s in range(4)]
+    assert min(ours) == pytest.approx(1.0)
+    assert min(paper) < 0.99
+
+
+def test_random_start_takes_points_of_distinct_must_link_components():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    c = Constraints.from_pairs([(i, i + 1) for i in range(0, 20)], None, n=30)  # one component 0..20
+    comp = c.component_labels()
+    for s in range(10):
+        est = COPKMeans(3, init="random", n_init=1, max_iter=1, random_state=s)
+        model_params = []
+        real = est._initial_params
+
+        def spy(model, constraints, y, gen, real=real, store=model_params):
+            p = real(model, constraints, y, gen)
+            store.append(np.asarray(p.centers))
+            return p
+
+        est._initial_params = spy
+        est.fit(X, constraints=c)
+        rows = [int(np.flatnonzero(np.all(X == ctr, axis=1))[0]) for ctr in model_params[0]]
+        assert len({comp[r] for r in rows}) == 3
+
+
+def test_k_means_plus_plus_start_seeds_a_must_link_component_by_its_centroid():
+    """Two tight groups joined by must-links within, and a third: the default start's
+    centres include the must-linked group's centroid whenever a member is drawn."""
+    from hmrf.emissions import SquaredEuclidean
+    from hmrf.initialization import initial_centers
+
+    X = np.vstack([np.zeros((5, 2)) + [[i * 0.01, 0] for i in range(5)],
+                   np.full((5, 2), 10.0), np.full((5, 2), -10.0)])
+    c = Constraints.from_pairs([(0, i) for i in range(1, 5)], None, n=15)
+    for s in range(5):
+        C = initial_centers(X, 3, SquaredEuclidean(), c, "pckmeans++", np.random.default_rng(s))
+        assert any(np.allclose(row, X[:5].mean(axis=0)) for row in C)
+        est = COPKMeans(3, random_state=s).fit(X, constraints=c)
+        assert len(set(est.labels_[:5])) == 1 and len(set(est.labels_)) == 3
+
+
+def test_text_gets_the_cosine_model():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    X = sp.random(40, 30, density=0.2, format="csr", random_state=2)
+    X = X + sp.csr_matrix((np.ones(40), (np.arange(40), rng.integers(0, 30, 40))), shape=(40, 30))
+    c = Constraints.from_pairs([(0, 1)], [(2, 3)], n=40)
+    auto = COPKMeans(3, random_state=0).fit(X, constraints=c)
+    cos = COPKMeans(3, emission="cosine", random_state=0).fit(X, constraints=c)
+    assert auto.emission_ == "cosine"
+    np.testing.assert_array_equal(auto.labels_, cos.labels_)
+    assert COPKMeans(3, random_state=0).fit(X.toarray(), constraints=c).emission_ == "sqeuclidean"
+
+
+def test_bad_init_is_named():
+    with pytest.raises(ValueError, match="init"):
+        COPKMeans(2, init="pckmeans").fit(np.eye(4))

@@ -211,3 +211,56 @@ def test_get_emission_aliases():
     assert isinstance(get_emission("kl"), KL)
     with pytest.raises(ValueError, match="unknown emission"):
         get_emission("hamming")
+
+
+# ------------------------------------------------------------- emission="auto"
+def _text(n=30, d=20, seed=0):
+    """Sparse non-negative rows, none empty (term weights)."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.2, format="csr", random_state=seed)
+    return (X + sp.csr_matrix((np.ones(n), (np.arange(n), rng.integers(0, d, n))), shape=(n, d))).tocsr()
+
+
+def test_auto_is_cosine_for_sparse_non_negative_rows_and_squared_euclidean_otherwise():
+    from hmrf.emissions import data_emission
+
+    X = _text()
+    assert data_emission(X) == "cosine"
+    assert data_emission(X.toarray()) == "sqeuclidean"  # dense: points, not text
+    neg = X.copy()
+    neg.data[0] = -1.0
+    assert data_emission(neg) == "sqeuclidean"
+    empty = sp.vstack([X, sp.csr_matrix((1, X.shape[1]))]).tocsr()
+    assert data_emission(empty) == "sqeuclidean"  # the cosine of an empty row is undefined
+    assert isinstance(get_emission("auto", X), VonMisesFisher)
+    assert isinstance(get_emission("AUTO", X.toarray()), SquaredEuclidean)
+
+
+def test_auto_without_data_says_what_it_needs():
+    with pytest.raises(ValueError, match="emission='auto' is chosen from the data"):
+        get_emission("auto")
+
+
+def test_auto_on_a_dask_array_agrees_with_the_array_in_memory():
+    da = pytest.importorskip("dask.array")
+    from hmrf.emissions import data_emission
+
+    X = _text(40)
+    for A in (X, -X, sp.vstack([X, sp.csr_matrix((1, X.shape[1]))]).tocsr()):
+        assert data_emission(da.from_array(A, chunks=(10, A.shape[1]))) == data_emission(A)
+    assert data_emission(da.from_array(X.toarray(), chunks=(10, 20))) == "sqeuclidean"
+
+
+@pytest.mark.parametrize("name", ["HMRFKMeans", "PCKMeans", "COPKMeans", "SeededKMeans"])
+def test_estimators_default_to_auto_and_fit_what_it_names(name):
+    import hmrf
+
+    Est = getattr(hmrf, name)
+    assert Est().emission == "auto"
+    X = _text(40)
+    for data, family in ((X, "cosine"), (X.toarray(), "sqeuclidean")):
+        auto = Est(3, random_state=0).fit(data)
+        named = Est(3, emission=family, random_state=0).fit(data)
+        assert auto.emission_ == family
+        np.testing.assert_array_equal(auto.labels_, named.labels_)
+        np.testing.assert_array_equal(auto.predict(data), named.predict(data))

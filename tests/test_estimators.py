@@ -292,9 +292,9 @@ def test_bad_hyperparameters(param, value, match):
 
 
 def test_sparse_input_works_for_sqeuclidean_and_predict_checks_features():
-    Xs = sp.csr_matrix(X_IRIS)
-    a = HMRFKMeans(3, random_state=0).fit(Xs, constraints=iris_constraints(30, 0))
-    b = HMRFKMeans(3, random_state=0).fit(X_IRIS, constraints=iris_constraints(30, 0))
+    Xs = sp.csr_matrix(X_IRIS)  # non-negative: emission="auto" would take it for text
+    a = HMRFKMeans(3, emission="sqeuclidean", random_state=0).fit(Xs, constraints=iris_constraints(30, 0))
+    b = HMRFKMeans(3, emission="sqeuclidean", random_state=0).fit(X_IRIS, constraints=iris_constraints(30, 0))
     assert np.array_equal(a.labels_, b.labels_)
     with pytest.raises(ValueError, match="features"):
         a.predict(X_IRIS[:, :3])

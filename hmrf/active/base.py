@@ -43,15 +43,16 @@ __all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", 
 
 
 def resolve_emission(emission: str | EmissionFamily | None = None,
-                     clusterer: BaseEstimator | None = None) -> EmissionFamily:
+                     clusterer: BaseEstimator | None = None, X: MatrixLike | None = None) -> EmissionFamily:
     """The emission family distances are measured with.
 
     ``emission`` if given (a name or an :class:`~hmrf.emissions.EmissionFamily`), else
-    the fixed emission of ``clusterer`` (``clusterer_emission``), else squared Euclidean.
+    the fixed emission of ``clusterer`` (``clusterer_emission``), else squared Euclidean;
+    ``"auto"`` is chosen from the data ``X`` (:func:`hmrf.emissions.data_emission`).
     """
     if emission is None and clusterer is not None:
         emission = clusterer_emission(clusterer)
-    return get_emission("sqeuclidean" if emission is None else emission)
+    return get_emission("sqeuclidean" if emission is None else emission, X)
 
 
 def clusterer_emission(clusterer):
@@ -356,8 +357,8 @@ class ActiveSelector(BaseEstimator):
         Why selection ended.
     """
 
-    def _family(self):
-        return resolve_emission(getattr(self, "emission", None), getattr(self, "clusterer", None))
+    def _family(self, X=None):
+        return resolve_emission(getattr(self, "emission", None), getattr(self, "clusterer", None), X)
 
     def fit(self, X: MatrixLike, oracle: Oracle | OracleLike, *, constraints: Constraints | None = None,
             neighborhoods: Sequence[ArrayLike] | None = None) -> Self:
@@ -386,7 +387,7 @@ class ActiveSelector(BaseEstimator):
         n = Xc.shape[0]
         if not callable(getattr(oracle, "query", None)):
             raise TypeError(f"oracle must have a query(i, j) method; got {type(oracle).__name__}.")
-        family = self._family()
+        family = self._family(Xc)
         Xp = family.prepare(Xc)
         self._validate_params(n)
         warm, hoods = self._warm_start(n, constraints, neighborhoods)

@@ -13,10 +13,16 @@ names (``part.2`` before ``part.10``), the rows of each file in file order.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._tables import DataFileError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import dask.array as da
 
 __all__ = ["read_parquet_rows"]
 
@@ -42,7 +48,8 @@ def is_parquet_dataset(path) -> bool:
     return path.lower().endswith(PARQUET_EXTENSIONS)
 
 
-def read_parquet_rows(path, columns=None, *, chunk_sizes=True):
+def read_parquet_rows(path: str | os.PathLike[str], columns: Sequence[str] | None = None, *,
+                      chunk_sizes: bool = True) -> da.Array:
     """The rows of a Parquet file or directory as a Dask array (n, d), chunked by rows.
 
     Parameters

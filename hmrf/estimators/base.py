@@ -25,7 +25,7 @@ from ..constraints import Constraints
 from ..em import rise_tolerance, run_em
 from ..em.passes import nearest_clusters
 from ..em.soft import run_soft_em
-from ..emissions import EmissionFamily
+from ..emissions import AUTO, EmissionFamily, data_emission
 from ..exceptions import InfeasibleError
 from ..inference import InferenceEngine, get_engine
 from ..inference.meanfield import MeanField, softmax_free_energy
@@ -125,6 +125,10 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
         :meth:`hmrf.HMRF.data_scale`).
+    emission_ : str or EmissionFamily
+        The emission the fit used (``emission="auto"`` resolved by
+        :func:`hmrf.emissions.data_emission`: ``"cosine"`` for sparse non-negative rows,
+        ``"sqeuclidean"`` otherwise).
     n_features_in_ : int
     """
 
@@ -147,7 +151,18 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         validate_params(self, table)
 
     def _spec_emission(self):
-        return self._setting("emission")
+        """The emission setting, with ``"auto"`` as the fit resolved it (``emission_``)."""
+        emission = self._setting("emission")
+        if isinstance(emission, str) and emission.lower() == AUTO and hasattr(self, "emission_"):
+            return self.emission_
+        return emission
+
+    def _resolve_emission(self, X):
+        """Set ``emission_``: the family name ``emission="auto"`` stands for on ``X``
+        (:func:`hmrf.emissions.data_emission`), or the setting itself."""
+        emission = self._setting("emission")
+        auto = isinstance(emission, str) and emission.lower() == AUTO
+        self.emission_ = data_emission(X) if auto else emission
 
     def _spec_inference(self):
         return self._setting("inference")
@@ -231,6 +246,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         Xc = backend.data(X)
         validate_data(self, X, skip_check_array=True, reset=True)
         y = backend.partial_labels(y)
+        self._resolve_emission(Xc)
         em = self._em(backend.hard_pass, backend.soft_pass)
         c = self._supervision(Xc.shape[0], y, must_link, cannot_link, constraints)
         model = backend.model(self._model, Xc, c, y, potentials)
@@ -401,5 +417,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = emission_of(self).accepts_sparse
+        emission = self._spec_emission()
+        auto = isinstance(emission, str) and emission.lower() == AUTO  # both candidates take sparse
+        tags.input_tags.sparse = auto or emission_of(self).accepts_sparse
         return tags

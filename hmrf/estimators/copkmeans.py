@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import Interval, Options
+from .._params import Check, Interval, Options
 from ..inference.greedy import METHODS, GreedyFeasible
+from ..initialization import initial_centers
 from .base import HMRFClusterMixin
 
 if TYPE_CHECKING:
@@ -33,13 +34,23 @@ class COPKMeans(HMRFClusterMixin):
     Assignment: each point goes to its closest cluster that breaks no constraint with
     the points already assigned; if there is none the algorithm aborts with
     :class:`~hmrf.InfeasibleError` naming the point (Wagstaff et al. 2001, Table 1).
-    Initialisation: random data points as centres, never two from the same must-link
-    component (as each centre is chosen, its must-links are enforced; thesis §3.5.3).
+    The paper's algorithm is ``COPKMeans(emission="sqeuclidean", init="random",
+    n_init=1)``.
 
     Parameters
     ----------
     n_clusters : int, default=8
-    emission : str or EmissionFamily, default="sqeuclidean"
+    emission : str or EmissionFamily, default="auto"
+        As :class:`~hmrf.HMRFKMeans`: ``"auto"`` is cosine for sparse non-negative rows
+        (text, the thesis's SP-KMeans variant of every method on text, §3.5) and squared
+        Euclidean otherwise; ``emission_`` is the family used.
+    init : {"k-means++", "random"} or array of shape (k, d), default="k-means++"
+        ``"k-means++"``: greedy k-means++ (Arthur & Vassilvitskii 2007) in which drawing
+        a point of a must-link component seeds the component's centroid, each component
+        at most once (:func:`~hmrf.initialization.initial_centers`, ``"pckmeans++"``).
+        ``"random"``: the paper's, random data points as centres, never two from the
+        same must-link component (as each centre is chosen, its must-links are enforced;
+        Wagstaff et al. 2001; thesis §3.5.3).
     max_iter : int, default=100
     tol : float, default=1e-4
     n_restarts : int, default=0
@@ -96,17 +107,21 @@ class COPKMeans(HMRFClusterMixin):
     """
 
     _parameter_constraints = {
+        "init": [Options("k-means++", "random"),
+                 Check(lambda v: not isinstance(v, str) and np.ndim(v) == 2,
+                       "an array of initial centres (k, d)")],
         "n_restarts": [Interval(Integral, 0, None)],
         "repair": [Options(None, "milp")],
         "time_limit": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
-                 max_iter: int = 100, tol: float = 1e-4, n_restarts: int = 0,
-                 repair: Literal["milp"] | None = None, time_limit: float = 60.0, n_init: int | str = "auto",
-                 random_state: RandomLike = None) -> None:
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
+                 init: str | ArrayLike = "k-means++", max_iter: int = 100, tol: float = 1e-4,
+                 n_restarts: int = 0, repair: Literal["milp"] | None = None, time_limit: float = 60.0,
+                 n_init: int | str = "auto", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
+        self.init = init
         self.max_iter = max_iter
         self.tol = tol
         self.n_restarts = n_restarts
@@ -148,6 +163,10 @@ class COPKMeans(HMRFClusterMixin):
         return c.with_weight(np.inf)
 
     def _initial_params(self, model, constraints, y, rng):
+        if not (isinstance(self.init, str) and self.init == "random"):
+            init = "pckmeans++" if isinstance(self.init, str) else self.init
+            centers = initial_centers(model.X, model.n_clusters, model.emission, constraints, init, rng)
+            return model.emission.init_params(model.X, centers)
         comp = constraints.component_labels(hard_only=True)
         order = rng.permutation(model.n_samples)
         # first point of each must-link component in a random order: distinct components

@@ -28,9 +28,13 @@ class HMRFKMeans(HMRFClusterMixin):
     Parameters
     ----------
     n_clusters : int, default=8
-    emission : str or EmissionFamily, default="sqeuclidean"
+    emission : str or EmissionFamily, default="auto"
         ``"sqeuclidean"``, ``"kl"``, ``"idiv"``, ``"itakura_saito"``, ``"cosine"``,
-        ``"mahalanobis"`` or a family object (see :mod:`hmrf.emissions`).
+        ``"mahalanobis"`` or a family object (see :mod:`hmrf.emissions`). ``"auto"``:
+        cosine (the von Mises-Fisher model of §4.3.4) for sparse rows with no negative
+        entry, i.e. text as TF-IDF or term counts, as the thesis clusters text (§3.5,
+        §4.5); squared Euclidean otherwise (:func:`hmrf.emissions.data_emission`). The
+        family used is ``emission_``.
     inference : str or InferenceEngine, default="auto"
         E-step engine: a name of :data:`hmrf.inference.ENGINES` or an engine instance.
         ``"auto"`` (:class:`~hmrf.inference.auto.AutoEngine`): belief propagation, then
@@ -98,7 +102,7 @@ class HMRFKMeans(HMRFClusterMixin):
     [0, 0, 1, 1, 0]
     """
 
-    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
                  inference: str | InferenceEngine = "auto", w: float | str = "auto",
                  init: str | ArrayLike = "pckmeans++", n_init: int | str = "auto", max_iter: int = 100,
                  tol: float = 1e-4, normalizer: Literal["constant", "closed_form"] = "constant",
@@ -121,10 +125,11 @@ class HMRFKMeans(HMRFClusterMixin):
 class PCKMeans(HMRFClusterMixin):
     """Pairwise Constrained KMeans (Basu, Bilenko & Mooney 2004, eq. 1).
 
-    HMRF-KMeans with squared Euclidean distance and unit Potts penalties scaled by
-    ``w``. As in the paper, the constraint sets are augmented by their transitive
-    closure before clustering (``closure=True``). The paper's algorithm is
-    ``PCKMeans(w=1, inference="icm", init="pckmeans", n_init=1)``: the ICML 2004
+    HMRF-KMeans with unit Potts penalties scaled by ``w``, with squared Euclidean
+    distance (the paper's) on points and cosine on text (``emission="auto"``). As in
+    the paper, the constraint sets are augmented by their transitive closure before
+    clustering (``closure=True``). The paper's algorithm is ``PCKMeans(w=1,
+    emission="sqeuclidean", inference="icm", init="pckmeans", n_init=1)``: the ICML 2004
     initialisation (§3.1: centroids of the largest must-link neighbourhoods, then a
     point cannot-linked to all of them, then perturbations of the global centroid) and
     greedy assignment; the defaults are a scale-aware weight, the best engine and
@@ -133,6 +138,9 @@ class PCKMeans(HMRFClusterMixin):
     Parameters
     ----------
     n_clusters : int, default=8
+    emission : {"auto", "sqeuclidean", "cosine"} or EmissionFamily, default="auto"
+        As :class:`HMRFKMeans`: ``"auto"`` is cosine for sparse non-negative rows (text)
+        and squared Euclidean, the paper's, otherwise.
     w : float or "auto", default="auto"
         Weight of a violated constraint against ``||x - μ||²`` (no ½; an implementation
         that uses ``½||x - μ||²`` with weight ``w`` has the same optimum as ours with
@@ -154,13 +162,13 @@ class PCKMeans(HMRFClusterMixin):
     random_state : int, RandomState or None, default=None
     """
 
-    _fixed = dict(HMRFClusterMixin._fixed, emission="sqeuclidean")
-
-    def __init__(self, n_clusters: int = 8, *, w: float | str = "auto",
-                 inference: str | InferenceEngine = "auto", init: str | ArrayLike = "pckmeans++",
-                 n_init: int | str = "auto", closure: bool = True, max_iter: int = 100, tol: float = 1e-4,
-                 em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
+                 w: float | str = "auto", inference: str | InferenceEngine = "auto",
+                 init: str | ArrayLike = "pckmeans++", n_init: int | str = "auto", closure: bool = True,
+                 max_iter: int = 100, tol: float = 1e-4, em: Literal["hard", "soft"] = "hard",
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
+        self.emission = emission
         self.w = w
         self.inference = inference
         self.init = init

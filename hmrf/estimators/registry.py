@@ -91,8 +91,8 @@ ESTIMATORS = {
         "constraints", takes_engine=True, params={"w": 0.0}),
     "pckmeans": EstimatorSpec(
         "hmrf_kmeans:PCKMeans",
-        "PCKMeans: squared Euclidean, constraint closure, ICML 2004 initialisation",
-        "constraints", takes_engine=True, takes_w=True, emissions=("sqeuclidean", "euclidean")),
+        "PCKMeans: unit Potts penalties, constraint closure (Basu, Bilenko & Mooney 2004)",
+        "constraints", takes_engine=True, takes_w=True),
     "mpckmeans": EstimatorSpec(
         "mpckmeans:MPCKMeans",
         "MPCKMeans: PCKMeans plus a learned diagonal Mahalanobis metric",

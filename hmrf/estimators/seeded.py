@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._params import Options
 from .._validation import check_partial_labels
 from ..constraints import Constraints
 from ..initialization import seeded_centers
@@ -43,15 +44,30 @@ class SeededKMeans(HMRFClusterMixin):
 
     ``fit(X, y)`` with ``y[i] = -1`` for unlabelled points. Cluster ``h`` starts at the
     mean of the seeds of the ``h``-th smallest seed class (``seed_classes_[h]``);
-    clusters without seeds start at random perturbations of the global centroid
-    (incomplete seeding, §3.5.4). After initialisation the seeds may change cluster,
-    which makes the method robust to noisy seeds.
+    clusters without seeds (incomplete seeding, §3.5.4) start as ``init`` says. After
+    initialisation the seeds may change cluster, which makes the method robust to noisy
+    seeds. The objective is the KMeans objective ``J_kmeans`` (eq. 3.3) of the emission.
+    The thesis's algorithm is ``SeededKMeans(emission="sqeuclidean", init="perturbed",
+    n_init=1)`` on points and the same with ``emission="cosine"`` on text (§3.5).
 
     Parameters
     ----------
     n_clusters : int, default=8
-    emission : str or EmissionFamily, default="sqeuclidean"
-        ``"cosine"`` gives the SP-KMeans variant used for text in the thesis.
+    emission : str or EmissionFamily, default="auto"
+        ``"auto"``: cosine for sparse rows with no negative entry (text), the SP-KMeans
+        variant the thesis runs on its high-dimensional sets (§3.5), and squared
+        Euclidean otherwise (:func:`hmrf.emissions.data_emission`); ``emission_`` is the
+        family used.
+    init : {"k-means++", "perturbed"}, default="k-means++"
+        Start of the clusters without seeds: ``"k-means++"``, greedy k-means++ given the
+        seed means (Arthur & Vassilvitskii 2007), so that no empty-handed cluster starts
+        where a seeded one is; ``"perturbed"``, random perturbations of the global
+        centroid (the thesis, §3.5.4, after Dhillon et al. 2001).
+    n_init : int or "auto", default="auto"
+        Runs; the lowest objective wins. Every run starts the seeded clusters at their
+        seed means; the runs differ in the clusters without seeds. ``"auto"``: as
+        :class:`~hmrf.HMRFKMeans` (up to 10 where a run is cheap), and a single run when
+        every cluster has seeds (the runs would repeat). The thesis makes one run.
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -69,13 +85,17 @@ class SeededKMeans(HMRFClusterMixin):
     """
 
     _clamp = False
+    _parameter_constraints = {"init": [Options("k-means++", "perturbed")]}
 
-    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
+                 init: Literal["k-means++", "perturbed"] = "k-means++", n_init: int | str = "auto",
                  max_iter: int = 100, tol: float = 1e-4,
                  normalizer: Literal["constant", "closed_form"] = "constant",
                  em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
+        self.init = init
+        self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
         self.normalizer = normalizer
@@ -95,7 +115,8 @@ class SeededKMeans(HMRFClusterMixin):
 
     def _initial_params(self, model, constraints, y, rng):
         seeds, _ = _seed_clusters(y, model.n_samples, model.n_clusters)
-        centers = seeded_centers(model.X, seeds, model.n_clusters, rng)
+        fill = "k-means++" if self.init == "k-means++" else "perturbed"
+        centers = seeded_centers(model.X, seeds, model.n_clusters, rng, fill=fill, family=model.emission)
         return model.emission.init_params(model.X, centers)
 
 

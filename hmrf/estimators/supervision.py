@@ -69,13 +69,18 @@ def as_constraints(constraints: Constraints | None = None, must_link: PairsLike 
     return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
 
 
-def emission_of(estimator: BaseEstimator) -> EmissionFamily:
+def emission_of(estimator: BaseEstimator, X: MatrixLike | None = None) -> EmissionFamily:
     """The emission family an HMRF estimator fits with (its ``emission`` parameter, or
-    the family it fixes: squared Euclidean for PCKMeans, cosine for SphericalKMeans,
-    the learned metric for MPCKMeans), as an :class:`~hmrf.emissions.EmissionFamily`."""
-    from ..emissions import get_emission
+    the family it fixes: cosine for SphericalKMeans, the learned metric for MPCKMeans),
+    as an :class:`~hmrf.emissions.EmissionFamily`. ``emission="auto"`` is the family the
+    fit chose; before a fit it is chosen from ``X`` (:func:`hmrf.emissions.data_emission`),
+    which must then be given."""
+    from ..emissions import AUTO, get_emission
 
-    return get_emission(estimator._spec_emission())
+    spec, setting = estimator._spec_emission(), estimator._setting("emission")
+    if X is not None and isinstance(setting, str) and setting.lower() == AUTO:
+        spec = AUTO  # chosen from this X, not from an earlier fit's data
+    return get_emission(spec, X)
 
 
 def supervision_kind(estimator: BaseEstimator) -> str:
@@ -138,12 +143,41 @@ def neighborhoods_from_constraints(constraints: Constraints) -> list[np.ndarray]
     return [hoods[p] for p in chosen]
 
 
-def _seeds(constraints: Constraints) -> np.ndarray:
-    """Partial labels from constraints: neighbourhood ``p`` -> label ``p``, others -1."""
+def _seeds(constraints: Constraints, n_clusters: int | None = None) -> np.ndarray:
+    """Partial labels from constraints: neighbourhood ``p`` -> label ``p``, others -1.
+
+    When the neighbourhoods number ``n_clusters`` (one per cluster), a must-link
+    component cannot-linked to all of them but one must join that one in every
+    ``n_clusters``-clustering that keeps the constraints, so it is labelled too; repeated
+    until nothing changes (the inference of CONSOLIDATE, Basu 2005, §5.3, applied to the
+    constraints given).
+    """
     y = np.full(constraints.n, -1, dtype=np.int64)
-    for p, members in enumerate(neighborhoods_from_constraints(constraints)):
+    hoods = neighborhoods_from_constraints(constraints)
+    for p, members in enumerate(hoods):
         y[members] = p
-    return y
+    k = len(hoods)
+    if n_clusters is None or k != n_clusters or k < 2 or constraints.n_cannot_link == 0:
+        return y
+    comp = constraints.component_labels()
+    label = np.full(int(comp.max()) + 1, -1, dtype=np.int64)
+    label[comp[y >= 0]] = y[y >= 0]
+    cl = constraints.cannot_link
+    ends = np.concatenate([comp[cl], comp[cl[:, ::-1]]])  # (component, cannot-linked component)
+    total = k * (k - 1) // 2
+    while True:
+        other = label[ends[:, 1]]
+        open_ = (label[ends[:, 0]] < 0) & (other >= 0)
+        pairs = np.unique(np.column_stack([ends[open_, 0], other[open_]]), axis=0)
+        if pairs.shape[0] == 0:
+            break
+        comps, first, counts = np.unique(pairs[:, 0], return_index=True, return_counts=True)
+        sums = np.add.reduceat(pairs[:, 1], first)
+        last = counts == k - 1  # cannot-linked to every neighbourhood but one
+        if not last.any():
+            break
+        label[comps[last]] = total - sums[last]
+    return label[comp]
 
 
 def fit_supervised(estimator: BaseEstimator, X: MatrixLike, supervision: Any = None) -> BaseEstimator:
@@ -169,8 +203,10 @@ def fit_supervised(estimator: BaseEstimator, X: MatrixLike, supervision: Any = N
     * ``"constraints"``: ``fit(X, constraints=c)``, or ``fit(X, y)`` for partial labels
       (turned into must-links within and cannot-links across classes by the estimator);
     * ``"labels"``: ``fit(X, y)``; constraints are first turned into seeds, one label per
-      neighbourhood (:func:`neighborhoods_from_constraints`), and with no neighbourhood
-      at all the estimator is fitted unsupervised;
+      neighbourhood (:func:`neighborhoods_from_constraints`), plus, when there is one
+      neighbourhood per cluster, the must-link components cannot-linked to all of them
+      but one (they can only join that one); with no neighbourhood at all the estimator
+      is fitted unsupervised;
     * ``"none"``: ``fit(X)``, whatever is given.
     """
     kind = supervision_kind(estimator)
@@ -179,7 +215,7 @@ def fit_supervised(estimator: BaseEstimator, X: MatrixLike, supervision: Any = N
     if isinstance(supervision, Constraints):
         if kind == "constraints":
             return estimator.fit(X, constraints=supervision)
-        y = _seeds(supervision)
+        y = _seeds(supervision, getattr(estimator, "n_clusters", None))
         return estimator.fit(X, y) if np.any(y >= 0) else estimator.fit(X)
     labels = np.asarray(supervision)
     if labels.ndim != 1 or labels.dtype.kind not in "iu":

@@ -1,0 +1,169 @@
+"""Seeded-KMeans and Constrained-KMeans (Basu 2005, ch. 3): the paper's algorithm one
+argument away, the defaults' k-means++ fill and runs, seeds from constraints."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.cluster import KMeans as SKKMeans
+from sklearn.datasets import make_blobs
+
+from hmrf import ConstrainedKMeans, Constraints, SeededKMeans
+from hmrf._validation import check_random_state
+from hmrf.estimators import fit_supervised
+from hmrf.estimators.supervision import _seeds
+from hmrf.initialization import seeded_centers
+from hmrf.metrics import nmi
+
+PAPER = dict(emission="sqeuclidean", init="perturbed", n_init=1)
+
+
+def _partial(y, per_class, classes, seed=0):
+    """``per_class`` labelled points of each class in ``classes``, -1 elsewhere."""
+    rng = np.random.default_rng(seed)
+    out = np.full(y.shape[0], -1)
+    for c in classes:
+        pick = rng.choice(np.flatnonzero(y == c), per_class, replace=False)
+        out[pick] = c
+    return out
+
+
+@pytest.mark.parametrize("classes", [[0, 1, 2, 3], [1, 3]])
+def test_the_papers_seeded_kmeans_is_lloyd_from_the_seed_means(classes):
+    """Fig. 3.1 with the thesis's fill (§3.5.4): the seed means and perturbed global
+    centroids, then Lloyd's iterations; scikit-learn's KMeans from the same centres
+    gives the same labels."""
+    X, y = make_blobs(400, 5, centers=4, cluster_std=2.5, random_state=3)
+    seeds = _partial(y, 3, classes)
+    est = SeededKMeans(4, random_state=7, tol=0.0, **PAPER).fit(X, seeds)
+    which = np.full(y.shape[0], -1)
+    lab = seeds >= 0
+    which[lab] = np.searchsorted(np.unique(seeds[lab]), seeds[lab])
+    C = seeded_centers(X, which, 4, check_random_state(7))
+    ref = SKKMeans(4, init=C, n_init=1, tol=0.0).fit(X)
+    assert nmi(ref.labels_, est.labels_) == pytest.approx(1.0)
+    np.testing.assert_allclose(est.objective_, ref.inertia_, rtol=1e-9)
+
+
+def test_runs_never_end_above_the_first_run():
+    """``n_init="auto"``: the first run is the one-run fit (same generator), and the
+    lowest objective wins, so the default never ends above ``n_init=1``."""
+    X, y = make_blobs(600, 4, centers=6, cluster_std=2.0, random_state=0)
+    seeds = _partial(y, 2, [0, 1])
+    for state in range(4):
+        one = SeededKMeans(6, n_init=1, random_state=state).fit(X, seeds)
+        many = SeededKMeans(6, random_state=state).fit(X, seeds)
+        assert many.n_runs_ > 1
+        assert many.objective_ <= one.objective_ + 1e-9 * abs(one.objective_)
+
+
+def test_every_run_starts_the_seeded_clusters_at_their_seed_means(monkeypatch):
+    from hmrf.estimators import base
+
+    X, y = make_blobs(300, 3, centers=5, random_state=1)
+    seeds = _partial(y, 4, [0, 2])
+    starts = []
+    real = base.run_em
+
+    def spy(model, params, *a, **kw):
+        starts.append(np.array(params.centers))
+        return real(model, params, *a, **kw)
+
+    monkeypatch.setattr(base, "run_em", spy)
+    est = SeededKMeans(5, random_state=0).fit(X, seeds)
+    means = np.vstack([X[seeds == c].mean(axis=0) for c in (0, 2)])
+    assert len(starts) == est.n_runs_ > 1
+    for C in starts:
+        np.testing.assert_allclose(C[:2], means)
+    assert len({C[2:].tobytes() for C in starts}) == len(starts)  # the fill varies
+
+
+def test_with_every_cluster_seeded_one_run_suffices():
+    X, y = make_blobs(200, 3, centers=3, random_state=2)
+    est = SeededKMeans(3, random_state=0).fit(X, _partial(y, 5, [0, 1, 2]))
+    assert est.n_runs_ == 1
+    np.testing.assert_array_equal(est.seed_classes_, [0, 1, 2])
+
+
+def test_the_k_means_plus_plus_fill_finds_unseeded_classes_the_perturbed_fill_merges():
+    """Six well-separated classes, seeds in two: the thesis's perturbed global centroids
+    start the four unseeded clusters together; the k-means++ fill given the seed means
+    (and its runs) recovers all six."""
+    X, y = make_blobs(1200, 8, centers=6, cluster_std=0.5, random_state=4)
+    seeds = _partial(y, 3, [0, 1])
+    paper = [nmi(y, SeededKMeans(6, random_state=s, **PAPER).fit(X, seeds).labels_) for s in range(3)]
+    ours = [nmi(y, SeededKMeans(6, random_state=s).fit(X, seeds).labels_) for s in range(3)]
+    assert min(ours) == pytest.approx(1.0)
+    assert min(paper) < 0.99
+
+
+def test_text_gets_the_cosine_model_and_explicit_settings_are_kept():
+    rng = np.random.default_rng(0)
+    X = sp.random(60, 40, density=0.2, format="csr", random_state=1)
+    X = X + sp.csr_matrix((np.ones(60), (np.arange(60), rng.integers(0, 40, 60))), shape=(60, 40))
+    seeds = np.full(60, -1)
+    seeds[:3], seeds[3:6] = 0, 1
+    for Est in (SeededKMeans, ConstrainedKMeans):
+        auto = Est(3, random_state=0).fit(X, seeds)
+        cos = Est(3, emission="cosine", random_state=0).fit(X, seeds)
+        assert auto.emission_ == "cosine"
+        np.testing.assert_array_equal(auto.labels_, cos.labels_)
+        assert Est(3, emission="sqeuclidean", random_state=0).fit(X, seeds).emission_ == "sqeuclidean"
+        assert Est(3, random_state=0).fit(X.toarray(), seeds).emission_ == "sqeuclidean"
+
+
+def test_constrained_kmeans_keeps_its_seeds_with_the_defaults():
+    X, y = make_blobs(300, 2, centers=3, cluster_std=3.0, random_state=5)
+    seeds = _partial(y, 10, [0, 1, 2])
+    seeds[np.flatnonzero(seeds == 0)[:2]] = 1  # noisy seeds stay where they were put
+    est = ConstrainedKMeans(3, random_state=0).fit(X, seeds)
+    lab = seeds >= 0
+    np.testing.assert_array_equal(est.labels_[lab], seeds[lab])
+
+
+def test_bad_init_is_named():
+    X, y = make_blobs(50, 2, centers=2, random_state=0)
+    with pytest.raises(ValueError, match="init"):
+        SeededKMeans(2, init="pckmeans").fit(X, _partial(y, 2, [0]))
+
+
+# ------------------------------------------------------------ seeds from constraints
+def _hand_made():
+    """Neighbourhoods {0,1}, {2,3}, {4,5}, pairwise cannot-linked; point 6 cannot-linked
+    to the first two; point 7 to point 6 and the first; point 8 to the first only."""
+    ml = [(0, 1), (2, 3), (4, 5)]
+    cl = [(0, 2), (0, 4), (2, 4), (6, 0), (6, 3), (7, 6), (7, 1), (8, 1)]
+    return Constraints.from_pairs(ml, cl, n=10)
+
+
+def test_seeds_are_the_neighbourhoods_without_a_cluster_count():
+    y = _seeds(_hand_made())
+    assert sorted(map(tuple, [np.flatnonzero(y == p) for p in range(3)])) == [(0, 1), (2, 3), (4, 5)]
+    assert np.all(y[6:] == -1)
+
+
+def test_seeds_complete_the_classes_when_the_neighbourhoods_are_one_per_cluster():
+    c = _hand_made()
+    y = _seeds(c, 3)
+    a, b, d = y[0], y[2], y[4]
+    assert len({a, b, d}) == 3
+    assert y[6] == d  # cannot-linked to the two others
+    assert y[7] == b  # then cannot-linked to a and to 6's class
+    assert y[8] == -1 and y[9] == -1  # one cannot-link among three classes says nothing
+    # the seeds keep every constraint
+    assert not np.any(c.violations(np.where(y >= 0, y, np.arange(10) + 10)))
+    # with another number of clusters nothing is inferred
+    np.testing.assert_array_equal(_seeds(c, 4), _seeds(c))
+
+
+def test_fit_supervised_gives_seeded_kmeans_the_completed_seeds(monkeypatch):
+    X, y = make_blobs(10, 2, centers=3, random_state=0)
+    got = {}
+    real = SeededKMeans.fit
+
+    def spy(self, X, y=None, **kw):
+        got["y"] = np.asarray(y)
+        return real(self, X, y, **kw)
+
+    monkeypatch.setattr(SeededKMeans, "fit", spy)
+    fit_supervised(SeededKMeans(3, random_state=0), X, _hand_made())
+    np.testing.assert_array_equal(got["y"], _seeds(_hand_made(), 3))
