@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
     from ._typing import MatrixLike
     from .constraints import Constraints
-    from .em.loop import EMResult
     from .emissions.base import EmissionFamily
     from .model import HMRF
 
@@ -218,6 +217,6 @@ class InMemoryFit:
         ``_model``) on the checked array."""
         return build(X, constraints, y, potentials)
 
-    def labels(self, result: EMResult, model: HMRF) -> NDArray[np.int64]:
+    def labels(self, result: Any, model: HMRF) -> NDArray[np.int64]:
         """The fitted ``labels_``: the EM result's labels as int64 (n,)."""
         return result.labels.astype(np.int64)
