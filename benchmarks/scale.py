@@ -10,9 +10,10 @@ high-water mark (data included; ``X`` alone is ``n · d · 8`` bytes).
   from the same centres and run the same number of iterations (``tol=0``), alternately
   ``--repeats`` times; the ratio is the median of the paired per-iteration ratios, and
   the labels must be identical.
-* with constraints: a default fit (``init="neighborhoods"``, ``tol=1e-4``) per engine; the
-  per-iteration time is the fit's EM time over its iterations (``init`` is the rest of
-  the fit: validation, the constraint graph and the initialisation), compared with
+* with constraints: a default fit (``n_init="auto"``: several starts where they are cheap,
+  the lowest objective kept; ``tol=1e-4``) per engine; the per-iteration time is the kept
+  run's EM time over its iterations (``init`` is the rest of the fit: validation, the
+  constraint graph, the initialisations and the runs not kept), compared with
   scikit-learn's per-iteration time over ``--iters`` iterations from the fitted centres.
   The unconstrained rows' peak memory includes scikit-learn's fits in the same process.
 
@@ -362,7 +363,7 @@ def main(argv=None):
                     f"{r['peak_rss'] - r['base_rss']:.0f} | {x_mb:.0f} | - |")
         loads.append(load_average())
     notes = (f"d = {args.d}, k = {args.k}; X is n x d float64; times in seconds (fit: one default fit; "
-             "per iteration: its time per EM iteration; init: the part before EM; ratio: per iteration "
+             "per iteration: its time per EM iteration; init: the rest of the fit, other starts included; ratio: per iteration "
              "against scikit-learn's Lloyd KMeans on the same data); peak RSS in MB above the interpreter "
              "with numpy, scipy, scikit-learn and hmrf loaded. Load average (1, 5, 15 min) after each size: "
              + ", ".join(loads) + ".")
