@@ -363,7 +363,8 @@ def main(argv=None):
                     f"{r['peak_rss'] - r['base_rss']:.0f} | {x_mb:.0f} | - |")
         loads.append(load_average())
     notes = (f"d = {args.d}, k = {args.k}; X is n x d float64; times in seconds (fit: one default fit; "
-             "per iteration: its time per EM iteration; init: the rest of the fit, other starts included; ratio: per iteration "
+             "per iteration: its time per EM iteration; init: the rest of the fit, other starts included; "
+             "ratio: per iteration "
              "against scikit-learn's Lloyd KMeans on the same data); peak RSS in MB above the interpreter "
              "with numpy, scipy, scikit-learn and hmrf loaded. Load average (1, 5, 15 min) after each size: "
              + ", ".join(loads) + ".")
