@@ -203,6 +203,20 @@ def _previous_chunks(model, previous):
     return data.send(data.pieces(np.asarray(previous).astype(label_dtype(k))))
 
 
+def _run_chunk_tasks(tasks, tree):
+    """Run the per-chunk ``(labels, summary, stats)`` tasks of a pass as one graph: the
+    label chunks stay persisted on the workers, the summaries (and the tree-reduced
+    statistics when ``tree``) come to the client. Returns ``(label_chunks, summaries,
+    reduced statistics or None)``."""
+    wanted = [t[0] for t in tasks] + [t[1] for t in tasks]
+    if tree:
+        wanted.append(tree_reduce([t[2] for t in tasks]))
+    kept = dask.persist(*wanted)
+    n_chunks = len(tasks)
+    label_chunks, small = list(kept[:n_chunks]), dask.compute(*kept[n_chunks:])
+    return label_chunks, small[:n_chunks], (small[-1] if tree else None)
+
+
 def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[np.intp] | None = None,
                          constrained: NDArray[np.bool_] | None = None, accumulate: bool = False,
                          shift: NDArray[np.floating] | None = None) -> AssignmentPass:
@@ -223,16 +237,10 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
     args = [(data.family_key, x, t, par, model.normalizer, k, c, p, loc, accumulate, shift)
             for x, t, c, p, loc in zip(data.chunks, terms, clamped, prev, local)]
     tasks = [dask.delayed(chunk_pass, pure=False, nout=3)(*a, tree) for a in args]
-    wanted = [t[0] for t in tasks] + [t[1] for t in tasks]
-    if tree:
-        wanted.append(tree_reduce([t[2] for t in tasks]))
-    kept = dask.persist(*wanted)  # one graph: the labels stay, the rest is gathered below
-    n_chunks = len(tasks)
-    label_chunks, small = list(kept[:n_chunks]), dask.compute(*kept[n_chunks:])
-    summaries = small[:n_chunks]
+    label_chunks, summaries, reduced = _run_chunk_tasks(tasks, tree)
     cost, totals, rows, at, changed, counts, parts = zip(*summaries)
     if tree:
-        stats = small[-1]
+        stats = reduced
     elif accumulate:
         stats = None
         for st in parts:  # a loop over chunks: k x d additions each
@@ -279,14 +287,8 @@ def dask_soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.
     tasks = [dask.delayed(chunk_soft_pass, pure=False, nout=3)(data.family_key, x, t, par, model.normalizer,
                                                                k, c, loc, shift, tree)
              for x, t, c, loc in zip(data.chunks, terms, clamped, local)]
-    wanted = [t[0] for t in tasks] + [t[1] for t in tasks]
-    if tree:
-        wanted.append(tree_reduce([t[2] for t in tasks]))
-    kept = dask.persist(*wanted)  # one graph: the labels stay, the rest is gathered below
-    n_chunks = len(tasks)
-    label_chunks, small = list(kept[:n_chunks]), dask.compute(*kept[n_chunks:])
-    free, rows, at, counts, parts = zip(*small[:n_chunks])
-    stats = small[-1] if tree else None
+    label_chunks, summaries, stats = _run_chunk_tasks(tasks, tree)
+    free, rows, at, counts, parts = zip(*summaries)
     if not tree:
         for st in parts:  # a loop over chunks: k x d additions each, in chunk order
             stats = st if stats is None else stats + st
