@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from hmrf import Constraints
 from hmrf.active import (
@@ -248,5 +249,6 @@ def test_the_clusterers_emission_is_used_for_distances():
 
     assert isinstance(NPU(SphericalKMeans(3))._family(), VonMisesFisher)
     assert isinstance(NPU(HMRFKMeans(3, emission="kl"))._family(), KL)
-    assert isinstance(NPU(PCKMeans(3))._family(), SquaredEuclidean)
+    assert isinstance(NPU(PCKMeans(3))._family(np.ones((4, 2))), SquaredEuclidean)  # emission="auto"
+    assert isinstance(NPU(PCKMeans(3))._family(sp.csr_matrix(np.eye(4))), VonMisesFisher)
     assert isinstance(NPU(PCKMeans(3), emission="cosine")._family(), VonMisesFisher)

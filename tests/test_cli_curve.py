@@ -51,7 +51,6 @@ def test_seed_curve_with_noise(tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--estimator", "seeded-kmeans", "--constraints", "0:10:5"], "use --seeds"),
-    (["--estimator", "pckmeans", "--emission", "cosine"], "squared Euclidean"),
     (["--estimator", "nope"], "unknown estimator"),
     (["--constraints", "10:0:5"], "cannot read '10:0:5'"),
     (["--dataset", "nope"], "unknown data set"),

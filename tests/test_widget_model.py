@@ -102,9 +102,20 @@ def test_reclusterer_from_converged_centres_is_a_fixed_point():
     assert rc.warm_ and np.array_equal(a, b)
 
 
+class COPKMeansWithoutInit(COPKMeans):
+    """COPKMeans whose constructor takes no ``init`` (its start is fixed), as an
+    estimator the reclusterer cannot warm-start."""
+
+    init = "k-means++"
+
+    def __init__(self, n_clusters=8, *, random_state=None):
+        super().__init__(n_clusters, random_state=random_state)
+        del self.init  # the class's fixed start, not a parameter
+
+
 def test_reclusterer_without_init_refits_cold():
     X, _ = blobs()
-    rc = Reclusterer(COPKMeans(n_clusters=3, random_state=0), X)
+    rc = Reclusterer(COPKMeansWithoutInit(n_clusters=3, random_state=0), X)
     rc.fit(Constraints.empty(len(X)))
     c = Constraints.from_pairs(cannot_link=[(0, 1)], n=len(X))
     labels = rc.fit(c)

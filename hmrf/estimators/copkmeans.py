@@ -103,7 +103,7 @@ class COPKMeans(HMRFClusterMixin):
     >>> X = np.array([[0.0], [0.1], [0.2], [5.0], [5.1]])
     >>> est = COPKMeans(2, random_state=0).fit(X, must_link=[(2, 3)], cannot_link=[(0, 2)])
     >>> est.labels_.tolist(), est.assignment_
-    ([1, 1, 0, 0, 0], 'greedy')
+    ([0, 0, 1, 1, 1], 'greedy')
     """
 
     _parameter_constraints = {
