@@ -196,9 +196,9 @@ def rows_of(X: MatrixLike | RowBackend) -> RowBackend:
 
 class InMemoryFit:
     """The fit backend of an array in memory (module docstring): the estimators' ``fit``
-    calls, in order, :meth:`data`, :meth:`partial_labels`, :meth:`model`, the EM loops with
-    ``hard_pass``/``soft_pass`` (``None``: the in-memory passes of :mod:`hmrf.em`), and
-    :meth:`labels`."""
+    calls, in order, ``data``, ``partial_labels``,
+    ``model``, the EM loops with ``hard_pass``/``soft_pass`` (``None``: the
+    in-memory passes of :mod:`hmrf.em`), and ``labels``."""
 
     hard_pass = None
     soft_pass = None

@@ -68,7 +68,7 @@ def read_parquet_rows(path: str | os.PathLike[str], columns: Sequence[str] | Non
     Returns
     -------
     dask.array.Array
-        Rows in the order of :mod:`dask.dataframe` (module notes), one chunk per
+        Rows in the order of ``dask.dataframe`` (module notes), one chunk per
         partition and one chunk of columns; float32 when every feature column is
         float32, else float64 (integers and booleans as numbers).
 

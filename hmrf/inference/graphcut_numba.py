@@ -191,7 +191,7 @@ def fix_dominated(u, p, q, half_lambda):
     """The variables whose value every minimiser shares, by dominance; the compiled twin of
     :func:`~hmrf.inference.qpbo.fix_dominated` (same arguments, same result).
 
-    A worklist (:func:`_fix_by_dominance`): a variable is fixed as soon as it is
+    A worklist (``_fix_by_dominance``): a variable is fixed as soon as it is
     dominated, its terms become unary terms of its free neighbours, and those are
     checked again. Returns ``(state, u)``: ``state`` -1 (free), 0 or 1 per variable,
     and the unary differences with the terms towards fixed variables folded in.
