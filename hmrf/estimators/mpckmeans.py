@@ -97,7 +97,7 @@ class _MetricLearner(HMRFClusterMixin):
 
     def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
             cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
-        """Cluster ``X`` and learn the metric (arguments as :meth:`hmrf.HMRFKMeans.fit`).
+        """Cluster ``X`` and learn the metric (arguments as ``HMRFKMeans.fit``).
 
         Returns
         -------
@@ -393,7 +393,7 @@ class MKMeans(_MetricLearner):
 
     def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
             cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
-        """Cluster ``X`` and learn the metric (arguments as :meth:`hmrf.HMRFKMeans.fit`).
+        """Cluster ``X`` and learn the metric (arguments as ``HMRFKMeans.fit``).
 
         With ``metric="auto"`` and a learned metric, the fit is repeated with the
         identity metric, and the learned one is kept only if its labelling satisfies
