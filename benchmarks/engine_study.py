@@ -2,8 +2,9 @@
 
 Runs ``hmrf compare`` with the given arguments (by default the README's main job: the
 E-step engines on Iris, thesis Fig. 4.13) and writes its summary, one row per number of
-constraints and engine, to ``docs/results/<name>.md``; ``docs/experiments.md`` includes
-it. ``--from DIR`` converts the ``compare-summary.csv`` of a finished run of the same
+constraints and engine, to ``docs/results/<name>.md``, and its four-panel figure to
+``docs/_static/<name>.png``; ``docs/experiments.md`` includes both. ``--from DIR``
+converts the ``compare-summary.csv`` (and ``compare.png``) of a finished run of the same
 command instead of running it again::
 
     python benchmarks/engine_study.py --name compare-iris
@@ -21,12 +22,15 @@ import argparse
 import csv
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _results import markdown_table, write_result  # noqa: E402
+from _results import ROOT, markdown_table, write_result  # noqa: E402
+
+STATIC_DIR = os.path.join(ROOT, "docs", "_static")
 
 README_JOB = ["--dataset", "iris", "--engines", "icm,bp,lp", "--constraints", "0,10,25,50,100,200,400",
               "--runs", "10"]
@@ -88,6 +92,9 @@ def main(argv=None):
              f"(`docs/experiments.md` defines each column).{load} {args.note}").strip()
     print("wrote", write_result(args.name, summary_table(os.path.join(folder, "compare-summary.csv")),
                                 notes=notes))
+    figure = os.path.join(folder, "compare.png")
+    if os.path.exists(figure):
+        print("wrote", shutil.copyfile(figure, os.path.join(STATIC_DIR, f"{args.name}.png")))
 
 
 if __name__ == "__main__":
