@@ -55,9 +55,7 @@ def test_compare_writes_one_row_per_fit_and_a_summary(tmp_path, capsys):
 
 def test_summary_columns_recomputed_from_the_fits(tmp_path):
     out = tmp_path / "cmp"
-    # one run: two folds, each scored by both engines (the excess and best-share columns
-    # compare the engines on the same split)
-    assert main(["compare", "--engines", "icm,exact", "--constraints", "0,60", "--runs", "1",
+    assert main(["compare", "--engines", "icm,exact", "--constraints", "0,60", "--runs", "2",
                  "--out", str(out), "--no-progress"]) == 0
     fits, summary = read_csv(out / "compare.csv"), read_csv(out / "compare-summary.csv")
     assert list(summary[0]) == list(study.SUMMARY_COLUMNS)
@@ -164,10 +162,10 @@ def test_compile_time_never_lands_in_a_timed_fit(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(study, "_WARMED", {})
     monkeypatch.setattr(FirstCallCompiles, "compiled", [])
     out = tmp_path / "cmp"
-    assert main(["compare", "--engines", "icm,compiling", "--constraints", "0,30", "--runs", "1",
+    assert main(["compare", "--engines", "icm,compiling", "--constraints", "0,30", "--runs", "2",
                  "--bound", "none", "--out", str(out), "--no-progress"]) == 0
     fits = [r for r in read_csv(out / "compare.csv") if r["estimator"] == "compiling"]
-    assert len(fits) == 4 and FirstCallCompiles.compiled == [True]
+    assert len(fits) == 8 and FirstCallCompiles.compiled == [True]
     assert max(float(r["fit_time"]) for r in fits) < 2.0  # the slow first call was untimed
     summary = {(s["engine"], s["constraints"]): s for s in read_csv(out / "compare-summary.csv")}
     assert float(summary["compiling", "30"]["compile_time"]) >= 1.0  # ...and reported apart

@@ -276,7 +276,7 @@ def test_compare_curve_active_on_own_files(tmp_path):
     labels = write_csv(tmp_path / "labels.csv", [[v] for v in Y], header=["class"])
     common = ["--data", str(data), "--labels", str(labels), "--no-progress"]
     assert main(["compare", *common, "--engines", "icm,lp", "--constraints", "0,10", "--runs", "1",
-                 "--bound", "none", "--out", str(tmp_path / "c")]) == 0
+                 "--out", str(tmp_path / "c")]) == 0
     assert len(list(csv.DictReader(open(tmp_path / "c" / "compare.csv")))) == 8
     assert main(["curve", *common, "--constraints", "0,10", "--folds", "2",
                  "--out", str(tmp_path / "u")]) == 0
