@@ -22,14 +22,15 @@ must-links between random pairs (average degree 4) with weights uniform in [0.1,
 
 Every cost is rounded to a multiple of ``1 / SCALE`` (``SCALE = 10,000``) so that GCO,
 which works in integers, minimises exactly the function the other engines see.
-Engines: ICM, BP (the default), TRW-S (``inference="trws"``), α-expansion, ``auto``,
+Engines: ICM, BP (the default), TRW-S (``inference="trws"``), α-expansion (its plain
+sweeps, the default, and GCO's adaptive cycles, ``cycles="adaptive"``), ``auto``,
 and GCO's α-expansion (C++, ``pip install gco-wrapper``; from the unary argmin, as
 ours; its time is that of the C++ calls, without the wrapper's Python loop that sets
 the initial label of every site one call at a time). Each engine runs on a fresh copy
 of the graph (a cold call: it builds its own caches, as GCO builds its graph).
 
 Timing: ``--repeats`` rounds; every round runs GCO and every engine, all in this
-process, in the order GCO, ICM, BP, TRW-S, expansion, ``auto`` in even rounds and in
+process, in the order GCO, ICM, BP, TRW-S, the two expansions, ``auto`` in even rounds and in
 the reverse order in odd ones (so that no engine always runs right after the same
 one: the position in a round, with the memory the previous run left behind, is not
 charged to one engine). An engine's time ratio is the median over rounds of its time
@@ -135,7 +136,7 @@ def engines():
     from hmrf.inference.expansion import AlphaExpansion
 
     return {"icm": ICM, "bp": BeliefPropagation, "trws": TRWS, "expansion": AlphaExpansion,
-            "auto": AutoEngine}
+            "expansion, adaptive": lambda: AlphaExpansion(cycles="adaptive"), "auto": AutoEngine}
 
 
 def measure(unary, graph, repeats):
@@ -179,7 +180,9 @@ def measure(unary, graph, repeats):
 
 def _note(name, res, e_gco, t_gco):
     """BP's and TRW-S's iterations and stop; TRW-S's best energy after 1× and 2× GCO's
-    time (of the same round, wall-clock: it is an anytime method)."""
+    time (of the same round, wall-clock: it is an anytime method); α-expansion's cuts."""
+    if name.startswith("expansion"):
+        return f"{res.info['moves']} moves, {res.n_iter} {'cycles' if 'adaptive' in name else 'sweeps'}"
     if name not in ("bp", "trws"):
         return ""
     note = f"{res.n_iter} it"
