@@ -1,4 +1,5 @@
-"""Benchmark of the E-step inference engines (issue 3; Basu 2005, §4.5.4 and Appendix A).
+"""Benchmark of the E-step inference engines (Basu 2005, §4.5.4 and Appendix A): how close
+each engine comes to the optimum or to a proven lower bound, and how long it takes.
 
 Part 1 — quality against the exact optimum, read like the OpenGM benchmark (Kappes et
 al. 2015): random E-step instances (50–200 constrained points, k = 3–10, n..3n
@@ -33,7 +34,7 @@ cannot-link across) with 10 % of them flipped, as a noisy oracle would. Must-lin
 instances draw pairs inside components (and flip 10 % of them to cross-component
 must-links). Every engine receives the same ``(unary, graph)`` arrays.
 
-Part 3 (``--scale``, issue 17): must-link-only and mixed E-steps of 5,000, 50,000 and
+Part 3 (``--scale``): must-link-only and mixed E-steps of 5,000, 50,000 and
 200,000 constrained points and the 40 small instances, every engine of the package and
 GCO's α-expansion and PGMax as external references, against the best labelling and the
 best lower bound found (:mod:`inference_scale`).
@@ -41,7 +42,7 @@ best lower bound found (:mod:`inference_scale`).
 ``--milp``: ExactMILP's anytime behaviour and the strength of its program
 (:mod:`inference_milp`; writes ``docs/results/inference-milp.md``).
 
-Part 4 (``--grid``, issue 22): image grids (HMRF segmentation of scikit-learn's
+Part 4 (``--grid``): image grids (HMRF segmentation of scikit-learn's
 ``flower.jpg`` at several ``λ``) and 50,000-node random-weight must-link E-steps, every
 engine against GCO, timed interleaved (:mod:`inference_grid`); writes
 ``docs/results/inference-grid.md``.

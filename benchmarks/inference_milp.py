@@ -1,4 +1,8 @@
-"""ExactMILP as an anytime solver, and the strength of its program (issue 22).
+"""ExactMILP as an anytime solver, and the strength of its program.
+
+What it measures: whether more time never gives ExactMILP a worse answer (its energy,
+bound and gap per time limit), and how much the triangle inequalities of frustrated
+triangles tighten the program's LP bound and speed up HiGHS' branch and cut.
 
 ``python benchmarks/inference.py --milp`` (writes ``docs/results/inference-milp.md``).
 

@@ -202,14 +202,15 @@ def test_trees_mostly_exact_with_more_labels():
     assert exact >= 190
 
 
+@pytest.mark.parametrize("cycles", ["sweep", "adaptive"])
 @pytest.mark.parametrize("seed", range(40))
-def test_parity_with_brute_force_on_tiny_must_link_problems(seed):
+def test_parity_with_brute_force_on_tiny_must_link_problems(seed, cycles):
     """Within the factor-2 bound of the optimum (Theorem 6.1), and no expansion of
-    the result is cheaper (it is a local minimum of the move space)."""
+    the result is cheaper (it is a local minimum of the move space), whichever schedule."""
     rng = np.random.default_rng(300 + seed)
     n, k = int(rng.integers(2, 7)), int(rng.integers(2, 5))
     unary, g = random_graph(rng, n, k, int(rng.integers(1, 3 * n)))
-    res = AlphaExpansion().map(unary, g, rng=seed)
+    res = AlphaExpansion(cycles=cycles).map(unary, g, rng=seed)
     best, y = brute_force(unary, g)
     assert best - 1e-9 <= res.energy <= unary[np.arange(n), y].sum() + 2 * g.pairwise_energy(y) + 1e-9
     switch = np.array(list(itertools.product([0, 1], repeat=n)), dtype=bool)
@@ -256,12 +257,13 @@ def test_quality_on_mixed_problems_against_brute_force():
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 10), k=st.integers(2, 4))
-def test_trace_is_the_full_energy_after_each_sweep_and_never_rises(seed, n, k):
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 10), k=st.integers(2, 4),
+       cycles=st.sampled_from(["sweep", "adaptive"]))
+def test_trace_is_the_full_energy_after_each_sweep_and_never_rises(seed, n, k, cycles):
     rng = np.random.default_rng(seed)
     unary, g = random_graph(rng, n, k, int(rng.integers(1, 3 * n)), p_cl=0.3)
     seen = []
-    res = AlphaExpansion().map(unary, g, init=rng.integers(0, k, n), rng=seed,
+    res = AlphaExpansion(cycles=cycles).map(unary, g, init=rng.integers(0, k, n), rng=seed,
                                callback=lambda it, y, e, b: seen.append((it, g.energy(y, unary), e)))
     trace = res.info["trace"]
     assert len(trace) == max(res.n_iter, 1) and trace[-1] == pytest.approx(res.energy)
@@ -442,6 +444,72 @@ def test_a_converged_must_link_labelling_is_a_fixed_point():
     assert a.converged
     again = AlphaExpansion().map(unary, g, init=a.labels, rng=2)
     assert np.array_equal(again.labels, a.labels) and again.n_iter == 1 and again.converged
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_adaptive_cycles_stop_at_a_local_minimum_of_every_expansion_move(seed):
+    """GCO's adaptive schedule on tiny problems: never worse than its start, and on
+    must-links (every move an exact cut) no expansion of its result (every α, all 2^n
+    switching sets, enumerated) is cheaper. It is not always the plain schedule's local
+    minimum: other moves, other minima (either may be the lower)."""
+    rng = np.random.default_rng(900 + seed)
+    n, k = int(rng.integers(2, 8)), int(rng.integers(3, 6))
+    unary, g = random_graph(rng, n, k, int(rng.integers(1, 3 * n)), p_cl=0.3 * (seed % 2))
+    init = rng.integers(0, k, n)
+    res = AlphaExpansion(cycles="adaptive").map(unary, g, init=init, rng=seed)
+    assert res.converged and res.energy <= g.energy(init, unary) + 1e-9
+    assert res.energy >= brute_force(unary, g)[0] - 1e-9
+    if seed % 2:  # cannot-links: QPBO moves, no local-minimum guarantee
+        return
+    assert res.info["exact_moves"]
+    switch = np.array(list(itertools.product([0, 1], repeat=n)), dtype=bool)
+    for alpha in range(k):
+        moved = min(g.energy(np.where(s, alpha, res.labels), unary) for s in switch)
+        assert moved >= res.energy - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_both_schedules_are_optimal_with_two_labels(seed):
+    """Two labels, must-links: a labelling no expansion lowers is a global minimum, so
+    the adaptive and the plain schedule both reach the enumerated optimum."""
+    rng = np.random.default_rng(950 + seed)
+    n = int(rng.integers(2, 9))
+    unary, g = random_graph(rng, n, 2, int(rng.integers(1, 3 * n)))
+    best = brute_force(unary, g)[0]
+    for cycles in ("sweep", "adaptive"):
+        assert AlphaExpansion(cycles=cycles).map(unary, g, rng=seed).energy == pytest.approx(best, abs=1e-9)
+
+
+def test_adaptive_cycles_follow_gcos_queue_traced_by_hand():
+    """The queue of GCO's ``expansion(-1)``, traced by hand for k = 4 and scripted move
+    outcomes: a failed label swaps with the queue's last one (so 0 fails, then 3, 2
+    are tried, 1 succeeds); fewer than half succeeded, so {1} is the next queue; 1
+    fails, so the labels dropped from the enclosing queue are tried (2, 0, 3 in the
+    table's order then); none succeeds and the queue stack is empty: done."""
+    outcomes = iter([False, False, False, True, False, False, False, False])
+    tried, cycles_seen = [], []
+
+    def expand(alpha):
+        tried.append(alpha)
+        return next(outcomes)
+
+    converged, cycles = AlphaExpansion()._adaptive(
+        4, expand, np.random.default_rng(0), lambda c, y: cycles_seen.append(c), lambda: None)
+    assert tried == [0, 3, 2, 1, 1, 2, 0, 3]
+    assert converged and cycles == 3 and cycles_seen == [1, 2, 3]
+
+
+def test_adaptive_cycles_stop_when_max_sweeps_moves_are_spent():
+    """``max_sweeps * k`` moves at most: a label that always succeeds is tried until then."""
+    tried = []
+
+    def expand(alpha):
+        tried.append(alpha)
+        return alpha == 0
+
+    converged, _ = AlphaExpansion(max_sweeps=2)._adaptive(
+        3, expand, np.random.default_rng(0), lambda c, y: None, lambda: None)
+    assert not converged and len(tried) == 6
 
 
 def test_max_sweeps_caps_the_sweeps():

@@ -339,11 +339,21 @@ class AlphaExpansion(InferenceEngine):
     Parameters
     ----------
     max_sweeps : int, default=100
-        Maximum number of sweeps; a sweep tries one expansion move per label.
+        Maximum number of sweeps; a sweep tries one expansion move per label (with
+        ``cycles="adaptive"``: at most ``max_sweeps * k`` moves).
+    cycles : {"sweep", "adaptive"}, default="sweep"
+        Which labels are tried when. ``"sweep"``: every sweep tries every label in
+        ``label_order`` until a sweep changes nothing (Boykov, Veksler & Zabih 2001,
+        Fig. 2). ``"adaptive"``: the adaptive cycles of GCO (Delong, Osokin, Isack &
+        Boykov 2012; its ``expansion(-1)``): a label whose move failed leaves the
+        queue, the queue shrinks to the successful labels when fewer than half
+        succeed, and the failed labels return once a queue brings no change. Both stop
+        only at a labelling no expansion move lowers (when every move is exact).
     label_order : {"fixed", "random"}, default="fixed"
-        Order of the labels within a sweep: ``0, 1, ..., k-1`` (GCO's default order,
-        which makes the labelling GCO's), or a fresh permutation drawn from ``rng``
-        every sweep (a different local minimum per seed, for restarts).
+        Order of the labels: ``0, 1, ..., k-1`` (GCO's default order; with
+        ``cycles="adaptive"`` the schedule of GCO's ``expansion(-1)``), or a permutation
+        drawn from ``rng`` (every sweep with ``cycles="sweep"``, once with
+        ``"adaptive"``, as GCO does): a different local minimum per seed, for restarts.
     nonsubmodular : {"qpbo", "truncate"}, default="qpbo"
         How moves with non-submodular terms (cannot-links, semi-metric tables) are
         solved: QPBO, then a truncated cut for the variables QPBO leaves unlabelled, or
@@ -364,8 +374,9 @@ class AlphaExpansion(InferenceEngine):
     -----
     Minimises ``E(y) = sum_i U[i, y_i] + sum_e V_e(y_a, y_b)`` by moves that let any set
     of nodes switch to one label ``α``; each move is one s–t minimum cut (module
-    docstring, Boykov et al. 2001, §5). A sweep visits every label; the
-    engine stops when a sweep changes nothing (``converged``) or after ``max_sweeps``.
+    docstring, Boykov et al. 2001, §5). The labels are tried in sweeps or adaptive
+    cycles (``cycles``); the engine stops when no label's move lowers the energy
+    (``converged``) or when ``max_sweeps`` is spent.
     A move is kept only if it lowers the energy; the energy change is recomputed from
     the move's terms after each cut, and a move that would raise it is discarded and
     counted in ``info["rejected_moves"]`` (a guard: by the theory below it stays 0).
@@ -395,7 +406,7 @@ class AlphaExpansion(InferenceEngine):
 
     The start is ``init`` (nodes whose ``init`` label is forbidden take their cheapest
     label) or the unary argmin. ``info`` holds ``trace`` (the energy of the full
-    problem after every sweep, also passed to ``callback``), ``moves`` (cuts
+    problem after every sweep or cycle, also passed to ``callback``), ``moves`` (cuts
     computed), ``qpbo_moves`` and ``unlabelled`` (moves with non-submodular terms and
     the nodes QPBO left unlabelled in them, every node of them under truncation),
     ``rejected_moves`` and ``exact_moves`` (whether every move was an exact cut).
@@ -408,7 +419,9 @@ class AlphaExpansion(InferenceEngine):
     Kolmogorov & Rother (2007), "Minimizing nonsubmodular functions with graph cuts —
     a review", TPAMI 29(7). Lempitsky, Rother, Roth & Blake (2010), "Fusion moves
     for Markov random field optimization", TPAMI 32(8). Rother, Kumar, Kolmogorov
-    & Blake (2005), "Digital tapestry", CVPR.
+    & Blake (2005), "Digital tapestry", CVPR. Delong, Osokin, Isack & Boykov (2012),
+    "Fast approximate energy minimization with label costs", IJCV 96(1) (their GCO
+    library's adaptive cycles).
 
     Examples
     --------
@@ -424,6 +437,7 @@ class AlphaExpansion(InferenceEngine):
 
     _parameter_constraints = {
         "max_sweeps": [Interval(Integral, 1, None)],
+        "cycles": [Options("sweep", "adaptive")],
         "label_order": [Options("fixed", "random")],
         "nonsubmodular": [Options("qpbo", "truncate")],
         "tables": [Options("semi-metric", "any")],
@@ -433,8 +447,9 @@ class AlphaExpansion(InferenceEngine):
     monotone_from_init = True
 
     def __init__(self, max_sweeps: int = 100, label_order: str = "fixed", nonsubmodular: str = "qpbo",
-                 tables: str = "semi-metric", kernel: str = "auto") -> None:
+                 tables: str = "semi-metric", kernel: str = "auto", cycles: str = "sweep") -> None:
         self.max_sweeps = max_sweeps
+        self.cycles = cycles
         self.label_order = label_order
         self.nonsubmodular = nonsubmodular
         self.tables = tables
@@ -478,41 +493,89 @@ class AlphaExpansion(InferenceEngine):
             forbidden = ~moves.allowed[np.arange(n), labels]
             labels[forbidden] = start[forbidden]
         energy = moves.energy(labels)
-        n_moves = qpbo_moves = unlabelled = rejected = 0
+        counts = {"moves": 0, "qpbo_moves": 0, "unlabelled": 0, "rejected_moves": 0}
         step, last_change = 0, 0
         last_run = np.full(k, -1)  # step of each label's last move
         last_exact = np.zeros(k, dtype=bool)  # whether that move was an exact cut
-        converged, sweep = False, 0
-        for sweep in range(1, int(self.max_sweeps) + 1):
-            changed = False
-            order = rng.permutation(k) if self.label_order == "random" else range(k)
-            for alpha in order:  # a loop over labels; each move is vectorised
-                # the labelling has not changed since this label's last move, which was
-                # optimal (exact) or changed nothing: the same move would change nothing
-                if last_run[alpha] > last_change or (last_run[alpha] == last_change and last_exact[alpha]):
-                    continue
-                step += 1
-                last_run[alpha] = step
-                new, change, cut = moves.move(labels, alpha, self.nonsubmodular)
-                last_exact[alpha] = cut is None or cut.exact
-                if cut is None:
-                    continue
-                n_moves += 1
-                if not cut.exact:
-                    qpbo_moves += 1
-                    unlabelled += cut.n_unlabelled
-                tol = _REL_TOL * (1.0 + abs(energy))
-                if change < -tol:
-                    labels, energy, last_change, changed = new, energy + change, step, True
-                elif change > tol:
-                    rejected += 1
-            notify(sweep, labels)
-            if not changed:
-                converged = True
-                break
+
+        def expand(alpha):
+            """Try the move of ``alpha``; whether it lowered the energy."""
+            nonlocal labels, energy, step, last_change
+            # the labelling has not changed since this label's last move, which was
+            # optimal (exact) or changed nothing: the same move would change nothing
+            if last_run[alpha] > last_change or (last_run[alpha] == last_change and last_exact[alpha]):
+                return False
+            step += 1
+            last_run[alpha] = step
+            new, change, cut = moves.move(labels, alpha, self.nonsubmodular)
+            last_exact[alpha] = cut is None or cut.exact
+            if cut is None:
+                return False
+            counts["moves"] += 1
+            if not cut.exact:
+                counts["qpbo_moves"] += 1
+                counts["unlabelled"] += cut.n_unlabelled
+            tol = _REL_TOL * (1.0 + abs(energy))
+            if change < -tol:
+                labels, energy, last_change = new, energy + change, step
+                return True
+            if change > tol:
+                counts["rejected_moves"] += 1
+            return False
+
+        if self.cycles == "adaptive":
+            converged, sweep = self._adaptive(k, expand, rng, notify, lambda: labels)
+        else:
+            converged, sweep = False, 0
+            for sweep in range(1, int(self.max_sweeps) + 1):
+                order = rng.permutation(k) if self.label_order == "random" else range(k)
+                changed = False
+                for alpha in order:  # a loop over labels; each move is vectorised
+                    changed |= expand(alpha)
+                notify(sweep, labels)
+                if not changed:
+                    converged = True
+                    break
         if not np.isfinite(graph.energy(labels, unary)):  # a hard factor the moves left broken
             labels, _ = finish(unary, graph, [labels], "alpha-expansion", rng, fallback=init)
             notify(sweep, labels)
-        info = {"moves": n_moves, "qpbo_moves": qpbo_moves, "unlabelled": unlabelled,
-                "rejected_moves": rejected, "exact_moves": qpbo_moves == 0}
+        info = dict(counts, exact_moves=counts["qpbo_moves"] == 0)
         return Solution(labels, n_iter=sweep, converged=converged, info=info)
+
+    def _adaptive(self, k, expand, rng, notify, current):
+        """GCO's adaptive cycles (its ``GCoptimization::expansion(-1)``): ``(converged, cycles)``.
+
+        The labels form a queue; a cycle tries the labels of the current queue not yet
+        tried in it. A label whose move fails (does not lower the energy) moves behind
+        the queue's end; when fewer than half of the queue's labels succeed, those
+        form a new, smaller queue. A cycle in which no move succeeds returns to the
+        labels dropped from the enclosing queue, and the schedule ends when a cycle over
+        the whole label set's remainder brings nothing: then every label has failed
+        since the last change, so no expansion move lowers the energy. At most
+        ``max_sweeps * k`` moves are tried.
+        """
+        table = rng.permutation(k) if self.label_order == "random" else np.arange(k)
+        sizes = [k]  # the nested queues: table[:size]
+        nxt, cycle, tried = 0, 0, 0
+        budget = int(self.max_sweeps) * k
+        while sizes:
+            if tried >= budget:
+                return False, cycle
+            cycle += 1
+            size, start = sizes[-1], nxt
+            while nxt < size and tried < budget:
+                tried += 1
+                if expand(int(table[nxt])):
+                    nxt += 1  # kept for the next (smaller) queue
+                else:
+                    size -= 1
+                    table[nxt], table[size] = table[size], table[nxt]
+            notify(cycle, current())
+            if nxt == start:  # nothing succeeded: the labels dropped from the enclosing queue
+                nxt = sizes.pop()
+            elif size < sizes[-1] // 2:  # few succeeded: a queue of those
+                sizes.append(size)
+                nxt = 0
+            else:  # most succeeded: the whole queue again
+                nxt = 0
+        return True, cycle
