@@ -271,11 +271,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         ``initial_params(model, constraints, y, rng)``, all drawing on one generator.
 
         ``n_init="auto"``: ``auto_n_init(model)`` runs (one for an array ``init``) from two
-        kinds of start in turn when the model has pairwise potentials: the seeding from
-        the supervision (``init`` given the constraints), and the clustering of the data
-        alone (``init`` without them, then EM on the model without its potentials), from
-        whose parameters the constrained EM starts, so that supervision which
-        agrees with the data's own clusters keeps them. A run whose seeding repeats an
+        kinds of start in turn when there is supervision (``_data_alone``): the seeding
+        from the supervision (``init`` given the constraints or labelled seeds), and the
+        clustering of the data alone (``init`` without them, then EM on the model without
+        its potentials where it has any), from whose parameters the supervised EM
+        starts, so that supervision which agrees with the data's own clusters keeps them. A run whose seeding repeats an
         earlier run's of its kind is skipped (a deterministic seeding has nothing to
         vary). The objective ``J`` of the model, constraints included, decides. A run
         that ends in :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g.
@@ -294,14 +294,16 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         precision = getattr(model.X, "dtype", np.float64)
         for run in range(int(n_init)):
             kind = run % kinds
-            params = initial_params(model, constraints if kind == 0 else Constraints.empty(model.n_samples),
-                                    y, rng)
+            if kind == 0:
+                params = initial_params(model, constraints, y, rng)
+            else:  # the data alone: neither the pairs nor the labelled seeds
+                params = initial_params(model, Constraints.empty(model.n_samples), None, rng)
             if auto:
                 centers = np.asarray(params.centers)
                 if any(np.array_equal(centers, c) for c in seen[kind]):
                     continue
                 seen[kind].append(centers.copy())
-            if kind == 1:
+            if kind == 1 and alone is not model:
                 params = em(alone, params, rng).params
             try:
                 res = em(model, params, rng)
@@ -320,7 +322,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     def _data_alone(self, model):
         """The model of the data alone, whose optimum is the second kind of start of
         ``n_init="auto"`` (the model without its pairwise potentials), or ``None`` when
-        it is the model itself."""
+        there is no second kind (no supervision beyond the model itself)."""
         return model.without_potentials() if model.potentials else None
 
     def _set_fitted(self, best, model, constraints, labels):
