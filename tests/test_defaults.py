@@ -325,3 +325,56 @@ def test_copkmeans_runs_until_one_finds_a_labelling():
         COPKMeans(k, n_init=1, random_state=0).fit(X, must_link=ml, cannot_link=cl)
     est = COPKMeans(k, random_state=0).fit(X, must_link=ml, cannot_link=cl)
     assert honours(est.labels_, ml, cl)
+
+
+def _topics(n_docs=90, n_words=40, k=3, seed=0):
+    """Sparse word counts of ``k`` topics (each topic favours its own block of words)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(k), n_docs // k)
+    p = np.full((k, n_words), 0.2)
+    for h in range(k):
+        p[h, h * (n_words // k):(h + 1) * (n_words // k)] = 1.0
+    p /= p.sum(axis=1, keepdims=True)
+    counts = np.vstack([rng.multinomial(12, p[t]) for t in y]).astype(float)
+    return sp.csr_matrix(counts), y
+
+
+def test_text_runs_start_in_turn_from_lloyd_on_the_chord():
+    """Cosine model, ``n_init="auto"``, no constraints: runs in turn start SP-KMeans
+    from the normalised means of Lloyd's iterations with squared Euclidean distance on
+    the unit rows (scikit-learn's KMeans from the same centres gives the same means),
+    and the cosine objective decides between all runs."""
+    from sklearn.cluster import KMeans as SKKMeans
+
+    from hmrf.estimators import base
+
+    X, _ = _topics()
+    calls = []
+    real = base.run_em
+
+    def spy(model, params, *a, **kw):
+        res = real(model, params, *a, **kw)
+        calls.append((type(model.emission).__name__, model.X, np.array(params.centers), res))
+        return res
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(base, "run_em", spy)
+    try:
+        est = HMRFKMeans(3, tol=0.0, random_state=0).fit(X)
+    finally:
+        mp.undo()
+    assert est.emission_ == "cosine"
+    chord = [i for i, c in enumerate(calls) if c[0] == "SquaredEuclidean"]
+    assert 0 < len(chord) < est.n_runs_
+    for i in chord:
+        _, U, start, res = calls[i]
+        ref = SKKMeans(3, init=start, n_init=1, tol=0.0).fit(U)
+        means = ref.cluster_centers_ / np.linalg.norm(ref.cluster_centers_, axis=1, keepdims=True)
+        assert calls[i + 1][0] == "VonMisesFisher"
+        next_start = calls[i + 1][2] / np.linalg.norm(calls[i + 1][2], axis=1, keepdims=True)
+        np.testing.assert_allclose(next_start, means, atol=1e-9)
+    finals = [c[3].objective for c in calls if c[0] == "VonMisesFisher"]
+    assert est.objective_ == pytest.approx(min(finals), rel=1e-12)
+    # dense data and soft EM keep one kind of start
+    assert HMRFKMeans(3, emission="cosine", em="soft", random_state=0)._chordal(HMRF(X, 3, "cosine")) is None
+    assert HMRFKMeans(3, random_state=0)._chordal(HMRF(X_WINE, 3)) is None

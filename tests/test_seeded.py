@@ -69,7 +69,7 @@ def test_every_run_starts_the_seeded_clusters_at_their_seed_means(monkeypatch):
         return real(model, params, *a, **kw)
 
     monkeypatch.setattr(base, "run_em", spy)
-    est = SeededKMeans(5, random_state=0).fit(X, seeds)
+    est = SeededKMeans(5, n_init=4, random_state=0).fit(X, seeds)
     means = np.vstack([X[seeds == c].mean(axis=0) for c in (0, 2)])
     assert len(starts) == est.n_runs_ > 1
     for C in starts:
@@ -77,11 +77,86 @@ def test_every_run_starts_the_seeded_clusters_at_their_seed_means(monkeypatch):
     assert len({C[2:].tobytes() for C in starts}) == len(starts)  # the fill varies
 
 
-def test_with_every_cluster_seeded_one_run_suffices():
+def test_auto_starts_from_the_seed_means_once_and_from_the_data_alone_in_turn(monkeypatch):
+    """``n_init="auto"`` with every cluster seeded: the seed means start one run (the
+    others would repeat it); the remaining runs start from k-means++ on the data with
+    the seeds ignored, each from other centres."""
+    from hmrf.estimators import base
+
     X, y = make_blobs(200, 3, centers=3, random_state=2)
-    est = SeededKMeans(3, random_state=0).fit(X, _partial(y, 5, [0, 1, 2]))
-    assert est.n_runs_ == 1
+    seeds = _partial(y, 5, [0, 1, 2])
+    starts = []
+    real = base.run_em
+
+    def spy(model, params, *a, **kw):
+        starts.append(np.array(params.centers))
+        return real(model, params, *a, **kw)
+
+    monkeypatch.setattr(base, "run_em", spy)
+    est = SeededKMeans(3, random_state=0).fit(X, seeds)
     np.testing.assert_array_equal(est.seed_classes_, [0, 1, 2])
+    means = np.vstack([X[seeds == c].mean(axis=0) for c in (0, 1, 2)])
+    seeded = [C for C in starts if np.allclose(C, means)]
+    assert len(seeded) == 1 and np.allclose(starts[0], means)
+    assert len(starts) == est.n_runs_ == 1 + base.AUTO_MAX_RUNS // 2
+    assert len({C.tobytes() for C in starts}) == len(starts)
+    # without seeds there is one kind of start only, as for KMeans
+    assert SeededKMeans(3, random_state=0).fit(X).n_runs_ == base.AUTO_MAX_RUNS
+
+
+#: Nine points, three classes of three; ``TRAP`` seeds each class with one point, of
+#: which the first is its class's outlier towards the third class. The classes are the
+#: partition of least ``J_kmeans`` (enumerated in the test).
+TRAP_X = np.array([[6.9, 4.9], [5.0, 5.0], [3.8, 6.7], [0.7, 5.6], [1.8, 5.3], [1.4, 3.7],
+                   [9.8, 0.2], [8.9, 0.8], [11.0, 0.4]])
+TRAP_Y = np.repeat([0, 1, 2], 3)
+TRAP = np.array([0, -1, -1, 1, -1, -1, 2, -1, -1])
+
+
+def _least_j_partition(X, k):
+    """The ``k``-partition of least ``J_kmeans`` (eq. 3.3), by enumeration."""
+    from itertools import product
+
+    best, arg = np.inf, None
+    for tail in product(range(k), repeat=X.shape[0] - 1):
+        lab = np.array((0, *tail))
+        if np.unique(lab).size < k:
+            continue
+        J = sum(((X[lab == h] - X[lab == h].mean(axis=0)) ** 2).sum() for h in range(k))
+        if J < best:
+            best, arg = J, lab
+    return best, arg
+
+
+def test_a_poor_seed_mean_loses_to_a_start_without_seeds():
+    """Correct seeds, one per class, one of them atypical: from the seed means
+    (the thesis's one run) Lloyd's iterations end in a worse minimum than the
+    partition of least ``J_kmeans``, which is the classes and which the fit without
+    seeds finds, so more supervision gave a worse partition. The default's starts
+    without seeds find it with the seeds too."""
+    J, best = _least_j_partition(TRAP_X, 3)
+    assert nmi(TRAP_Y, best) == pytest.approx(1.0)
+    paper = SeededKMeans(3, n_init=1, random_state=0).fit(TRAP_X, TRAP)
+    assert paper.objective_ > J + 0.5 and nmi(TRAP_Y, paper.labels_) < 0.9
+    for state in range(5):
+        assert SeededKMeans(3, random_state=state).fit(TRAP_X).objective_ == pytest.approx(J)
+        est = SeededKMeans(3, random_state=state).fit(TRAP_X, TRAP)
+        assert est.objective_ == pytest.approx(J)
+        assert nmi(TRAP_Y, est.labels_) == pytest.approx(1.0)
+
+
+def test_seeds_that_lead_lower_win_and_every_cluster_seeded_never_ends_above_the_paper():
+    """With every cluster seeded, the default's first run is the thesis's run (same
+    start, same generator), so it never ends above it; where the seed means lead to
+    the lowest minimum, the default keeps the thesis's labelling."""
+    X, y = make_blobs(500, 4, centers=5, cluster_std=3.0, random_state=6)
+    for state in range(4):
+        seeds = _partial(y, 2, range(5), seed=state)
+        one = SeededKMeans(5, n_init=1, random_state=state).fit(X, seeds)
+        auto = SeededKMeans(5, random_state=state).fit(X, seeds)
+        assert auto.objective_ <= one.objective_ + 1e-9 * abs(one.objective_)
+        if auto.objective_ == pytest.approx(one.objective_, rel=1e-12):
+            assert nmi(one.labels_, auto.labels_) == pytest.approx(1.0)
 
 
 def test_the_k_means_plus_plus_fill_finds_unseeded_classes_the_perturbed_fill_merges():

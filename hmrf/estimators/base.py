@@ -25,7 +25,7 @@ from ..constraints import Constraints
 from ..em import rise_tolerance, run_em
 from ..em.passes import nearest_clusters
 from ..em.soft import run_soft_em
-from ..emissions import AUTO, EmissionFamily, data_emission
+from ..emissions import AUTO, EmissionFamily, VonMisesFisher, data_emission
 from ..exceptions import InfeasibleError
 from ..inference import InferenceEngine, get_engine
 from ..inference.meanfield import MeanField, softmax_free_energy
@@ -271,12 +271,14 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         ``initial_params(model, constraints, y, rng)``, all drawing on one generator.
 
         ``n_init="auto"``: ``auto_n_init(model)`` runs (one for an array ``init``) from two
-        kinds of start in turn when the model has pairwise potentials: the seeding from
-        the supervision (``init`` given the constraints), and the clustering of the data
-        alone (``init`` without them, then EM on the model without its potentials), from
-        whose parameters the constrained EM starts, so that supervision which
-        agrees with the data's own clusters keeps them. A run whose seeding repeats an
-        earlier run's of its kind is skipped (a deterministic seeding has nothing to
+        kinds of start in turn when there is supervision (``_data_alone``): the seeding
+        from the supervision (``init`` given the constraints or labelled seeds), and the
+        clustering of the data alone (``init`` without them, then EM on the model without
+        its potentials where it has any), from whose parameters the supervised EM
+        starts, so that supervision which agrees with the data's own clusters keeps them;
+        on the cosine model a third, the data alone through Lloyd's iterations on the
+        unit rows (``_chordal``). A run whose seeding repeats an earlier run's of its
+        kind is skipped (a deterministic seeding has nothing to
         vary). The objective ``J`` of the model, constraints included, decides. A run
         that ends in :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g.
         COP-KMeans' greedy assignment) is skipped; the error is raised when every run
@@ -289,20 +291,28 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         if auto:
             n_init = 1 if _is_array_init(self._spec_init()) else auto_n_init(model)
         alone = self._data_alone(model)
-        kinds = 2 if auto and alone is not None else 1
-        best, seen = None, [[] for _ in range(kinds)]
+        chordal = self._chordal(model) if auto else None
+        # the kinds of start: 0 the supervision's seeding, 1 the data alone, 2 the data
+        # alone through Lloyd's iterations on the chord (below)
+        kinds = [0] + ([1] if auto and alone is not None else []) + ([2] if chordal is not None else [])
+        best, seen = None, {kind: [] for kind in kinds}
         precision = getattr(model.X, "dtype", np.float64)
         for run in range(int(n_init)):
-            kind = run % kinds
-            params = initial_params(model, constraints if kind == 0 else Constraints.empty(model.n_samples),
-                                    y, rng)
+            kind = kinds[run % len(kinds)]
+            if kind == 0:
+                params = initial_params(model, constraints, y, rng)
+            else:  # the data alone: neither the pairs nor the labelled seeds
+                params = initial_params(model, Constraints.empty(model.n_samples), None, rng)
             if auto:
                 centers = np.asarray(params.centers)
                 if any(np.array_equal(centers, c) for c in seen[kind]):
                     continue
                 seen[kind].append(centers.copy())
-            if kind == 1:
+            if kind == 1 and alone is not model:
                 params = em(alone, params, rng).params
+            elif kind == 2:
+                means = em(chordal, chordal.emission.init_params(chordal.X, params.centers), rng).params
+                params = model.emission.init_params(model.X, means.centers)
             try:
                 res = em(model, params, rng)
             except InfeasibleError as exc:  # a heuristic's dead end in this run; others may not
@@ -317,10 +327,29 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             raise failed
         return best
 
+    def _chordal(self, model):
+        """The squared-Euclidean model of the data alone on the unit rows of a cosine
+        (von Mises-Fisher) model, whose optimum starts the third kind of run of
+        ``n_init="auto"``; ``None`` for other families, soft EM or rows not in memory.
+
+        SP-KMeans on small sets of sparse high-dimensional rows relocates few documents
+        from most starts and stops in a poor local optimum (Basu 2005, §4.5.1, after
+        Dhillon & Guan 2003). On unit rows ``||x - m||^2 = 1 - 2 x^T m + ||m||^2``:
+        Lloyd's iterations on the chord keep each centre at its cluster's mean, whose
+        length (the mean resultant) is small for a diffuse cluster, where SP-KMeans'
+        assignment to the nearest direction ``x^T m / ||m||`` does not shrink it. The
+        normalised means of that clustering start SP-KMeans (§2.3.2), and the cosine
+        objective decides between the runs, as for every other start.
+        """
+        if (self._setting("em") != "hard" or type(model) is not HMRF
+                or not isinstance(model.emission, VonMisesFisher)):
+            return None
+        return HMRF(model.X, model.n_clusters, emission="sqeuclidean", validated=True)
+
     def _data_alone(self, model):
         """The model of the data alone, whose optimum is the second kind of start of
         ``n_init="auto"`` (the model without its pairwise potentials), or ``None`` when
-        it is the model itself."""
+        there is no second kind (no supervision beyond the model itself)."""
         return model.without_potentials() if model.potentials else None
 
     def _set_fitted(self, best, model, constraints, labels):

@@ -64,10 +64,18 @@ class SeededKMeans(HMRFClusterMixin):
         where a seeded one is; ``"perturbed"``, random perturbations of the global
         centroid (the thesis, §3.5.4, after Dhillon et al. 2001).
     n_init : int or "auto", default="auto"
-        Runs; the lowest objective wins. Every run starts the seeded clusters at their
-        seed means; the runs differ in the clusters without seeds. ``"auto"``: as
-        :class:`~hmrf.HMRFKMeans` (up to 10 where a run is cheap), and a single run when
-        every cluster has seeds (the runs would repeat). The thesis makes one run.
+        Runs; the lowest objective ``J_kmeans`` wins. With an integer, every run starts
+        the seeded clusters at their seed means and the runs differ in the clusters
+        without seeds; the thesis makes one run (``n_init=1``). ``"auto"``: as
+        :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap, from two kinds
+        of start in turn, the seed means (once when every cluster has seeds: the runs
+        would repeat) and ``init`` on the data alone, seeds ignored. Seeded-KMeans
+        converges to a local minimum of ``J_kmeans`` (§3.4) and the seeds are there to
+        start it in a good region (§3.1); a seed class of a few atypical points gives
+        a poor centroid (§3.3.2: its deviation falls exponentially with the number of
+        seeds only) and can lead to a worse minimum than a start without seeds, which
+        the objective then rejects. The seeds still win wherever they lead to a lower
+        ``J_kmeans``.
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -112,6 +120,11 @@ class SeededKMeans(HMRFClusterMixin):
         return HMRF(X, self.n_clusters, emission=self._spec_emission(), potentials=potentials,
                     normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None,
                     validated=True)
+
+    def _data_alone(self, model):
+        # the start without seeds is EM on the same model (no pairwise potentials): the
+        # second kind of start of n_init="auto" whenever there are seeds
+        return model if self.seed_classes_.size else None
 
     def _initial_params(self, model, constraints, y, rng):
         seeds, _ = _seed_clusters(y, model.n_samples, model.n_clusters)
