@@ -26,13 +26,13 @@ process. ``peak/worker`` is each worker's peak resident memory (VmHWM), librarie
 included (about 300 MB before any data).
 
 Out of core: a Zarr store of float32 rows, ``--ooc-factor`` times one worker's
-``--ooc-memory``, fit by HMRFKMeans (100,000 constraints by default, neighbourhood
-initialisation) on two workers; the peak resident memory of every worker against its
-limit, and whether a worker was restarted.
+``--ooc-memory`` (600 MiB: the documented minimum worker memory), fit by HMRFKMeans
+(100,000 constraints by default, its default initialisation) on two workers; the peak
+resident memory of every worker against its limit, and whether a worker was restarted.
 
     python benchmarks/dask_scale.py                          # n = 1e6, then out of core; ~4 min
     python benchmarks/dask_scale.py --sizes 1000000,10000000 # also 1e7 (X is 4 GB a copy)
-    python benchmarks/dask_scale.py --ooc-only --ooc-memory 1GiB --ooc-factor 4
+    python benchmarks/dask_scale.py --ooc-only               # out of core on 600 MiB workers
     python benchmarks/dask_scale.py --client-only            # the client's memory against n
 
 The per-iteration table goes to docs/results/dask_per_iteration.md, the out-of-core run to
@@ -298,7 +298,8 @@ def main(argv=None):
     ap.add_argument("--chunk", type=int, default=250_000, help="rows per Dask chunk")
     ap.add_argument("--memory", default="8GiB", help="memory limit of each worker (in-memory data)")
     ap.add_argument("--no-dask-ml", action="store_true")
-    ap.add_argument("--ooc-memory", default="1GiB")
+    ap.add_argument("--ooc-memory", default="600MiB",
+                    help="memory limit of each of the two out-of-core workers")
     ap.add_argument("--ooc-factor", type=float, default=4.0)
     ap.add_argument("--ooc-chunk", type=int, default=200_000)
     ap.add_argument("--ooc-path", default="")
@@ -379,9 +380,11 @@ def main(argv=None):
         write_result("dask_out_of_core", table, notes=(
             f"{r['n']:,} x {a.d} float32 rows in a Zarr store, {r['gb']:.2f} GB = "
             f"{r['gb'] * 1e9 / (r['limit_mb'] * 2**20):.1f} x a worker's memory limit; HMRFKMeans "
-            f"(ICM, neighbourhood initialisation), {pairs[-1]:,} constraints, two worker processes "
-            f"reading the store at every pass; the machine's 1-minute load average {load:.1f} before "
-            f"and {os.getloadavg()[0]:.1f} after."))
+            f"(ICM, its default initialisation, at most {a.iters} iterations), k = {a.k}, "
+            f"{pairs[-1]:,} constraints; two worker processes (one thread each) reading the store "
+            f"in chunks of {a.ooc_chunk:,} rows at every pass; peak/worker: each worker's peak "
+            f"resident memory, libraries included; the machine's 1-minute load average {load:.1f} "
+            f"before and {os.getloadavg()[0]:.1f} after."))
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
 
 
