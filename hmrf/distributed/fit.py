@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..em.passes import nearest_clusters
 from ..emissions import get_emission
+from .components import component_tasks_above as _component_tasks_above
 from .data import _global_rows, as_row_chunked, label_dtype, prepare_chunk
 from .labels import ChunkLabels
 from .model import DaskHMRF, stand_in
@@ -53,13 +54,19 @@ class DaskFit:
         Keep the prepared chunks in the workers' memory (see
         :class:`~hmrf.distributed.ChunkedData`); default: the Dask configuration value
         ``hmrf.persist``, else ``"auto"``.
+    component_tasks_above : int, optional
+        Constrained points from which the hard E-step of the constrained part runs on the
+        workers, a task per group of connected components
+        (:mod:`hmrf.distributed.components`); default: the Dask configuration value
+        ``hmrf.component-tasks-above``, else ``COMPONENT_TASKS_ABOVE`` (10^6).
     """
 
     hard_pass = staticmethod(dask_assignment_pass)
     soft_pass = staticmethod(dask_soft_pass)
 
-    def __init__(self, persist: bool | str | None = None) -> None:
+    def __init__(self, persist: bool | str | None = None, component_tasks_above: int | None = None) -> None:
         self.persist = dask.config.get("hmrf.persist", "auto") if persist is None else persist
+        self.component_tasks_above = _component_tasks_above(component_tasks_above)
 
     def data(self, X: Any) -> ChunkedData:
         """``X`` as a row-chunked Dask array (:func:`~hmrf.distributed.data.as_row_chunked`);
@@ -78,7 +85,9 @@ class DaskFit:
         """``build(stand_in(n), constraints, y, potentials)`` (the estimator's ``_model``)
         taken over by a :class:`~hmrf.distributed.DaskHMRF` of ``X``."""
         template = build(stand_in(X.shape[0]), constraints, y, potentials)
-        return DaskHMRF.from_model(template, X, persist=self.persist)
+        model = DaskHMRF.from_model(template, X, persist=self.persist)
+        model.component_tasks_above = self.component_tasks_above
+        return model
 
     def labels(self, result: EMResult, model: DaskHMRF) -> da.Array:
         """The fitted ``labels_`` as a Dask array chunked like the rows of ``X``, from the
@@ -92,7 +101,7 @@ class DaskFit:
 def fit_dask(estimator: BaseEstimator, X: da.Array, y: ArrayLike | None = None, *,
              must_link: PairsLike | None = None, cannot_link: PairsLike | None = None,
              constraints: Constraints | None = None, potentials: Any = None,
-             persist: bool | str | None = None) -> BaseEstimator:
+             persist: bool | str | None = None, component_tasks_above: int | None = None) -> BaseEstimator:
     """Fit an HMRF estimator on a row-chunked Dask array: its ``fit`` with a
     :class:`DaskFit` backend (module docstring).
 
@@ -105,14 +114,16 @@ def fit_dask(estimator: BaseEstimator, X: da.Array, y: ArrayLike | None = None, 
         As the estimator's ``fit``; ``y`` may be a Dask array (n labels are read).
     persist : {"auto", True, False}, optional
         As :class:`DaskFit`.
+    component_tasks_above : int, optional
+        As :class:`DaskFit`.
 
     Returns
     -------
     estimator
         Fitted; ``labels_`` is a Dask array chunked like the rows of ``X``.
     """
-    return estimator._fit(DaskFit(persist), X, y, must_link=must_link, cannot_link=cannot_link,
-                          constraints=constraints, potentials=potentials)
+    return estimator._fit(DaskFit(persist, component_tasks_above), X, y, must_link=must_link,
+                          cannot_link=cannot_link, constraints=constraints, potentials=potentials)
 
 
 def _predict_chunk(block, family, params, normalizer, block_info=None):

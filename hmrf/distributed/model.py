@@ -27,6 +27,7 @@ from ..emissions import get_emission
 from ..emissions.base import MStepContext
 from ..model import HMRF, block_unary
 from ..potentials import DistanceScaledPotts
+from .components import component_tasks_above
 from .data import ChunkedData, as_row_chunked, label_dtype, tree_reduce
 from .labels import ChunkLabels
 from .passes import dask_assignment_pass
@@ -90,6 +91,11 @@ class DaskHMRF(HMRF):
         Rows by index and the column summary (never every row).
     incremental_statistics : bool
         ``False``: every pass accumulates the statistics on the workers.
+    component_tasks_above : int
+        With at least this many constrained points the hard E-step of the constrained
+        part runs on the workers, a task per group of connected components
+        (:mod:`hmrf.distributed.components`); default ``COMPONENT_TASKS_ABOVE`` (10^6) or
+        Dask's configuration value ``hmrf.component-tasks-above``.
 
     Notes
     -----
@@ -155,6 +161,8 @@ class DaskHMRF(HMRF):
         self._shift = None
         self._static_graph = None
         self._clamped_chunks = None
+        self.component_tasks_above = component_tasks_above()
+        self._component_plan = None
 
     # -------------------------------------------------------------- data views
     @property
