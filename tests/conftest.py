@@ -64,6 +64,7 @@ GROUPS = {
     # the session's ``dask_client`` cluster: one per worker that asks for it
     "test_distributed.py": "dask_client",
     "test_distributed_memory.py": "dask_client",
+    "test_distributed_components.py": "dask_client",
     # a module-scoped cluster whose workers the test kills
     "test_distributed_faults.py": "dask_faults",
     # a module-scoped Jupyter server and browser
