@@ -292,11 +292,21 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
                                     prev_labels, rng, accumulate, shift)
 
         step.solve = solve
-        return step
-    labels = ChunkLabels(data, label_chunks, nodes, np.concatenate(at), np.sum(counts, axis=0),
-                         previous=previous if isinstance(previous, ChunkLabels) else None,
-                         free_changed=int(sum(changed)), free_except=nodes)
-    return AssignmentPass(labels, float(sum(cost)), previous_cost, _stack_rows(rows, k), stats, costs=costs)
+    else:
+        labels = ChunkLabels(data, label_chunks, nodes, np.concatenate(at), np.sum(counts, axis=0),
+                             previous=previous if isinstance(previous, ChunkLabels) else None,
+                             free_changed=int(sum(changed)), free_except=nodes)
+        step = AssignmentPass(labels, float(sum(cost)), previous_cost, _stack_rows(rows, k), stats,
+                              costs=costs)
+
+    def reseed(new, graph, movable, own_cost):  # empty clusters: reductions on the workers
+        from .reseed import reseed_on_workers
+
+        return reseed_on_workers(model, params, args, new, graph, own_cost, step.constrained_unary,
+                                 kept[0] if on_workers else None)
+
+    step.reseed = reseed
+    return step
 
 
 def _component_plan(model, nodes, sub):

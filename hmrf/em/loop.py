@@ -56,7 +56,8 @@ if TYPE_CHECKING:
     from ..inference.base import InferenceResult
     from ..model import HMRF
 
-__all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "check_engine", "solve_e_step"]
+__all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "check_engine", "solve_e_step",
+           "move_cost", "OWN_COST_TRIALS"]
 
 #: Relative rise of the objective below which it counts as round-off: at least this ...
 RISE_RTOL = 1e-9
@@ -129,8 +130,9 @@ def solve_e_step(engine: InferenceEngine, unary: NDArray[np.floating], graph: Pa
     return engine.map(unary, graph, init=init, rng=rng)
 
 
-def _move_cost(labels, graph, target) -> np.ndarray:
-    """Change of the pairwise energy if each node alone moved to the empty ``target``."""
+def move_cost(labels: NDArray[np.intp], graph: PairwiseGraph, target: int) -> np.ndarray:
+    """Change of the pairwise energy if each node alone moved to the empty cluster
+    ``target`` (n,), for :func:`reseed_empty_clusters`."""
     n = labels.shape[0]
     delta = np.zeros(n)
     if graph.n_edges == 0:
@@ -219,7 +221,7 @@ def _reseed(labels, cost, graph, n_clusters, allowed, movable=None, own_cost=Non
     done = 0
     for h in empty:  # at most k iterations, each vectorised over points
         counts = np.bincount(labels, minlength=n_clusters)
-        delta = _move_cost(labels, graph, h)
+        delta = move_cost(labels, graph, h)
         may = counts[labels] > 1
         if movable is not None:
             may &= movable
