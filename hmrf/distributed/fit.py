@@ -2,7 +2,7 @@
 
 :class:`DaskFit` is the fit backend (:mod:`hmrf.backend`) of a Dask array: the
 estimators' one ``fit`` checks the data with it, builds the model of the estimator (its
-own ``_model``, built on ``stand_in(n)`` and taken over by a
+own ``_model`` on :class:`~hmrf.distributed.DaskRows`, which makes it a
 :class:`~hmrf.distributed.DaskHMRF`), runs the estimator's own ``_initial_params`` on the
 model's rows (:class:`~hmrf.distributed.GatheredRows`, the Dask
 :class:`~hmrf.backend.RowBackend` of :mod:`hmrf.initialization`) and the EM loops with the
@@ -24,8 +24,9 @@ from ..emissions import get_emission
 from .components import component_tasks_above as _component_tasks_above
 from .data import _global_rows, as_row_chunked, label_dtype, prepare_chunk
 from .labels import ChunkLabels
-from .model import DaskHMRF, stand_in
+from .model import DaskHMRF
 from .passes import dask_assignment_pass, dask_soft_pass
+from .rows import DaskRows
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -82,10 +83,13 @@ class DaskFit:
 
     def model(self, build: Callable[..., HMRF], X: ChunkedData, constraints: Constraints,
               y: ArrayLike | None, potentials: Any) -> DaskHMRF:
-        """``build(stand_in(n), constraints, y, potentials)`` (the estimator's ``_model``)
-        taken over by a :class:`~hmrf.distributed.DaskHMRF` of ``X``."""
-        template = build(stand_in(X.shape[0]), constraints, y, potentials)
-        model = DaskHMRF.from_model(template, X, persist=self.persist)
+        """``build(DaskRows(X), constraints, y, potentials)`` (the estimator's ``_model``):
+        ``HMRF`` on :class:`~hmrf.distributed.DaskRows` is a
+        :class:`~hmrf.distributed.DaskHMRF`."""
+        model = build(DaskRows(X, self.persist), constraints, y, potentials)
+        if not isinstance(model, DaskHMRF):
+            raise TypeError(f"_model built a {type(model).__name__} on the rows of a Dask array; there "
+                            "it must build hmrf.HMRF (which is then a DaskHMRF) or a DaskHMRF.")
         model.component_tasks_above = self.component_tasks_above
         return model
 
