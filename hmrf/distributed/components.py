@@ -249,8 +249,9 @@ def solve_on_workers(plan: ComponentPlan, model: Any, step: Any, chunk_outputs: 
     engine_key = dask.delayed(engine, traverse=False)
     tasks = [dask.delayed(_solve_task, pure=False, nout=2)(engine_key, g, r, k, *pieces)
              for g, r, pieces in zip(plan.task_graphs, children, inputs)]
-    solved = dask.persist(*[t[0] for t in tasks])
-    summaries = dask.compute(*[t[1] for t in tasks])
+    # both outputs persisted at once, so that each task runs once on any scheduler
+    out = dask.persist(*[t[0] for t in tasks], *[t[1] for t in tasks])
+    solved, summaries = out[:plan.n_tasks], dask.compute(*out[plan.n_tasks:])
     energy = float(sum(s["energy"] for s in summaries))
     has_previous = previous is not None
     old = float(sum(s["old"] for s in summaries)) if has_previous else np.nan
@@ -269,9 +270,11 @@ def solve_on_workers(plan: ComponentPlan, model: Any, step: Any, chunk_outputs: 
     terms = [write(data.family_key, x, lab, loc, cut, stats_args, *pcs)
              for x, lab, loc, cut, pcs in zip(data.chunks, chunk_outputs["labels"], chunk_outputs["local"],
                                               plan.chunk_cuts, back)]
-    label_chunks = list(dask.persist(*[t[0] for t in terms]))
+    out = dask.persist(*[t[0] for t in terms], *([tree_reduce([t[1] for t in terms], _add_stats)]
+                                                  if accumulate else []))
+    label_chunks = list(out[:n_chunks])
     if accumulate:
-        delta = dask.compute(tree_reduce([t[1] for t in terms], _add_stats))[0]
+        delta = dask.compute(out[-1])[0]
         if delta is not None:
             step.stats = step.stats + delta
     counts = np.asarray(chunk_outputs["counts"], dtype=np.int64) - chunk_outputs["at_counts"] + \
