@@ -285,7 +285,7 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
                        counts=np.sum(counts, axis=0), at_counts=np.sum(at, axis=0),
                        free_changed=int(sum(changed)))
 
-        def solve(engine, sub, prev_labels, rng):
+        def solve(step, engine, sub, prev_labels, rng):  # the step as an argument: no reference cycle
             from .components import solve_on_workers
 
             return solve_on_workers(_component_plan(model, nodes, sub), model, step, outputs, engine,
@@ -299,10 +299,12 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
         step = AssignmentPass(labels, float(sum(cost)), previous_cost, _stack_rows(rows, k), stats,
                               costs=costs)
 
+    constrained_unary = step.constrained_unary  # the closure holds the rows, not the step (no cycle)
+
     def reseed(new, graph, movable, own_cost):  # empty clusters: reductions on the workers
         from .reseed import reseed_on_workers
 
-        return reseed_on_workers(model, params, args, new, graph, own_cost, step.constrained_unary,
+        return reseed_on_workers(model, params, args, new, graph, own_cost, constrained_unary,
                                  kept[0] if on_workers else None)
 
     step.reseed = reseed

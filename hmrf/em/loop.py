@@ -443,7 +443,7 @@ def _e_step(step, nodes, sub, previous, engine, rng):
     whether its labelling was rejected, and the pairwise energy of ``previous`` when the
     E-step computed it where the cost rows are (``step.solve``), else ``None``."""
     if nodes.size and step.solve is not None:
-        return step.solve(engine, sub, previous, rng)
+        return step.solve(step, engine, sub, previous, rng)
     free = _free_energy(step, nodes)
     if nodes.size == 0:
         return _with_rows(step.labels, nodes, None), free, None, False, None

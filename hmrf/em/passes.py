@@ -247,7 +247,7 @@ class AssignmentPass:
         on demand instead of sending n floats to the client every iteration.
     solve : callable or None
         Set by a pass that keeps the constrained points' cost rows where the data are
-        (``constrained_unary`` is then ``None``): ``solve(engine, graph, previous, rng) ->
+        (``constrained_unary`` is then ``None``): ``solve(step, engine, graph, previous, rng) ->
         (labels, energy, result, rejected, previous_pairwise)`` runs the E-step of the
         constrained part there (:mod:`hmrf.distributed.components`), as the EM loop
         does with the cost rows (:func:`hmrf.em.loop.run_em`), and sets ``labels`` and
