@@ -227,14 +227,45 @@ def job_ooc(a):
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _scheduler_apart(workers, memory):
+    """A scheduler and ``workers`` worker processes started by Dask's command-line
+    entry points, each in a process of its own (as on a real cluster: a ``LocalCluster``
+    runs its scheduler inside the client's process, whose allocations would count as the
+    client's), and a client connected to them. Returns ``(stop, client)``."""
+    from distributed import Client
+
+    folder = tempfile.mkdtemp(prefix="hmrf-sched-")
+    address = os.path.join(folder, "scheduler.json")
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--no-dashboard",
+                               "--host", "127.0.0.1", "--scheduler-file", address],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    while not os.path.exists(address):
+        time.sleep(0.2)
+    procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                                   address, "--nworkers", str(workers), "--nthreads", "1", "--memory-limit",
+                                   memory, "--no-dashboard", "--host", "127.0.0.1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    client = Client(scheduler_file=address)
+    client.wait_for_workers(workers, timeout=300)
+
+    def stop():
+        client.close()
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+    return stop, client
+
+
 def job_client(a):
     """Peak memory the client allocates (``tracemalloc``) during a fit whose data are made
-    on the workers: the model, the initialisation, EM, and ``labels_`` (not computed)."""
+    on the workers: the model, the initialisation, EM, and ``labels_`` (not computed).
+    The scheduler runs in a process of its own (``_scheduler_apart``)."""
     import tracemalloc
 
     from hmrf import Constraints, HMRFKMeans
 
-    cluster, client = _cluster(2, a.memory)
+    stop, client = _scheduler_apart(2, a.memory)
     try:
         warm_up()
         client.run(warm_up)
@@ -252,8 +283,7 @@ def job_client(a):
         tracemalloc.stop()
         return dict(peak_mb=peak / 1e6, fit=fit, n_iter=int(est.n_iter_))
     finally:
-        client.close()
-        cluster.close()
+        stop()
 
 
 JOBS = {"memory": job_memory, "dask": job_dask, "ooc": job_ooc, "client": job_client}
@@ -282,9 +312,10 @@ def client_memory(a):
         write_result("dask_client_memory", markdown_table(
             ["n", "client peak (MB)", "bytes a row", "iterations", "fit (s)"], rows),
             notes="HMRFKMeans (defaults but `n_init=1`, `tol=0`, 5 iterations), 10 float32 features, "
-                  "k = 20, 20,000 random labelled pairs; data made on the workers of a 2-process "
-                  "`LocalCluster`; peak of `tracemalloc` in the client over the whole `fit`, after a "
-                  "small fit that imports the client's modules.")
+                  f"k = 20, 20,000 random labelled pairs, chunks of {a.chunk:,} rows; data made on the "
+                  "workers (2 worker processes of `--memory` each, the scheduler in a process of its "
+                  "own, as on a cluster); peak of `tracemalloc` in the client over the whole `fit`, "
+                  "after a small fit that imports the client's modules.")
 
 
 def main(argv=None):
