@@ -26,13 +26,13 @@ process. ``peak/worker`` is each worker's peak resident memory (VmHWM), librarie
 included (about 300 MB before any data).
 
 Out of core: a Zarr store of float32 rows, ``--ooc-factor`` times one worker's
-``--ooc-memory``, fit by HMRFKMeans (100,000 constraints by default, neighbourhood
-initialisation) on two workers; the peak resident memory of every worker against its
-limit, and whether a worker was restarted.
+``--ooc-memory`` (600 MiB: the documented minimum worker memory), fit by HMRFKMeans
+(100,000 constraints by default, its default initialisation) on two workers; the peak
+resident memory of every worker against its limit, and whether a worker was restarted.
 
     python benchmarks/dask_scale.py                          # n = 1e6, then out of core; ~4 min
     python benchmarks/dask_scale.py --sizes 1000000,10000000 # also 1e7 (X is 4 GB a copy)
-    python benchmarks/dask_scale.py --ooc-only --ooc-memory 1GiB --ooc-factor 4
+    python benchmarks/dask_scale.py --ooc-only               # out of core on 600 MiB workers
     python benchmarks/dask_scale.py --client-only            # the client's memory against n
 
 The per-iteration table goes to docs/results/dask_per_iteration.md, the out-of-core run to
@@ -227,14 +227,45 @@ def job_ooc(a):
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _scheduler_apart(workers, memory):
+    """A scheduler and ``workers`` worker processes started by Dask's command-line
+    entry points, each in a process of its own (as on a real cluster: a ``LocalCluster``
+    runs its scheduler inside the client's process, whose allocations would count as the
+    client's), and a client connected to them. Returns ``(stop, client)``."""
+    from distributed import Client
+
+    folder = tempfile.mkdtemp(prefix="hmrf-sched-")
+    address = os.path.join(folder, "scheduler.json")
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--no-dashboard",
+                               "--host", "127.0.0.1", "--scheduler-file", address],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    while not os.path.exists(address):
+        time.sleep(0.2)
+    procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                                   address, "--nworkers", str(workers), "--nthreads", "1", "--memory-limit",
+                                   memory, "--no-dashboard", "--host", "127.0.0.1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    client = Client(scheduler_file=address)
+    client.wait_for_workers(workers, timeout=300)
+
+    def stop():
+        client.close()
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+    return stop, client
+
+
 def job_client(a):
     """Peak memory the client allocates (``tracemalloc``) during a fit whose data are made
-    on the workers: the model, the initialisation, EM, and ``labels_`` (not computed)."""
+    on the workers: the model, the initialisation, EM, and ``labels_`` (not computed).
+    The scheduler runs in a process of its own (``_scheduler_apart``)."""
     import tracemalloc
 
     from hmrf import Constraints, HMRFKMeans
 
-    cluster, client = _cluster(2, a.memory)
+    stop, client = _scheduler_apart(2, a.memory)
     try:
         warm_up()
         client.run(warm_up)
@@ -252,8 +283,7 @@ def job_client(a):
         tracemalloc.stop()
         return dict(peak_mb=peak / 1e6, fit=fit, n_iter=int(est.n_iter_))
     finally:
-        client.close()
-        cluster.close()
+        stop()
 
 
 JOBS = {"memory": job_memory, "dask": job_dask, "ooc": job_ooc, "client": job_client}
@@ -282,9 +312,10 @@ def client_memory(a):
         write_result("dask_client_memory", markdown_table(
             ["n", "client peak (MB)", "bytes a row", "iterations", "fit (s)"], rows),
             notes="HMRFKMeans (defaults but `n_init=1`, `tol=0`, 5 iterations), 10 float32 features, "
-                  "k = 20, 20,000 random labelled pairs; data made on the workers of a 2-process "
-                  "`LocalCluster`; peak of `tracemalloc` in the client over the whole `fit`, after a "
-                  "small fit that imports the client's modules.")
+                  f"k = 20, 20,000 random labelled pairs, chunks of {a.chunk:,} rows; data made on the "
+                  "workers (2 worker processes of `--memory` each, the scheduler in a process of its "
+                  "own, as on a cluster); peak of `tracemalloc` in the client over the whole `fit`, "
+                  "after a small fit that imports the client's modules.")
 
 
 def main(argv=None):
@@ -298,7 +329,8 @@ def main(argv=None):
     ap.add_argument("--chunk", type=int, default=250_000, help="rows per Dask chunk")
     ap.add_argument("--memory", default="8GiB", help="memory limit of each worker (in-memory data)")
     ap.add_argument("--no-dask-ml", action="store_true")
-    ap.add_argument("--ooc-memory", default="1GiB")
+    ap.add_argument("--ooc-memory", default="600MiB",
+                    help="memory limit of each of the two out-of-core workers")
     ap.add_argument("--ooc-factor", type=float, default=4.0)
     ap.add_argument("--ooc-chunk", type=int, default=200_000)
     ap.add_argument("--ooc-path", default="")
@@ -379,9 +411,11 @@ def main(argv=None):
         write_result("dask_out_of_core", table, notes=(
             f"{r['n']:,} x {a.d} float32 rows in a Zarr store, {r['gb']:.2f} GB = "
             f"{r['gb'] * 1e9 / (r['limit_mb'] * 2**20):.1f} x a worker's memory limit; HMRFKMeans "
-            f"(ICM, neighbourhood initialisation), {pairs[-1]:,} constraints, two worker processes "
-            f"reading the store at every pass; the machine's 1-minute load average {load:.1f} before "
-            f"and {os.getloadavg()[0]:.1f} after."))
+            f"(ICM, its default initialisation, at most {a.iters} iterations), k = {a.k}, "
+            f"{pairs[-1]:,} constraints; two worker processes (one thread each) reading the store "
+            f"in chunks of {a.ooc_chunk:,} rows at every pass; peak/worker: each worker's peak "
+            f"resident memory, libraries included; the machine's 1-minute load average {load:.1f} "
+            f"before and {os.getloadavg()[0]:.1f} after."))
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
 
 

@@ -80,6 +80,18 @@ class RowBackend:
 
     shape: tuple
 
+    def prepare(self, family: EmissionFamily) -> RowBackend:
+        """The rows as a model under ``family`` reads them (checked and prepared by the
+        family where they are): what :class:`~hmrf.HMRF` keeps as its ``X`` when it is
+        given a backend instead of an array."""
+        return self
+
+    @staticmethod
+    def model_class() -> type | None:
+        """The subclass of :class:`~hmrf.HMRF` that keeps its rows in this backend
+        (``HMRF(rows, ...)`` builds one), or ``None`` for ``HMRF`` itself."""
+        return None
+
     def group_centroids(self, members: NDArray[np.intp], which: NDArray[np.intp],
                         n_groups: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Means of the rows ``members`` grouped by ``which`` ``(n_groups, d)`` and the

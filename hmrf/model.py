@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from ._blocks import block_rows, row_blocks
 from ._validation import check_data, check_dense, check_n_clusters
+from .backend import RowBackend
 from .constraints import Constraints, check_constraints
 from .emissions import EmissionFamily, get_emission
 from .emissions.base import NORMALIZERS, MStepContext
@@ -94,8 +95,10 @@ class HMRF:
 
     Parameters
     ----------
-    X : array-like or sparse matrix of shape (n, d)
-        Observed points.
+    X : array-like or sparse matrix of shape (n, d), or RowBackend
+        Observed points, or a :class:`~hmrf.backend.RowBackend` of rows kept elsewhere
+        (the model is then that backend's ``model_class()``, e.g.
+        :class:`hmrf.distributed.DaskHMRF` for the chunks of a Dask array).
     n_clusters : int
         Number of label values k.
     emission : str or EmissionFamily, default="sqeuclidean"
@@ -153,17 +156,27 @@ class HMRF:
     """
 
 
+    def __new__(cls, X: Any = None, *args: Any, **kwargs: Any) -> HMRF:
+        """An :class:`HMRF` on a row backend whose rows live elsewhere is the model of that
+        backend (:meth:`hmrf.backend.RowBackend.model_class`: the Dask model for chunks on
+        workers), so an estimator's ``_model`` builds the model where the rows are."""
+        where = X.model_class() if cls is HMRF and isinstance(X, RowBackend) else None
+        return super().__new__(cls if where is None else where)
+
     def __init__(self, X: MatrixLike, n_clusters: int, emission: str | EmissionFamily = "sqeuclidean",
                  constraints: Constraints | None = None, w: float = 1.0,
                  potentials: PairwisePotential | Sequence[PairwisePotential] | None = None,
                  normalizer: Literal["constant", "closed_form"] = "constant",
                  clamped: ArrayLike | None = None, *, validated: bool = False) -> None:
         self.emission: EmissionFamily = get_emission(emission)
-        if not validated:
-            X = check_data(X, accept_sparse=self.emission.accepts_sparse, keep_float32=True)
-        elif not self.emission.accepts_sparse:
-            check_dense(X)
-        self.X = self.emission.prepare(X)
+        if isinstance(X, RowBackend):  # rows kept elsewhere, checked and prepared where they are
+            self.X = X.prepare(self.emission)
+        else:
+            if not validated:
+                X = check_data(X, accept_sparse=self.emission.accepts_sparse, keep_float32=True)
+            elif not self.emission.accepts_sparse:
+                check_dense(X)
+            self.X = self.emission.prepare(X)
         self.n_samples = int(self.X.shape[0])
         self.n_clusters = check_n_clusters(n_clusters, self.n_samples)
         if normalizer not in NORMALIZERS:

@@ -65,6 +65,9 @@ GROUPS = {
     "test_distributed.py": "dask_client",
     "test_distributed_memory.py": "dask_client",
     "test_cli_cluster.py": "dask_client",
+    "test_distributed_components.py": "dask_client",
+    "test_distributed_reseed.py": "dask_client",
+    "test_distributed_model.py": "dask_client",
     # a module-scoped cluster whose workers the test kills
     "test_distributed_faults.py": "dask_faults",
     # a module-scoped Jupyter server and browser

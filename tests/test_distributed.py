@@ -210,8 +210,7 @@ def test_same_result_on_any_number_of_workers():
 def test_only_constrained_rows_reach_the_client():
     """Run the pipeline of ``fit`` step by step: the rows on the client are those of the
     constrained points (MPCKMeans reads their differences), and no other."""
-    from hmrf.distributed import DaskHMRF, dask_assignment_pass
-    from hmrf.distributed.model import stand_in
+    from hmrf.distributed import DaskRows, dask_assignment_pass
     from hmrf.em import run_em
     from hmrf.inference import BeliefPropagation
 
@@ -220,7 +219,7 @@ def test_only_constrained_rows_reach_the_client():
     # candidate rows by index)
     est = MPCKMeans(K, init="pckmeans", random_state=0)
     c = est._supervision(N, None, None, None, _constraints(y))
-    model = DaskHMRF.from_model(est._model(stand_in(N), c, None), _chunked(X))
+    model = est._model(DaskRows(_chunked(X)), c, None)
     assert model.X.n_gathered == 0
     rng = np.random.default_rng(0)
     res = run_em(model, est._initial_params(model, c, None, rng), BeliefPropagation(), rng=rng,

@@ -47,6 +47,22 @@ def store(tmp_path_factory):
     return path, y
 
 
+def _fit(X, c, engine, persist=None):
+    settings = {} if persist is None else {"hmrf.persist": persist}
+    with dask.config.set(settings):
+        return HMRFKMeans(K, inference=engine, n_init=1, random_state=0, max_iter=8, tol=0).fit(X, constraints=c)
+
+
+@pytest.fixture(scope="module")
+def undisturbed(cluster_client, store):
+    """The undisturbed fit every test compares with, computed once (the chunks kept or read
+    again by every pass give the same numbers): constraints, labels, objective, centres."""
+    path, y = store
+    c = Constraints.sample_from_labels(y, n_pairs=300, rng=1)
+    quiet = _fit(da.from_zarr(path), c, ICM())
+    return c, quiet.labels_.compute(), quiet.objective_, quiet.cluster_centers_
+
+
 class KillingICM(ICM):
     """ICM that, before its ``at``-th E-step, SIGKILLs the worker process holding the
     most of the fit's data (found by pid through ``client.run``)."""
@@ -67,22 +83,15 @@ class KillingICM(ICM):
 
 
 @pytest.mark.parametrize("persist", [True, False], ids=["persisted", "read-by-every-pass"])
-def test_a_worker_killed_mid_fit_gives_the_undisturbed_result(cluster_client, store, persist):
-    path, y = store
-    c = Constraints.sample_from_labels(y, n_pairs=300, rng=1)
-    X = da.from_zarr(path)
-
-    def fit(engine):
-        with dask.config.set({"hmrf.persist": persist}):
-            return HMRFKMeans(K, inference=engine, n_init=1, random_state=0, max_iter=8, tol=0).fit(X, constraints=c)
-
-    quiet = fit(ICM())
+def test_a_worker_killed_mid_fit_gives_the_undisturbed_result(cluster_client, store, undisturbed, persist):
+    path, _ = store
+    c, labels, objective, centers = undisturbed
     killer = KillingICM(cluster_client, at=3)
-    hit = fit(killer)
+    hit = _fit(da.from_zarr(path), c, killer, persist)
     assert killer.killed is not None and killer._calls > killer._at  # the fit went on
-    np.testing.assert_array_equal(hit.labels_.compute(), quiet.labels_.compute())
-    assert hit.objective_ == quiet.objective_
-    np.testing.assert_array_equal(hit.cluster_centers_, quiet.cluster_centers_)
+    np.testing.assert_array_equal(hit.labels_.compute(), labels)
+    assert hit.objective_ == objective
+    np.testing.assert_array_equal(hit.cluster_centers_, centers)
 
 
 def _allocate_past_the_limit(dask_worker):
@@ -123,23 +132,17 @@ class MemoryHogICM(ICM):
         return super().solve_validated(*args, **kwargs)
 
 
-def test_a_nanny_restart_for_memory_mid_fit_gives_the_undisturbed_result(cluster_client, store):
-    path, y = store
-    c = Constraints.sample_from_labels(y, n_pairs=300, rng=1)
-    X = da.from_zarr(path)
-
-    def fit(engine):
-        return HMRFKMeans(K, inference=engine, n_init=1, random_state=0, max_iter=8, tol=0).fit(X, constraints=c)
-
-    quiet = fit(ICM())
+def test_a_nanny_restart_for_memory_mid_fit_gives_the_undisturbed_result(cluster_client, store, undisturbed):
+    path, _ = store
+    c, labels, objective, centers = undisturbed
     hog = MemoryHogICM(cluster_client, at=3)
-    hit = fit(hog)
+    hit = _fit(da.from_zarr(path), c, hog)
     assert hog.victim is not None and hog._calls > hog._at  # the fit went on after the restart
     address, pid = hog.victim
     restarts = [e for _, e in cluster_client.get_events("worker-restart-memory")]  # the nanny's record
     assert {"worker": address, "pid": pid} in [{"worker": e["worker"], "pid": e["pid"]} for e in restarts]
     cluster_client.wait_for_workers(3, timeout=60)
     assert pid not in cluster_client.run(os.getpid).values()  # a new process in its place
-    np.testing.assert_array_equal(hit.labels_.compute(), quiet.labels_.compute())
-    assert hit.objective_ == quiet.objective_
-    np.testing.assert_array_equal(hit.cluster_centers_, quiet.cluster_centers_)
+    np.testing.assert_array_equal(hit.labels_.compute(), labels)
+    assert hit.objective_ == objective
+    np.testing.assert_array_equal(hit.cluster_centers_, centers)

@@ -30,12 +30,13 @@ from .._lazy import lazy_names
 from .._validation import is_dask_collection
 
 __all__ = ["DaskHMRF", "DaskFit", "ChunkedData", "ChunkLabels", "ColumnSummary", "GatheredRows",
-           "dask_assignment_pass", "dask_soft_pass", "fit_dask", "predict_dask", "is_dask_collection"]
+           "DaskRows", "dask_assignment_pass", "dask_soft_pass", "fit_dask", "predict_dask",
+           "is_dask_collection"]
 
 #: public name -> submodule of this package that defines it
 _LAZY = {
     "DaskHMRF": "model", "ChunkedData": "data", "ChunkLabels": "labels", "ColumnSummary": "data",
-    "GatheredRows": "rows",
+    "GatheredRows": "rows", "DaskRows": "rows",
     "dask_assignment_pass": "passes", "dask_soft_pass": "passes", "DaskFit": "fit", "fit_dask": "fit",
     "predict_dask": "fit",
 }

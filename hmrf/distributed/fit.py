@@ -2,7 +2,7 @@
 
 :class:`DaskFit` is the fit backend (:mod:`hmrf.backend`) of a Dask array: the
 estimators' one ``fit`` checks the data with it, builds the model of the estimator (its
-own ``_model``, built on ``stand_in(n)`` and taken over by a
+own ``_model`` on :class:`~hmrf.distributed.DaskRows`, which makes it a
 :class:`~hmrf.distributed.DaskHMRF`), runs the estimator's own ``_initial_params`` on the
 model's rows (:class:`~hmrf.distributed.GatheredRows`, the Dask
 :class:`~hmrf.backend.RowBackend` of :mod:`hmrf.initialization`) and the EM loops with the
@@ -21,10 +21,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..em.passes import nearest_clusters
 from ..emissions import get_emission
+from .components import component_tasks_above as _component_tasks_above
 from .data import _global_rows, as_row_chunked, label_dtype, prepare_chunk
 from .labels import ChunkLabels
-from .model import DaskHMRF, stand_in
+from .model import DaskHMRF
 from .passes import dask_assignment_pass, dask_soft_pass
+from .rows import DaskRows
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -53,13 +55,19 @@ class DaskFit:
         Keep the prepared chunks in the workers' memory (see
         :class:`~hmrf.distributed.ChunkedData`); default: the Dask configuration value
         ``hmrf.persist``, else ``"auto"``.
+    component_tasks_above : int, optional
+        Constrained points from which the hard E-step of the constrained part runs on the
+        workers, a task per group of connected components
+        (:mod:`hmrf.distributed.components`); default: the Dask configuration value
+        ``hmrf.component-tasks-above``, else ``COMPONENT_TASKS_ABOVE`` (10^6).
     """
 
     hard_pass = staticmethod(dask_assignment_pass)
     soft_pass = staticmethod(dask_soft_pass)
 
-    def __init__(self, persist: bool | str | None = None) -> None:
+    def __init__(self, persist: bool | str | None = None, component_tasks_above: int | None = None) -> None:
         self.persist = dask.config.get("hmrf.persist", "auto") if persist is None else persist
+        self.component_tasks_above = _component_tasks_above(component_tasks_above)
 
     def data(self, X: Any) -> ChunkedData:
         """``X`` as a row-chunked Dask array (:func:`~hmrf.distributed.data.as_row_chunked`);
@@ -75,10 +83,15 @@ class DaskFit:
 
     def model(self, build: Callable[..., HMRF], X: ChunkedData, constraints: Constraints,
               y: ArrayLike | None, potentials: Any) -> DaskHMRF:
-        """``build(stand_in(n), constraints, y, potentials)`` (the estimator's ``_model``)
-        taken over by a :class:`~hmrf.distributed.DaskHMRF` of ``X``."""
-        template = build(stand_in(X.shape[0]), constraints, y, potentials)
-        return DaskHMRF.from_model(template, X, persist=self.persist)
+        """``build(DaskRows(X), constraints, y, potentials)`` (the estimator's ``_model``):
+        ``HMRF`` on :class:`~hmrf.distributed.DaskRows` is a
+        :class:`~hmrf.distributed.DaskHMRF`."""
+        model = build(DaskRows(X, self.persist), constraints, y, potentials)
+        if not isinstance(model, DaskHMRF):
+            raise TypeError(f"_model built a {type(model).__name__} on the rows of a Dask array; there "
+                            "it must build hmrf.HMRF (which is then a DaskHMRF) or a DaskHMRF.")
+        model.component_tasks_above = self.component_tasks_above
+        return model
 
     def labels(self, result: EMResult, model: DaskHMRF) -> da.Array:
         """The fitted ``labels_`` as a Dask array chunked like the rows of ``X``, from the
@@ -92,7 +105,7 @@ class DaskFit:
 def fit_dask(estimator: BaseEstimator, X: da.Array, y: ArrayLike | None = None, *,
              must_link: PairsLike | None = None, cannot_link: PairsLike | None = None,
              constraints: Constraints | None = None, potentials: Any = None,
-             persist: bool | str | None = None) -> BaseEstimator:
+             persist: bool | str | None = None, component_tasks_above: int | None = None) -> BaseEstimator:
     """Fit an HMRF estimator on a row-chunked Dask array: its ``fit`` with a
     :class:`DaskFit` backend (module docstring).
 
@@ -105,14 +118,16 @@ def fit_dask(estimator: BaseEstimator, X: da.Array, y: ArrayLike | None = None, 
         As the estimator's ``fit``; ``y`` may be a Dask array (n labels are read).
     persist : {"auto", True, False}, optional
         As :class:`DaskFit`.
+    component_tasks_above : int, optional
+        As :class:`DaskFit`.
 
     Returns
     -------
     estimator
         Fitted; ``labels_`` is a Dask array chunked like the rows of ``X``.
     """
-    return estimator._fit(DaskFit(persist), X, y, must_link=must_link, cannot_link=cannot_link,
-                          constraints=constraints, potentials=potentials)
+    return estimator._fit(DaskFit(persist, component_tasks_above), X, y, must_link=must_link,
+                          cannot_link=cannot_link, constraints=constraints, potentials=potentials)
 
 
 def _predict_chunk(block, family, params, normalizer, block_info=None):

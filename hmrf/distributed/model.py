@@ -27,10 +27,11 @@ from ..emissions import get_emission
 from ..emissions.base import MStepContext
 from ..model import HMRF, block_unary
 from ..potentials import DistanceScaledPotts
-from .data import ChunkedData, as_row_chunked, label_dtype, tree_reduce
+from .components import component_tasks_above
+from .data import label_dtype, tree_reduce
 from .labels import ChunkLabels
 from .passes import dask_assignment_pass
-from .rows import GatheredRows
+from .rows import DaskRows, GatheredRows
 
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -42,16 +43,7 @@ if TYPE_CHECKING:
     from ..emissions.base import EmissionFamily, EmissionParams
     from ..emissions.stats import ClusterStats
 
-__all__ = ["DaskHMRF", "stand_in"]
-
-
-def stand_in(n_samples: int) -> np.ndarray:
-    """A one-column array of ``n_samples`` ones, one float broadcast to every row (no
-    memory per point), on which an in-memory :class:`~hmrf.HMRF` (or an estimator's
-    ``_model``) checks and builds everything that depends on the number of points only:
-    the potentials, the clamped labels, the family and its settings. :class:`DaskHMRF`
-    then takes these over with the real data."""
-    return np.broadcast_to(np.ones((1, 1), dtype=np.float32), (int(n_samples), 1))
+__all__ = ["DaskHMRF"]
 
 
 def _needs_all_rows(potential) -> str | None:
@@ -74,13 +66,15 @@ class DaskHMRF(HMRF):
 
     Parameters
     ----------
-    X : dask.array.Array of shape (n, d)
-        Row-chunked data, dense or with sparse chunks (families that accept sparse data).
-    n_clusters, emission, constraints, w, potentials, normalizer, clamped :
+    X : dask.array.Array of shape (n, d), or DaskRows
+        Row-chunked data, dense or with sparse chunks (families that accept sparse data),
+        or its :class:`~hmrf.distributed.DaskRows`: ``HMRF(DaskRows(X), ...)`` builds a
+        ``DaskHMRF`` (how the estimators' ``_model`` builds theirs on Dask).
+    n_clusters, emission, constraints, w, potentials, normalizer, clamped, validated :
         As :class:`~hmrf.HMRF`.
     persist : {"auto", True, False}, default="auto"
         Keep the prepared chunks in the workers' memory (see
-        :class:`~hmrf.distributed.ChunkedData`).
+        :class:`~hmrf.distributed.ChunkedData`); with ``DaskRows``, its own.
 
     Attributes
     ----------
@@ -90,13 +84,20 @@ class DaskHMRF(HMRF):
         Rows by index and the column summary (never every row).
     incremental_statistics : bool
         ``False``: every pass accumulates the statistics on the workers.
+    component_tasks_above : int
+        With at least this many constrained points the hard E-step of the constrained
+        part runs on the workers, a task per group of connected components
+        (:mod:`hmrf.distributed.components`); default ``COMPONENT_TASKS_ABOVE`` (10^6) or
+        Dask's configuration value ``hmrf.component-tasks-above``.
 
     Notes
     -----
-    ``unary(params)`` of all points and ``energy_terms`` would form n x k or
-    per-point arrays on the client and are refused; ``unary(params, rows=slice)`` fetches
-    those rows (the EM loop asks for single rows when it re-seeds an empty cluster),
-    :meth:`energy` and :meth:`statistics` run a pass on the workers.
+    Every method of :class:`~hmrf.HMRF` works on the workers' chunks or is refused with
+    an error that names it: ``unary(params)`` of all points, ``energy_terms`` and
+    ``to_pgmpy`` would form n x k or per-point arrays on the client;
+    ``unary(params, rows=slice)`` fetches those rows (the EM loop asks for single rows
+    when it re-seeds an empty cluster), :meth:`energy`, :meth:`statistics` and
+    :meth:`m_step` run a pass on the workers.
 
     Examples
     --------
@@ -118,43 +119,27 @@ class DaskHMRF(HMRF):
 
     incremental_statistics = False
 
-    def __init__(self, X: MatrixLike, n_clusters: int, emission: str | EmissionFamily = "sqeuclidean",
-                 constraints: Constraints | None = None, w: float = 1.0, potentials: Any = None,
-                 normalizer: str = "constant", clamped: NDArray[np.intp] | None = None,
-                 persist: Literal["auto"] = "auto") -> None:
+    def __init__(self, X: MatrixLike | DaskRows | GatheredRows, n_clusters: int,
+                 emission: str | EmissionFamily = "sqeuclidean", constraints: Constraints | None = None,
+                 w: float = 1.0, potentials: Any = None, normalizer: str = "constant",
+                 clamped: NDArray[np.intp] | None = None, *, validated: bool = False,
+                 persist: Literal["auto"] | bool = "auto") -> None:
         family = get_emission(emission)
-        X = as_row_chunked(X)
-        template = HMRF(stand_in(X.shape[0]), n_clusters, emission=family, constraints=constraints, w=w,
-                        potentials=potentials, normalizer=normalizer, clamped=clamped)
-        self._adopt(template, ChunkedData(X, family, persist))
-
-    @classmethod
-    def from_model(cls, template: HMRF, X: MatrixLike, persist: str = "auto") -> DaskHMRF:
-        """The distributed model of ``X`` with everything else taken from ``template``, an
-        :class:`~hmrf.HMRF` built on ``stand_in(n)`` (how the estimators build theirs)."""
-        model = cls.__new__(cls)
-        model._adopt(template, ChunkedData(X, template.emission, persist))
-        return model
-
-    def _adopt(self, template: HMRF, data: ChunkedData) -> None:
-        if template.n_samples != data.n:
-            raise ValueError(f"the model has {template.n_samples} points but X has {data.n} rows.")
-        if "data" in template.emission.m_step_needs:
-            raise ValueError(f"the M-step of {template.emission!r} reads the data matrix itself; "
+        if "data" in family.m_step_needs:
+            raise ValueError(f"the M-step of {family!r} reads the data matrix itself; "
                              "it has no Dask path (its statistics would have to be additive).")
-        extra = getattr(template.emission, "metric_potential", None)
-        for p in [*template.potentials, *([extra] if extra is not None else [])]:
+        rows = X if isinstance(X, (DaskRows, GatheredRows)) else DaskRows(X, persist)
+        super().__init__(rows, n_clusters, emission=family, constraints=constraints, w=w,
+                         potentials=potentials, normalizer=normalizer, clamped=clamped, validated=validated)
+        extra = getattr(self.emission, "metric_potential", None)
+        for p in [*self.potentials, *([extra] if extra is not None else [])]:
             reason = _needs_all_rows(p)
             if reason is not None:
                 raise ValueError(reason + ".")
-        self.__dict__.update(vars(template))
-        self.data = data
-        self.X = GatheredRows(data)
-        self.n_samples = data.n
-        self._data_terms = False
-        self._shift = None
-        self._static_graph = None
+        self.data = self.X.data
         self._clamped_chunks = None
+        self.component_tasks_above = component_tasks_above()
+        self._component_plan = None
 
     # -------------------------------------------------------------- data views
     @property
@@ -184,8 +169,8 @@ class DaskHMRF(HMRF):
         """Unary costs of the rows of the slice ``rows`` (fetched from the workers); all
         n rows are refused (an n x k array on the client)."""
         if not isinstance(rows, slice):
-            raise ValueError("a DaskHMRF gives unary costs for a slice of rows only; the passes of "
-                             "hmrf.distributed reduce all of them on the workers.")
+            raise ValueError("DaskHMRF.unary gives the unary costs of a slice of rows only (rows=); the "
+                             "passes of hmrf.distributed reduce all of them on the workers.")
         idx = np.arange(*rows.indices(self.n_samples))
         return block_unary(self.emission, self.X[idx], params, self.normalizer, None,
                            None if self.clamped is None else self.clamped[idx])
@@ -208,6 +193,12 @@ class DaskHMRF(HMRF):
                                                              self.normalizer, shift)
                  for x, lab in zip(self.data.chunks, pieces)]
         return dask.compute(tree_reduce(parts))[0]
+
+    def m_step(self, labels: NDArray[np.intp] | ChunkLabels, params: EmissionParams) -> EmissionParams:
+        """As :meth:`hmrf.HMRF.m_step`, for labels held by the client (n,) or kept on the
+        workers (:class:`~hmrf.distributed.ChunkLabels`): the statistics by a pass on the
+        workers."""
+        return self.update(self.statistics(labels), labels, params)
 
     def _one_cluster(self) -> ChunkLabels:
         """Every point in cluster 0, made on the workers (no (n,) vector on the client)."""
@@ -251,11 +242,12 @@ class DaskHMRF(HMRF):
         return super().context(labels)
 
     def energy_terms(self, labels: NDArray[np.intp], params: EmissionParams) -> dict:
-        raise ValueError("energy_terms reads every point's costs on the client; on a DaskHMRF use "
+        raise ValueError("DaskHMRF.energy_terms reads every point's costs on the client; use "
                          "energy() (a pass on the workers).")
 
     def to_pgmpy(self, params: EmissionParams, factor_graph: bool = False) -> None:
-        raise ValueError("to_pgmpy builds a factor per point (k^n tables); not for a DaskHMRF.")
+        raise ValueError("DaskHMRF.to_pgmpy builds a factor per point (k^n tables) on the client; "
+                         "not for data on a cluster.")
 
     def __repr__(self) -> str:
         return (f"DaskHMRF(n={self.n_samples}, d={self.X.shape[1]}, k={self.n_clusters}, "

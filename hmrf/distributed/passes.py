@@ -203,18 +203,37 @@ def _previous_chunks(model, previous):
     return data.send(data.pieces(np.asarray(previous).astype(label_dtype(k))))
 
 
-def _run_chunk_tasks(tasks, tree):
-    """Run the per-chunk ``(labels, summary, stats)`` tasks of a pass as one graph: the
-    label chunks stay persisted on the workers, the summaries (and the tree-reduced
-    statistics when ``tree``) come to the client. Returns ``(label_chunks, summaries,
-    reduced statistics or None)``."""
-    wanted = [t[0] for t in tasks] + [t[1] for t in tasks]
+def chunk_pass_kept(family, X, data, params, normalizer, n_clusters, clamped, previous, local, accumulate,
+                    shift, tree):
+    """:func:`chunk_pass` for a constrained part solved on the workers
+    (:mod:`hmrf.distributed.components`): the constrained rows' cost rows and previous
+    labels stay on the worker as outputs of their own, and the summary holds the argmin's
+    cluster sizes at the constrained rows instead of their cost rows and labels:
+    ``(labels, summary, stats, constrained cost rows, their previous labels or None)``."""
+    labels, summary, stats = chunk_pass(family, X, data, params, normalizer, n_clusters, clamped, previous,
+                                        local, accumulate, shift, tree)
+    cost, total, unary_c, at, changed, counts, st = summary
+    kept_previous = None if previous is None else np.asarray(previous[local])
+    return (labels, (cost, total, None, np.bincount(at, minlength=n_clusters), changed, counts, st), stats,
+            unary_c, kept_previous)
+
+
+def _run_chunk_tasks(tasks, tree, kept_outputs=0):
+    """Run the per-chunk ``(labels, summary, stats, *kept)`` tasks of a pass as one graph:
+    the label chunks (and the ``kept_outputs`` outputs after ``stats``) stay persisted on
+    the workers, the summaries (and the tree-reduced statistics when ``tree``) come to the
+    client. Returns ``(label_chunks, summaries, reduced statistics or None, kept)``, with
+    ``kept`` a list of ``kept_outputs`` lists of per-chunk outputs."""
+    n_chunks = len(tasks)
+    wanted = [t[0] for t in tasks] + [t[3 + j] for j in range(kept_outputs) for t in tasks] + \
+        [t[1] for t in tasks]
     if tree:
         wanted.append(tree_reduce([t[2] for t in tasks]))
-    kept = dask.persist(*wanted)
-    n_chunks = len(tasks)
-    label_chunks, small = list(kept[:n_chunks]), dask.compute(*kept[n_chunks:])
-    return label_chunks, small[:n_chunks], (small[-1] if tree else None)
+    out = dask.persist(*wanted)
+    stay = (1 + kept_outputs) * n_chunks
+    small = dask.compute(*out[stay:])
+    kept = [list(out[(1 + j) * n_chunks:(2 + j) * n_chunks]) for j in range(kept_outputs)]
+    return list(out[:n_chunks]), small[:n_chunks], (small[-1] if tree else None), kept
 
 
 def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[np.intp] | None = None,
@@ -236,8 +255,12 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
     tree = bool(accumulate) and _statistics_size(model) > TREE_ABOVE
     args = [(data.family_key, x, t, par, model.normalizer, k, c, p, loc, accumulate, shift)
             for x, t, c, p, loc in zip(data.chunks, terms, clamped, prev, local)]
-    tasks = [dask.delayed(chunk_pass, pure=False, nout=3)(*a, tree) for a in args]
-    label_chunks, summaries, reduced = _run_chunk_tasks(tasks, tree)
+    on_workers = constrained is not None and len(constrained) >= model.component_tasks_above
+    if on_workers:
+        tasks = [dask.delayed(chunk_pass_kept, pure=False, nout=5)(*a, tree) for a in args]
+    else:
+        tasks = [dask.delayed(chunk_pass, pure=False, nout=3)(*a, tree) for a in args]
+    label_chunks, summaries, reduced, kept = _run_chunk_tasks(tasks, tree, 2 if on_workers else 0)
     cost, totals, rows, at, changed, counts, parts = zip(*summaries)
     if tree:
         stats = reduced
@@ -248,17 +271,55 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
     else:
         stats = None
     nodes = np.empty(0, dtype=np.int64) if constrained is None else np.asarray(constrained, dtype=np.int64)
-    labels = ChunkLabels(data, label_chunks, nodes, np.concatenate(at), np.sum(counts, axis=0),
-                         previous=previous if isinstance(previous, ChunkLabels) else None,
-                         free_changed=int(sum(changed)), free_except=nodes)
 
     def costs():  # only for re-seeding an empty cluster: one more pass, minima gathered
         again = [(*a[:9], False, a[10], True) for a in args]
         return np.concatenate([r[1] for r in run_chunks(model, chunk_assignment, again, False)[0]])
 
-    return AssignmentPass(labels, float(sum(cost)),
-                          float("nan") if previous is None else float(sum(totals)),
-                          _stack_rows(rows, k), stats, costs=costs)
+    previous_cost = float("nan") if previous is None else float(sum(totals))
+    if on_workers:  # the constrained part stays on the workers, solved there by the E-step
+        labels = ChunkLabels(data, label_chunks, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
+                             np.sum(counts, axis=0))
+        step = AssignmentPass(labels, float(sum(cost)), previous_cost, None, stats, costs=costs)
+        outputs = dict(unary=kept[0], previous=kept[1], labels=label_chunks, local=local,
+                       counts=np.sum(counts, axis=0), at_counts=np.sum(at, axis=0),
+                       free_changed=int(sum(changed)))
+
+        def solve(step, engine, sub, prev_labels, rng):  # the step as an argument: no reference cycle
+            from .components import solve_on_workers
+
+            return solve_on_workers(_component_plan(model, nodes, sub), model, step, outputs, engine,
+                                    prev_labels, rng, accumulate, shift)
+
+        step.solve = solve
+    else:
+        labels = ChunkLabels(data, label_chunks, nodes, np.concatenate(at), np.sum(counts, axis=0),
+                             previous=previous if isinstance(previous, ChunkLabels) else None,
+                             free_changed=int(sum(changed)), free_except=nodes)
+        step = AssignmentPass(labels, float(sum(cost)), previous_cost, _stack_rows(rows, k), stats,
+                              costs=costs)
+
+    constrained_unary = step.constrained_unary  # the closure holds the rows, not the step (no cycle)
+
+    def reseed(new, graph, movable, own_cost):  # empty clusters: reductions on the workers
+        from .reseed import reseed_on_workers
+
+        return reseed_on_workers(model, params, args, new, graph, own_cost, constrained_unary,
+                                 kept[0] if on_workers else None)
+
+    step.reseed = reseed
+    return step
+
+
+def _component_plan(model, nodes, sub):
+    """The :class:`~hmrf.distributed.components.ComponentPlan` of the constrained part
+    ``sub``, kept on the model while the E-steps see the same graph."""
+    from .components import ComponentPlan
+
+    cached = getattr(model, "_component_plan", None)
+    if cached is None or cached[0] is not sub:
+        cached = model._component_plan = (sub, ComponentPlan(model.data, nodes, sub))
+    return cached[1]
 
 
 def chunk_soft_pass(family, X, data, params, normalizer, n_clusters, clamped, local, shift, tree):
@@ -287,7 +348,7 @@ def dask_soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.
     tasks = [dask.delayed(chunk_soft_pass, pure=False, nout=3)(data.family_key, x, t, par, model.normalizer,
                                                                k, c, loc, shift, tree)
              for x, t, c, loc in zip(data.chunks, terms, clamped, local)]
-    label_chunks, summaries, stats = _run_chunk_tasks(tasks, tree)
+    label_chunks, summaries, stats, _ = _run_chunk_tasks(tasks, tree)
     free, rows, at, counts, parts = zip(*summaries)
     if not tree:
         for st in parts:  # a loop over chunks: k x d additions each, in chunk order

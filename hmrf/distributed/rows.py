@@ -44,7 +44,48 @@ if TYPE_CHECKING:
 
     from ..emissions.base import EmissionFamily
 
-__all__ = ["GatheredRows", "ChunkDivergence"]
+__all__ = ["DaskRows", "GatheredRows", "ChunkDivergence"]
+
+
+class DaskRows(RowBackend):
+    """The rows of a row-chunked Dask array before a model reads them: what an estimator's
+    ``_model`` is given on Dask (:class:`hmrf.distributed.DaskFit`).
+    ``HMRF(DaskRows(X), ...)`` is a :class:`~hmrf.distributed.DaskHMRF`, whose ``X``
+    is :meth:`prepare`'s :class:`GatheredRows`.
+
+    Parameters
+    ----------
+    X : dask.array.Array (n, d)
+    persist : {"auto", True, False}, default="auto"
+        As :class:`~hmrf.distributed.ChunkedData`.
+
+    Attributes
+    ----------
+    shape : tuple (n, d)
+    """
+
+    ndim = 2
+
+    def __init__(self, X: Any, persist: bool | str = "auto") -> None:
+        from .data import as_row_chunked
+
+        self.array = as_row_chunked(X)
+        self.persist = persist
+        self.shape = tuple(int(s) for s in self.array.shape)
+
+    def prepare(self, family: EmissionFamily) -> GatheredRows:
+        """The chunks checked and prepared by ``family`` on the workers
+        (:class:`~hmrf.distributed.ChunkedData`), read by index and summary."""
+        return GatheredRows(ChunkedData(self.array, family, self.persist))
+
+    @staticmethod
+    def model_class() -> type:
+        from .model import DaskHMRF
+
+        return DaskHMRF
+
+    def __repr__(self) -> str:
+        return f"DaskRows(shape={self.shape}, persist={self.persist!r})"
 
 
 class GatheredRows(RowBackend):
@@ -56,6 +97,7 @@ class GatheredRows(RowBackend):
 
     Attributes
     ----------
+    data : ChunkedData
     shape : tuple (n, d)
     dtype : numpy dtype
     n_gathered : int
@@ -74,10 +116,25 @@ class GatheredRows(RowBackend):
 
     def __init__(self, data: ChunkedData) -> None:
         self._data = data
+        self.data = data
         self.shape = (data.n, data.d)
         self.dtype = data.dtype
         self._index = np.empty(0, dtype=np.int64)
         self._rows = data.take(self._index)
+
+    def prepare(self, family: EmissionFamily) -> GatheredRows:
+        """These rows, prepared by their own family (another family needs the chunks again:
+        :class:`DaskRows`)."""
+        if family is not self._data.family:
+            raise ValueError(f"these rows were prepared for {self._data.family!r}, not {family!r}; "
+                             "build the model on DaskRows(X) instead.")
+        return self
+
+    @staticmethod
+    def model_class() -> type:
+        from .model import DaskHMRF
+
+        return DaskHMRF
 
     @property
     def n_gathered(self) -> int:

@@ -56,7 +56,8 @@ if TYPE_CHECKING:
     from ..inference.base import InferenceResult
     from ..model import HMRF
 
-__all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "check_engine", "solve_e_step"]
+__all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "check_engine", "solve_e_step",
+           "move_cost", "OWN_COST_TRIALS"]
 
 #: Relative rise of the objective below which it counts as round-off: at least this ...
 RISE_RTOL = 1e-9
@@ -129,8 +130,9 @@ def solve_e_step(engine: InferenceEngine, unary: NDArray[np.floating], graph: Pa
     return engine.map(unary, graph, init=init, rng=rng)
 
 
-def _move_cost(labels, graph, target) -> np.ndarray:
-    """Change of the pairwise energy if each node alone moved to the empty ``target``."""
+def move_cost(labels: NDArray[np.intp], graph: PairwiseGraph, target: int) -> np.ndarray:
+    """Change of the pairwise energy if each node alone moved to the empty cluster
+    ``target`` (n,), for :func:`reseed_empty_clusters`."""
     n = labels.shape[0]
     delta = np.zeros(n)
     if graph.n_edges == 0:
@@ -219,7 +221,7 @@ def _reseed(labels, cost, graph, n_clusters, allowed, movable=None, own_cost=Non
     done = 0
     for h in empty:  # at most k iterations, each vectorised over points
         counts = np.bincount(labels, minlength=n_clusters)
-        delta = _move_cost(labels, graph, h)
+        delta = move_cost(labels, graph, h)
         may = counts[labels] > 1
         if movable is not None:
             may &= movable
@@ -331,8 +333,12 @@ def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_
             or not model.incremental_statistics
         step = data_pass(model, params, previous=labels, constrained=nodes, accumulate=accumulate,
                          shift=model.statistics_shift)
+        # the E-step under these parameters: the final one of the fit, or the next one
+        new, energy, res, rejected, previous_pairwise = _e_step(step, nodes, sub, labels, engine, rng)
         if labels is not None:
-            obj = step.previous_cost + _pairwise_energy(graph, nodes, sub, labels)
+            if previous_pairwise is None:
+                previous_pairwise = _pairwise_energy(graph, nodes, sub, labels)
+            obj = step.previous_cost + previous_pairwise
             history.append(obj)
             trace[-1]["objective"] = obj
             if obj > prev_obj + rise_tolerance(prev_obj, precision) and family.exact_m_step:
@@ -348,17 +354,17 @@ def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_
             if converged or it == int(max_iter):
                 # this pass's E-step under the final parameters, kept only if it does not
                 # worsen J or empty a cluster (no M-step follows)
-                final, energy, res, _ = _e_step(step, nodes, sub, labels, engine, rng)
                 final_info = None if res is None else res.info
-                if energy <= obj and _n_used(final) >= _n_used(labels):
-                    labels, obj = final, energy
+                if energy <= obj and _n_used(new) >= _n_used(labels):
+                    labels, obj = new, energy
                 prev_obj = obj
                 break
             prev_obj = obj
         it += 1
-        new, energy, res, rejected = _e_step(step, nodes, sub, labels, engine, rng)
         reseeded = 0
-        if _counts(new, k).min() == 0:  # an empty cluster: its point costs
+        if _counts(new, k).min() == 0 and step.reseed is not None:  # the costs stay with the data
+            new, reseeded = step.reseed(new, graph, movable, _own_cost(model, params, new))
+        elif _counts(new, k).min() == 0:  # an empty cluster: its point costs
             cost = np.array(step.costs(), dtype=np.float64)
             if nodes.size:
                 cost[nodes] = step.constrained_unary[np.arange(nodes.size), new[nodes]]
@@ -424,6 +430,8 @@ def _free_energy(step, nodes) -> float:
     less those of the constrained points, whose cost rows the pass kept)."""
     if not nodes.size:
         return step.cost_total
+    if step.constrained_unary is None:
+        return step.cost_total - step.constrained_min
     return step.cost_total - float(step.constrained_unary.min(axis=1).sum())
 
 
@@ -431,18 +439,21 @@ def _e_step(step, nodes, sub, previous, engine, rng):
     """Labels of every point: the pass's argmin, and the engine's labelling of the
     constrained points (or their previous labels, if the engine's is worse: the energy is
     separable between the two sets, so the argmin part is always kept). Returns the
-    labels, their energy, the engine's result (``None`` without constrained points) and
-    whether its labelling was rejected."""
+    labels, their energy, the engine's result (``None`` without constrained points),
+    whether its labelling was rejected, and the pairwise energy of ``previous`` when the
+    E-step computed it where the cost rows are (``step.solve``), else ``None``."""
+    if nodes.size and step.solve is not None:
+        return step.solve(step, engine, sub, previous, rng)
     free = _free_energy(step, nodes)
     if nodes.size == 0:
-        return _with_rows(step.labels, nodes, None), free, None, False
+        return _with_rows(step.labels, nodes, None), free, None, False, None
     init = None if previous is None else previous[nodes]
     res = solve_e_step(engine, step.constrained_unary, sub, init, rng)
     if init is not None:
         old = sub.energy(init, step.constrained_unary)
         if res.energy > old:
-            return _with_rows(step.labels, nodes, init), free + old, res, True
-    return _with_rows(step.labels, nodes, res.labels), free + res.energy, res, False
+            return _with_rows(step.labels, nodes, init), free + old, res, True, None
+    return _with_rows(step.labels, nodes, res.labels), free + res.energy, res, False, None
 
 
 # The labels of a pass: an (n,) ndarray in memory; on a cluster a labelling whose values

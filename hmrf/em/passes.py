@@ -245,14 +245,31 @@ class AssignmentPass:
         ``costs() -> ndarray (n,)``: each point's minimum unary cost, float64. Only the
         re-seeding of an empty cluster needs them, so a distributed pass computes them
         on demand instead of sending n floats to the client every iteration.
+    solve : callable or None
+        Set by a pass that keeps the constrained points' cost rows where the data are
+        (``constrained_unary`` is then ``None``): ``solve(step, engine, graph, previous, rng) ->
+        (labels, energy, result, rejected, previous_pairwise)`` runs the E-step of the
+        constrained part there (:mod:`hmrf.distributed.components`), as the EM loop
+        does with the cost rows (:func:`hmrf.em.loop.run_em`), and sets ``labels`` and
+        ``stats`` to the labels it keeps and their statistics, and ``constrained_min``.
+    constrained_min : float or None
+        ``Σ_i min_h U[i, h]`` over the constrained points, when ``constrained_unary`` is
+        not on hand.
+    reseed : callable or None
+        Set by a pass whose costs stay where the data are: ``reseed(labels, graph,
+        movable, own_cost) -> (labels, n_reseeded)``, the re-seeding of empty clusters
+        (:func:`hmrf.em.loop.reseed_empty_clusters`'s choice) as reductions there.
     """
 
     labels: np.ndarray
     cost_total: float
     previous_cost: float
-    constrained_unary: np.ndarray
+    constrained_unary: np.ndarray | None
     stats: object = None
     costs: object = None
+    solve: object = None
+    constrained_min: float | None = None
+    reseed: object = None
 
 
 def assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[Any] | None = None,

@@ -65,7 +65,7 @@ class _MetricLearner(HMRFClusterMixin):
             return self.metric
         if X is None:
             return getattr(self, "metric_kind_", "diagonal")
-        d = getattr(self, "n_features_in_", None) or X.shape[1]  # X is a stand-in on Dask
+        d = getattr(self, "n_features_in_", None) or X.shape[1]
         if sp.issparse(X) or (n_constraints is not None and n_constraints < d):
             return "identity"
         return "diagonal"
