@@ -197,8 +197,8 @@ def reseed_empty_clusters(labels: NDArray[Any], unary: NDArray[Any], graph: Pair
     return _reseed(labels, cost, graph, n_clusters, lambda rows, h: np.isfinite(unary[rows, h]))
 
 
-#: Candidates whose own-cluster cost :func:`_reseed` evaluates (largest gain first)
-#: before it leaves a cluster empty.
+#: Candidates whose own-cluster cost the re-seeding of an empty cluster evaluates (largest
+#: gain first) before it leaves a cluster empty (:func:`reseed_empty_clusters`).
 OWN_COST_TRIALS = 8
 
 
