@@ -1,13 +1,15 @@
 """Seeded-KMeans and Constrained-KMeans (Basu 2005, ch. 3): the paper's algorithm one
 argument away, the defaults' k-means++ fill and runs, seeds from constraints."""
 
+from itertools import permutations
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.cluster import KMeans as SKKMeans
 from sklearn.datasets import make_blobs
 
-from hmrf import ConstrainedKMeans, Constraints, SeededKMeans
+from hmrf import HMRF, ConstrainedKMeans, Constraints, SeededKMeans
 from hmrf._validation import check_random_state
 from hmrf.estimators import fit_supervised
 from hmrf.estimators.supervision import _seeds
@@ -145,18 +147,52 @@ def test_a_poor_seed_mean_loses_to_a_start_without_seeds():
         assert nmi(TRAP_Y, est.labels_) == pytest.approx(1.0)
 
 
-def test_seeds_that_lead_lower_win_and_every_cluster_seeded_never_ends_above_the_paper():
+def _seeds_missed(labels, seeds, k):
+    """Seeds outside the cluster matched to their class, the best matching found by
+    trying every one-to-one map of classes to clusters."""
+    mask = seeds >= 0
+    return min(int(np.sum(np.asarray(perm)[seeds[mask]] != labels[mask]))
+               for perm in permutations(range(k)))
+
+
+def _penalised(est, X, seeds, k):
+    """``J_kmeans`` plus ``w="auto"``'s weight for every seed outside its class's cluster."""
+    return est.objective_ + HMRF(X, k).auto_w() * _seeds_missed(est.labels_, seeds, k)
+
+
+def test_the_default_never_ends_above_the_paper_in_j_plus_missed_seeds():
     """With every cluster seeded, the default's first run is the thesis's run (same
-    start, same generator), so it never ends above it; where the seed means lead to
-    the lowest minimum, the default keeps the thesis's labelling."""
+    start, same generator), so its ``J_kmeans + w · missed seeds`` is never above the
+    thesis's run's."""
     X, y = make_blobs(500, 4, centers=5, cluster_std=3.0, random_state=6)
     for state in range(4):
         seeds = _partial(y, 2, range(5), seed=state)
         one = SeededKMeans(5, n_init=1, random_state=state).fit(X, seeds)
         auto = SeededKMeans(5, random_state=state).fit(X, seeds)
-        assert auto.objective_ <= one.objective_ + 1e-9 * abs(one.objective_)
-        if auto.objective_ == pytest.approx(one.objective_, rel=1e-12):
-            assert nmi(one.labels_, auto.labels_) == pytest.approx(1.0)
+        assert _penalised(auto, X, seeds, 5) <= _penalised(one, X, seeds, 5) * (1 + 1e-9)
+
+
+def test_seeds_that_pay_for_a_higher_objective_win():
+    """Two short parallel classes that k-means cuts across: the partition of least
+    ``J_kmeans`` splits both classes, the seeded start keeps them at a higher
+    ``J_kmeans``, and half of the points are seeds, so the split would leave more seeds
+    outside their clusters than its lower ``J_kmeans`` pays for. The default returns
+    the classes; with few seeds the lower ``J_kmeans`` wins."""
+    rng = np.random.default_rng(0)
+    a = np.column_stack([rng.uniform(0, 6, 60), rng.normal(0, 0.3, 60)])
+    X, y = np.vstack([a, a + [0, 2.0]]), np.repeat([0, 1], 60)
+    alone = SeededKMeans(2, random_state=0).fit(X)
+    assert nmi(y, alone.labels_) < 0.5  # the data alone cut the classes
+    many, few = np.full(120, -1), np.full(120, -1)
+    many[::2], few[:2], few[60:62] = y[::2], y[:2], y[60:62]
+    paper = SeededKMeans(2, n_init=1, random_state=0).fit(X, many)
+    assert _seeds_missed(paper.labels_, many, 2) == 0 and paper.objective_ > alone.objective_
+    for state in range(3):
+        est = SeededKMeans(2, random_state=state).fit(X, many)
+        assert est.n_runs_ > 1
+        assert nmi(y, est.labels_) == pytest.approx(1.0)
+        est = SeededKMeans(2, random_state=state).fit(X, few)
+        assert est.objective_ == pytest.approx(alone.objective_)
 
 
 def test_the_k_means_plus_plus_fill_finds_unseeded_classes_the_perturbed_fill_merges():

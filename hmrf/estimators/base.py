@@ -279,7 +279,9 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         on the cosine model a third, the data alone through Lloyd's iterations on the
         unit rows (``_chordal``). A run whose seeding repeats an earlier run's of its
         kind is skipped (a deterministic seeding has nothing to
-        vary). The objective ``J`` of the model, constraints included, decides. A run
+        vary). The objective ``J`` of the model, constraints included, decides, plus what
+        the run costs in supervision that ``J`` leaves out (``_supervision_cost``:
+        Seeded-KMeans' seeds outside their class's cluster). A run
         that ends in :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g.
         COP-KMeans' greedy assignment) is skipped; the error is raised when every run
         ends in it.
@@ -295,7 +297,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         # the kinds of start: 0 the supervision's seeding, 1 the data alone, 2 the data
         # alone through Lloyd's iterations on the chord (below)
         kinds = [0] + ([1] if auto and alone is not None else []) + ([2] if chordal is not None else [])
-        best, seen = None, {kind: [] for kind in kinds}
+        best, best_score, seen = None, np.inf, {kind: [] for kind in kinds}
         precision = getattr(model.X, "dtype", np.float64)
         for run in range(int(n_init)):
             kind = kinds[run % len(kinds)]
@@ -321,11 +323,18 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             self.n_runs_ += 1
             # lower beyond round-off: equal optima (the same clustering, relabelled) go to
             # the first run, whatever the order of the sums (threads, Dask chunks)
-            if best is None or res.objective < best.objective - rise_tolerance(best.objective, precision):
-                best = res
+            score = res.objective + self._supervision_cost(model, res.labels, y)
+            if best is None or score < best_score - rise_tolerance(best_score, precision):
+                best, best_score = res, score
         if best is None:
             raise failed
         return best
+
+    def _supervision_cost(self, model, labels, y) -> float:
+        """What a run's ``labels`` cost in supervision its objective does not count,
+        added to the objective to rank the runs of ``n_init``; 0 here: the objective of
+        a model with pairwise potentials counts its constraints."""
+        return 0.0
 
     def _chordal(self, model):
         """The squared-Euclidean model of the data alone on the unit rows of a cosine

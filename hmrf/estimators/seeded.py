@@ -64,7 +64,11 @@ class SeededKMeans(HMRFClusterMixin):
         where a seeded one is; ``"perturbed"``, random perturbations of the global
         centroid (the thesis, §3.5.4, after Dhillon et al. 2001).
     n_init : int or "auto", default="auto"
-        Runs; the lowest objective ``J_kmeans`` wins. With an integer, every run starts
+        Runs; the lowest ``J_kmeans + w · (seeds outside their class's cluster)`` wins,
+        ``w`` the weight of ``w="auto"`` (:meth:`hmrf.HMRF.auto_w`: a missed seed costs
+        what a violated constraint does) and the clusters matched to the seed classes
+        by the assignment that keeps the most seeds (Kuhn's Hungarian method). With an
+        integer, every run starts
         the seeded clusters at their seed means and the runs differ in the clusters
         without seeds; the thesis makes one run (``n_init=1``). ``"auto"``: as
         :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap, from two kinds
@@ -74,8 +78,9 @@ class SeededKMeans(HMRFClusterMixin):
         start it in a good region (§3.1); a seed class of a few atypical points gives
         a poor centroid (§3.3.2: its deviation falls exponentially with the number of
         seeds only) and can lead to a worse minimum than a start without seeds, which
-        the objective then rejects. The seeds still win wherever they lead to a lower
-        ``J_kmeans``.
+        the criterion then rejects unless the seeds' start keeps enough more of the
+        seeds in their clusters to pay for its higher ``J_kmeans`` (the seeds are
+        labels the user gave, §3.1; the penalty is the HMRF's for a violated label).
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -120,6 +125,24 @@ class SeededKMeans(HMRFClusterMixin):
         return HMRF(X, self.n_clusters, emission=self._spec_emission(), potentials=potentials,
                     normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None,
                     validated=True)
+
+    def _supervision_cost(self, model, labels, y) -> float:
+        """``w · (seeds outside the cluster matched to their class)``, ``w`` the model's
+        ``auto_w()``, the clusters matched to the seed classes by a maximum-agreement
+        assignment (SciPy's ``linear_sum_assignment`` on the k x k table of seed
+        classes against clusters); only the seeds' labels are read."""
+        from scipy.optimize import linear_sum_assignment
+
+        seeds, _ = _seed_clusters(y, len(labels), self.n_clusters)
+        seeded = np.flatnonzero(seeds >= 0)
+        if seeded.size == 0:
+            return 0.0
+        k = self.n_clusters
+        table = np.bincount(seeds[seeded] * k + np.asarray(labels[seeded], dtype=np.int64),
+                            minlength=k * k).reshape(k, k)
+        rows, cols = linear_sum_assignment(table, maximize=True)
+        missed = int(seeded.size - table[rows, cols].sum())
+        return model.auto_w() * missed if missed else 0.0
 
     def _data_alone(self, model):
         # the start without seeds is EM on the same model (no pairwise potentials): the
