@@ -58,19 +58,24 @@ def test_runs_never_end_above_the_first_run():
         assert many.objective_ <= one.objective_ + 1e-9 * abs(one.objective_)
 
 
-def test_every_run_starts_the_seeded_clusters_at_their_seed_means(monkeypatch):
+def _record_starts(monkeypatch):
+    """The centres every EM run of a fit starts from, in order."""
     from hmrf.estimators import base
 
-    X, y = make_blobs(300, 3, centers=5, random_state=1)
-    seeds = _partial(y, 4, [0, 2])
-    starts = []
-    real = base.run_em
+    starts, real = [], base.run_em
 
     def spy(model, params, *a, **kw):
         starts.append(np.array(params.centers))
         return real(model, params, *a, **kw)
 
     monkeypatch.setattr(base, "run_em", spy)
+    return starts
+
+
+def test_every_run_starts_the_seeded_clusters_at_their_seed_means(monkeypatch):
+    X, y = make_blobs(300, 3, centers=5, random_state=1)
+    seeds = _partial(y, 4, [0, 2])
+    starts = _record_starts(monkeypatch)
     est = SeededKMeans(5, n_init=4, random_state=0).fit(X, seeds)
     means = np.vstack([X[seeds == c].mean(axis=0) for c in (0, 2)])
     assert len(starts) == est.n_runs_ > 1
@@ -83,18 +88,9 @@ def test_auto_starts_from_the_seed_means_once_and_from_the_data_alone_in_turn(mo
     """``n_init="auto"`` with every cluster seeded: the seed means start one run (the
     others would repeat it); the remaining runs start from k-means++ on the data with
     the seeds ignored, each from other centres."""
-    from hmrf.estimators import base
-
     X, y = make_blobs(200, 3, centers=3, random_state=2)
     seeds = _partial(y, 5, [0, 1, 2])
-    starts = []
-    real = base.run_em
-
-    def spy(model, params, *a, **kw):
-        starts.append(np.array(params.centers))
-        return real(model, params, *a, **kw)
-
-    monkeypatch.setattr(base, "run_em", spy)
+    starts = _record_starts(monkeypatch)
     est = SeededKMeans(3, random_state=0).fit(X, seeds)
     np.testing.assert_array_equal(est.seed_classes_, [0, 1, 2])
     means = np.vstack([X[seeds == c].mean(axis=0) for c in (0, 1, 2)])
