@@ -88,6 +88,8 @@ def test_auto_starts_from_the_seed_means_once_and_from_the_data_alone_in_turn(mo
     """``n_init="auto"`` with every cluster seeded: the seed means start one run (the
     others would repeat it); the remaining runs start from k-means++ on the data with
     the seeds ignored, each from other centres."""
+    from hmrf.estimators.base import AUTO_MAX_RUNS
+
     X, y = make_blobs(200, 3, centers=3, random_state=2)
     seeds = _partial(y, 5, [0, 1, 2])
     starts = _record_starts(monkeypatch)
@@ -96,10 +98,10 @@ def test_auto_starts_from_the_seed_means_once_and_from_the_data_alone_in_turn(mo
     means = np.vstack([X[seeds == c].mean(axis=0) for c in (0, 1, 2)])
     seeded = [C for C in starts if np.allclose(C, means)]
     assert len(seeded) == 1 and np.allclose(starts[0], means)
-    assert len(starts) == est.n_runs_ == 1 + base.AUTO_MAX_RUNS // 2
+    assert len(starts) == est.n_runs_ == 1 + AUTO_MAX_RUNS // 2
     assert len({C.tobytes() for C in starts}) == len(starts)
     # without seeds there is one kind of start only, as for KMeans
-    assert SeededKMeans(3, random_state=0).fit(X).n_runs_ == base.AUTO_MAX_RUNS
+    assert SeededKMeans(3, random_state=0).fit(X).n_runs_ == AUTO_MAX_RUNS
 
 
 #: Nine points, three classes of three; ``TRAP`` seeds each class with one point, of
