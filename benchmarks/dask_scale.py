@@ -30,14 +30,14 @@ Out of core: a Zarr store of float32 rows, ``--ooc-factor`` times one worker's
 (100,000 constraints by default, its default initialisation) on two workers; the peak
 resident memory of every worker against its limit, and whether a worker was restarted.
 
-    python benchmarks/dask_scale.py                          # n = 1e6, then out of core; ~4 min
+    python benchmarks/dask_scale.py                          # n = 1e6, out of core, the fault run
     python benchmarks/dask_scale.py --sizes 1000000,10000000 # also 1e7 (X is 4 GB a copy)
     python benchmarks/dask_scale.py --ooc-only               # out of core on 600 MiB workers
     python benchmarks/dask_scale.py --client-only            # the client's memory against n
     python benchmarks/dask_scale.py --faults-only            # a fit with a worker killed mid-fit
 
 The per-iteration table goes to docs/results/dask_per_iteration.md, the out-of-core run to
-docs/results/dask_out_of_core.md (``--skip-client`` runs both without the client-memory
+docs/results/dask_out_of_core.md (``--skip-client`` runs all but the client-memory
 sizes, ``--skip-ooc`` leaves out the out-of-core run).
 
 Faults: a Zarr store of ``--fault-n`` x ``--fault-d`` float32 rows, HMRFKMeans with belief
