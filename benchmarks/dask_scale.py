@@ -473,7 +473,7 @@ def main(argv=None):
     ap.add_argument("--fault-at", type=int, default=4, help="the E-step before which a worker is killed")
     ap.add_argument("--fault-chunk", type=int, default=100_000)
     ap.add_argument("--fault-memory", default="2GiB", help="memory limit of each of the three workers")
-    ap.add_argument("--fault-rounds", type=int, default=2, help="undisturbed/killed pairs, alternated")
+    ap.add_argument("--fault-rounds", type=int, default=4, help="undisturbed/killed pairs, alternated")
     ap.add_argument("--faults-only", action="store_true")
     ap.add_argument("--skip-faults", action="store_true")
     ap.add_argument("--job", default="", help=argparse.SUPPRESS)
