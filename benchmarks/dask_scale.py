@@ -30,14 +30,23 @@ Out of core: a Zarr store of float32 rows, ``--ooc-factor`` times one worker's
 (100,000 constraints by default, its default initialisation) on two workers; the peak
 resident memory of every worker against its limit, and whether a worker was restarted.
 
-    python benchmarks/dask_scale.py                          # n = 1e6, then out of core; ~4 min
+    python benchmarks/dask_scale.py                          # n = 1e6, out of core, the fault run
     python benchmarks/dask_scale.py --sizes 1000000,10000000 # also 1e7 (X is 4 GB a copy)
     python benchmarks/dask_scale.py --ooc-only               # out of core on 600 MiB workers
     python benchmarks/dask_scale.py --client-only            # the client's memory against n
+    python benchmarks/dask_scale.py --faults-only            # a fit with a worker killed mid-fit
 
 The per-iteration table goes to docs/results/dask_per_iteration.md, the out-of-core run to
-docs/results/dask_out_of_core.md (``--skip-client`` runs both without the client-memory
+docs/results/dask_out_of_core.md (``--skip-client`` runs all but the client-memory
 sizes, ``--skip-ooc`` leaves out the out-of-core run).
+
+Faults: a Zarr store of ``--fault-n`` x ``--fault-d`` float32 rows, HMRFKMeans with belief
+propagation (``inference="bp"``, ``--fault-pairs`` constraints, ``--fault-iters`` iterations,
+``tol=0``) on a ``LocalCluster`` of three worker processes, undisturbed and with the worker
+process holding the most of the fit's data SIGKILLed before the ``--fault-at``-th E-step
+(as ``tests/test_distributed_faults.py``), alternated ``--fault-rounds`` times; wall time
+of each fit, and whether labels, objective and centres equal the undisturbed fit's
+(docs/results/dask_faults.md; ``--skip-faults`` leaves it out of the default run).
 
 Client memory: the peak of ``tracemalloc`` in the client during a fit at each of
 ``--client-sizes`` rows made on the workers (docs/results/dask_client_memory.md).
@@ -286,7 +295,90 @@ def job_client(a):
         stop()
 
 
-JOBS = {"memory": job_memory, "dask": job_dask, "ooc": job_ooc, "client": job_client}
+def _killing_bp(client, at):
+    """Belief propagation that, before its ``at``-th E-step, SIGKILLs the worker process
+    holding the most of the fit's data (found by pid through ``client.run``), as
+    ``tests/test_distributed_faults.py`` does; the nanny starts a new process."""
+    import signal
+
+    from hmrf.inference import BeliefPropagation
+
+    class KillingBP(BeliefPropagation):
+        def __init__(self):
+            super().__init__()
+            self.calls, self.killed = 0, None
+
+        def solve_validated(self, *args, **kwargs):  # what the EM loop calls each E-step
+            self.calls += 1
+            if self.calls == at:
+                pids = client.run(os.getpid)
+                held = client.run(lambda dask_worker: len(dask_worker.data))
+                victim = max(held, key=held.get)
+                os.kill(pids[victim], signal.SIGKILL)
+                self.killed = (victim, held[victim])
+            return super().solve_validated(*args, **kwargs)
+
+    return KillingBP()
+
+
+def job_faults(a):
+    """Undisturbed fits and fits with a worker SIGKILLed mid-fit, alternated, on one
+    3-process cluster and one Zarr store; every fit compared with the first undisturbed one."""
+    import dask.array as da
+    import zarr
+
+    from hmrf import Constraints, HMRFKMeans
+
+    cluster, client = _cluster(3, a.memory)
+    path = tempfile.mkdtemp(prefix="hmrf-faults-")
+    try:
+        warm_up()
+        client.run(warm_up)
+        store = os.path.join(path, "X.zarr")
+        kw = {"compressors": None} if int(zarr.__version__.split(".")[0]) >= 3 else {"compressor": None}
+        da.to_zarr(dask_data(a.n, a.d, a.k, a.chunk, np.float32), store, **kw)
+        c = Constraints.sample_from_labels(classes(a.n, a.d, a.k, a.chunk), a.pairs, rng=1)
+
+        def fit(engine):
+            client.wait_for_workers(3, timeout=300)  # every fit starts on three workers
+            pids = set(client.run(os.getpid).values())
+            t0 = time.perf_counter()
+            est = HMRFKMeans(a.k, inference=engine, n_init=1, max_iter=a.iters, tol=0.0,
+                             random_state=0).fit(da.from_zarr(store), constraints=c)
+            labels = est.labels_.compute()
+            wall = time.perf_counter() - t0
+            client.wait_for_workers(3, timeout=300)
+            lost = len(pids - set(client.run(os.getpid).values()))
+            return wall, est, labels, lost
+
+        def same(est, labels, reference):
+            return dict(labels=bool(np.array_equal(labels, reference[0])),
+                        objective=bool(est.objective_ == reference[1]),
+                        centers=bool(np.array_equal(est.cluster_centers_, reference[2])))
+
+        reference = None
+        rounds = []
+        for _ in range(a.rounds):
+            quiet_wall, quiet, quiet_labels, quiet_lost = fit("bp")
+            if reference is None:
+                reference = (quiet_labels, quiet.objective_, quiet.cluster_centers_)
+            killer = _killing_bp(client, a.at)
+            hit_wall, hit, hit_labels, hit_lost = fit(killer)
+            rounds.append(dict(quiet=quiet_wall, hit=hit_wall, quiet_lost=quiet_lost, hit_lost=hit_lost,
+                               quiet_same=same(quiet, quiet_labels, reference),
+                               hit_same=same(hit, hit_labels, reference),
+                               killed=killer.killed is not None, e_steps=killer.calls,
+                               held=killer.killed[1] if killer.killed else 0, n_iter=int(hit.n_iter_)))
+            print(rounds[-1], file=sys.stderr, flush=True)
+        return dict(rounds=rounds, gb=a.n * a.d * 4 / 1e9)
+    finally:
+        client.close()
+        cluster.close()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+JOBS = {"memory": job_memory, "dask": job_dask, "ooc": job_ooc, "client": job_client,
+        "faults": job_faults}
 
 
 def spawn(**kw) -> dict:
@@ -318,6 +410,40 @@ def client_memory(a):
                   "after a small fit that imports the client's modules.")
 
 
+def faults(a):
+    """Wall time of a fit with and without a killed worker (``docs/results/dask_faults.md``)."""
+    from _results import markdown_table, write_result
+
+    load = os.getloadavg()[0]
+    r = spawn(job="faults", n=a.fault_n, d=a.fault_d, k=a.k, pairs=a.fault_pairs, iters=a.fault_iters,
+              at=a.fault_at, chunk=a.fault_chunk, memory=a.fault_memory, rounds=a.fault_rounds)
+    after = os.getloadavg()[0]
+    rows = []
+    for i, x in enumerate(r["rounds"], 1):
+        for kind, wall, lost, same in [("undisturbed", x["quiet"], x["quiet_lost"], x["quiet_same"]),
+                                       ("worker killed", x["hit"], x["hit_lost"], x["hit_same"])]:
+            rows.append([i, kind, f"{wall:.1f}", f"{wall / x['quiet']:.2f}",
+                         ", ".join(f"{key} {'yes' if ok else 'NO'}" for key, ok in same.items()),
+                         lost])
+    ratios = [x["hit"] / x["quiet"] for x in r["rounds"]]
+    table = markdown_table(["round", "fit", "wall (s)", "/ undisturbed", "same as the first undisturbed fit",
+                            "worker processes lost (restarted)"], rows)
+    print(table, flush=True)
+    first = r["rounds"][0]
+    write_result("dask_faults", table, notes=(
+        f"{a.fault_n:,} x {a.fault_d} float32 rows ({r['gb']:.2f} GB) in a Zarr store in chunks of "
+        f"{a.fault_chunk:,} rows; HMRFKMeans with belief propagation (`inference=\"bp\"`), k = {a.k}, "
+        f"{a.fault_pairs:,} constraints, `n_init=1`, {a.fault_iters} iterations (`tol=0`), on a "
+        f"`LocalCluster` of three worker processes (one thread, {a.fault_memory} each); wall time of "
+        f"`fit` and computing `labels_`. \"worker killed\": before the {a.fault_at}th E-step the worker "
+        f"process holding the most of the fit's data ({first['held']} keys in the first round) is "
+        f"SIGKILLed (as `tests/test_distributed_faults.py` does); its nanny starts a new process and the "
+        f"scheduler recomputes what the old one held. Undisturbed and killed fits alternate on the same "
+        f"cluster; median ratio killed / undisturbed {np.median(ratios):.2f} over {len(ratios)} "
+        f"round(s). The machine's 1-minute load average {load:.1f} before and {after:.1f} after (two "
+        f"cores shared with other work)."))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000000")
@@ -340,7 +466,19 @@ def main(argv=None):
                     help="n of the client-memory runs (d = 10, 20,000 constraints)")
     ap.add_argument("--client-only", action="store_true")
     ap.add_argument("--skip-client", action="store_true")
+    ap.add_argument("--fault-n", type=int, default=1_000_000, help="rows of the fault run")
+    ap.add_argument("--fault-d", type=int, default=20)
+    ap.add_argument("--fault-pairs", type=int, default=20_000)
+    ap.add_argument("--fault-iters", type=int, default=8)
+    ap.add_argument("--fault-at", type=int, default=4, help="the E-step before which a worker is killed")
+    ap.add_argument("--fault-chunk", type=int, default=100_000)
+    ap.add_argument("--fault-memory", default="2GiB", help="memory limit of each of the three workers")
+    ap.add_argument("--fault-rounds", type=int, default=4, help="undisturbed/killed pairs, alternated")
+    ap.add_argument("--faults-only", action="store_true")
+    ap.add_argument("--skip-faults", action="store_true")
     ap.add_argument("--job", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--at", type=int, default=4, help=argparse.SUPPRESS)
+    ap.add_argument("--rounds", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--pairs", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--dask-ml", type=int, default=0, help=argparse.SUPPRESS)
@@ -355,6 +493,9 @@ def main(argv=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _results import markdown_table, write_result
 
+    if a.faults_only:
+        faults(a)
+        return
     if not a.skip_client and not a.ooc_only:
         client_memory(a)
         if a.client_only:
@@ -416,6 +557,8 @@ def main(argv=None):
             f"in chunks of {a.ooc_chunk:,} rows at every pass; peak/worker: each worker's peak "
             f"resident memory, libraries included; the machine's 1-minute load average {load:.1f} "
             f"before and {os.getloadavg()[0]:.1f} after."))
+    if not a.skip_faults and not a.ooc_only:
+        faults(a)
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
 
 
