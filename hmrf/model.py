@@ -247,15 +247,20 @@ class HMRF:
         normaliser, ``mean_i D(x_i, x̄)``.
 
         One pass for the statistics and one for the costs (blocks of rows; on a Dask
-        array, passes on the workers).
+        array, passes on the workers), made once per model: its rows, family and
+        normaliser do not change.
         """
+        cached = getattr(self, "_data_scale", None)
+        if cached is not None:
+            return cached
         n = self.n_samples
         one = self._one_cluster()
         theta = self.emission.update(self.statistics(one), None, self.normalizer,
                                      MStepContext(n_clusters=self.n_clusters))
         centre = np.asarray(theta.centers[:1], dtype=np.float64)
         at_centre = float(block_unary(self.emission, centre, theta, self.normalizer)[0, 0])
-        return self.unary_total(one, theta) / n - at_centre
+        self._data_scale = self.unary_total(one, theta) / n - at_centre
+        return self._data_scale
 
     def _one_cluster(self):
         """Every point in cluster 0, as labels of this model's points."""

@@ -362,20 +362,15 @@ def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_
             prev_obj = obj
         it += 1
         reseeded = 0
-        if _counts(new, k).min() == 0 and step.reseed is not None:  # the costs stay with the data
-            new, reseeded = step.reseed(new, graph, movable, _own_cost(model, params, new))
-        elif _counts(new, k).min() == 0:  # an empty cluster: its point costs
-            cost = np.array(step.costs(), dtype=np.float64)
-            if nodes.size:
-                cost[nodes] = step.constrained_unary[np.arange(nodes.size), new[nodes]]
-            dense = new if isinstance(new, np.ndarray) else new.compute()  # labels kept elsewhere
-            out, reseeded = _reseed(dense, cost, graph, k, partial(_finite_cost, model, params), movable,
-                                    _own_cost(model, params, dense))
-            if isinstance(new, np.ndarray):
-                new = out
-            else:
-                rows = np.flatnonzero(out != dense)
-                new = new.with_rows(rows, out[rows])
+        if _counts(new, k).min() == 0:  # an empty cluster
+            if step.reseed is not None:  # a pass whose costs and labels stay with the data
+                new, reseeded = step.reseed(new, graph, movable, _own_cost(model, params, new))
+            else:  # labels in memory: every point's cost from the pass
+                cost = np.array(step.costs(), dtype=np.float64)
+                if nodes.size:
+                    cost[nodes] = step.constrained_unary[np.arange(nodes.size), new[nodes]]
+                new, reseeded = _reseed(new, cost, graph, k, partial(_finite_cost, model, params), movable,
+                                        _own_cost(model, params, new))
         t1 = time.perf_counter()
         n_changed = int(new.shape[0] if labels is None else _n_changed(new, labels))
         trace.append(dict(objective=prev_obj, e_energy=energy,

@@ -68,9 +68,8 @@ class SeededKMeans(HMRFClusterMixin):
         ``w`` the weight of ``w="auto"`` (:meth:`hmrf.HMRF.auto_w`: a missed seed costs
         what a violated constraint does) and the clusters matched to the seed classes
         by the assignment that keeps the most seeds (Kuhn's Hungarian method). With an
-        integer, every run starts
-        the seeded clusters at their seed means and the runs differ in the clusters
-        without seeds; the thesis makes one run (``n_init=1``). ``"auto"``: as
+        integer, every run starts the seeded clusters at their seed means and the runs
+        differ in the clusters without seeds; the thesis makes one run (``n_init=1``). ``"auto"``: as
         :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap, from two kinds
         of start in turn, the seed means (once when every cluster has seeds: the runs
         would repeat) and ``init`` on the data alone, seeds ignored. Seeded-KMeans
