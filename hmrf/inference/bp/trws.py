@@ -106,9 +106,22 @@ def run_trws(unary: NDArray[np.floating], graph: PairwiseGraph, *, max_iter: int
     trace = []  # per iteration: the bound of its backward pass (summed over the running components)
     done = np.zeros(n_comp, dtype=bool)
     closed = np.zeros(n_comp, dtype=bool)
-    if compiled and bool(np.all(lay.kind == POTTS_ML)):
+    must_links = bool(np.all(lay.kind == POTTS_ML))
+    passes = None
+    if compiled and must_links:
         from . import trws_numba as kernels
 
+        passes = kernels.must_link_passes(k)  # compiled for this k (None if k is not small)
+    if passes is not None:
+        fwd_k, bwd_k = passes
+        lo, fptr, bptr, be = (a.view(np.uint64) for a in (lay.lo, lay.fptr, lay.bptr, lay.be))
+
+        def forward():
+            fwd_k(u_p, msg, lo, costs.w, fptr, bptr, be, lay.gamma, active, labels, node_e)
+
+        def backward(lb):
+            bwd_k(u_p, msg, costs.w, fptr, bptr, be, lay.gamma, active, comp, lb)
+    elif compiled and must_links:
         def forward():
             kernels.forward_pass_ml(u_p, msg, lay.lo, costs.w, lay.fptr, lay.bptr, lay.be, lay.gamma, active,
                                     labels, node_e)

@@ -11,19 +11,35 @@ Written by hand because these loops are TRW-S: each pass reads every message onc
 writes half of them. Vectorised, a pass is a Python step per level of the order (about
 a thousand on an image grid) with a dozen array operations each.
 
+On must-link-only graphs with at most ``SPECIALISED_K`` labels,
+:func:`must_link_passes` gives the must-link passes compiled for that number of labels:
+its label loops unrolled over registers, their scratch rows on the stack
+(:func:`stack_row`) where LLVM sees that they do not alias the messages, and the layout's
+index arrays read as unsigned integers (no negative-index wraparound). On the 427 x 640
+photograph at ``k = 8`` an iteration takes about a quarter less time than with
+:func:`forward_pass_ml` and :func:`backward_pass_ml`, which compute the same numbers
+for any ``k``.
+
 Numba is imported only when this module is (never by ``import hmrf``); the kernels are
-cached on disk (``cache=True``).
+cached on disk (``cache=True``; one file per number of labels for the specialised ones).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ...graph import POTTS_CL, POTTS_ML
 from .messages_numba import cannot_link_message, must_link_message, row_min
 
-__all__ = ["forward_pass", "backward_pass", "forward_pass_ml", "backward_pass_ml"]
+__all__ = ["forward_pass", "backward_pass", "forward_pass_ml", "backward_pass_ml", "must_link_passes",
+           "SPECIALISED_K"]
+
+#: numbers of labels up to which :func:`must_link_passes` compiles passes for that ``k``
+SPECIALISED_K = 16
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -225,3 +241,124 @@ def backward_pass_ml(u, msg, w, fptr, bptr, be, gamma, active, comp, lb):
             m1 = row_min(h)
             lb[c] += m1
             must_link_message(h, m1, w[e], msg[e])
+
+
+@intrinsic
+def stack_row(typingctx, size):
+    """A pointer to ``size`` float64 on the stack of the calling kernel (``size`` a
+    compile-time constant; wrap it with ``numba.carray(ptr, size)``).
+
+    Scratch rows that ``np.empty`` would put on the heap: there LLVM cannot prove that
+    they do not alias the message array, and every update of a label loop goes through
+    memory instead of registers.
+    """
+    if not isinstance(size, types.IntegerLiteral):
+        return None
+    n = size.literal_value
+
+    def codegen(context, builder, signature, args):
+        return cgutils.alloca_once(builder, context.get_value_type(types.float64), size=n)
+
+    return types.CPointer(types.float64)(size), codegen
+
+
+_PASSES = {}
+
+
+def must_link_passes(k: int):
+    """``(forward, backward)``: :func:`forward_pass_ml` and :func:`backward_pass_ml`
+    compiled for ``k`` labels (the module docstring says why), the same numbers in the
+    same order of operations; ``None`` unless ``2 <= k <= SPECIALISED_K``.
+
+    Called with the layout's ``lo``, ``fptr``, ``bptr`` and ``be`` viewed as ``uint64``
+    (``a.view(np.uint64)``, no copy); otherwise as :func:`forward_pass_ml` and
+    :func:`backward_pass_ml`. Each ``k`` compiles once per machine (numba's disk cache
+    keys the kernels on ``k``).
+    """
+    if not 2 <= k <= SPECIALISED_K:
+        return None
+    if k not in _PASSES:
+        _PASSES[k] = _compile_must_link_passes(k)
+    return _PASSES[k]
+
+
+def _compile_must_link_passes(K):  # noqa: N803 - K is a compile-time constant of the kernels
+    @numba.njit(cache=True, nogil=True)
+    def forward(u, msg, lo, w, fptr, bptr, be, gamma, active, labels, node_e):
+        th = numba.carray(stack_row(K), K)
+        h = numba.carray(stack_row(K), K)
+        for s in range(u.shape[0]):
+            if not active[s]:
+                continue
+            for y in range(K):
+                th[y] = u[s, y]
+            for e in range(fptr[s], fptr[s + 1]):
+                for y in range(K):
+                    th[y] += msg[e, y]
+            for y in range(K):
+                h[y] = th[y]
+            for p in range(bptr[s], bptr[s + 1]):  # w [x != y] towards the decoded earlier node
+                e = be[p]
+                x = labels[lo[e]]
+                we = w[e]
+                for y in range(K):
+                    h[y] += 0.0 if y == x else we
+            best, xb = h[0], 0
+            for y in range(1, K):  # the first minimum, as _argmin
+                v = h[y]
+                xb = y if v < best else xb
+                best = v if v < best else best
+            labels[s] = xb
+            ne = u[s, xb]
+            for p in range(bptr[s], bptr[s + 1]):
+                e = be[p]
+                ne += 0.0 if labels[lo[e]] == xb else w[e]
+                for y in range(K):
+                    th[y] += msg[e, y]
+            node_e[s] = ne
+            g = gamma[s]
+            for e in range(fptr[s], fptr[s + 1]):
+                m1 = np.inf
+                for y in range(K):
+                    v = g * th[y] - msg[e, y]
+                    h[y] = v
+                    m1 = min(m1, v)
+                we = w[e]
+                for y in range(K):
+                    msg[e, y] = min(h[y] - m1, we)
+
+    @numba.njit(cache=True, nogil=True)
+    def backward(u, msg, w, fptr, bptr, be, gamma, active, comp, lb):
+        th = numba.carray(stack_row(K), K)
+        h = numba.carray(stack_row(K), K)
+        for s in range(u.shape[0] - 1, -1, -1):
+            if not active[s]:
+                continue
+            for y in range(K):
+                th[y] = u[s, y]
+            for e in range(fptr[s], fptr[s + 1]):
+                for y in range(K):
+                    th[y] += msg[e, y]
+            for p in range(bptr[s], bptr[s + 1]):
+                e = be[p]
+                for y in range(K):
+                    th[y] += msg[e, y]
+            mins = np.inf
+            for y in range(K):
+                mins = min(mins, th[y])
+            c = comp[s]
+            lb[c] += mins
+            g = gamma[s]
+            for p in range(bptr[s], bptr[s + 1]):
+                e = be[p]
+                m1 = np.inf
+                for y in range(K):
+                    v = g * (th[y] - mins) - msg[e, y]
+                    h[y] = v
+                    m1 = min(m1, v)
+                lb[c] += m1
+                we = w[e]
+                for y in range(K):
+                    msg[e, y] = min(h[y] - m1, we)
+
+    return forward, backward
