@@ -15,10 +15,9 @@ On must-link-only graphs with at most ``SPECIALISED_K`` labels,
 :func:`must_link_passes` gives the must-link passes compiled for that number of labels:
 its label loops unrolled over registers, their scratch rows on the stack
 (:func:`stack_row`) where LLVM sees that they do not alias the messages, and the layout's
-index arrays read as unsigned integers (no negative-index wraparound). On the 427 x 640
-photograph at ``k = 8`` an iteration takes about a quarter less time than with
-:func:`forward_pass_ml` and :func:`backward_pass_ml`, which compute the same numbers
-for any ``k``.
+index arrays read as unsigned integers (no negative-index wraparound): the same numbers
+as :func:`forward_pass_ml` and :func:`backward_pass_ml`, which serve any ``k``, in
+much less time per iteration (``benchmarks/inference.py --grid``).
 
 Numba is imported only when this module is (never by ``import hmrf``); the kernels are
 cached on disk (``cache=True``; one file per number of labels for the specialised ones).
