@@ -107,6 +107,23 @@ def test_the_engine_gives_the_same_result_with_either_kernel(seed):
     np.testing.assert_allclose(a[1], b[1], rtol=1e-10)
 
 
+@pytest.mark.parametrize("k", [2, 8, 17])
+def test_must_link_grids_give_the_same_result_with_either_kernel(k):
+    # up to SPECIALISED_K labels the passes compiled for k run, above it the must-link
+    # passes for any k: both follow the NumPy passes iteration by iteration
+    pytest.importorskip("numba")
+    from hmrf.inference.bp.trws_numba import SPECIALISED_K, must_link_passes
+
+    assert (must_link_passes(k) is None) == (k > SPECIALISED_K)
+    rng = np.random.default_rng(2150 + k)
+    unary, g = grid_problem(rng, 9, 11, k, 0.3)
+    runs = [TRWS(kernel=kernel, max_iter=30, rel_gap=0.0, tol=0.0).map(unary, g, rng=0)
+            for kernel in ("numba", "numpy")]
+    assert runs[0].labels.tolist() == runs[1].labels.tolist()
+    for key in ("bound_trace", "energy_trace"):
+        np.testing.assert_allclose(runs[0].info[key], runs[1].info[key], rtol=1e-10)
+
+
 # ---------------------------------------------------------- the bound
 @pytest.mark.parametrize("seed", range(40))
 def test_bound_below_the_optimum_below_the_energy(seed):
