@@ -11,6 +11,9 @@ variable (DEVELOPERS.md, "Property tests"):
 
 Tests that pin their own ``max_examples`` keep it under both profiles.
 
+Fixture ``notebook_cache_dir``: the run's execution cache of the notebooks, shared by
+the xdist workers (``tests/notebook_cache.py``).
+
 Fixture ``dask_client``: a real ``dask.distributed.LocalCluster`` of two worker
 processes (one thread and ``DASK_WORKER_MEMORY`` bytes each) and its client, started
 once for the session by the first test that asks for it (``tests/test_distributed.py``)
@@ -57,6 +60,17 @@ def dask_client():
     yield client
     client.close()
     cluster.close()
+
+
+@pytest.fixture(scope="session")
+def notebook_cache_dir(request, tmp_path_factory):
+    """The jupyter-cache directory of this test run, shared by its xdist workers: each
+    notebook is executed into it once (``tests/notebook_cache.py``), by its own test or
+    by the docs build, whichever comes first, and the docs build shows those executions."""
+    base = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput"):
+        base = base.parent  # a worker's base is <the run's base>/<worker id>
+    return base / "jupyter_cache"
 
 
 #: Test modules whose tests run on one xdist worker, with the reason.
