@@ -16,8 +16,8 @@ the xdist workers (``tests/notebook_cache.py``).
 
 Fixture ``dask_client``: a real ``dask.distributed.LocalCluster`` of two worker
 processes (one thread and ``DASK_WORKER_MEMORY`` bytes each) and its client, started
-once for the session by the first test that asks for it (``tests/test_distributed.py``)
-and closed at its end.
+once per test process (each xdist worker) by the first test there that asks for it
+(``tests/test_distributed.py``, ...) and closed at the session's end.
 
 Parallel runs (pytest-xdist, ``-n auto --dist loadgroup`` in ``pyproject.toml``;
 DEVELOPERS.md, "Tests in parallel"): each test is a unit of work for whichever worker
