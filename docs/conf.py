@@ -8,8 +8,9 @@ The build executes each notebook of ``notebooks/`` once, in a fresh kernel, and 
 site shows its figures and tables; an error in a cell fails the build, so this
 execution is the notebooks' test. Outputs are cached by jupyter-cache in
 ``docs/_build/.jupyter_cache``: a notebook whose code did not change is not run again
-by the next build (``tests/test_docs.py`` gives its build an empty cache, so the test
-always runs them). A notebook that needs a data package (its metadata
+by the next build. ``tests/test_docs.py`` gives its build the test run's own cache, into
+which each notebook's test (``tests/test_notebooks.py``) has executed it, so every
+notebook runs once per test run. A notebook that needs a data package (its metadata
 ``{"hmrf": {"requires": [...]}}``) is shown without outputs when the package is
 missing.
 

@@ -11,18 +11,24 @@ variable (DEVELOPERS.md, "Property tests"):
 
 Tests that pin their own ``max_examples`` keep it under both profiles.
 
+Fixture ``notebook_cache_dir``: the run's execution cache of the notebooks, shared by
+the xdist workers (``tests/notebook_cache.py``).
+
 Fixture ``dask_client``: a real ``dask.distributed.LocalCluster`` of two worker
 processes (one thread and ``DASK_WORKER_MEMORY`` bytes each) and its client, started
-once for the session by the first test that asks for it (``tests/test_distributed.py``)
-and closed at its end.
+once per test process (each xdist worker) by the first test there that asks for it
+(``tests/test_distributed.py``, ...) and closed at the session's end.
 
 Parallel runs (pytest-xdist, ``-n auto --dist loadgroup`` in ``pyproject.toml``;
 DEVELOPERS.md, "Tests in parallel"): each test is a unit of work for whichever worker
 process is free, except the modules of ``GROUPS``, whose tests share an expensive
-module- or session-scoped resource (a cluster, a Jupyter server) or a file in the source
-tree and so run together on one worker. In a worker, the modules of ``LONG_FIRST`` are
-collected first, so that the longest tests start at once and the short ones fill the
-other workers around them; ``-n 0`` runs everything in one process in file order.
+module-scoped resource (a cluster whose workers a test kills, a Jupyter server) or a
+file in the source tree and so run together on one worker. The session-scoped
+``dask_client`` is not a group: each worker that runs a test asking for it starts its
+own cluster, once (two on two cores), so the Dask tests spread over the workers like
+the others. In a worker, the tests of ``LONG_FIRST`` are collected first, longest first,
+so that the longest tests start at once and the short ones fill the other workers
+around them; ``-n 0`` runs everything in one process in file order.
 """
 
 import os
@@ -47,27 +53,43 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 DASK_WORKER_MEMORY = 768 * 2**20
 
 
+#: Dask settings of the ``dask_client`` cluster: no statistical profiling (a sample of
+#: every thread's stack each 10 ms) and the event-loop tick once a second instead of each
+#: 20 ms; both only feed the dashboard and its warnings. An idle two-worker cluster took
+#: 3.6 % of a core with them instead of 6.0 % (one minute each, on a loaded machine).
+DASK_QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+
+
 @pytest.fixture(scope="session")
 def dask_client():
     """A ``distributed`` client on a local cluster of two worker processes (see above)."""
     distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       memory_limit=DASK_WORKER_MEMORY, dashboard_address=None)
+    import dask
+
+    # Without the diagnostics nobody reads here (the statistical profiler's samples, the
+    # event-loop tick): they take CPU from the other tests all session, on every worker.
+    with dask.config.set(DASK_QUIET):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           memory_limit=DASK_WORKER_MEMORY, dashboard_address=None)
     client = distributed.Client(cluster)
     yield client
     client.close()
     cluster.close()
 
 
+@pytest.fixture(scope="session")
+def notebook_cache_dir(request, tmp_path_factory):
+    """The jupyter-cache directory of this test run, shared by its xdist workers: each
+    notebook is executed into it once (``tests/notebook_cache.py``), by its own test or
+    by the docs build, whichever comes first, and the docs build shows those executions."""
+    base = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput"):
+        base = base.parent  # a worker's base is <the run's base>/<worker id>
+    return base / "jupyter_cache"
+
+
 #: Test modules whose tests run on one xdist worker, with the reason.
 GROUPS = {
-    # the session's ``dask_client`` cluster: one per worker that asks for it
-    "test_distributed.py": "dask_client",
-    "test_distributed_memory.py": "dask_client",
-    "test_cli_cluster.py": "dask_client",
-    "test_distributed_components.py": "dask_client",
-    "test_distributed_reseed.py": "dask_client",
-    "test_distributed_model.py": "dask_client",
     # a module-scoped cluster whose workers the test kills
     "test_distributed_faults.py": "dask_faults",
     # a module-scoped Jupyter server and browser
@@ -77,16 +99,33 @@ GROUPS = {
     "test_api_reference.py": "docs_source",
 }
 
-#: Test modules that take the longest (``--durations``; the clusters' and the Jupyter
-#: server's start-up included), longest first.
+#: The longest tests (``--durations``; the clusters' and the Jupyter server's start-up
+#: included), longest first: a module, or a test function of a module
+#: (``module::function``, all its parametrizations). The docs build comes first and the
+#: notebooks' own tests second, so that the build executes the notebooks from the last
+#: while the other worker executes them from the first (``tests/notebook_cache.py``).
 LONG_FIRST = [
     "test_docs.py",
-    "test_distributed.py",
+    "test_notebooks.py::test_notebook_runs",
     "test_distributed_faults.py",
     "test_widget_browser.py",
     "test_distributed_small_workers.py",
+    "test_distributed.py",
     "test_cli_cluster.py",
+    "test_distributed_model.py",
+    "test_distributed_components.py",
+    "test_distributed_reseed.py",
+    "test_distributed_memory.py",
 ]
+
+
+_RANK = {name: i for i, name in enumerate(LONG_FIRST)}
+
+
+def _long_first_rank(item):
+    module = Path(str(item.fspath)).name
+    function = getattr(item, "originalname", None) or item.name
+    return min(_RANK.get(f"{module}::{function}", len(_RANK)), _RANK.get(module, len(_RANK)))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
@@ -96,5 +135,4 @@ def pytest_collection_modifyitems(config, items):
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
     if hasattr(config, "workerinput"):  # an xdist worker: its order is the schedule's
-        rank = {name: i for i, name in enumerate(LONG_FIRST)}
-        items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))
+        items.sort(key=_long_first_rank)

@@ -2,10 +2,13 @@
 
 ``sphinx-build -W --keep-going -b html docs <tmp>`` must exit 0: a broken
 cross-reference (``nitpicky = True``), a docstring that does not parse, or an error in
-an executed page fails it. The build executes every notebook of ``notebooks/`` (with an
-empty execution cache here, so each runs) and the executable pages: that execution is
-their test, and the site must show what they compute. ``tests/test_api_reference.py``
-checks that the API reference lists every public name.
+an executed page fails it. The build executes the executable pages, and shows every
+notebook of ``notebooks/`` executed in this test run: myst-nb's execution cache is the
+run's shared one (``tests/notebook_cache.py``), into which each notebook's own test in
+``tests/test_notebooks.py`` executes it, in parallel on the xdist workers; a notebook
+not there yet is executed here first, so a notebook with a failing cell fails this test
+too, whatever the order. The site must show what they compute.
+``tests/test_api_reference.py`` checks that the API reference lists every public name.
 """
 
 from __future__ import annotations
@@ -27,9 +30,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
-def test_docs_build_without_warnings(tmp_path):
+def test_docs_build_without_warnings(tmp_path, notebook_cache_dir):
+    from notebook_cache import PATHS, execute_all, missing_requirements
+
+    execute_all([p for p in PATHS if not missing_requirements(p)], notebook_cache_dir)
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q",
-           "-D", f"nb_execution_cache_path={tmp_path / 'jupyter_cache'}",
+           "-D", f"nb_execution_cache_path={notebook_cache_dir}",
            "-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1500)
     warnings = [line for line in proc.stderr.splitlines()

