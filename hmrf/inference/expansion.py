@@ -202,6 +202,7 @@ class ExpansionMoves:
         self._tab_cost = self.tab_cost if self.tab.size else np.zeros((1, k, k))
         self._alpha_allowed = [np.ascontiguousarray(self.allowed[:, a]) for a in range(k)]
         self._incidence = None  # the compiled moves' node -> edges CSR, built on first use
+        self._arcs = None  # and the max-flow's arc layout and workspace (maxflow_numba)
 
     def terms(self, labels: NDArray[np.intp], alpha: int) -> tuple[Any, Any, Any, Any]:
         """``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of every edge for the α-expansion of ``labels``."""
@@ -286,10 +287,10 @@ class ExpansionMoves:
             The cut (``None`` when no node can switch to ``alpha``).
         """
         labels = np.asarray(labels)
-        x = np.zeros(labels.shape[0], dtype=bool)
         if self.compiled:
-            cut = self._reduced_cut(labels, alpha, method, x)
+            x, cut = self._compiled_cut(labels, alpha, method)
         else:
+            x = np.zeros(labels.shape[0], dtype=bool)
             nodes, u, ep, eq, half_lambda = self.binary_problem(labels, alpha)
             cut = None
             if nodes.size:
@@ -302,6 +303,34 @@ class ExpansionMoves:
         new[x] = alpha
         return new, change, cut
 
+
+    def _compiled_cut(self, labels, alpha, method):
+        """The compiled move: ``(x, cut)``, the switching nodes (bool, all nodes) and a
+        :class:`~hmrf.inference.qpbo.BinaryCut` (``None`` if no node can switch).
+
+        A submodular move runs whole in :func:`~hmrf.inference.graphcut_numba.move_cut`
+        (problem, dominance and the max-flow of :mod:`~hmrf.inference.maxflow_numba`
+        on the graph's arc layout, built on the first move); a move with a term that
+        is not submodular goes to QPBO (:meth:`_reduced_cut`)."""
+        from .graphcut_numba import incidence, move_cut
+        from .maxflow_numba import MaxflowWorkspace, arc_layout
+
+        n = labels.shape[0]
+        if self._incidence is None:
+            self._incidence = incidence(n, self.p, self.q)
+        if self._arcs is None:
+            work = MaxflowWorkspace(n, 2 * self.p.size)
+            self._arcs = (*arc_layout(n, self.p, self.q, *self._incidence), *work.arrays())
+        labels = np.asarray(labels, dtype=np.int64)
+        x, n_free, non_sub = move_cut(labels, int(alpha), self.unary, self._alpha_allowed[alpha], self.p,
+                                      self.q, self.wc, self.wk, self.tab_of, self._tab_cost, *self._incidence,
+                                      *self._arcs)
+        if non_sub:
+            x = np.zeros(n, dtype=bool)
+            return x, self._reduced_cut(labels, alpha, method, x)
+        if n_free == 0:
+            return x, None
+        return x, BinaryCut(x=x, labelled=np.ones(n, dtype=bool), exact=True)
 
     def _reduced_cut(self, labels, alpha, method, x):
         """The compiled move: problem, dominance and reduction in one kernel
