@@ -397,8 +397,10 @@ class AlphaExpansion(InferenceEngine):
 
     kernel : {"auto", "numba", "numpy"}, default="auto"
         Who builds each move's binary problem and its energy change: compiled with numba
-        (:mod:`~hmrf.inference.graphcut_numba`, ``pip install hmrf[fast]``) or
-        vectorised NumPy. Both build the same problem; ``"auto"``: numba when installed.
+        (:mod:`~hmrf.inference.graphcut_numba`, ``pip install hmrf[fast]``; a move whose
+        terms are all submodular is cut by the compiled max-flow of
+        :mod:`~hmrf.inference.maxflow_numba` too) or vectorised NumPy and PyMaxflow. Both
+        solve the same problem; ``"auto"``: numba when installed.
     Notes
     -----
     Minimises ``E(y) = sum_i U[i, y_i] + sum_e V_e(y_a, y_b)`` by moves that let any set
