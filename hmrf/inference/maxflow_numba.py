@@ -5,10 +5,11 @@ minimum s–t cut per move, every one on the same graph (the E-step's edges) wit
 capacities. This solver keeps the arcs of that graph in one layout built once
 (:func:`arc_layout`: the arcs of node ``i`` are ``ptr[i]:ptr[i + 1]``, arc ``a`` goes
 to ``head[a]``, its reverse is ``sister[a]``) and its working arrays in a
-:class:`MaxflowWorkspace`; a move only writes capacities (an arc of capacity zero in
-both directions is as good as absent, a node without terminal capacity is never
-reached from a terminal unless through such an arc, and none exists), so nothing is
-allocated per move.
+:class:`MaxflowWorkspace`; a move only writes capacities, so nothing is built or
+allocated per move. What a move leaves out of its cut (nodes already labelled ``α``,
+nodes the dominance test fixed) keeps terminal and arc capacities zero: the search
+trees only cross arcs with residual capacity, so such a node is never reached and
+stays on the source side (``x = 0``), as if absent.
 
 The algorithm is Boykov & Kolmogorov (2004), "An experimental comparison of
 min-cut/max-flow algorithms for energy minimization in vision", IEEE TPAMI 26(9),
@@ -16,7 +17,7 @@ min-cut/max-flow algorithms for energy minimization in vision", IEEE TPAMI 26(9)
 arc joining the trees gives an augmenting path, pushed by its bottleneck
 (augmentation stage), which orphans the nodes whose tree arc it saturates; each orphan
 looks for a new parent in its tree whose root is a terminal, preferring the shortest
-distance to it (adoption stage, with the time stamps and distances of §3.2.3), or
+distance to it (adoption stage; the distances are cached with time stamps), or
 becomes free and makes its tree neighbours active again. Nodes are taken from a FIFO
 queue of active nodes, and the node that found the last augmenting path is grown
 again first (as in the authors' reference implementation, maxflow-v3).
