@@ -142,3 +142,33 @@ def test_compiled_and_numpy_expansion_reach_the_same_energy_on_a_grid(seed):
     b = AlphaExpansion(kernel="numpy").map(unary, g, rng=0)
     assert a.info["exact_moves"] and b.info["exact_moves"]
     assert a.energy == pytest.approx(b.energy, rel=1e-12)
+
+
+
+def test_e_steps_on_one_graph_share_its_arc_layout_and_match_fresh_graphs():
+    # EM solves the same graph every E-step: the arc layout is built once and cached on
+    # the graph, and solves on the cached layout give what solves on fresh graphs give
+    from hmrf.inference.expansion import ARC_LAYOUT
+
+    rng = np.random.default_rng(11)
+    n, k, m = 500, 4, 1500
+    first = rng.integers(0, n, size=m)
+    edges = np.c_[first, (first + rng.integers(1, n, size=m)) % n]
+    weight = rng.random(m)
+
+    def graph():
+        return PairwiseGraph.potts(n, edges, weight, np.ones(m, dtype=np.int8))
+
+    g = graph()
+    layout = None
+    for _ in range(3):
+        unary = rng.random((n, k)) * 2
+        moves = ExpansionMoves(unary, g, kernel="numba")
+        labels = np.argmin(unary, axis=1)
+        for alpha in range(k):
+            labels, _, _ = moves.move(labels, alpha)
+        layout = layout or g.cache.peek(ARC_LAYOUT)
+        assert layout is not None and g.cache.peek(ARC_LAYOUT) is layout
+        shared = AlphaExpansion().map(unary, g, rng=0)
+        fresh = AlphaExpansion().map(unary, graph(), rng=0)
+        np.testing.assert_array_equal(shared.labels, fresh.labels)
