@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-__all__ = ["arc_layout", "MaxflowWorkspace", "maxflow", "sink_side", "NO_PARENT"]
+__all__ = ["arc_layout", "MaxflowWorkspace", "maxflow", "sink_side"]
 
 #: parent of a free node (in neither tree)
 NO_PARENT = -1
