@@ -297,11 +297,12 @@ def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_
 @numba.njit(cache=True, nogil=True)
 def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr, inc_edge, head,
              sister, arc_pq, arc_qp, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans):
-    """The whole move of a submodular α-expansion: :func:`move_problem_reduced`'s
-    problem and dominance, then the minimum cut of what is left by
-    :func:`~hmrf.inference.maxflow_numba.maxflow` on the graph's arc layout
+    """The whole move of a submodular α-expansion, its cut included.
+
+    :func:`move_problem_reduced`'s problem and dominance, then the minimum cut of what
+    is left by :func:`~hmrf.inference.maxflow_numba.maxflow` on the graph's arc layout
     (``head, sister, arc_pq, arc_qp``: :func:`~hmrf.inference.maxflow_numba.arc_layout`),
-    its capacities written in place into the workspace arrays ``rcap ... orphans``
+    its capacities written in place into the workspace arrays, ``rcap`` to ``orphans``
     (:class:`~hmrf.inference.maxflow_numba.MaxflowWorkspace`).
 
     The cut graph is the E-step graph itself: a free node left by the dominance has
