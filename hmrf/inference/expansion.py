@@ -37,7 +37,7 @@ import numpy as np
 
 from .._optional import available, missing_message
 from .._params import Interval, Options, validate_params
-from ..graph import PairwiseGraph
+from ..graph import CacheKey, PairwiseGraph
 from .base import InferenceEngine, Solution
 from .polish import finish
 from .qpbo import BinaryCut, load_maxflow, solve_split, split_terms
@@ -56,6 +56,28 @@ __all__ = ["AlphaExpansion", "ExpansionMoves", "classify_tables"]
 
 #: a move is accepted when it lowers the energy by more than this (relative) amount
 _REL_TOL = 1e-12
+
+#: the compiled moves' incidence and max-flow arc layout of a graph (its edges alone:
+#: every E-step of a fit cuts the same graph)
+ARC_LAYOUT = CacheKey("expansion.arc_layout", "keep")
+
+
+def _arc_layout(graph: PairwiseGraph) -> tuple[np.ndarray, ...]:
+    """``(inc_ptr, inc_edge, head, sister, arc_pq, arc_qp)`` of ``graph``, cached on it
+    (:func:`~hmrf.inference.graphcut_numba.incidence`,
+    :func:`~hmrf.inference.maxflow_numba.arc_layout`)."""
+    def build():
+        from .graphcut_numba import incidence
+        from .maxflow_numba import arc_layout
+
+        p, q = graph.edges[:, 0], graph.edges[:, 1]
+        ptr, edge = incidence(graph.n_nodes, p, q)
+        layout = (ptr, edge, *arc_layout(graph.n_nodes, p, q, ptr, edge))
+        for a in layout:
+            a.flags.writeable = False
+        return layout
+
+    return graph.cache.get(ARC_LAYOUT, build)
 
 
 def _not_semi_metric(T: np.ndarray):
@@ -201,7 +223,8 @@ class ExpansionMoves:
         k = self.n_labels
         self._tab_cost = self.tab_cost if self.tab.size else np.zeros((1, k, k))
         self._alpha_allowed = [np.ascontiguousarray(self.allowed[:, a]) for a in range(k)]
-        self._incidence = None  # the compiled moves' node -> edges CSR, built on first use
+        self._graph = graph
+        self._work = None  # the compiled max-flow's workspace, allocated on first use
 
     def terms(self, labels: NDArray[np.intp], alpha: int) -> tuple[Any, Any, Any, Any]:
         """``θ(0,0), θ(0,1), θ(1,0), θ(1,1)`` of every edge for the α-expansion of ``labels``."""
@@ -286,10 +309,10 @@ class ExpansionMoves:
             The cut (``None`` when no node can switch to ``alpha``).
         """
         labels = np.asarray(labels)
-        x = np.zeros(labels.shape[0], dtype=bool)
         if self.compiled:
-            cut = self._reduced_cut(labels, alpha, method, x)
+            x, cut = self._compiled_cut(labels, alpha, method)
         else:
+            x = np.zeros(labels.shape[0], dtype=bool)
             nodes, u, ep, eq, half_lambda = self.binary_problem(labels, alpha)
             cut = None
             if nodes.size:
@@ -302,20 +325,44 @@ class ExpansionMoves:
         new[x] = alpha
         return new, change, cut
 
+    def _compiled_cut(self, labels, alpha, method):
+        """The compiled move: ``(x, cut)``, the switching nodes (bool, all nodes) and a
+        :class:`~hmrf.inference.qpbo.BinaryCut` (``None`` if no node can switch).
+
+        A submodular move runs whole in :func:`~hmrf.inference.graphcut_numba.move_cut`
+        (problem, dominance and the max-flow of :mod:`~hmrf.inference.maxflow_numba`
+        on the graph's arc layout, cached on the graph, and a workspace allocated on
+        the first move); a move with a term that is not submodular goes to QPBO
+        (:meth:`_reduced_cut`)."""
+        from .graphcut_numba import move_cut
+        from .maxflow_numba import MaxflowWorkspace
+
+        n = labels.shape[0]
+        layout = _arc_layout(self._graph)
+        if self._work is None:
+            self._work = MaxflowWorkspace(n, 2 * self.p.size).arrays()
+        labels = np.asarray(labels, dtype=np.int64)
+        x, n_free, non_sub = move_cut(labels, int(alpha), self.unary, self._alpha_allowed[alpha], self.p,
+                                      self.q, self.wc, self.wk, self.tab_of, self._tab_cost, *layout,
+                                      *self._work)
+        if non_sub:
+            x = np.zeros(n, dtype=bool)
+            return x, self._reduced_cut(labels, alpha, method, x)
+        if n_free == 0:
+            return x, None
+        return x, BinaryCut(x=x, labelled=np.ones(n, dtype=bool), exact=True)
 
     def _reduced_cut(self, labels, alpha, method, x):
         """The compiled move: problem, dominance and reduction in one kernel
         (:func:`~hmrf.inference.graphcut_numba.move_problem_reduced`), then the cut of
         what is left; writes the switching nodes into ``x`` and returns the
         :class:`~hmrf.inference.qpbo.BinaryCut` over the free nodes (``None`` if none)."""
-        from .graphcut_numba import incidence, move_problem_reduced
+        from .graphcut_numba import move_problem_reduced
 
-        if self._incidence is None:
-            self._incidence = incidence(labels.shape[0], self.p, self.q)
         labels = np.asarray(labels, dtype=np.int64)
         forced, nodes, u, ep, eq, half, non_sub = move_problem_reduced(
             labels, int(alpha), self.unary, self._alpha_allowed[alpha], self.p, self.q, self.wc, self.wk,
-            self.tab_of, self._tab_cost, *self._incidence)
+            self.tab_of, self._tab_cost, *_arc_layout(self._graph)[:2])
         if non_sub and method == "truncate":  # truncation alone: nothing is fixed first
             nodes, u, ep, eq, half = self.binary_problem(labels, alpha)
             cut = solve_split(u, ep, eq, half, method, reduce=False)
@@ -368,8 +415,10 @@ class AlphaExpansion(InferenceEngine):
 
     kernel : {"auto", "numba", "numpy"}, default="auto"
         Who builds each move's binary problem and its energy change: compiled with numba
-        (:mod:`~hmrf.inference.graphcut_numba`, ``pip install hmrf[fast]``) or
-        vectorised NumPy. Both build the same problem; ``"auto"``: numba when installed.
+        (:mod:`~hmrf.inference.graphcut_numba`, ``pip install hmrf[fast]``; a move whose
+        terms are all submodular is cut by the compiled max-flow of
+        :mod:`~hmrf.inference.maxflow_numba` too) or vectorised NumPy and PyMaxflow. Both
+        solve the same problem; ``"auto"``: numba when installed.
     Notes
     -----
     Minimises ``E(y) = sum_i U[i, y_i] + sum_e V_e(y_a, y_b)`` by moves that let any set

@@ -21,7 +21,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["move_problem", "move_change", "fix_dominated", "incidence", "move_problem_reduced"]
+from .maxflow_numba import NO_PARENT, maxflow
+
+__all__ = ["move_problem", "move_change", "fix_dominated", "incidence", "move_problem_reduced", "move_cut"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -209,17 +211,11 @@ def fix_dominated(u, p, q, half_lambda):
     return state, uu
 
 
-@numba.njit(cache=True, nogil=True)
-def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr,
-                         inc_edge):
-    """:func:`move_problem` followed by :func:`fix_dominated` and the reduction to the
-    free variables, in one pass and without the intermediate arrays over all nodes.
-
-    Returns ``(forced, nodes, u, ep, eq, half_lambda, non_submodular)``: the nodes
-    every minimiser switches to ``alpha``, the nodes left to the cut with their unary
-    differences, the terms between two of them (positions in ``nodes``), and whether
-    any term of the move was not submodular. ``inc_ptr, inc_edge``: :func:`incidence`.
-    """
+@numba.njit(cache=True, nogil=True, inline="always")
+def _move_terms(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost):
+    """The move's free nodes and terms: ``(pos, node_of, u, s, half, non_submodular)``
+    (:func:`_free_nodes`; ``s`` the coupling of every free node, ``half`` the
+    ``[x_p != x_q]`` weight of every edge between two free nodes, NaN elsewhere)."""
     m = p.shape[0]
     pos, node_of, u = _free_nodes(labels, alpha, unary, allowed_alpha)
     nf = node_of.shape[0]
@@ -246,6 +242,24 @@ def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_
             u[fi] += C - A
         else:
             u[fj] += B - A
+    return pos, node_of, u, s, half, non_sub
+
+
+@numba.njit(cache=True, nogil=True)
+def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr,
+                         inc_edge):
+    """:func:`move_problem` followed by :func:`fix_dominated` and the reduction to the
+    free variables, in one pass and without the intermediate arrays over all nodes.
+
+    Returns ``(forced, nodes, u, ep, eq, half_lambda, non_submodular)``: the nodes
+    every minimiser switches to ``alpha``, the nodes left to the cut with their unary
+    differences, the terms between two of them (positions in ``nodes``), and whether
+    any term of the move was not submodular. ``inc_ptr, inc_edge``: :func:`incidence`.
+    """
+    m = p.shape[0]
+    pos, node_of, u, s, half, non_sub = _move_terms(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of,
+                                                     tab_cost)
+    nf = node_of.shape[0]
     state = _fix_by_dominance(u, s, half, p, q, pos, node_of, inc_ptr, inc_edge)
     r = np.full(nf, -1, dtype=np.int64)
     n_left, n_forced = 0, 0
@@ -278,3 +292,59 @@ def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_
             ep[nb], eq[nb], hl[nb] = a, b, half[e]
             nb += 1
     return forced, nodes, u_left, ep[:nb], eq[:nb], hl[:nb], non_sub
+
+
+@numba.njit(cache=True, nogil=True)
+def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr, inc_edge, head,
+             sister, arc_pq, arc_qp, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans):
+    """The whole move of a submodular α-expansion, its cut included.
+
+    :func:`move_problem_reduced`'s problem and dominance, then the minimum cut of what
+    is left by :func:`~hmrf.inference.maxflow_numba.maxflow` on the graph's arc layout
+    (``head, sister, arc_pq, arc_qp``: :func:`~hmrf.inference.maxflow_numba.arc_layout`),
+    its capacities written in place into the workspace arrays, ``rcap`` to ``orphans``
+    (:class:`~hmrf.inference.maxflow_numba.MaxflowWorkspace`).
+
+    The cut graph is the E-step graph itself: a free node left by the dominance has
+    its unary difference as terminal capacity, an edge between two of them has
+    ``half_lambda`` both ways, every other node and arc capacity zero (nodes labelled
+    ``alpha`` and fixed nodes, whose terms are folded into their neighbours).
+
+    Returns ``(x, n_free, non_submodular)``: the nodes that switch to ``alpha`` (bool,
+    all nodes), the number of free nodes and whether a term was not submodular; then
+    no cut is computed and ``x`` is empty (the caller runs the QPBO move).
+    """
+    m, n = p.shape[0], labels.shape[0]
+    pos, node_of, u, s, half, non_sub = _move_terms(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of,
+                                                     tab_cost)
+    nf = node_of.shape[0]
+    if non_sub:
+        return np.zeros(0, dtype=np.bool_), nf, True
+    x = np.zeros(n, dtype=np.bool_)
+    if nf == 0:
+        return x, nf, False
+    state = _fix_by_dominance(u, s, half, p, q, pos, node_of, inc_ptr, inc_edge)
+    for i in range(n):
+        trcap[i] = 0.0
+    n_left = 0
+    for f in range(nf):
+        if state[f] < 0:
+            trcap[node_of[f]] = u[f]
+            n_left += 1
+    for e in range(m):
+        h = half[e]
+        if h > 0.0 and state[pos[p[e]]] < 0 and state[pos[q[e]]] < 0:
+            rcap[arc_pq[e]] = h
+            rcap[arc_qp[e]] = h
+        else:
+            rcap[arc_pq[e]] = 0.0
+            rcap[arc_qp[e]] = 0.0
+    if n_left:
+        maxflow(inc_ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans)
+    for f in range(nf):
+        i = node_of[f]
+        if state[f] == 1:
+            x[i] = True
+        elif state[f] < 0 and n_left:
+            x[i] = parent[i] != NO_PARENT and in_sink_tree[i]
+    return x, nf, False

@@ -29,8 +29,10 @@ property of the QPBO partial labelling (Kolmogorov & Rother 2007; Boros & Hammer
 fusing with the current labelling ``x = 0`` gives ``E(x) <= E(0)``.
 
 The max-flow is PyMaxflow's Boykov–Kolmogorov solver (Boykov & Kolmogorov 2004), a
-well-kept binding of the reference implementation: writing a max-flow by hand is not
-the point of this project. Graphs are built from NumPy arrays in three batch calls.
+well-kept binding of the reference implementation; graphs are built from NumPy arrays
+in three batch calls. (The compiled α-expansion moves whose terms are all submodular
+cut with :mod:`~hmrf.inference.maxflow_numba` instead, the same algorithm on a graph
+laid out once per E-step; this module's cut is its twin.)
 """
 
 from __future__ import annotations
