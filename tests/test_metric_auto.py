@@ -12,7 +12,7 @@ from hmrf import HMRF, Constraints, MKMeans, MPCKMeans
 from hmrf._validation import check_random_state
 from hmrf.em import run_em
 from hmrf.emissions import Mahalanobis
-from hmrf.estimators.mpckmeans import auto_shrinkage, satisfied_fraction
+from hmrf.estimators.mpckmeans import MKMEANS_AUTO_SHRINKAGE, auto_shrinkage, satisfied_fraction
 from hmrf.estimators.supervision import emission_of
 from hmrf.inference import get_engine
 from hmrf.initialization import initial_centers
@@ -121,20 +121,24 @@ def test_auto_shrinkage_bounds_the_metric_against_constraint_terms():
 
 
 @pytest.mark.parametrize("Est", [MPCKMeans, MKMeans])
-def test_auto_shrinkage_is_a_prior_worth_d_points(Est):
-    """``shrinkage="auto"``: ``λ = d / (n + d)`` (``λ' n = d`` pseudo-points), used as the
-    shrinkage and the floor of the range-target family the fit ran; a number is kept."""
+def test_auto_shrinkage_rule(Est):
+    """``shrinkage="auto"``: for MPCKMeans ``λ = d / (n + d)`` (``λ' n = d``
+    pseudo-points), for M-KMeans 0.9; used as the shrinkage and the floor of the
+    range-target family the fit ran. A number is kept."""
     c = Constraints.sample_from_labels(WINE_Y, 100, rng=np.random.default_rng(0))
     n, d = WINE_X.shape
     est = Est(3, metric="diagonal", random_state=0).fit(WINE_X, constraints=c)
     lam = est.shrinkage_
-    assert lam == auto_shrinkage(n, d) == pytest.approx(d / (n + d))
-    assert lam / (1 - lam) * n == pytest.approx(d)
+    if Est is MPCKMeans:
+        assert lam == auto_shrinkage(n, d) == pytest.approx(d / (n + d))
+        assert lam / (1 - lam) * n == pytest.approx(d)
+        assert auto_shrinkage(10 * n, d) < lam < auto_shrinkage(n // 10, d)  # fades as n / d grows
+    else:
+        assert lam == MKMEANS_AUTO_SHRINKAGE
     fam = emission_of(est)
     assert (fam.shrinkage, fam.eig_floor, fam.target) == (lam, lam, "range")
     assert Est(3, metric="diagonal", shrinkage=0.01, random_state=0).fit(
         WINE_X, constraints=c).shrinkage_ == 0.01
-    assert auto_shrinkage(10 * n, d) < lam < auto_shrinkage(n // 10, d)  # fades as n / d grows
 
 
 def test_auto_shrinkage_lets_constraints_reweigh_the_features_on_iris():

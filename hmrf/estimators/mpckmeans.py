@@ -39,6 +39,11 @@ PENALTIES = ("distance", "mirrored", "constant")
 ALPHA_MAX = ("auto", "must_link", "data")
 
 
+#: ``shrinkage="auto"`` of M-KMeans: the weight ``λ`` of the range target in its metric
+#: update, and the floor of ``A⁻¹`` in units of the target (so ``a_d t_d <= 1 / λ``)
+MKMEANS_AUTO_SHRINKAGE = 0.9
+
+
 def auto_shrinkage(n_samples: int, n_features: int) -> float:
     """``λ`` of ``shrinkage="auto"``: ``d / (n + d)``, a prior worth ``d`` points.
 
@@ -117,7 +122,10 @@ class _MetricLearner(HMRFClusterMixin):
             return float(self.shrinkage)
         if X is None:
             return getattr(self, "shrinkage_", 0.5)
-        return auto_shrinkage(X.shape[0], getattr(self, "n_features_in_", None) or X.shape[1])
+        return self._auto_shrinkage(X.shape[0], getattr(self, "n_features_in_", None) or X.shape[1])
+
+    #: ``λ`` of ``shrinkage="auto"`` from ``(n, d)``
+    _auto_shrinkage = staticmethod(auto_shrinkage)
 
     def _distance_w(self) -> float:
         """``w`` of the distance-scaled penalties: ``"auto"`` is 1, since ``f_M`` and
@@ -349,8 +357,15 @@ class MKMeans(_MetricLearner):
     Parameters
     ----------
     n_clusters : int, default=8
-    metric, per_cluster, alpha_min, alpha_max, shrinkage, closure :
+    metric, per_cluster, alpha_min, alpha_max, closure :
         As :class:`MPCKMeans` (``alpha_*`` act only in the metric update).
+    shrinkage : "auto" or float in [0, 1), default="auto"
+        As :class:`MPCKMeans`, but ``"auto"`` is a fixed ``λ = 0.9`` toward the squared
+        feature ranges, with ``A⁻¹`` floored at the prior's share (every weight within
+        ``a_d t_d <= 1 / λ`` of the target's): the assignment never sees the
+        constraints, so nothing but this prior holds the metric that their
+        violated-pair terms update, and the learned metric stays close to the range
+        scaling (the measurements of both rules are in :doc:`/metric_learning`).
     w : float or "auto", default="auto"
         Weight of the constraint terms in the metric update. ``"auto"``:
         ``min(1, n / m)`` for ``m`` constraints, so that the constraints together
@@ -420,6 +435,8 @@ class MKMeans(_MetricLearner):
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+
+    _auto_shrinkage = staticmethod(lambda n_samples, n_features: MKMEANS_AUTO_SHRINKAGE)
 
     def _metric_w(self, n_samples, n_constraints) -> float:
         """``w`` of the metric update's constraint terms: ``"auto"`` is
