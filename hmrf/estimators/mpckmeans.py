@@ -217,8 +217,8 @@ class MPCKMeans(_MetricLearner):
         A float ``λ``: shrinkage of the metric estimate toward the diagonal of the
         feature variances (the paper's setting is ``0.01``); keeps it positive definite
         for ``d > n`` and constant features. ``"auto"``: ``λ = d / (n + d)``
-        (:func:`auto_shrinkage`: a prior worth ``d`` points, one per parameter of a
-        diagonal metric) toward the squared feature ranges (``target="range"`` of
+        (``auto_shrinkage`` of this module: a prior worth ``d`` points, one per
+        parameter of a diagonal metric) toward the squared feature ranges (``target="range"`` of
         :class:`~hmrf.emissions.Mahalanobis`), with ``A⁻¹`` floored at the prior's
         share, so every weight stays within ``a_d t_d <= 1 / λ = (n + d) / d`` of the
         target's, whatever the constraint terms subtract. The regularisation the paper
@@ -365,7 +365,7 @@ class MKMeans(_MetricLearner):
         ``a_d t_d <= 1 / λ`` of the target's): the assignment never sees the
         constraints, so nothing but this prior holds the metric that their
         violated-pair terms update, and the learned metric stays close to the range
-        scaling (the measurements of both rules are in :doc:`/metric_learning`).
+        scaling (the measurements are in :doc:`/metric_learning`).
     w : float or "auto", default="auto"
         Weight of the constraint terms in the metric update. ``"auto"``:
         ``min(1, n / m)`` for ``m`` constraints, so that the constraints together
