@@ -218,10 +218,11 @@ class MPCKMeans(_MetricLearner):
         feature variances (the paper's setting is ``0.01``); keeps it positive definite
         for ``d > n`` and constant features. ``"auto"``: ``λ = d / (n + d)``
         (``auto_shrinkage`` of this module: a prior worth ``d`` points, one per
-        parameter of a diagonal metric) toward the squared feature ranges (``target="range"`` of
-        :class:`~hmrf.emissions.Mahalanobis`), with ``A⁻¹`` floored at the prior's
-        share, so every weight stays within ``a_d t_d <= 1 / λ = (n + d) / d`` of the
-        target's, whatever the constraint terms subtract. The regularisation the paper
+        parameter of a diagonal metric; Basu 2005, eq. 4.9) toward the squared feature
+        ranges (``target="range"`` of :class:`~hmrf.emissions.Mahalanobis`), with
+        ``A⁻¹`` floored at the prior's share, so every weight stays within
+        ``a_d t_d <= 1 / λ = (n + d) / d`` of the target's, whatever the constraint
+        terms subtract. The regularisation the paper
         calls for in high dimension (§5): unshrunk, the update ``1 / a_d = S_d / n``
         gives a feature that is constant in all but a few points (a pixel) the weight
         of thousands of ordinary ones, and a handful of points decides the clustering;
