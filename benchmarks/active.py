@@ -19,7 +19,11 @@ breast_cancer standardised, the others as they come), 10 runs, label oracle: the
 reference implementation ``cobras-ts`` (optional: ``pip install cobras-ts``; it needs
 NumPy's removed ``np.int``, restored here for it only), hmrf's :class:`COBRAS` and the
 hmrf pipelines (the library's defaults); then (``own``, also a part of its own) hmrf's
-COBRAS against ``cobras-ts`` alone over 50 runs.
+COBRAS against ``cobras-ts`` alone over 50 runs. ``--cache FILE`` (JSON) keeps each
+finished cell (data set, column) of the ``cobras`` table, so that an interrupted run
+resumes and several processes can share the work (``--cobras-datasets`` apart, then
+one run over all data sets writes the table from the cache); delete it after changing
+the library.
 
 ``timing`` — selection time against ``active_semi_clustering`` (Švehla 2018;
 ``pip install --no-deps active-semi-supervised-clustering metric-learn``) on digits
@@ -34,11 +38,15 @@ machine)::
     python benchmarks/active.py --parts cobras        # one part (with ``own``)
     python benchmarks/active.py --parts own timing    # the 50-run COBRAS table and the timing
     python benchmarks/active.py --quick               # 2 runs, small budgets, no files
+    python benchmarks/active.py --parts cobras --cache cobras.json --no-write \\
+        --cobras-datasets iris wine breast_cancer     # one process; another the other three
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import json
 import os
 import sys
 import time
@@ -210,14 +218,52 @@ SWITCH = "COBRAS, then NPU + MPCKMeans at 25"
 WINNER = "COBRAS + MPCKMeans"
 
 
+class CellCache:
+    """Finished cells of the ``cobras`` table in a JSON file shared by processes: each
+    write re-reads the file under an exclusive lock and adds its cell."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def _read(self):
+        if not (self.path and os.path.exists(self.path)):
+            return {}
+        with open(self.path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def get(self, key):
+        cell = self._read().get(key)
+        return None if cell is None else np.asarray(cell)
+
+    def put(self, key, scores):
+        if not self.path:
+            return
+        with open(self.path + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            cells = self._read()
+            cells[key] = np.asarray(scores).tolist()
+            tmp = self.path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(cells, f)
+            os.replace(tmp, self.path)
+
+
 def cobras(args):
     budgets = list(args.cobras_budgets)
     names = ["cobras-ts", *args.pipelines]
     results = {}
+    cache = CellCache(args.cache)
     for ds in args.cobras_datasets:
         X, y = load(ds, ds in STANDARDISED)
         k = int(np.unique(y).size)
         for name in names:
+            key = f"{ds}|{name}|{args.runs}|{args.seed}|{'/'.join(map(str, budgets))}"
+            cached = cache.get(key)
+            if cached is not None:
+                results[ds, name] = cached
+                print(f"  {ds:14s} {name:36s} " + " / ".join(f"{v:.3f}" for v in cached.mean(axis=0))
+                      + "  (cached)", flush=True)
+                continue
             t0 = time.perf_counter()
             if name == "cobras-ts":
                 scores = cobras_ts_curve(X, y, budgets, args.runs)
@@ -231,6 +277,7 @@ def cobras(args):
                 scores = active_curve(sel, clu, X, y, budgets=budgets, n_runs=args.runs,
                                       random_state=args.seed, dataset=ds).scores["ari"]
             results[ds, name] = scores
+            cache.put(key, scores)
             dt = (time.perf_counter() - t0) / args.runs
             print(f"  {ds:14s} {name:36s} " + " / ".join(f"{v:.3f}" for v in scores.mean(axis=0))
                   + f"  ({dt:.1f} s a run)", flush=True)
@@ -465,6 +512,8 @@ def main(argv=None):
     p.add_argument("--own-runs", type=int, default=50,
                    help="runs of hmrf's COBRAS against cobras-ts alone (0: skip)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", default=None, metavar="FILE",
+                   help="JSON file keeping the finished cells of the cobras table")
     p.add_argument("--timing-budget", type=int, default=50)
     p.add_argument("--big-budget", type=int, default=100)
     p.add_argument("--repeats", type=int, default=3, help="interleaved timing repeats")

@@ -226,6 +226,7 @@ def main(argv=None):
     p.add_argument("--datasets", default=None, help="comma-separated (default: all)")
     p.add_argument("--estimators", default=None, help="comma-separated (default: all)")
     p.add_argument("--cache", default=None, help="JSON file keeping finished cells")
+    p.add_argument("--note", default="", help="a sentence for the notes (e.g. the load while cells ran)")
     p.add_argument("--write", default=None, metavar="NAME",
                    help="write the table of the chosen data sets and estimators to docs/results/NAME.md")
     args = p.parse_args(argv)
@@ -244,7 +245,7 @@ def main(argv=None):
                  "in which it found a labelling (the number of runs without one in parentheses). "
                  "SP-KMeans runs on the text sets only. Targets: " +
                  ("every target met." if not fails else "missed: " + "; ".join(fails) + ".") +
-                 (" " + "; ".join(why) + "." if why else ""))
+                 (" " + "; ".join(why) + "." if why else "") + (" " + args.note if args.note else ""))
         print("wrote", write_result(args.write or "supervision", table(results, datasets, estimators),
                                     notes=notes))
 

@@ -12,7 +12,8 @@ from hmrf import HMRF, Constraints, MKMeans, MPCKMeans
 from hmrf._validation import check_random_state
 from hmrf.em import run_em
 from hmrf.emissions import Mahalanobis
-from hmrf.estimators.mpckmeans import AUTO_SHRINKAGE, satisfied_fraction
+from hmrf.estimators.mpckmeans import MKMEANS_AUTO_SHRINKAGE, auto_shrinkage, satisfied_fraction
+from hmrf.estimators.supervision import emission_of
 from hmrf.inference import get_engine
 from hmrf.initialization import initial_centers
 from hmrf.potentials import DistanceScaledPotts
@@ -113,10 +114,44 @@ def test_auto_shrinkage_bounds_the_metric_against_constraint_terms():
     (the floor of ``A⁻¹`` is the prior's share); the papers' floor lets weights explode."""
     c = Constraints.sample_from_labels(WINE_Y, 500, rng=np.random.default_rng(3))
     auto = MKMeans(3, metric="diagonal", penalty="distance", random_state=0).fit(WINE_X, constraints=c)
-    assert np.all(auto.metric_ * auto.params_.prior <= 1 / AUTO_SHRINKAGE * (1 + 1e-9))
+    assert np.all(auto.metric_ * auto.params_.prior <= 1 / auto.shrinkage_ * (1 + 1e-9))
     paper = MKMeans(3, metric="diagonal", penalty="distance", shrinkage=0.01, w=1.0,
                     random_state=0).fit(WINE_X, constraints=c)
     assert np.max(paper.metric_ * paper.params_.prior) > 1e3
+
+
+@pytest.mark.parametrize("Est", [MPCKMeans, MKMeans])
+def test_auto_shrinkage_rule(Est):
+    """``shrinkage="auto"``: for MPCKMeans ``λ = d / (n + d)`` (``λ' n = d``
+    pseudo-points), for M-KMeans 0.9; used as the shrinkage and the floor of the
+    range-target family the fit ran. A number is kept."""
+    c = Constraints.sample_from_labels(WINE_Y, 100, rng=np.random.default_rng(0))
+    n, d = WINE_X.shape
+    est = Est(3, metric="diagonal", random_state=0).fit(WINE_X, constraints=c)
+    lam = est.shrinkage_
+    if Est is MPCKMeans:
+        assert lam == auto_shrinkage(n, d) == pytest.approx(d / (n + d))
+        assert lam / (1 - lam) * n == pytest.approx(d)
+        assert auto_shrinkage(10 * n, d) < lam < auto_shrinkage(n // 10, d)  # fades as n / d grows
+    else:
+        assert lam == MKMEANS_AUTO_SHRINKAGE
+    fam = emission_of(est)
+    assert (fam.shrinkage, fam.eig_floor, fam.target) == (lam, lam, "range")
+    assert Est(3, metric="diagonal", shrinkage=0.01, random_state=0).fit(
+        WINE_X, constraints=c).shrinkage_ == 0.01
+
+
+def test_auto_shrinkage_lets_constraints_reweigh_the_features_on_iris():
+    """On iris the classes are tight along the petal features relative to their ranges:
+    from 100 random pairs the learned weights of both petal features are several times
+    the range target's and above the sepal features' (a fixed ``λ = 0.9``, whose floor
+    holds every weight within ``1 / λ`` of the target's, would keep them under 1.12×)."""
+    c = Constraints.sample_from_labels(IRIS_Y, 100, rng=np.random.default_rng(0))
+    est = MPCKMeans(3, random_state=0).fit(IRIS_X, constraints=c)
+    assert est.metric_kind_ == "diagonal"
+    rel = est.metric_ * est.params_.prior  # a_d t_d: the weight in units of the target's
+    assert np.all(rel <= 1 / est.shrinkage_ * (1 + 1e-9))
+    assert min(rel[2], rel[3]) > 2.0 * max(rel[0], rel[1]) and min(rel[2], rel[3]) > 3.0
 
 
 # --------------------------------------------------------------- M-KMeans' choice

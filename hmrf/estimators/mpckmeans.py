@@ -37,9 +37,41 @@ __all__ = ["MPCKMeans", "MKMeans"]
 
 PENALTIES = ("distance", "mirrored", "constant")
 ALPHA_MAX = ("auto", "must_link", "data")
-#: ``shrinkage="auto"``: the weight ``λ`` of the range target in the metric update, and
-#: the floor of ``A⁻¹`` in units of the target (so ``a_d t_d <= 1 / λ``)
-AUTO_SHRINKAGE = 0.9
+
+
+#: ``shrinkage="auto"`` of M-KMeans: the weight ``λ`` of the range target in its metric
+#: update, and the floor of ``A⁻¹`` in units of the target (so ``a_d t_d <= 1 / λ``)
+MKMEANS_AUTO_SHRINKAGE = 0.9
+
+
+def auto_shrinkage(n_samples: int, n_features: int) -> float:
+    """``λ`` of ``shrinkage="auto"``: ``d / (n + d)``, a prior worth ``d`` points.
+
+    The prior term of the Mahalanobis emission is worth ``λ' = λ / (1 - λ)``
+    pseudo-points per point (:class:`~hmrf.emissions.Mahalanobis`; the parameter prior
+    ``-log Pr(Θ)`` of Basu 2005, eq. 4.9), ``n λ'`` in all; ``λ = d / (n + d)`` makes
+    that ``d``, as many points as a diagonal metric has parameters. The regularisation
+    Basu, Bilenko & Mooney (2004, §5) call for where ``A`` would be singular is then
+    strong when the data are few for their dimension and vanishes as ``n`` grows, so
+    the metric of plentiful data is the paper's update of the data alone.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+        ``n`` and ``d`` of the data the metric is learned from.
+
+    Returns
+    -------
+    float
+        ``λ`` in ``(0, 1)``; also the floor of ``A⁻¹`` in units of the target (so
+        ``a_d t_d <= 1 / λ = (n + d) / d``).
+
+    Examples
+    --------
+    >>> auto_shrinkage(150, 4)  # iris
+    0.025974025974025976
+    """
+    return n_features / (n_samples + n_features)
 
 
 class _MetricLearner(HMRFClusterMixin):
@@ -74,11 +106,26 @@ class _MetricLearner(HMRFClusterMixin):
         metric = self._resolved_metric(X, n_constraints)
         if X is not None:
             self._spec_emission_metric = metric
+            self._spec_emission_shrinkage = self._resolved_shrinkage(X)
         if self.shrinkage == "auto":
-            return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=AUTO_SHRINKAGE,
-                               eig_floor=AUTO_SHRINKAGE, target="range", metric_potential=metric_potential)
+            lam = self._resolved_shrinkage(X)
+            return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=lam,
+                               eig_floor=lam, target="range", metric_potential=metric_potential)
         return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage,
                            metric_potential=metric_potential)
+
+    def _resolved_shrinkage(self, X=None) -> float:
+        """``shrinkage``, with ``"auto"`` resolved by :func:`auto_shrinkage` from the
+        shape of ``X`` (without ``X``: what the last fit resolved it to; before any
+        fit ``1 / 2``, its value for ``n = d``, which only names the family)."""
+        if self.shrinkage != "auto":
+            return float(self.shrinkage)
+        if X is None:
+            return getattr(self, "shrinkage_", 0.5)
+        return self._auto_shrinkage(X.shape[0], getattr(self, "n_features_in_", None) or X.shape[1])
+
+    #: ``λ`` of ``shrinkage="auto"`` from ``(n, d)``
+    _auto_shrinkage = staticmethod(auto_shrinkage)
 
     def _distance_w(self) -> float:
         """``w`` of the distance-scaled penalties: ``"auto"`` is 1, since ``f_M`` and
@@ -105,6 +152,7 @@ class _MetricLearner(HMRFClusterMixin):
         """
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
         self.metric_kind_ = self._spec_emission_metric
+        self.shrinkage_ = self._spec_emission_shrinkage
         m = self.params_.metric
         self.metric_ = m[0] if m.shape[0] == 1 and not self.per_cluster else m
         return self
@@ -168,14 +216,20 @@ class MPCKMeans(_MetricLearner):
     shrinkage : "auto" or float in [0, 1), default="auto"
         A float ``λ``: shrinkage of the metric estimate toward the diagonal of the
         feature variances (the paper's setting is ``0.01``); keeps it positive definite
-        for ``d > n`` and constant features. ``"auto"``: ``λ = 0.9`` toward the squared
-        feature ranges (``target="range"`` of :class:`~hmrf.emissions.Mahalanobis`),
-        with ``A⁻¹`` floored at the prior's share, so every weight stays within
-        ``a_d t_d <= 1 / λ`` of the target's, whatever the constraint terms subtract.
-        The regularisation the paper calls for in high dimension (§5): unshrunk, the
-        update ``1 / a_d = S_d / n`` gives a feature that is constant in all but a few
-        points (a pixel, a rare term) the weight of thousands of ordinary ones, and
-        a handful of points decides the clustering.
+        for ``d > n`` and constant features. ``"auto"``: ``λ = d / (n + d)``
+        (``auto_shrinkage`` of this module: a prior worth ``d`` points, one per
+        parameter of a diagonal metric; Basu 2005, eq. 4.9) toward the squared feature
+        ranges (``target="range"`` of :class:`~hmrf.emissions.Mahalanobis`), with
+        ``A⁻¹`` floored at the prior's share, so every weight stays within
+        ``a_d t_d <= 1 / λ = (n + d) / d`` of the target's, whatever the constraint
+        terms subtract. The regularisation the paper
+        calls for in high dimension (§5): unshrunk, the update ``1 / a_d = S_d / n``
+        gives a feature that is constant in all but a few points (a pixel) the weight
+        of thousands of ordinary ones, and a handful of points decides the clustering;
+        the range target weighs such a feature as the others that share its range.
+        The prior fades as ``n / d`` grows, so plentiful data learn the metric the
+        paper's update gives (the measurements are in :doc:`/metric_learning`). The
+        value used is ``shrinkage_``.
     closure : bool, default=True
         Augment the constraints by their transitive closure (must-link components and
         the cannot-links between them), as the paper does before clustering (§3.1).
@@ -205,6 +259,8 @@ class MPCKMeans(_MetricLearner):
         Learned metric: (d,) or (d, d) shared; (k, d) or (k, d, d) per cluster.
     metric_kind_ : str
         The metric the fit used (``metric`` with ``"auto"`` resolved).
+    shrinkage_ : float
+        The shrinkage ``λ`` the fit used (``shrinkage`` with ``"auto"`` resolved).
     labels_, cluster_centers_, params_, objective_, history_, n_iter_, converged_,
     constraints_, em_result_, n_features_in_ : see :class:`HMRFClusterMixin`.
         ``objective_`` is ``J`` above, exactly what the loop minimises.
@@ -302,8 +358,15 @@ class MKMeans(_MetricLearner):
     Parameters
     ----------
     n_clusters : int, default=8
-    metric, per_cluster, alpha_min, alpha_max, shrinkage, closure :
+    metric, per_cluster, alpha_min, alpha_max, closure :
         As :class:`MPCKMeans` (``alpha_*`` act only in the metric update).
+    shrinkage : "auto" or float in [0, 1), default="auto"
+        As :class:`MPCKMeans`, but ``"auto"`` is a fixed ``λ = 0.9`` toward the squared
+        feature ranges, with ``A⁻¹`` floored at the prior's share (every weight within
+        ``a_d t_d <= 1 / λ`` of the target's): the assignment never sees the
+        constraints, so nothing but this prior holds the metric that their
+        violated-pair terms update, and the learned metric stays close to the range
+        scaling (the measurements are in :doc:`/metric_learning`).
     w : float or "auto", default="auto"
         Weight of the constraint terms in the metric update. ``"auto"``:
         ``min(1, n / m)`` for ``m`` constraints, so that the constraints together
@@ -331,7 +394,7 @@ class MKMeans(_MetricLearner):
 
     Attributes
     ----------
-    metric_, metric_kind_, labels_, cluster_centers_, params_, objective_, history_, n_iter_ :
+    metric_, metric_kind_, shrinkage_, labels_, cluster_centers_, params_, objective_, history_, n_iter_ :
         As MPCKMeans.
     satisfied_ : dict
         Only after a fit with ``metric="auto"`` that learned a metric: the fraction of
@@ -373,6 +436,8 @@ class MKMeans(_MetricLearner):
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+
+    _auto_shrinkage = staticmethod(lambda n_samples, n_features: MKMEANS_AUTO_SHRINKAGE)
 
     def _metric_w(self, n_samples, n_constraints) -> float:
         """``w`` of the metric update's constraint terms: ``"auto"`` is
