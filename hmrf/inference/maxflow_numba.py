@@ -111,7 +111,7 @@ class MaxflowWorkspace:
         self.in_sink_tree = np.empty(n, dtype=np.bool_)
         self.orphans = np.empty(n, dtype=np.int64)
 
-    def arrays(self):
+    def arrays(self) -> tuple[np.ndarray, ...]:
         """The arrays in :func:`maxflow`'s argument order after ``ptr, head, sister``."""
         return (self.rcap, self.trcap, self.parent, self.next_active, self.stamp, self.dist,
                 self.in_sink_tree, self.orphans)

@@ -14,7 +14,7 @@ a thousand on an image grid) with a dozen array operations each.
 On must-link-only graphs with at most ``SPECIALISED_K`` labels,
 :func:`must_link_passes` gives the must-link passes compiled for that number of labels:
 its label loops unrolled over registers, their scratch rows on the stack
-(:func:`stack_row`) where LLVM sees that they do not alias the messages, and the layout's
+(``stack_row``) where LLVM sees that they do not alias the messages, and the layout's
 index arrays read as unsigned integers (no negative-index wraparound): the same numbers
 as :func:`forward_pass_ml` and :func:`backward_pass_ml`, which serve any ``k``, in
 much less time per iteration (``benchmarks/inference.py --grid``).
@@ -24,6 +24,8 @@ cached on disk (``cache=True``; one file per number of labels for the specialise
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -264,7 +266,7 @@ def stack_row(typingctx, size):
 _PASSES = {}
 
 
-def must_link_passes(k: int):
+def must_link_passes(k: int) -> tuple[Callable[..., None], Callable[..., None]] | None:
     """``(forward, backward)``: :func:`forward_pass_ml` and :func:`backward_pass_ml`
     compiled for ``k`` labels (the module docstring says why), the same numbers in the
     same order of operations; ``None`` unless ``2 <= k <= SPECIALISED_K``.
