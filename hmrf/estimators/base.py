@@ -72,6 +72,10 @@ PARAMETERS = {
 
 #: ``n_init="auto"``: at most this many runs ...
 AUTO_MAX_RUNS = 10
+#: ... or this many on sparse rows (text): on small sets of sparse high-dimensional rows
+#: the EM "can easily get stuck in local optima" (Basu 2005, §4.5.1, after Dhillon &
+#: Guan 2003), and a run costs the row's non-zeros only (docs/choosing.md) ...
+AUTO_MAX_RUNS_SPARSE = 30
 #: ... as many as fit in this much work per EM iteration summed over the runs, counted
 #: as entries of ``X`` (non-zeros when sparse) and constraint edges, each times ``k``
 #: (docs/choosing.md has the measured cost).
@@ -82,14 +86,16 @@ EDGE_COST = 50
 
 
 def auto_n_init(model) -> int:
-    """The number of runs ``n_init="auto"`` makes on ``model``: ``AUTO_MAX_RUNS`` where
-    a run is cheap, fewer as ``k (entries of X + EDGE_COST · constraint edges)`` grows,
-    and at least one."""
+    """The number of runs ``n_init="auto"`` makes on ``model``: ``AUTO_MAX_RUNS``
+    (``AUTO_MAX_RUNS_SPARSE`` for sparse rows) where a run is cheap, fewer as
+    ``k (entries of X + EDGE_COST · constraint edges)`` grows, and at least one."""
     X = model.X
     n, d = X.shape
-    entries = float(X.nnz) if hasattr(X, "nnz") else float(n) * float(d)
+    sparse = hasattr(X, "nnz")
+    entries = float(X.nnz) if sparse else float(n) * float(d)
     work = model.n_clusters * (entries + EDGE_COST * len(model.constraints))
-    return int(min(AUTO_MAX_RUNS, max(1, AUTO_WORK // max(work, 1.0))))
+    cap = AUTO_MAX_RUNS_SPARSE if sparse else AUTO_MAX_RUNS
+    return int(min(cap, max(1, AUTO_WORK // max(work, 1.0))))
 
 
 class HMRFClusterMixin(ClusterMixin, BaseEstimator):
@@ -119,8 +125,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     em_result_ : EMResult
         The full EM trace of the best run.
     n_runs_ : int
-        EM runs made: ``n_init``, or with ``n_init="auto"`` up to 10 where a run is cheap
-        (``AUTO_WORK`` of work per iteration in all), fewer when some repeat the
+        EM runs made: ``n_init``, or with ``n_init="auto"`` up to 10 (30 on sparse rows)
+        where a run is cheap (``AUTO_WORK`` of work per iteration in all), fewer when some repeat the
         initial centres of an earlier run or end in :class:`~hmrf.InfeasibleError`.
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
