@@ -281,13 +281,15 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         from the supervision (``init`` given the constraints or labelled seeds), and the
         clustering of the data alone (``init`` without them, then EM on the model without
         its potentials where it has any), from whose parameters the supervised EM
-        starts, so that supervision which agrees with the data's own clusters keeps them;
-        on the cosine model a third, the data alone through Lloyd's iterations on the
-        unit rows (``_chordal``). A run whose seeding repeats an earlier run's of its
+        starts, so that supervision which agrees with the data's own clusters keeps them.
+        On the cosine model the clustering of the data alone starts from Lloyd's
+        iterations on the unit rows (``_chordal``), and every other run is of this kind,
+        with or without supervision: how many runs start from the data alone does not
+        depend on whether a few pairs were given. A run whose seeding repeats an earlier run's of its
         kind is skipped (a deterministic seeding has nothing to
         vary). The objective ``J`` of the model, constraints included, decides, plus what
         the run costs in supervision that ``J`` leaves out (``_supervision_cost``:
-        Seeded-KMeans' seeds outside their class's cluster). A run
+        what keeping Seeded-KMeans' seeds in their classes' clusters would add). A run
         that ends in :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g.
         COP-KMeans' greedy assignment) is skipped; the error is raised when every run
         ends in it.
@@ -301,8 +303,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         alone = self._data_alone(model)
         chordal = self._chordal(model) if auto else None
         # the kinds of start: 0 the supervision's seeding, 1 the data alone, 2 the data
-        # alone through Lloyd's iterations on the chord (below)
-        kinds = [0] + ([1] if auto and alone is not None else []) + ([2] if chordal is not None else [])
+        # alone through Lloyd's iterations on the chord first (the cosine model's kind 1)
+        if chordal is not None:
+            kinds = [0, 2]
+        else:
+            kinds = [0] + ([1] if auto and alone is not None else [])
         best, best_score, seen = None, np.inf, {kind: [] for kind in kinds}
         precision = getattr(model.X, "dtype", np.float64)
         for run in range(int(n_init)):
@@ -316,11 +321,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                 if any(np.array_equal(centers, c) for c in seen[kind]):
                     continue
                 seen[kind].append(centers.copy())
-            if kind == 1 and alone is not model:
-                params = em(alone, params, rng).params
-            elif kind == 2:
+            if kind == 2:
                 means = em(chordal, chordal.emission.init_params(chordal.X, params.centers), rng).params
                 params = model.emission.init_params(model.X, means.centers)
+            if kind > 0 and alone is not None and alone is not model:
+                params = em(alone, params, rng).params
             try:
                 res = em(model, params, rng)
             except InfeasibleError as exc:  # a heuristic's dead end in this run; others may not
@@ -329,17 +334,17 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             self.n_runs_ += 1
             # lower beyond round-off: equal optima (the same clustering, relabelled) go to
             # the first run, whatever the order of the sums (threads, Dask chunks)
-            score = res.objective + self._supervision_cost(model, res.labels, y)
+            score = res.objective + self._supervision_cost(model, res, y)
             if best is None or score < best_score - rise_tolerance(best_score, precision):
                 best, best_score = res, score
         if best is None:
             raise failed
         return best
 
-    def _supervision_cost(self, model, labels, y) -> float:
-        """What a run's ``labels`` cost in supervision its objective does not count,
-        added to the objective to rank the runs of ``n_init``; 0 here: the objective of
-        a model with pairwise potentials counts its constraints."""
+    def _supervision_cost(self, model, result, y) -> float:
+        """What a run (its :class:`~hmrf.em.EMResult`) costs in supervision that its
+        objective does not count, added to the objective to rank the runs of ``n_init``;
+        0 here: the objective of a model with pairwise potentials counts its constraints."""
         return 0.0
 
     def _chordal(self, model):
