@@ -289,7 +289,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         kind is skipped (a deterministic seeding has nothing to
         vary). The objective ``J`` of the model, constraints included, decides, plus what
         the run costs in supervision that ``J`` leaves out (``_supervision_cost``:
-        what keeping Seeded-KMeans' seeds in their classes' clusters would add). A run
+        Seeded-KMeans' seeds outside their class's cluster). A run
         that ends in :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g.
         COP-KMeans' greedy assignment) is skipped; the error is raised when every run
         ends in it.
@@ -334,17 +334,17 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             self.n_runs_ += 1
             # lower beyond round-off: equal optima (the same clustering, relabelled) go to
             # the first run, whatever the order of the sums (threads, Dask chunks)
-            score = res.objective + self._supervision_cost(model, res, y)
+            score = res.objective + self._supervision_cost(model, res.labels, y)
             if best is None or score < best_score - rise_tolerance(best_score, precision):
                 best, best_score = res, score
         if best is None:
             raise failed
         return best
 
-    def _supervision_cost(self, model, result, y) -> float:
-        """What a run (its :class:`~hmrf.em.EMResult`) costs in supervision that its
-        objective does not count, added to the objective to rank the runs of ``n_init``;
-        0 here: the objective of a model with pairwise potentials counts its constraints."""
+    def _supervision_cost(self, model, labels, y) -> float:
+        """What a run's ``labels`` cost in supervision its objective does not count,
+        added to the objective to rank the runs of ``n_init``; 0 here: the objective of
+        a model with pairwise potentials counts its constraints."""
         return 0.0
 
     def _chordal(self, model):

@@ -6,12 +6,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._blocks import row_blocks
 from .._params import Options
 from .._validation import check_partial_labels
 from ..constraints import Constraints
 from ..initialization import seeded_centers
-from ..model import HMRF, block_unary
+from ..model import HMRF
 from .base import HMRFClusterMixin
 
 if TYPE_CHECKING:
@@ -65,27 +64,23 @@ class SeededKMeans(HMRFClusterMixin):
         where a seeded one is; ``"perturbed"``, random perturbations of the global
         centroid (the thesis, §3.5.4, after Dhillon et al. 2001).
     n_init : int or "auto", default="auto"
-        Runs; the lowest ``J_kmeans`` plus what keeping every seed in its class's
-        cluster would add to it at the run's centres wins: a seed outside that cluster
-        costs ``u(x_i, π(c_i)) - u(x_i, y_i)``, the emission cost of moving it there,
-        with the clusters matched to the seed classes by the map ``π`` of least total
-        cost (Kuhn's Hungarian method), so the runs are ranked by the
-        Constrained-KMeans objective (Fig. 3.2) of their centres. With an integer,
-        every run starts the seeded clusters at their seed means and the runs differ
-        in the clusters without seeds; the thesis makes one run (``n_init=1``).
-        ``"auto"``: as :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap
-        (30 on sparse rows), from two kinds of start in turn, the seed means (once
-        when every cluster has seeds: the runs would repeat) and ``init`` on the data
-        alone, seeds ignored. Seeded-KMeans converges to a local minimum of
-        ``J_kmeans`` (§3.4) and the seeds are there to start it in a good region
-        (§3.1); a seed class of a few atypical points gives a poor centroid (§3.3.2:
-        its deviation falls exponentially with the number of seeds only) and can lead
-        to a worse minimum than a start without seeds, which the criterion then
-        rejects unless the seeds it keeps in their clusters pay for its higher
-        ``J_kmeans`` (the seeds are labels the user gave, §3.1). Charged in the
-        emission's own units, a few seeds near a class boundary decide between runs
-        only as far as they would move the data fit; a constraint weight per missed
-        seed would let them outweigh it.
+        Runs; the lowest ``J_kmeans + w · (seeds outside their class's cluster)`` wins,
+        ``w`` the weight of ``w="auto"`` (:meth:`hmrf.HMRF.auto_w`: a missed seed costs
+        what a violated constraint does) and the clusters matched to the seed classes
+        by the assignment that keeps the most seeds (Kuhn's Hungarian method). With an
+        integer, every run starts the seeded clusters at their seed means and the runs
+        differ in the clusters without seeds; the thesis makes one run (``n_init=1``). ``"auto"``: as
+        :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap (30 on sparse
+        rows), from two kinds
+        of start in turn, the seed means (once when every cluster has seeds: the runs
+        would repeat) and ``init`` on the data alone, seeds ignored. Seeded-KMeans
+        converges to a local minimum of ``J_kmeans`` (§3.4) and the seeds are there to
+        start it in a good region (§3.1); a seed class of a few atypical points gives
+        a poor centroid (§3.3.2: its deviation falls exponentially with the number of
+        seeds only) and can lead to a worse minimum than a start without seeds, which
+        the criterion then rejects unless the seeds' start keeps enough more of the
+        seeds in their clusters to pay for its higher ``J_kmeans`` (the seeds are
+        labels the user gave, §3.1; the penalty is the HMRF's for a violated label).
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -131,37 +126,23 @@ class SeededKMeans(HMRFClusterMixin):
                     normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None,
                     validated=True)
 
-    def _supervision_cost(self, model, result, y) -> float:
-        """What keeping every seed in the cluster of its class would add to the run's
-        ``J_kmeans`` under the run's parameters ``Θ``:
-
-            min_π  Σ_{seeds i}  max(0, u(x_i, π(c_i)) - u(x_i, y_i))
-
-        over the one-to-one maps ``π`` of seed classes to clusters (SciPy's
-        ``linear_sum_assignment`` on the k x k table of those sums), ``c_i`` the seed's
-        class and ``y_i`` its cluster in the run. A seed in its class's cluster costs
-        nothing; one outside it costs what moving it there costs the data fit, so the
-        ranking is by the Constrained-KMeans objective (Basu 2005, Fig. 3.2: the seeds
-        kept in their classes) of the run's centres, in the emission's own units. Only
-        the seeds' rows and labels are read."""
+    def _supervision_cost(self, model, labels, y) -> float:
+        """``w · (seeds outside the cluster matched to their class)``, ``w`` the model's
+        ``auto_w()``, the clusters matched to the seed classes by a maximum-agreement
+        assignment (SciPy's ``linear_sum_assignment`` on the k x k table of seed
+        classes against clusters); only the seeds' labels are read."""
         from scipy.optimize import linear_sum_assignment
 
-        seeds, _ = _seed_clusters(y, model.n_samples, self.n_clusters)
+        seeds, _ = _seed_clusters(y, len(labels), self.n_clusters)
         seeded = np.flatnonzero(seeds >= 0)
         if seeded.size == 0:
             return 0.0
         k = self.n_clusters
-        labels = np.asarray(result.labels[seeded], dtype=np.int64)
-        table = np.zeros((k, k))
-        for rows in row_blocks(seeded.size, max(k, model.X.shape[1])):
-            idx = seeded[rows]
-            U = np.asarray(block_unary(model.emission, model.X[idx], result.params, model.normalizer),
-                           dtype=np.float64)
-            own = U[np.arange(idx.size), labels[rows]]
-            move = np.maximum(U - own[:, None], 0.0)  # (b, k): seed to cluster h
-            np.add.at(table, seeds[idx], move)
-        rows, cols = linear_sum_assignment(table)
-        return float(table[rows, cols].sum())
+        table = np.bincount(seeds[seeded] * k + np.asarray(labels[seeded], dtype=np.int64),
+                            minlength=k * k).reshape(k, k)
+        rows, cols = linear_sum_assignment(table, maximize=True)
+        missed = int(seeded.size - table[rows, cols].sum())
+        return model.auto_w() * missed if missed else 0.0
 
     def _data_alone(self, model):
         # the start without seeds is EM on the same model (no pairwise potentials): the
