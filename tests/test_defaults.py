@@ -287,6 +287,57 @@ def test_auto_runs_shrink_with_the_work_and_skip_repeated_starts():
     assert est.n_runs_ == 1 + AUTO_MAX_RUNS // 2
 
 
+def test_auto_runs_on_sparse_rows_go_up_to_their_own_cap():
+    """Sparse rows (text) get up to ``AUTO_MAX_RUNS_SPARSE`` runs where they are cheap,
+    within the same work budget; dense rows of the same size keep ``AUTO_MAX_RUNS``."""
+    from hmrf.estimators.base import AUTO_MAX_RUNS, AUTO_MAX_RUNS_SPARSE, AUTO_WORK, auto_n_init
+
+    assert AUTO_MAX_RUNS_SPARSE > AUTO_MAX_RUNS
+    X = sp.random(60, 40, density=0.2, random_state=0, format="csr")
+    X.data += 0.1
+    assert auto_n_init(HMRF(X, 3, emission="cosine")) == AUTO_MAX_RUNS_SPARSE
+    assert auto_n_init(HMRF(X.toarray(), 3)) == AUTO_MAX_RUNS
+
+    class Rows:  # only the sizes are read: non-zeros for a budget of 12 runs
+        shape, nnz = (10, 10), int(AUTO_WORK // 12)
+
+    class Wide:
+        X, n_clusters, constraints = Rows(), 1, Constraints.empty(10)
+
+    assert auto_n_init(Wide) == 12
+    # every run from other centres: k-means++ and the chordal start, in turn
+    assert SphericalKMeans(3, random_state=0).fit(X).n_runs_ == AUTO_MAX_RUNS_SPARSE
+
+
+def test_a_few_pairs_leave_the_cosine_models_mix_of_starts_as_it_is():
+    """On the cosine model every other run of ``n_init="auto"`` starts from Lloyd's
+    iterations on the unit rows (the chordal model, squared Euclidean), with two pairs
+    as without any: the pairs change the seeding of the other runs, not how many runs
+    start from the data alone."""
+    from hmrf.emissions import SquaredEuclidean
+
+    X = sp.random(60, 40, density=0.2, random_state=0, format="csr")
+    X.data += 0.1
+    chordal = []
+
+    class Counting(HMRFKMeans):
+        def _best_of_runs(self, model, constraints, y, em, initial_params):
+            def counted(m, params, rng):
+                chordal.append(isinstance(m.emission, SquaredEuclidean))
+                return em(m, params, rng)
+
+            return super()._best_of_runs(model, constraints, y, counted, initial_params)
+
+    counts = []
+    for kw in ({}, dict(must_link=[(0, 1)], cannot_link=[(2, 3)])):
+        chordal.clear()
+        est = Counting(3, random_state=0).fit(X, **kw)
+        assert est.emission_ == "cosine"
+        counts.append(sum(chordal))
+        assert sum(chordal) == est.n_runs_ // 2
+    assert counts[0] == counts[1]
+
+
 def test_the_objective_decides_between_runs():
     """n_init="auto" keeps the run of lowest objective J among the runs it made (every
     run's final J recorded by wrapping the EM it calls)."""

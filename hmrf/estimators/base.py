@@ -72,6 +72,10 @@ PARAMETERS = {
 
 #: ``n_init="auto"``: at most this many runs ...
 AUTO_MAX_RUNS = 10
+#: ... or this many on sparse rows (text): on small sets of sparse high-dimensional rows
+#: the EM "can easily get stuck in local optima" (Basu 2005, §4.5.1, after Dhillon &
+#: Guan 2003), and a run costs the row's non-zeros only (docs/choosing.md) ...
+AUTO_MAX_RUNS_SPARSE = 30
 #: ... as many as fit in this much work per EM iteration summed over the runs, counted
 #: as entries of ``X`` (non-zeros when sparse) and constraint edges, each times ``k``
 #: (docs/choosing.md has the measured cost).
@@ -82,14 +86,16 @@ EDGE_COST = 50
 
 
 def auto_n_init(model) -> int:
-    """The number of runs ``n_init="auto"`` makes on ``model``: ``AUTO_MAX_RUNS`` where
-    a run is cheap, fewer as ``k (entries of X + EDGE_COST · constraint edges)`` grows,
-    and at least one."""
+    """The number of runs ``n_init="auto"`` makes on ``model``: ``AUTO_MAX_RUNS``
+    (``AUTO_MAX_RUNS_SPARSE`` for sparse rows) where a run is cheap, fewer as
+    ``k (entries of X + EDGE_COST · constraint edges)`` grows, and at least one."""
     X = model.X
     n, d = X.shape
-    entries = float(X.nnz) if hasattr(X, "nnz") else float(n) * float(d)
+    sparse = hasattr(X, "nnz")
+    entries = float(X.nnz) if sparse else float(n) * float(d)
     work = model.n_clusters * (entries + EDGE_COST * len(model.constraints))
-    return int(min(AUTO_MAX_RUNS, max(1, AUTO_WORK // max(work, 1.0))))
+    cap = AUTO_MAX_RUNS_SPARSE if sparse else AUTO_MAX_RUNS
+    return int(min(cap, max(1, AUTO_WORK // max(work, 1.0))))
 
 
 class HMRFClusterMixin(ClusterMixin, BaseEstimator):
@@ -119,8 +125,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     em_result_ : EMResult
         The full EM trace of the best run.
     n_runs_ : int
-        EM runs made: ``n_init``, or with ``n_init="auto"`` up to 10 where a run is cheap
-        (``AUTO_WORK`` of work per iteration in all), fewer when some repeat the
+        EM runs made: ``n_init``, or with ``n_init="auto"`` up to 10 (30 on sparse rows)
+        where a run is cheap (``AUTO_WORK`` of work per iteration in all), fewer when some repeat the
         initial centres of an earlier run or end in :class:`~hmrf.InfeasibleError`.
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
@@ -275,9 +281,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         from the supervision (``init`` given the constraints or labelled seeds), and the
         clustering of the data alone (``init`` without them, then EM on the model without
         its potentials where it has any), from whose parameters the supervised EM
-        starts, so that supervision which agrees with the data's own clusters keeps them;
-        on the cosine model a third, the data alone through Lloyd's iterations on the
-        unit rows (``_chordal``). A run whose seeding repeats an earlier run's of its
+        starts, so that supervision which agrees with the data's own clusters keeps them.
+        On the cosine model the clustering of the data alone starts from Lloyd's
+        iterations on the unit rows (``_chordal``), and every other run is of this kind,
+        with or without supervision: how many runs start from the data alone does not
+        depend on whether a few pairs were given. A run whose seeding repeats an earlier run's of its
         kind is skipped (a deterministic seeding has nothing to
         vary). The objective ``J`` of the model, constraints included, decides, plus what
         the run costs in supervision that ``J`` leaves out (``_supervision_cost``:
@@ -295,8 +303,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         alone = self._data_alone(model)
         chordal = self._chordal(model) if auto else None
         # the kinds of start: 0 the supervision's seeding, 1 the data alone, 2 the data
-        # alone through Lloyd's iterations on the chord (below)
-        kinds = [0] + ([1] if auto and alone is not None else []) + ([2] if chordal is not None else [])
+        # alone through Lloyd's iterations on the chord first (the cosine model's kind 1)
+        if chordal is not None:
+            kinds = [0, 2]
+        else:
+            kinds = [0] + ([1] if auto and alone is not None else [])
         best, best_score, seen = None, np.inf, {kind: [] for kind in kinds}
         precision = getattr(model.X, "dtype", np.float64)
         for run in range(int(n_init)):
@@ -310,11 +321,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                 if any(np.array_equal(centers, c) for c in seen[kind]):
                     continue
                 seen[kind].append(centers.copy())
-            if kind == 1 and alone is not model:
-                params = em(alone, params, rng).params
-            elif kind == 2:
+            if kind == 2:
                 means = em(chordal, chordal.emission.init_params(chordal.X, params.centers), rng).params
                 params = model.emission.init_params(model.X, means.centers)
+            if kind > 0 and alone is not None and alone is not model:
+                params = em(alone, params, rng).params
             try:
                 res = em(model, params, rng)
             except InfeasibleError as exc:  # a heuristic's dead end in this run; others may not

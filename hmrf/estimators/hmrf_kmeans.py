@@ -57,8 +57,9 @@ class HMRFKMeans(HMRFClusterMixin):
         :mod:`hmrf.initialization`.
     n_init : int or "auto", default="auto"
         Runs from different initialisations; the lowest objective wins. ``"auto"``:
-        up to 10 runs where a run is cheap (fewer as ``k`` times the entries of ``X``
-        and the constraints grow; one for an array ``init``), alternating the
+        up to 10 runs where a run is cheap, 30 on sparse rows (text, whose EM is easily
+        caught in local optima, Basu 2005, §4.5.1) (fewer as ``k`` times the entries of
+        ``X`` and the constraints grow; one for an array ``init``), alternating the
         seeding from the constraints with a start from the clustering of the data
         alone; ``n_runs_`` says how many ran (:doc:`/choosing` has the cost).
     max_iter : int, default=100
@@ -192,7 +193,8 @@ class KMeans(HMRFClusterMixin):
     emission : str or EmissionFamily, default="sqeuclidean"
     init : {"k-means++", "neighborhoods", "random"} or array, default="k-means++"
     n_init : int or "auto", default="auto"
-        Runs; ``"auto"``: up to 10 where a run is cheap (as :class:`HMRFKMeans`).
+        Runs; ``"auto"``: up to 10 where a run is cheap, 30 on sparse rows (as
+        :class:`HMRFKMeans`).
     max_iter : int, default=300
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"

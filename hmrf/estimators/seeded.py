@@ -70,7 +70,8 @@ class SeededKMeans(HMRFClusterMixin):
         by the assignment that keeps the most seeds (Kuhn's Hungarian method). With an
         integer, every run starts the seeded clusters at their seed means and the runs
         differ in the clusters without seeds; the thesis makes one run (``n_init=1``). ``"auto"``: as
-        :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap, from two kinds
+        :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap (30 on sparse
+        rows), from two kinds
         of start in turn, the seed means (once when every cluster has seeds: the runs
         would repeat) and ``init`` on the data alone, seeds ignored. Seeded-KMeans
         converges to a local minimum of ``J_kmeans`` (§3.4) and the seeds are there to
