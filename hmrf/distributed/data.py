@@ -198,6 +198,7 @@ class _Moments:
     nbytes: int
     lo: np.ndarray | None = None  # column minima and maxima (the Mahalanobis range target)
     hi: np.ndarray | None = None
+    nnz: int = 0  # stored entries of sparse rows
 
     @classmethod
     def of(cls, X) -> _Moments:
@@ -206,7 +207,7 @@ class _Moments:
             sq = np.asarray(X.multiply(X).sum(axis=0), dtype=np.float64).ravel()
             lo, hi = (np.asarray(m.toarray(), dtype=np.float64).ravel()
                       for m in (X.min(axis=0), X.max(axis=0)))
-            return cls(float(X.shape[0]), sums, sq, True, _nbytes(X), lo, hi)
+            return cls(float(X.shape[0]), sums, sq, True, _nbytes(X), lo, hi, int(X.nnz))
         total = None
         for rows in row_blocks(X.shape[0], X.shape[1]):  # blocks of rows bound the temporaries
             Z = np.asarray(X[rows], dtype=np.float64)
@@ -225,7 +226,8 @@ class _Moments:
             delta = other.sums / other.count - self.sums / self.count
             second = self.second + other.second + delta * delta * (self.count * other.count / n)
         return _Moments(n, self.sums + other.sums, second, self.sparse, self.nbytes + other.nbytes,
-                        np.minimum(self.lo, other.lo), np.maximum(self.hi, other.hi))
+                        np.minimum(self.lo, other.lo), np.maximum(self.hi, other.hi),
+                        self.nnz + other.nnz)
 
 
 @dataclass(frozen=True)
@@ -243,6 +245,9 @@ class ColumnSummary:
         Bytes of the prepared chunks (data, indices and index pointers of sparse chunks).
     min, max : ndarray (d,)
         Column minima and maxima (float64; implicit zeros of sparse chunks count).
+    nnz : int
+        Stored entries of sparse chunks (0 for dense chunks): what a pass over the rows
+        costs, read by ``n_init="auto"``.
     """
 
     n: int
@@ -252,6 +257,7 @@ class ColumnSummary:
     nbytes: int
     min: np.ndarray | None = None
     max: np.ndarray | None = None
+    nnz: int = 0
 
     @classmethod
     def from_moments(cls, m: _Moments) -> ColumnSummary:
@@ -260,7 +266,7 @@ class ColumnSummary:
             var = np.maximum(m.second / m.count - mean**2, 0.0)
         else:
             var = m.second / m.count
-        return cls(int(m.count), m.sums, mean, var, int(m.nbytes), m.lo, m.hi)
+        return cls(int(m.count), m.sums, mean, var, int(m.nbytes), m.lo, m.hi, int(m.nnz))
 
 
 class ChunkedData:

@@ -102,6 +102,8 @@ class GatheredRows(RowBackend):
     dtype : numpy dtype
     n_gathered : int
         Number of distinct rows fetched so far (the client holds these, m x d).
+    nnz : int
+        Stored entries, for sparse rows only (from the summary pass).
 
     Notes
     -----
@@ -139,6 +141,15 @@ class GatheredRows(RowBackend):
     @property
     def n_gathered(self) -> int:
         return int(self._index.size)
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries of sparse rows, from the summary pass, as scipy.sparse reports
+        them; dense rows have no ``nnz`` (an ``AttributeError``, as for a NumPy array), so
+        ``n_init="auto"`` counts the runs' work as it does in memory."""
+        if not self._data.sparse:
+            raise AttributeError("dense rows have no 'nnz'")
+        return int(self._data.summary.nnz)
 
     def __getitem__(self, index):
         if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
