@@ -334,17 +334,18 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             self.n_runs_ += 1
             # lower beyond round-off: equal optima (the same clustering, relabelled) go to
             # the first run, whatever the order of the sums (threads, Dask chunks)
-            score = res.objective + self._supervision_cost(model, res.labels, y)
+            score = res.objective + self._supervision_cost(model, res, y)
             if best is None or score < best_score - rise_tolerance(best_score, precision):
                 best, best_score = res, score
         if best is None:
             raise failed
         return best
 
-    def _supervision_cost(self, model, labels, y) -> float:
-        """What a run's ``labels`` cost in supervision its objective does not count,
-        added to the objective to rank the runs of ``n_init``; 0 here: the objective of
-        a model with pairwise potentials counts its constraints."""
+    def _supervision_cost(self, model, result, y) -> float:
+        """What a run (its ``EMResult``: labels and parameters) costs in supervision its
+        objective does not count, added to the objective to rank the runs of
+        ``n_init``; 0 here: the objective of a model with pairwise potentials counts its
+        constraints."""
         return 0.0
 
     def _chordal(self, model):

@@ -10,7 +10,7 @@ from .._params import Options
 from .._validation import check_partial_labels
 from ..constraints import Constraints
 from ..initialization import seeded_centers
-from ..model import HMRF
+from ..model import HMRF, block_unary
 from .base import HMRFClusterMixin
 
 if TYPE_CHECKING:
@@ -126,23 +126,34 @@ class SeededKMeans(HMRFClusterMixin):
                     normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None,
                     validated=True)
 
-    def _supervision_cost(self, model, labels, y) -> float:
-        """``w · (seeds outside the cluster matched to their class)``, ``w`` the model's
-        ``auto_w()``, the clusters matched to the seed classes by a maximum-agreement
-        assignment (SciPy's ``linear_sum_assignment`` on the k x k table of seed
-        classes against clusters); only the seeds' labels are read."""
+    def _supervision_cost(self, model, result, y) -> float:
+        """``Σ_seeds min(w, Δ_i)`` over the seeds outside the cluster matched to their
+        class: ``Δ_i = u(x_i, μ_m) - u(x_i, μ_{y_i})`` is what moving seed ``i`` into the
+        matched cluster ``m`` costs at the run's parameters, ``w`` the model's
+        ``auto_w()``, the weight of a seed label. It is the HMRF objective with seed-label
+        potentials of weight ``w`` (Basu 2005, eq. 3.4 with the seeds as labelled points),
+        each seed at the cheaper of moving and paying ``w``, so that a run that leaves a
+        seed just across a border pays what moving it costs, not ``w``. The clusters are
+        matched to the seed classes by the assignment of least total cost (SciPy's
+        ``linear_sum_assignment`` on the table of seed classes against clusters); only
+        the seeds' rows are read. 0 when the seeds are clamped (Constrained-KMeans)."""
         from scipy.optimize import linear_sum_assignment
 
-        seeds, _ = _seed_clusters(y, len(labels), self.n_clusters)
+        if self._clamp:
+            return 0.0
+        seeds, classes = _seed_clusters(y, len(result.labels), self.n_clusters)
         seeded = np.flatnonzero(seeds >= 0)
         if seeded.size == 0:
             return 0.0
-        k = self.n_clusters
-        table = np.bincount(seeds[seeded] * k + np.asarray(labels[seeded], dtype=np.int64),
-                            minlength=k * k).reshape(k, k)
-        rows, cols = linear_sum_assignment(table, maximize=True)
-        missed = int(seeded.size - table[rows, cols].sum())
-        return model.auto_w() * missed if missed else 0.0
+        data = model.data_terms
+        U = np.asarray(block_unary(model.emission, model.X[seeded], result.params, model.normalizer,
+                                   None if data is None else data[seeded]), dtype=np.float64)
+        labels = np.asarray(result.labels[seeded], dtype=np.int64)
+        move = np.clip(U - U[np.arange(seeded.size), labels][:, None], 0.0, model.auto_w())
+        table = np.zeros((classes.size, self.n_clusters))
+        np.add.at(table, seeds[seeded], move)
+        rows, cols = linear_sum_assignment(table)
+        return float(table[rows, cols].sum())
 
     def _data_alone(self, model):
         # the start without seeds is EM on the same model (no pairwise potentials): the
