@@ -285,3 +285,28 @@ def test_fit_supervised_gives_seeded_kmeans_the_completed_seeds(monkeypatch):
     monkeypatch.setattr(SeededKMeans, "fit", spy)
     fit_supervised(SeededKMeans(3, random_state=0), X, _hand_made())
     np.testing.assert_array_equal(got["y"], _seeds(_hand_made(), 3))
+
+
+#: Three groups of three points; the seeds are points 3 and 5 of the second group, and
+#: point 5 lies just across the border of the partition of least ``J_kmeans``.
+BORDER_X = np.array([[-0.9, 0.2], [1.3, 0.3], [-0.2, -1.3], [3.8, 0.0], [5.5, 0.6], [2.6, 1.8],
+                     [1.6, 2.6], [3.3, 3.4], [1.7, 3.6]])
+BORDER = np.array([-1, -1, -1, 0, -1, 0, -1, -1, -1])
+
+
+def test_a_seed_just_across_a_border_costs_its_move_not_a_seed_label():
+    """The partition of least ``J_kmeans`` leaves one seed outside the cluster of the
+    other; moving it there costs far less than ``w``. Charging the run the full ``w``
+    per missed seed made a start that keeps both seeds together win at a ``J_kmeans``
+    higher by more than the move costs; each missed seed pays the lesser of ``w`` and
+    its move, so the least-``J_kmeans`` partition wins."""
+    J, best = _least_j_partition(BORDER_X, 3)
+    assert best[3] != best[5]
+    w = HMRF(BORDER_X, 3).auto_w()
+    centres = np.vstack([BORDER_X[best == h].mean(axis=0) for h in range(3)])
+    move = ((BORDER_X[5] - centres[best[3]]) ** 2).sum() - ((BORDER_X[5] - centres[best[5]]) ** 2).sum()
+    assert 0 < move < w / 2
+    for state in range(3):
+        est = SeededKMeans(3, random_state=state).fit(BORDER_X, BORDER)
+        assert est.objective_ == pytest.approx(J)
+        assert _penalised(est, BORDER_X, BORDER, 3) == pytest.approx(J + move)

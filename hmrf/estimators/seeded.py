@@ -64,10 +64,12 @@ class SeededKMeans(HMRFClusterMixin):
         where a seeded one is; ``"perturbed"``, random perturbations of the global
         centroid (the thesis, §3.5.4, after Dhillon et al. 2001).
     n_init : int or "auto", default="auto"
-        Runs; the lowest ``J_kmeans + w · (seeds outside their class's cluster)`` wins,
-        ``w`` the weight of ``w="auto"`` (:meth:`hmrf.HMRF.auto_w`: a missed seed costs
-        what a violated constraint does) and the clusters matched to the seed classes
-        by the assignment that keeps the most seeds (Kuhn's Hungarian method). With an
+        Runs; the lowest ``J_kmeans + Σ_i min(w, Δ_i)`` wins, the sum over the seeds
+        outside the cluster matched to their class, ``Δ_i`` what moving seed ``i``
+        there costs at the run's centres, ``w`` the weight of ``w="auto"``
+        (:meth:`hmrf.HMRF.auto_w`: a seed label costs what a violated constraint does),
+        and the clusters matched to the seed classes by the assignment of least total
+        (Kuhn's Hungarian method). A seed just across a border costs its move. With an
         integer, every run starts the seeded clusters at their seed means and the runs
         differ in the clusters without seeds; the thesis makes one run (``n_init=1``). ``"auto"``: as
         :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap (30 on sparse
@@ -80,7 +82,8 @@ class SeededKMeans(HMRFClusterMixin):
         seeds only) and can lead to a worse minimum than a start without seeds, which
         the criterion then rejects unless the seeds' start keeps enough more of the
         seeds in their clusters to pay for its higher ``J_kmeans`` (the seeds are
-        labels the user gave, §3.1; the penalty is the HMRF's for a violated label).
+        labels the user gave, §3.1; the penalty is the HMRF's for a violated label,
+        each seed at the cheaper of moving and paying it).
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
