@@ -84,10 +84,10 @@ def test_every_run_starts_the_seeded_clusters_at_their_seed_means(monkeypatch):
     assert len({C[2:].tobytes() for C in starts}) == len(starts)  # the fill varies
 
 
-def test_auto_starts_from_the_seed_means_once_and_from_the_data_alone_in_turn(monkeypatch):
-    """``n_init="auto"`` with every cluster seeded: the seed means start one run (the
-    others would repeat it); the remaining runs start from k-means++ on the data with
-    the seeds ignored, each from other centres."""
+def test_auto_adds_the_seed_means_to_the_runs_of_the_fit_without_seeds(monkeypatch):
+    """``n_init="auto"`` with every cluster seeded: the seed means start one run, first
+    (the others would repeat it); then come the runs of the fit without seeds, from
+    the same starts, so that the seeds take no start away."""
     from hmrf.estimators.base import AUTO_MAX_RUNS
 
     X, y = make_blobs(200, 3, centers=3, random_state=2)
@@ -96,12 +96,30 @@ def test_auto_starts_from_the_seed_means_once_and_from_the_data_alone_in_turn(mo
     est = SeededKMeans(3, random_state=0).fit(X, seeds)
     np.testing.assert_array_equal(est.seed_classes_, [0, 1, 2])
     means = np.vstack([X[seeds == c].mean(axis=0) for c in (0, 1, 2)])
-    seeded = [C for C in starts if np.allclose(C, means)]
-    assert len(seeded) == 1 and np.allclose(starts[0], means)
-    assert len(starts) == est.n_runs_ == 1 + AUTO_MAX_RUNS // 2
-    assert len({C.tobytes() for C in starts}) == len(starts)
-    # without seeds there is one kind of start only, as for KMeans
+    assert np.allclose(starts[0], means) and not any(np.allclose(C, means) for C in starts[1:])
+    assert len(starts) == est.n_runs_ == 1 + AUTO_MAX_RUNS
+    with_seeds = starts[1:]
+    starts.clear()
     assert SeededKMeans(3, random_state=0).fit(X).n_runs_ == AUTO_MAX_RUNS
+    assert len(starts) == AUTO_MAX_RUNS and len({C.tobytes() for C in starts}) == len(starts)
+    for a, b in zip(with_seeds, starts):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_seeds_never_end_above_the_fit_without_them():
+    """The runs of the fit without seeds are among the default's runs, so its
+    ``J_kmeans + Σ min(w, cost of moving a missed seed)`` is never above the fit
+    without seeds' under the same seeds; a few seeds that the fit without seeds
+    keeps leave its partition as it is, unless a start from them ends lower."""
+    X, y = make_blobs(300, 2, centers=6, cluster_std=1.8, random_state=3)
+    for state in range(6):
+        seeds = _partial(y, 1, [state % 6], seed=state)
+        seeds[np.flatnonzero(y == state % 6)[1]] = state % 6
+        alone = SeededKMeans(6, random_state=state).fit(X)
+        est = SeededKMeans(6, random_state=state).fit(X, seeds)
+        assert _penalised(est, X, seeds, 6) <= _penalised(alone, X, seeds, 6) * (1 + 1e-9)
+        if _seeds_missed(alone.labels_, seeds, 6) == 0:
+            assert nmi(alone.labels_, est.labels_) == pytest.approx(1.0) or est.objective_ < alone.objective_
 
 
 #: Nine points, three classes of three; ``TRAP`` seeds each class with one point, of

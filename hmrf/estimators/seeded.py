@@ -71,19 +71,23 @@ class SeededKMeans(HMRFClusterMixin):
         and the clusters matched to the seed classes by the assignment of least total
         (Kuhn's Hungarian method). A seed just across a border costs its move. With an
         integer, every run starts the seeded clusters at their seed means and the runs
-        differ in the clusters without seeds; the thesis makes one run (``n_init=1``). ``"auto"``: as
-        :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap (30 on sparse
-        rows), from two kinds
-        of start in turn, the seed means (once when every cluster has seeds: the runs
-        would repeat) and ``init`` on the data alone, seeds ignored. Seeded-KMeans
-        converges to a local minimum of ``J_kmeans`` (§3.4) and the seeds are there to
-        start it in a good region (§3.1); a seed class of a few atypical points gives
-        a poor centroid (§3.3.2: its deviation falls exponentially with the number of
-        seeds only) and can lead to a worse minimum than a start without seeds, which
-        the criterion then rejects unless the seeds' start keeps enough more of the
-        seeds in their clusters to pay for its higher ``J_kmeans`` (the seeds are
-        labels the user gave, §3.1; the penalty is the HMRF's for a violated label,
-        each seed at the cheaper of moving and paying it).
+        differ in the clusters without seeds; the thesis makes one run (``n_init=1``).
+        ``"auto"``: the runs of the fit without seeds (as :class:`~hmrf.HMRFKMeans`: up
+        to 10 where a run is cheap, 30 on sparse rows, ``init`` on the data alone, on
+        the cosine model every other one after Lloyd's iterations on the unit rows),
+        from the same starts on a generator the seeds do not touch, and before them
+        half as many runs from the seed means (one when every cluster has seeds: the
+        runs would repeat), the first of them the thesis's run. The seeds add starts
+        and take none away, so the criterion of the fit with seeds is never above that
+        of the fit without them. Seeded-KMeans converges to a local minimum of
+        ``J_kmeans`` (§3.4) and the seeds are there to start it in a good region
+        (§3.1); a seed class of a few atypical points gives a poor centroid (§3.3.2:
+        its deviation falls exponentially with the number of seeds only) and can lead
+        to a worse minimum than a start without seeds, which the criterion then
+        rejects unless the seeds' start keeps enough more of the seeds in their
+        clusters to pay for its higher ``J_kmeans`` (the seeds are labels the user
+        gave, §3.1; the penalty is the HMRF's for a violated label, each seed at the
+        cheaper of moving and paying it).
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -157,6 +161,22 @@ class SeededKMeans(HMRFClusterMixin):
         np.add.at(table, seeds[seeded], move)
         rows, cols = linear_sum_assignment(table)
         return float(table[rows, cols].sum())
+
+    def _schedule(self, n_init, kinds, rng, auto, y):
+        """With ``n_init="auto"`` and seeds: the runs of the fit without seeds, the same
+        starts on the same generator (a child of the fit's generator, which the seeds
+        do not touch), and besides them ``n_init // 2`` runs from the seed means on the
+        fit's generator, first (the first is the thesis's run), so that the seeds add
+        starts to the search and take none away. Without seeds: the runs of the fit
+        without seeds. Otherwise every run starts from the seeds, on the fit's generator."""
+        if not auto:
+            return super()._schedule(n_init, kinds, rng, auto, y)
+        alone = rng.spawn(1)[0]
+        unseeded = [1, 2] if 2 in kinds else [1]
+        runs = [(unseeded[run % len(unseeded)], alone) for run in range(n_init)]
+        if not self.seed_classes_.size:
+            return runs
+        return [(0, rng)] * max(1, n_init // 2) + runs
 
     def _data_alone(self, model):
         # the start without seeds is EM on the same model (no pairwise potentials): the
