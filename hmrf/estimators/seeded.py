@@ -168,8 +168,9 @@ class SeededKMeans(HMRFClusterMixin):
         do not touch), and besides them ``n_init // 2`` runs from the seed means on the
         fit's generator, first (the first is the thesis's run), so that the seeds add
         starts to the search and take none away. Without seeds: the runs of the fit
-        without seeds. Otherwise every run starts from the seeds, on the fit's generator."""
-        if not auto:
+        without seeds. Otherwise, and for Constrained-KMeans (whose model clamps the
+        seeds, so no run is the fit without them), the runs of the base class."""
+        if not auto or self._clamp:
             return super()._schedule(n_init, kinds, rng, auto, y)
         alone = rng.spawn(1)[0]
         unseeded = [1, 2] if 2 in kinds else [1]
