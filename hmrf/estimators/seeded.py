@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -75,9 +76,9 @@ class SeededKMeans(HMRFClusterMixin):
         ``"auto"``: the runs of the fit without seeds (as :class:`~hmrf.HMRFKMeans`: up
         to 10 where a run is cheap, 30 on sparse rows, ``init`` on the data alone, on
         the cosine model every other one after Lloyd's iterations on the unit rows),
-        from the same starts on a generator the seeds do not touch, and before them
-        half as many runs from the seed means (one when every cluster has seeds: the
-        runs would repeat), the first of them the thesis's run. The seeds add starts
+        from the same starts, and before them half as many runs from the seed means
+        (one when every cluster has seeds: the runs would repeat), the first of them
+        the run of ``n_init=1``. The seeds add starts
         and take none away, so the criterion of the fit with seeds is never above that
         of the fit without them. Seeded-KMeans converges to a local minimum of
         ``J_kmeans`` (§3.4) and the seeds are there to start it in a good region
@@ -163,21 +164,20 @@ class SeededKMeans(HMRFClusterMixin):
         return float(table[rows, cols].sum())
 
     def _schedule(self, n_init, kinds, rng, auto, y):
-        """With ``n_init="auto"`` and seeds: the runs of the fit without seeds, the same
-        starts on the same generator (a child of the fit's generator, which the seeds
-        do not touch), and besides them ``n_init // 2`` runs from the seed means on the
-        fit's generator, first (the first is the thesis's run), so that the seeds add
-        starts to the search and take none away. Without seeds: the runs of the fit
-        without seeds. Otherwise, and for Constrained-KMeans (whose model clamps the
-        seeds, so no run is the fit without them), the runs of the base class."""
+        """With ``n_init="auto"``: the runs of the fit without seeds, the same starts on
+        the fit's generator, and with seeds, before them, ``n_init // 2`` runs from the
+        seed means on a copy of the generator as the fit received it (the first is
+        then the run of ``n_init=1``, the thesis's), so that the seeds add starts to
+        the search and take none away. Otherwise, and for Constrained-KMeans (whose
+        model clamps the seeds, so no run is the fit without them), the runs of the
+        base class."""
         if not auto or self._clamp:
             return super()._schedule(n_init, kinds, rng, auto, y)
-        alone = rng.spawn(1)[0]
         unseeded = [1, 2] if 2 in kinds else [1]
-        runs = [(unseeded[run % len(unseeded)], alone) for run in range(n_init)]
+        runs = [(unseeded[run % len(unseeded)], rng) for run in range(n_init)]
         if not self.seed_classes_.size:
             return runs
-        return [(0, rng)] * max(1, n_init // 2) + runs
+        return [(0, copy.deepcopy(rng))] * max(1, n_init // 2) + runs
 
     def _data_alone(self, model):
         # the start without seeds is EM on the same model (no pairwise potentials): the
