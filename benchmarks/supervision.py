@@ -188,7 +188,7 @@ def same_objective(ds, est_name, runs):
 
     import hmrf
     from hmrf import HMRF
-    from hmrf.estimators import emission_of
+    from hmrf.estimators.supervision import emission_of
 
     X, y = load(ds)
     k = int(np.unique(y).size)
