@@ -206,7 +206,7 @@ def warm_objective(ds, est_name, n_pairs, runs):
     """For a drop of ``est_name`` at ``n_pairs`` pairs: the mean over ``runs`` seeds of
     its objective at its defaults and of its objective started (``n_init=1``) from the
     centres of KMeans(n_init=10) on the data alone, with the same pairs, and the runs in
-    which the default's is not higher (``(default, warm, not_higher)``)."""
+    which the default's is not higher (``(default, warm, not_higher, runs with a labelling)``)."""
     from sklearn.cluster import KMeans
 
     import hmrf
@@ -226,7 +226,7 @@ def warm_objective(ds, est_name, n_pairs, runs):
         ours.append(a.objective_)
         warm.append(b.objective_)
     rel = np.asarray(ours) <= np.asarray(warm) * (1 + 1e-9)
-    return float(np.mean(ours)), float(np.mean(warm)), int(rel.sum())
+    return float(np.mean(ours)), float(np.mean(warm)), int(rel.sum()), len(ours)
 
 
 def explain(fails, runs):
@@ -249,8 +249,8 @@ def explain(fails, runs):
         done[key] = ours, theirs, lower, emission = same_objective(*key, runs)
         verdict = "lower (a better optimum of the model's objective: the model, not the search)" \
             if ours <= theirs else "higher (the search misses optima KMeans finds)"
-        notes.append(f"{ds}: without constraints, the mean {emission} objective of {key[1]}'s "
-                     f"labelling, {ours:.6g}, is {verdict} than that of KMeans(n_init=10)'s labelling, "
+        notes.append(f"{ds}: without constraints, the mean {emission} objective of the labelling of "
+                     f"{key[1]}, {ours:.6g}, is {verdict} than that of KMeans(n_init=10)'s labelling, "
                      f"{theirs:.6g} (lower in {lower} of {runs} runs)")
     for f in fails:
         parts = f.split()
@@ -258,11 +258,11 @@ def explain(fails, runs):
         if "drops" not in f or name not in ("COPKMeans", "HMRFKMeans"):
             continue
         n_pairs = int(parts[parts.index("at") + 1])
-        ours, warm, ok = warm_objective(parts[0], name, n_pairs, runs)
+        ours, warm, ok, done_runs = warm_objective(parts[0], name, n_pairs, runs)
         verdict = "not above" if ours <= warm * (1 + 1e-9) else "above"
         notes.append(f"{parts[0]} {name} at {n_pairs} pairs: its mean objective, {ours:.6g}, is "
                      f"{verdict} that of the same estimator started from KMeans(n_init=10)'s centres "
-                     f"with the same pairs, {warm:.6g} (not above in {ok} runs)" +
+                     f"with the same pairs, {warm:.6g} (not above in {ok} of {done_runs} runs)" +
                      (": the drop is the model's, not the search's" if verdict == "not above" else ""))
     return notes
 
