@@ -434,12 +434,17 @@ def test_text_runs_start_in_turn_from_lloyd_on_the_chord():
 def _supervision_benchmark():
     """``benchmarks/supervision.py`` as a module (it is a script, not part of the package)."""
     import importlib.util
+    import sys
     from pathlib import Path
 
     path = Path(__file__).parents[1] / "benchmarks" / "supervision.py"
     spec = importlib.util.spec_from_file_location("bench_supervision", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    saved = list(sys.path)
+    try:
+        spec.loader.exec_module(module)  # it puts benchmarks/ on the path for its helpers
+    finally:
+        sys.path[:] = saved
     return module
 
 
