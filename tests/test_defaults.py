@@ -429,3 +429,42 @@ def test_text_runs_start_in_turn_from_lloyd_on_the_chord():
     # dense data and soft EM keep one kind of start
     assert HMRFKMeans(3, emission="cosine", em="soft", random_state=0)._chordal(HMRF(X, 3, "cosine")) is None
     assert HMRFKMeans(3, random_state=0)._chordal(HMRF(X_WINE, 3)) is None
+
+
+def _supervision_benchmark():
+    """``benchmarks/supervision.py`` as a module (it is a script, not part of the package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "supervision.py"
+    spec = importlib.util.spec_from_file_location("bench_supervision", path)
+    module = importlib.util.module_from_spec(spec)
+    saved = list(sys.path)
+    try:
+        spec.loader.exec_module(module)  # it puts benchmarks/ on the path for its helpers
+    finally:
+        sys.path[:] = saved
+    return module
+
+
+def test_the_supervision_benchmark_compares_the_models_own_objective():
+    """The note of benchmarks/supervision.py on a text set compares HMRF-KMeans' cosine
+    objective with the cosine objective of KMeans' labelling (the M-step's parameters
+    for it), not with KMeans' inertia: at HMRF-KMeans' own labels the function gives its
+    ``objective_``; on dense rows, at KMeans' labels, scikit-learn's inertia."""
+    from sklearn.cluster import KMeans as SKKMeans
+
+    bench = _supervision_benchmark()
+    X, _ = _topics()
+    est = HMRFKMeans(3, random_state=0).fit(X)
+    model = HMRF(X, 3, emission=est.emission_)
+    assert est.emission_ == "cosine"
+    assert bench._objective_of(model, est.labels_, est.params_) == pytest.approx(est.objective_, rel=1e-9)
+    km = SKKMeans(3, n_init=1, random_state=0).fit(X)
+    theirs = bench._objective_of(model, km.labels_, est.params_)
+    assert theirs != pytest.approx(km.inertia_, rel=1e-3)  # another objective than KMeans'
+    Xd, _ = make_blobs(200, 3, centers=3, random_state=0)
+    km = SKKMeans(3, n_init=1, random_state=0).fit(Xd)
+    dense = HMRFKMeans(3, random_state=0).fit(Xd)
+    assert bench._objective_of(HMRF(Xd, 3), km.labels_, dense.params_) == pytest.approx(km.inertia_, rel=1e-6)

@@ -308,43 +308,49 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             kinds = [0, 2]
         else:
             kinds = [0] + ([1] if auto and alone is not None else [])
-        best, best_score, seen = None, np.inf, {kind: [] for kind in kinds}
+        schedule = self._schedule(int(n_init), kinds, rng, auto, y)
+        best, best_score, seen = None, np.inf, {kind: [] for kind, _ in schedule}
         precision = getattr(model.X, "dtype", np.float64)
-        for run in range(int(n_init)):
-            kind = kinds[run % len(kinds)]
+        for kind, gen in schedule:
             if kind == 0:
-                params = initial_params(model, constraints, y, rng)
+                params = initial_params(model, constraints, y, gen)
             else:  # the data alone: neither the pairs nor the labelled seeds
-                params = initial_params(model, Constraints.empty(model.n_samples), None, rng)
+                params = initial_params(model, Constraints.empty(model.n_samples), None, gen)
             if auto:
                 centers = np.asarray(params.centers)
                 if any(np.array_equal(centers, c) for c in seen[kind]):
                     continue
                 seen[kind].append(centers.copy())
             if kind == 2:
-                means = em(chordal, chordal.emission.init_params(chordal.X, params.centers), rng).params
+                means = em(chordal, chordal.emission.init_params(chordal.X, params.centers), gen).params
                 params = model.emission.init_params(model.X, means.centers)
             if kind > 0 and alone is not None and alone is not model:
-                params = em(alone, params, rng).params
+                params = em(alone, params, gen).params
             try:
-                res = em(model, params, rng)
+                res = em(model, params, gen)
             except InfeasibleError as exc:  # a heuristic's dead end in this run; others may not
                 failed = exc
                 continue
             self.n_runs_ += 1
             # lower beyond round-off: equal optima (the same clustering, relabelled) go to
             # the first run, whatever the order of the sums (threads, Dask chunks)
-            score = res.objective + self._supervision_cost(model, res.labels, y)
+            score = res.objective + self._supervision_cost(model, res, y)
             if best is None or score < best_score - rise_tolerance(best_score, precision):
                 best, best_score = res, score
         if best is None:
             raise failed
         return best
 
-    def _supervision_cost(self, model, labels, y) -> float:
-        """What a run's ``labels`` cost in supervision its objective does not count,
-        added to the objective to rank the runs of ``n_init``; 0 here: the objective of
-        a model with pairwise potentials counts its constraints."""
+    def _schedule(self, n_init, kinds, rng, auto, y):
+        """The runs to make, as ``(kind of start, generator)``: ``n_init`` runs, the
+        kinds in turn, all on the fit's generator ``rng``."""
+        return [(kinds[run % len(kinds)], rng) for run in range(n_init)]
+
+    def _supervision_cost(self, model, result, y) -> float:
+        """What a run (its ``EMResult``: labels and parameters) costs in supervision its
+        objective does not count, added to the objective to rank the runs of
+        ``n_init``; 0 here: the objective of a model with pairwise potentials counts its
+        constraints."""
         return 0.0
 
     def _chordal(self, model):

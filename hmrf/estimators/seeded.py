@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -10,7 +11,7 @@ from .._params import Options
 from .._validation import check_partial_labels
 from ..constraints import Constraints
 from ..initialization import seeded_centers
-from ..model import HMRF
+from ..model import HMRF, block_unary
 from .base import HMRFClusterMixin
 
 if TYPE_CHECKING:
@@ -64,23 +65,30 @@ class SeededKMeans(HMRFClusterMixin):
         where a seeded one is; ``"perturbed"``, random perturbations of the global
         centroid (the thesis, §3.5.4, after Dhillon et al. 2001).
     n_init : int or "auto", default="auto"
-        Runs; the lowest ``J_kmeans + w · (seeds outside their class's cluster)`` wins,
-        ``w`` the weight of ``w="auto"`` (:meth:`hmrf.HMRF.auto_w`: a missed seed costs
-        what a violated constraint does) and the clusters matched to the seed classes
-        by the assignment that keeps the most seeds (Kuhn's Hungarian method). With an
+        Runs; the lowest ``J_kmeans + Σ_i min(w, Δ_i)`` wins, the sum over the seeds
+        outside the cluster matched to their class, ``Δ_i`` what moving seed ``i``
+        there costs at the run's centres, ``w`` the weight of ``w="auto"``
+        (:meth:`hmrf.HMRF.auto_w`: a seed label costs what a violated constraint does),
+        and the clusters matched to the seed classes by the assignment of least total
+        (Kuhn's Hungarian method). A seed just across a border costs its move. With an
         integer, every run starts the seeded clusters at their seed means and the runs
-        differ in the clusters without seeds; the thesis makes one run (``n_init=1``). ``"auto"``: as
-        :class:`~hmrf.HMRFKMeans`, up to 10 runs where a run is cheap (30 on sparse
-        rows), from two kinds
-        of start in turn, the seed means (once when every cluster has seeds: the runs
-        would repeat) and ``init`` on the data alone, seeds ignored. Seeded-KMeans
-        converges to a local minimum of ``J_kmeans`` (§3.4) and the seeds are there to
-        start it in a good region (§3.1); a seed class of a few atypical points gives
-        a poor centroid (§3.3.2: its deviation falls exponentially with the number of
-        seeds only) and can lead to a worse minimum than a start without seeds, which
-        the criterion then rejects unless the seeds' start keeps enough more of the
-        seeds in their clusters to pay for its higher ``J_kmeans`` (the seeds are
-        labels the user gave, §3.1; the penalty is the HMRF's for a violated label).
+        differ in the clusters without seeds; the thesis makes one run (``n_init=1``).
+        ``"auto"``: the runs of the fit without seeds (as :class:`~hmrf.HMRFKMeans`: up
+        to 10 where a run is cheap, 30 on sparse rows, ``init`` on the data alone, on
+        the cosine model every other one after Lloyd's iterations on the unit rows),
+        from the same starts, and before them half as many runs from the seed means
+        (one when every cluster has seeds: the runs would repeat), the first of them
+        the run of ``n_init=1``. The seeds add starts
+        and take none away, so the criterion of the fit with seeds is never above that
+        of the fit without them. Seeded-KMeans converges to a local minimum of
+        ``J_kmeans`` (§3.4) and the seeds are there to start it in a good region
+        (§3.1); a seed class of a few atypical points gives a poor centroid (§3.3.2:
+        its deviation falls exponentially with the number of seeds only) and can lead
+        to a worse minimum than a start without seeds, which the criterion then
+        rejects unless the seeds' start keeps enough more of the seeds in their
+        clusters to pay for its higher ``J_kmeans`` (the seeds are labels the user
+        gave, §3.1; the penalty is the HMRF's for a violated label, each seed at the
+        cheaper of moving and paying it).
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -126,23 +134,50 @@ class SeededKMeans(HMRFClusterMixin):
                     normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None,
                     validated=True)
 
-    def _supervision_cost(self, model, labels, y) -> float:
-        """``w · (seeds outside the cluster matched to their class)``, ``w`` the model's
-        ``auto_w()``, the clusters matched to the seed classes by a maximum-agreement
-        assignment (SciPy's ``linear_sum_assignment`` on the k x k table of seed
-        classes against clusters); only the seeds' labels are read."""
+    def _supervision_cost(self, model, result, y) -> float:
+        """``Σ_seeds min(w, Δ_i)`` over the seeds outside the cluster matched to their
+        class: ``Δ_i = u(x_i, μ_m) - u(x_i, μ_{y_i})`` is what moving seed ``i`` into the
+        matched cluster ``m`` costs at the run's parameters, ``w`` the model's
+        ``auto_w()``, the weight of a seed label. It is the HMRF objective with seed-label
+        potentials of weight ``w`` (Basu 2005, eq. 3.4 with the seeds as labelled points),
+        each seed at the cheaper of moving and paying ``w``, so that a run that leaves a
+        seed just across a border pays what moving it costs, not ``w``. The clusters are
+        matched to the seed classes by the assignment of least total cost (SciPy's
+        ``linear_sum_assignment`` on the table of seed classes against clusters); only
+        the seeds' rows are read. 0 when the seeds are clamped (Constrained-KMeans)."""
         from scipy.optimize import linear_sum_assignment
 
-        seeds, _ = _seed_clusters(y, len(labels), self.n_clusters)
+        if self._clamp:
+            return 0.0
+        seeds, classes = _seed_clusters(y, len(result.labels), self.n_clusters)
         seeded = np.flatnonzero(seeds >= 0)
         if seeded.size == 0:
             return 0.0
-        k = self.n_clusters
-        table = np.bincount(seeds[seeded] * k + np.asarray(labels[seeded], dtype=np.int64),
-                            minlength=k * k).reshape(k, k)
-        rows, cols = linear_sum_assignment(table, maximize=True)
-        missed = int(seeded.size - table[rows, cols].sum())
-        return model.auto_w() * missed if missed else 0.0
+        data = model.data_terms
+        U = np.asarray(block_unary(model.emission, model.X[seeded], result.params, model.normalizer,
+                                   None if data is None else data[seeded]), dtype=np.float64)
+        labels = np.asarray(result.labels[seeded], dtype=np.int64)
+        move = np.clip(U - U[np.arange(seeded.size), labels][:, None], 0.0, model.auto_w())
+        table = np.zeros((classes.size, self.n_clusters))
+        np.add.at(table, seeds[seeded], move)
+        rows, cols = linear_sum_assignment(table)
+        return float(table[rows, cols].sum())
+
+    def _schedule(self, n_init, kinds, rng, auto, y):
+        """With ``n_init="auto"``: the runs of the fit without seeds, the same starts on
+        the fit's generator, and with seeds, before them, ``n_init // 2`` runs from the
+        seed means on a copy of the generator as the fit received it (the first is
+        then the run of ``n_init=1``, the thesis's), so that the seeds add starts to
+        the search and take none away. Otherwise, and for Constrained-KMeans (whose
+        model clamps the seeds, so no run is the fit without them), the runs of the
+        base class."""
+        if not auto or self._clamp:
+            return super()._schedule(n_init, kinds, rng, auto, y)
+        unseeded = [1, 2] if 2 in kinds else [1]
+        runs = [(unseeded[run % len(unseeded)], rng) for run in range(n_init)]
+        if not self.seed_classes_.size:
+            return runs
+        return [(0, copy.deepcopy(rng))] * max(1, n_init // 2) + runs
 
     def _data_alone(self, model):
         # the start without seeds is EM on the same model (no pairwise potentials): the
