@@ -165,3 +165,25 @@ def test_tables_that_are_not_semi_metric_get_moves_too():
     res = AutoEngine().map(unary, g, rng=0)
     bp = BeliefPropagation().map(unary, g, rng=0)
     assert brute_force(unary, g)[0] - 1e-9 <= res.energy <= bp.energy + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_components_number_them_as_scipy_does(seed):
+    # the union-find auto splits graphs with is the twin of PairwiseGraph.components
+    # (SciPy's connected_components): the same partition with the same numbering,
+    # isolated nodes, repeated edges and self-contained chains included
+    pytest.importorskip("numba")
+    from hmrf import PairwiseGraph
+    from hmrf.inference.graphcut_numba import components
+
+    rng = np.random.default_rng(2400 + seed)
+    n = int(rng.integers(1, 300))
+    m = int(rng.integers(0, n + 1))
+    edges = rng.integers(0, n, size=(m, 2))
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    if seed % 2:
+        edges = edges[::-1]  # edge order must not matter
+    g = PairwiseGraph.potts(n, edges, np.ones(len(edges)), np.ones(len(edges), dtype=np.int8))
+    n_comp, comp = components(n, g.edges[:, 0], g.edges[:, 1])
+    ref_n, ref = g.components()
+    assert n_comp == ref_n and comp.tolist() == ref.tolist()
