@@ -58,8 +58,27 @@ def test_the_moves_repair_what_bp_misses():
         assert res.energy <= bp.energy + 1e-9
         assert (res.info["improved_components"] > 0) == (res.energy < bp.energy - 1e-9)
         found |= res.info["improved_components"] > 0
-        assert res.info["expansion_sweeps"] >= 1
+        certified = bp.lower_bound is not None and bp.energy - bp.lower_bound <= 1e-10 * (1 + abs(bp.energy))
+        assert (res.info["expansion_sweeps"] is None) == certified
     assert found
+
+
+def test_no_moves_after_bp_proves_its_labelling_optimal():
+    # a forest of small must-link trees: TRW-S is exact there and its bound proves it,
+    # so auto returns BP's labelling, the optimum (enumerated), without running a move
+    from itertools import product
+
+    from hmrf import PairwiseGraph
+
+    rng = np.random.default_rng(2250)
+    for _ in range(5):
+        edges = np.array([(0, 1), (1, 2), (1, 3), (4, 5), (5, 6)])
+        g = PairwiseGraph.potts(7, edges, rng.uniform(0.2, 1.5, 5), np.ones(5, dtype=np.int8))
+        unary = rng.random((7, 3))
+        best = min(g.energy(np.array(y), unary) for y in product(range(3), repeat=7))
+        res = AutoEngine().map(unary, g, rng=0)
+        assert res.energy == pytest.approx(best, abs=1e-12)
+        assert res.info["expansion_sweeps"] is None and res.lower_bound == pytest.approx(best, abs=1e-9)
 
 
 def test_hard_constraints_are_honoured():
@@ -146,3 +165,25 @@ def test_tables_that_are_not_semi_metric_get_moves_too():
     res = AutoEngine().map(unary, g, rng=0)
     bp = BeliefPropagation().map(unary, g, rng=0)
     assert brute_force(unary, g)[0] - 1e-9 <= res.energy <= bp.energy + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_components_number_them_as_scipy_does(seed):
+    # the union-find auto splits graphs with is the twin of PairwiseGraph.components
+    # (SciPy's connected_components): the same partition with the same numbering,
+    # isolated nodes, repeated edges and self-contained chains included
+    pytest.importorskip("numba")
+    from hmrf import PairwiseGraph
+    from hmrf.inference.graphcut_numba import components
+
+    rng = np.random.default_rng(2400 + seed)
+    n = int(rng.integers(1, 300))
+    m = int(rng.integers(0, n + 1))
+    edges = rng.integers(0, n, size=(m, 2))
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    if seed % 2:
+        edges = edges[::-1]  # edge order must not matter
+    g = PairwiseGraph.potts(n, edges, np.ones(len(edges)), np.ones(len(edges), dtype=np.int8))
+    n_comp, comp = components(n, g.edges[:, 0], g.edges[:, 1])
+    ref_n, ref = g.components()
+    assert n_comp == ref_n and comp.tolist() == ref.tolist()

@@ -100,7 +100,7 @@ def test_a_workspace_reused_for_other_capacities_gives_each_graphs_cut():
 
 @pytest.mark.parametrize("seed", range(10))
 def test_the_compiled_move_is_the_reduced_problems_minimum_cut(seed):
-    # move_cut (problem, dominance and cut on the E-step graph's arc layout) switches a
+    # move_cut (problem and cut on the E-step graph's arc layout) switches a
     # set of nodes whose energy change is the minimum over the reduced problem, as
     # PyMaxflow's cut of move_problem_reduced's problem finds it
     rng = np.random.default_rng(980 + seed)

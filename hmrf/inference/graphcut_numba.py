@@ -23,7 +23,8 @@ import numpy as np
 
 from .maxflow_numba import NO_PARENT, maxflow
 
-__all__ = ["move_problem", "move_change", "fix_dominated", "incidence", "move_problem_reduced", "move_cut"]
+__all__ = ["move_problem", "move_change", "fix_dominated", "incidence", "components", "move_problem_reduced",
+           "move_cut"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -140,6 +141,41 @@ def incidence(n, p, q):
         edge[fill[q[e]]] = e
         fill[q[e]] += 1
     return ptr, edge
+
+
+@numba.njit(cache=True, nogil=True)
+def components(n, p, q):
+    """Connected components of the graph with edges ``(p[e], q[e])``: ``(n_components,
+    component of every node)``, numbered in the order of their smallest node, as
+    :meth:`~hmrf.PairwiseGraph.components` (SciPy's ``connected_components``) numbers
+    them; the compiled twin used by ``inference="auto"`` to split a graph (a union–find
+    with path halving, linear in practice, without SciPy's sparse-matrix build)."""
+    root = np.arange(n)
+    for e in range(p.shape[0]):
+        a, b = p[e], q[e]
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
+        while root[b] != b:
+            root[b] = root[root[b]]
+            b = root[b]
+        if a != b:
+            if a < b:
+                root[b] = a
+            else:
+                root[a] = b
+    comp = np.empty(n, dtype=np.int64)
+    n_comp = 0
+    for i in range(n):  # roots are the smallest node of their component: seen first
+        r = i
+        while root[r] != r:
+            r = root[r]
+        if r == i:
+            comp[i] = n_comp
+            n_comp += 1
+        else:
+            comp[i] = comp[r]
+    return n_comp, comp
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -299,52 +335,61 @@ def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost
              sister, arc_pq, arc_qp, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans):
     """The whole move of a submodular α-expansion, its cut included.
 
-    :func:`move_problem_reduced`'s problem and dominance, then the minimum cut of what
-    is left by :func:`~hmrf.inference.maxflow_numba.maxflow` on the graph's arc layout
-    (``head, sister, arc_pq, arc_qp``: :func:`~hmrf.inference.maxflow_numba.arc_layout`),
-    its capacities written in place into the workspace arrays, ``rcap`` to ``orphans``
-    (:class:`~hmrf.inference.maxflow_numba.MaxflowWorkspace`).
+    One pass over the nodes and one over the edges write the move's binary problem
+    (:func:`move_problem`'s terms) straight into the capacities of the E-step graph's
+    arc layout (``inc_ptr, head, sister, arc_pq, arc_qp``:
+    :func:`~hmrf.inference.maxflow_numba.arc_layout`), in place in the workspace arrays
+    ``rcap`` to ``orphans`` (:class:`~hmrf.inference.maxflow_numba.MaxflowWorkspace`);
+    then :func:`~hmrf.inference.maxflow_numba.maxflow` cuts it. A free node has its
+    unary difference ``E(x_i = 1) - E(x_i = 0)`` (with the terms towards non-free
+    neighbours folded in) as terminal capacity, an edge between two free nodes
+    ``half_lambda`` both ways, every other node and arc capacity zero: nodes labelled
+    ``alpha`` are never reached by the search trees and stay on the source side.
 
-    The cut graph is the E-step graph itself: a free node left by the dominance has
-    its unary difference as terminal capacity, an edge between two of them has
-    ``half_lambda`` both ways, every other node and arc capacity zero (nodes labelled
-    ``alpha`` and fixed nodes, whose terms are folded into their neighbours).
+    Nothing is fixed by dominance first (:func:`move_problem_reduced` does that for
+    the QPBO moves): the max-flow settles a dominated node in one growth or
+    augmentation step, cheaper than the worklist that would find it
+    (docs/inference.md, "α-expansion").
+    ``inc_edge`` is unused (the incidence is in the arc layout); it keeps the argument
+    order of :func:`move_problem_reduced`.
 
     Returns ``(x, n_free, non_submodular)``: the nodes that switch to ``alpha`` (bool,
     all nodes), the number of free nodes and whether a term was not submodular; then
     no cut is computed and ``x`` is empty (the caller runs the QPBO move).
     """
     m, n = p.shape[0], labels.shape[0]
-    pos, node_of, u, s, half, non_sub = _move_terms(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of,
-                                                     tab_cost)
-    nf = node_of.shape[0]
-    if non_sub:
-        return np.zeros(0, dtype=np.bool_), nf, True
-    x = np.zeros(n, dtype=np.bool_)
+    x = np.zeros(n, dtype=np.bool_)  # the free nodes until the cut
+    nf = 0
+    for i in range(n):
+        if labels[i] != alpha and allowed_alpha[i]:
+            trcap[i] = unary[i, alpha] - unary[i, labels[i]]
+            x[i] = True
+            nf += 1
+        else:
+            trcap[i] = 0.0
     if nf == 0:
         return x, nf, False
-    state = _fix_by_dominance(u, s, half, p, q, pos, node_of, inc_ptr, inc_edge)
-    for i in range(n):
-        trcap[i] = 0.0
-    n_left = 0
-    for f in range(nf):
-        if state[f] < 0:
-            trcap[node_of[f]] = u[f]
-            n_left += 1
     for e in range(m):
-        h = half[e]
-        if h > 0.0 and state[pos[p[e]]] < 0 and state[pos[q[e]]] < 0:
-            rcap[arc_pq[e]] = h
-            rcap[arc_qp[e]] = h
-        else:
-            rcap[arc_pq[e]] = 0.0
-            rcap[arc_qp[e]] = 0.0
-    if n_left:
-        maxflow(inc_ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans)
-    for f in range(nf):
-        i = node_of[f]
-        if state[f] == 1:
-            x[i] = True
-        elif state[f] < 0 and n_left:
-            x[i] = parent[i] != NO_PARENT and in_sink_tree[i]
+        i, j = p[e], q[e]
+        fi, fj = x[i], x[j]
+        h = 0.0
+        if fi or fj:
+            A, B, C, D = _terms(e, labels[i], labels[j], alpha, wc, wk, tab_of, tab_cost)
+            if fi and fj:
+                h = 0.5 * (B + C - A - D)
+                if h < 0.0:
+                    if h < -1e-12 * (abs(A) + abs(B) + abs(C) + abs(D)):
+                        return np.zeros(0, dtype=np.bool_), nf, True
+                    h = 0.0  # rounding noise on a term submodular with equality
+                trcap[i] += 0.5 * (D - A + C - B)
+                trcap[j] += 0.5 * (D - A + B - C)
+            elif fi:
+                trcap[i] += C - A
+            else:
+                trcap[j] += B - A
+        rcap[arc_pq[e]] = h
+        rcap[arc_qp[e]] = h
+    maxflow(inc_ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans)
+    for i in range(n):
+        x[i] = x[i] and parent[i] != NO_PARENT and in_sink_tree[i]
     return x, nf, False

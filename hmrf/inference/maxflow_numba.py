@@ -7,7 +7,7 @@ capacities. This solver keeps the arcs of that graph in one layout built once
 to ``head[a]``, its reverse is ``sister[a]``) and its working arrays in a
 :class:`MaxflowWorkspace`; a move only writes capacities, so nothing is built or
 allocated per move. What a move leaves out of its cut (nodes already labelled ``α``,
-nodes the dominance test fixed) keeps terminal and arc capacities zero: the search
+nodes that may not take it) keeps terminal and arc capacities zero: the search
 trees only cross arcs with residual capacity, so such a node is never reached and
 stays on the source side (``x = 0``), as if absent.
 
