@@ -4,12 +4,16 @@ Hypothesis settings profiles, selected by the ``HYPOTHESIS_PROFILE`` environment
 variable (DEVELOPERS.md, "Property tests"):
 
 * ``ci`` (default): few examples per property, so the property suite
-  (``tests/test_properties.py``, which also derandomises itself under this profile)
-  stays within about 30 s and CI runs are reproducible;
+  (``tests/test_properties.py``, which also derandomises itself and caps the runs of
+  ``n_init="auto"`` at ``AUTO_RUNS`` under this profile) stays within about 30 s and
+  CI runs are reproducible;
 * ``soak``: many examples and fresh randomness, for a long local run
   (``HYPOTHESIS_PROFILE=soak python -m pytest tests/test_properties.py``).
 
 Tests that pin their own ``max_examples`` keep it under both profiles.
+
+Fixture ``few_auto_runs``: ``n_init="auto"`` capped at ``AUTO_RUNS`` runs for a test
+whose property holds run by run.
 
 Fixture ``notebook_cache_dir``: the run's execution cache of the notebooks, shared by
 the xdist workers (``tests/notebook_cache.py``).
