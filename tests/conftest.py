@@ -4,12 +4,16 @@ Hypothesis settings profiles, selected by the ``HYPOTHESIS_PROFILE`` environment
 variable (DEVELOPERS.md, "Property tests"):
 
 * ``ci`` (default): few examples per property, so the property suite
-  (``tests/test_properties.py``, which also derandomises itself under this profile)
-  stays within about 30 s and CI runs are reproducible;
+  (``tests/test_properties.py``, which also derandomises itself and caps the runs of
+  ``n_init="auto"`` at ``AUTO_RUNS`` under this profile) stays within about 30 s and
+  CI runs are reproducible;
 * ``soak``: many examples and fresh randomness, for a long local run
   (``HYPOTHESIS_PROFILE=soak python -m pytest tests/test_properties.py``).
 
 Tests that pin their own ``max_examples`` keep it under both profiles.
+
+Fixture ``few_auto_runs``: ``n_init="auto"`` capped at ``AUTO_RUNS`` runs for a test
+whose property holds run by run.
 
 Fixture ``notebook_cache_dir``: the run's execution cache of the notebooks, shared by
 the xdist workers (``tests/notebook_cache.py``).
@@ -77,6 +81,31 @@ def dask_client():
     cluster.close()
 
 
+#: Runs of ``n_init="auto"`` under the ``few_auto_runs`` fixture, unless the test's
+#: module sets its own ``AUTO_RUNS``: one of each kind of start (the supervision's
+#: seeding, the data alone; ``HMRFClusterMixin._best_of_runs``).
+AUTO_RUNS = 2
+
+
+def auto_runs_capped(monkeypatch, runs):
+    """Cap the runs of ``n_init="auto"`` at ``runs``, dense and sparse rows alike."""
+    from hmrf.estimators import base
+
+    monkeypatch.setattr(base, "AUTO_MAX_RUNS", runs)
+    monkeypatch.setattr(base, "AUTO_MAX_RUNS_SPARSE", runs)
+
+
+@pytest.fixture
+def few_auto_runs(request, monkeypatch):
+    """``n_init="auto"`` makes ``AUTO_RUNS`` runs (the module's, else the one above)
+    instead of 10 (30 on sparse rows), for tests whose property holds run by run (an
+    API check, an equality between two paths that make the same runs): the code of
+    ``"auto"`` (both kinds of start, the choice of the best run, the random stream shared
+    by the runs) runs as with the full count, at a fraction of the fits. How many runs
+    ``"auto"`` makes is tested in ``tests/test_defaults.py`` and ``tests/test_seeded.py``."""
+    auto_runs_capped(monkeypatch, getattr(request.module, "AUTO_RUNS", AUTO_RUNS))
+
+
 @pytest.fixture(scope="session")
 def notebook_cache_dir(request, tmp_path_factory):
     """The jupyter-cache directory of this test run, shared by its xdist workers: each
@@ -92,6 +121,8 @@ def notebook_cache_dir(request, tmp_path_factory):
 GROUPS = {
     # a module-scoped cluster whose workers the test kills
     "test_distributed_faults.py": "dask_faults",
+    # one measuring process, with a cluster of its own, for every parametrization
+    "test_distributed_memory.py": "dask_memory",
     # a module-scoped Jupyter server and browser
     "test_widget_browser.py": "browser",
     # importing docs/conf.py deletes docs/api/generated, which the docs build writes

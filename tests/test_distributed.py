@@ -30,7 +30,12 @@ from hmrf import (  # noqa: E402
 )
 from hmrf.metrics import nmi  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("dask_client")
+pytestmark = pytest.mark.usefixtures("dask_client", "few_auto_runs")
+
+#: Runs of ``n_init="auto"`` here (fixture ``few_auto_runs``, ``tests/conftest.py``): two
+#: of each kind of start, so that the Dask path is compared with the in-memory path run
+#: by run over both kinds, while every run costs a Dask round trip per EM iteration.
+AUTO_RUNS = 4
 
 ROW_CHUNKS = (130, 250, 70, 150)  # uneven, so block and chunk boundaries differ
 N, D, K = sum(ROW_CHUNKS), 6, 3
@@ -112,8 +117,24 @@ def test_dask_array_fit_equals_numpy_fit(case, inference, constrained):
     expected = make(inference).fit(X, **kw)
     got = make(inference).fit(_chunked(X), **kw)
     _same_fit(expected, got)
+    assert got.n_runs_ == expected.n_runs_
     if case == "mpckmeans-diagonal":
         np.testing.assert_allclose(got.metric_, expected.metric_, rtol=1e-7)
+
+
+@pytest.mark.xfail(strict=True, reason="n_init='auto' sees no sparse rows in Dask chunks "
+                   "(hmrf.distributed.rows.GatheredRows has no nnz): 10 runs where memory makes 30")
+def test_auto_makes_as_many_runs_on_dask_as_in_memory(monkeypatch):
+    """The number of runs of ``n_init="auto"`` (uncapped here) is the in-memory one, dense
+    and sparse: the equality tests above compare the paths at a capped count."""
+    from hmrf import HMRF
+    from hmrf.distributed import DaskHMRF
+    from hmrf.estimators.base import auto_n_init
+
+    monkeypatch.undo()  # the module's cap (fixture few_auto_runs)
+    for data in (_blobs, _sparse_text):
+        X, _ = data()
+        assert auto_n_init(DaskHMRF(_chunked(X), K)) == auto_n_init(HMRF(X, K)), data.__name__
 
 
 @pytest.mark.parametrize("estimator", [
@@ -356,7 +377,7 @@ def test_out_of_core_fit_from_a_zarr_store(dask_client, tmp_path):
     assert X.nbytes >= 3 * max(limits)
     pids = dask_client.run(os.getpid)
     c = Constraints.sample_from_labels(y, n_pairs=2000, rng=0)
-    est = HMRFKMeans(_OOC_K, random_state=0, max_iter=10).fit(X, constraints=c)
+    est = HMRFKMeans(_OOC_K, random_state=0, max_iter=4).fit(X, constraints=c)
     assert dask_client.run(os.getpid) == pids  # no worker was restarted (for memory or else)
     assert nmi(y, est.labels_.compute()) > 0.99
     assert est.labels_.shape == (n,) and est.labels_.chunks[0] == X.chunks[0]

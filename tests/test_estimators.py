@@ -68,6 +68,7 @@ EXPECTED_FAILURES = {
 }
 
 
+@pytest.mark.usefixtures("few_auto_runs")  # API checks: two runs show them (tests/conftest.py)
 @pytest.mark.parametrize("Est", ALL, ids=lambda e: e.__name__)
 def test_sklearn_estimator_checks(Est):
     results = check_estimator(Est(n_clusters=3, random_state=0), on_fail=None)

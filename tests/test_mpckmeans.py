@@ -352,6 +352,7 @@ def test_bad_parameters_raise_at_fit(bad, match):
         est.fit(IRIS_X, constraints=c)
 
 
+@pytest.mark.usefixtures("few_auto_runs")  # API checks: two runs show them (tests/conftest.py)
 @parametrize_with_checks([MPCKMeans(3, random_state=0), MKMeans(3, metric="full", random_state=0)])
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)

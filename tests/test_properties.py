@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import AUTO_RUNS, auto_runs_capped
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -78,6 +79,20 @@ ESTIMATORS = [
     Estimator("ConstrainedKMeans", supervision="seeds", enforces_pairs=False),
     Estimator("KMeans", supervision="none", enforces_pairs=False),
 ]
+
+@pytest.fixture(scope="module", autouse=True)
+def _few_auto_runs_in_ci():
+    """Under the ``ci`` profile ``n_init="auto"`` makes ``AUTO_RUNS`` runs (one of each
+    kind of start; ``tests/conftest.py``) instead of up to 30: every property below holds
+    for each run's result, and Hypothesis varies the seed from example to example. The
+    ``soak`` profile keeps the full count."""
+    if not CI:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        auto_runs_capped(mp, AUTO_RUNS)
+        yield
+
 
 #: known failures in other modules, as (estimator, engine or None) -> reason; each is
 #: an xfail(strict=True) so that a fix is noticed

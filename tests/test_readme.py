@@ -3,10 +3,13 @@
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.usefixtures("few_auto_runs")  # the code runs: two runs of n_init="auto" show it
 def test_readme_python_example_runs(capsys):
     blocks = re.findall(r"```python\n(.*?)```", README, flags=re.S)
     assert blocks
