@@ -122,8 +122,6 @@ def test_dask_array_fit_equals_numpy_fit(case, inference, constrained):
         np.testing.assert_allclose(got.metric_, expected.metric_, rtol=1e-7)
 
 
-@pytest.mark.xfail(strict=True, reason="n_init='auto' sees no sparse rows in Dask chunks "
-                   "(hmrf.distributed.rows.GatheredRows has no nnz): 10 runs where memory makes 30")
 def test_auto_makes_as_many_runs_on_dask_as_in_memory(monkeypatch):
     """The number of runs of ``n_init="auto"`` (uncapped here) is the in-memory one, dense
     and sparse: the equality tests above compare the paths at a capped count."""
@@ -465,15 +463,3 @@ def test_kmeanspp_draws_on_the_workers_the_rows_memory_draws():
     zero_m = InMemoryRows(ones).min_divergence(fam, ones[:1])
     assert not zero_d.sums.any()
     np.testing.assert_array_equal(zero_d.draw(5, np.random.default_rng(1)), zero_m.draw(5, np.random.default_rng(1)))
-
-
-def test_auto_makes_as_many_runs_on_dask_as_in_memory():
-    """The number of runs of ``n_init="auto"`` is the in-memory one, dense and sparse
-    (sparse chunks report their stored entries through the summary pass)."""
-    from hmrf import HMRF
-    from hmrf.distributed import DaskHMRF
-    from hmrf.estimators.base import auto_n_init
-
-    for data in (_blobs, _sparse_text):
-        X, _ = data()
-        assert auto_n_init(DaskHMRF(_chunked(X), K)) == auto_n_init(HMRF(X, K)), data.__name__
