@@ -151,7 +151,7 @@ def _proven_optimal(result) -> bool:
 def _components(graph):
     """``graph.components()``, computed by the compiled union–find when numba is installed
     (:func:`~hmrf.inference.graphcut_numba.components`: the same numbering, without
-    SciPy's sparse-matrix build, a few milliseconds on a 5,000-node E-step) and stored
+    SciPy's sparse-matrix build) and stored
     in the graph's cache, where every later caller finds it."""
     def build():
         from .graphcut_numba import components
