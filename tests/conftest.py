@@ -132,11 +132,13 @@ GROUPS = {
 
 #: The longest tests (``--durations``; the clusters' and the Jupyter server's start-up
 #: included), longest first: a module, or a test function of a module
-#: (``module::function``, all its parametrizations). The docs build comes first and the
-#: notebooks' own tests second, so that the build executes the notebooks from the last
-#: while the other worker executes them from the first (``tests/notebook_cache.py``).
+#: (``module::function``, all its parametrizations). The docs build comes first, the
+#: out-of-core fit (a minute alone) second, then the notebooks' own tests, so that the
+#: build executes the notebooks from the last while the other workers execute them from
+#: the first (``tests/notebook_cache.py``).
 LONG_FIRST = [
     "test_docs.py",
+    "test_distributed.py::test_out_of_core_fit_from_a_zarr_store",
     "test_notebooks.py::test_notebook_runs",
     "test_distributed_faults.py",
     "test_widget_browser.py",

@@ -25,6 +25,10 @@ from hmrf.cli import main  # noqa: E402
 from hmrf.datasets import DataFileError, read_parquet_rows  # noqa: E402
 from hmrf.estimators import make_estimator  # noqa: E402
 
+#: the command's fit equals the in-memory fit run by run: ``n_init="auto"`` capped
+#: (fixture ``few_auto_runs``, ``tests/conftest.py``)
+pytestmark = pytest.mark.usefixtures("few_auto_runs")
+
 
 def _write_pairs(path, c):
     with open(path, "w") as f:

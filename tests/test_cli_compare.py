@@ -55,7 +55,7 @@ def test_compare_writes_one_row_per_fit_and_a_summary(tmp_path, capsys):
 
 def test_summary_columns_recomputed_from_the_fits(tmp_path):
     out = tmp_path / "cmp"
-    assert main(["compare", "--engines", "icm,exact", "--constraints", "0,60", "--runs", "2",
+    assert main(["compare", "--engines", "icm,exact", "--constraints", "0,30", "--runs", "2",
                  "--out", str(out), "--no-progress"]) == 0
     fits, summary = read_csv(out / "compare.csv"), read_csv(out / "compare-summary.csv")
     assert list(summary[0]) == list(study.SUMMARY_COLUMNS)
@@ -71,7 +71,7 @@ def test_summary_columns_recomputed_from_the_fits(tmp_path):
         assert float(s["best_share"]) == pytest.approx(np.mean(np.asarray(excess) <= 1e-9))
         assert float(s["n_iter_mean"]) == pytest.approx(np.mean([float(r["n_iter"]) for r in mine]))
         assert float(s["fit_time_mean"]) == pytest.approx(np.mean([float(r["fit_time"]) for r in mine]))
-        if s["constraints"] == "60":
+        if s["constraints"] == "30":
             # E-step time is part of the fit; the exact engine proves every E-step optimal
             assert 0 < float(s["estep_time_mean"]) <= float(s["fit_time_mean"])
             if s["engine"] == "exact":
@@ -80,7 +80,7 @@ def test_summary_columns_recomputed_from_the_fits(tmp_path):
                 assert float(s["estep_gap"]) >= 0.0
     # the MILP's E-step optimum is a lower bound of ICM's E-step on the same problem:
     # ICM's recorded gaps are measured against it and are never negative
-    icm = [r for r in fits if r["estimator"] == "icm" and r["point"] == "60"]
+    icm = [r for r in fits if r["estimator"] == "icm" and r["point"] == "30"]
     assert all(float(r["estep_gap"]) >= 0 and 0 <= float(r["estep_optimal"]) <= 1 for r in icm)
 
 

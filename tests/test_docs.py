@@ -34,7 +34,8 @@ def test_docs_build_without_warnings(tmp_path, notebook_cache_dir):
     from notebook_cache import PATHS, execute_all, missing_requirements
 
     execute_all([p for p in PATHS if not missing_requirements(p)], notebook_cache_dir)
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q",
+    # -j auto: the pages are read (the MyST pages with code cells executed) in parallel
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", "auto", "-b", "html", "-q",
            "-D", f"nb_execution_cache_path={notebook_cache_dir}",
            "-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1500)
