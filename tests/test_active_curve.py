@@ -49,6 +49,7 @@ def test_runs_differ_but_the_curve_is_reproducible():
         assert np.array_equal(a.scores[m], b.scores[m], equal_nan=True)
 
 
+@pytest.mark.usefixtures("few_auto_runs")  # holds run by run
 def test_every_estimator_and_selector_give_a_curve():
     X, y = data(per=10, sep=6.0)
     for clusterer in (PCKMeans(3), HMRFKMeans(3), COPKMeans(3), SeededKMeans(3), KMeans(3)):

@@ -52,6 +52,7 @@ def test_leaf_similarity_equals_the_average_pairwise_proximity(seed):
     assert leaf_neighborhood_similarity(leaves, hoods, cand) == pytest.approx(expected[cand])
 
 
+@pytest.mark.usefixtures("few_auto_runs")  # holds run by run
 def test_npu_budget_consistency_and_determinism():
     X, y = data()
     oracle = LabelOracle(y, budget=15)
@@ -264,6 +265,7 @@ def test_the_forest_depends_on_the_partition_not_on_the_cluster_names():
     assert np.array_equal(forest_leaves(X, y, 10, 3), forest_leaves(X, (y + 1) % 3, 10, 3))
 
 
+@pytest.mark.usefixtures("few_auto_runs")  # holds run by run
 def test_the_literal_setting_is_alg_2_with_scikit_learns_forest(monkeypatch):
     # warm_start=False, reuse_forest=False: every iteration a fresh clustering and a
     # fresh RandomForestClassifier, as Alg. 1-2 read; forest_leaves is that forest
