@@ -30,8 +30,9 @@ relative to the best labelling any engine found, relative to the best lower boun
 (TRW-S, LP, ExactMILP), and the time (cold calls, each on a fresh copy of the graph;
 numba's kernels are loaded before any timing). Timing is interleaved with GCO:
 ``--scale-repeats`` rounds, GCO first in each, and an engine's time ratio is the median
-over rounds of its time over GCO's time in the same round (LP and ExactMILP run in the
-first round only). GCO's time is that of its C++ calls, without the wrapper's Python
+over rounds of its time over GCO's time in the same round, for the wall-clock and for
+the CPU time (``time.process_time``), which the tables give; LP and ExactMILP run in the
+first round only. GCO's time is that of its C++ calls, without the wrapper's Python
 loop that sets every site's initial label (:func:`inference_grid.run_gco`).
 ``--scale`` writes ``docs/results/inference-scale.md``.
 
@@ -315,7 +316,9 @@ def part_scale(args) -> str:
         w.writerows(rows)
     load1 = os.getloadavg()
     notes = (f"Each cell: the largest excess over the best labelling any engine found on the instances of "
-             f"the row, and the median over instances of the engine's time over GCO's (itself the median of "
+             f"the row, and the median over instances of the engine's CPU time (the process's, "
+             f"time.process_time, which other jobs on a shared machine inflate less than the wall-clock "
+             f"time) over GCO's (itself the median of "
              f"{args.scale_repeats} rounds interleaved with GCO; LP once). Load average (1, 5, 15 min) "
              f"{load0[0]:.1f}, {load0[1]:.1f}, {load0[2]:.1f} before and {load1[0]:.1f}, {load1[1]:.1f}, "
              f"{load1[2]:.1f} after, on {os.cpu_count()} cores; "
@@ -328,7 +331,7 @@ def part_scale(args) -> str:
 
 def _markdown(summary, args) -> str:
     """One row per (group, size): per engine the largest excess over the best and the
-    median time ratio to GCO; a second table of the excess over the best bound."""
+    median CPU-time ratio to GCO; a second table of the excess over the best bound."""
     from _results import markdown_table
 
     engines = [e for e in COLUMNS if any(e in v for v in summary.values())]
@@ -342,7 +345,7 @@ def _markdown(summary, args) -> str:
                 cells_b.append("—")
                 continue
             ob = max(x[0] for x in per[eng])
-            ratios = [x[1] for x in per[eng] if x[1] is not None]
+            ratios = [x[3] for x in per[eng] if x[3] is not None]  # CPU time
             cells.append(_cell(ob, float(np.median(ratios)) if ratios else None))
             obd = [x[2] for x in per[eng] if x[2] is not None]
             cells_b.append("—" if not obd else ("0" if max(obd) <= 5e-7 else f"{100 * max(obd):.3f} %"))
