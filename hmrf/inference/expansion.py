@@ -59,7 +59,7 @@ _REL_TOL = 1e-12
 
 #: the largest memory (bytes) the compiled moves keep for recycling every label's flow
 #: between its moves (:meth:`ExpansionMoves._label_state`)
-_RECYCLE_BYTES = 2 << 30
+_RECYCLE_BYTES = 1 << 30
 
 #: the compiled moves' incidence and max-flow arc layout of a graph (its edges alone:
 #: every E-step of a fit cuts the same graph)
@@ -182,7 +182,7 @@ class ExpansionMoves:
         last cut left (Kohli & Torr 2007; Alahari, Kohli & Torr 2010), so that a move
         costs about what changed since; the same cuts as from zero flow, up to
         rounding where the minimum is tied. Needs ``k (2 m + 5 n)`` numbers; beyond
-        ``_RECYCLE_BYTES`` (2 GiB) every cut starts from zero flow.
+        ``_RECYCLE_BYTES`` (1 GiB) every cut starts from zero flow.
 
     Attributes
     ----------
