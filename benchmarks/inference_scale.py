@@ -30,8 +30,9 @@ relative to the best labelling any engine found, relative to the best lower boun
 (TRW-S, LP, ExactMILP), and the time (cold calls, each on a fresh copy of the graph;
 numba's kernels are loaded before any timing). Timing is interleaved with GCO:
 ``--scale-repeats`` rounds, GCO first in each, and an engine's time ratio is the median
-over rounds of its time over GCO's time in the same round (LP and ExactMILP run in the
-first round only). GCO's time is that of its C++ calls, without the wrapper's Python
+over rounds of its time over GCO's time in the same round, for the wall-clock and for
+the CPU time (``time.process_time``), which the tables give; LP and ExactMILP run in the
+first round only. GCO's time is that of its C++ calls, without the wrapper's Python
 loop that sets every site's initial label (:func:`inference_grid.run_gco`).
 ``--scale`` writes ``docs/results/inference-scale.md``.
 
@@ -100,7 +101,7 @@ def scale_instance(group, n, seed):
 
 
 def run_gco(unary, graph):
-    """GCO's α-expansion from the unary argmin; returns (labels, seconds) or None.
+    """GCO's α-expansion from the unary argmin; returns (labels, seconds, CPU seconds) or None.
 
     A cannot-link is handed to GCO as a negative Potts weight (``w [=] = -w [!=] + w``),
     which it accepts without being able to optimise it; its time is that of the C++
@@ -113,7 +114,7 @@ def run_gco(unary, graph):
     import inference_grid
 
     signed = np.where(graph.kind == 1, graph.weight, -graph.weight)
-    return inference_grid.run_gco(unary, graph, scale=SCALE, weight=signed)
+    return inference_grid.run_gco_timed(unary, graph, scale=SCALE, weight=signed)
 
 
 PGMAX_SCRIPT = r'''
@@ -193,33 +194,35 @@ ONCE = ("lp", "exact")
 
 
 def solve_all(unary, graph, args, trace_path=None, group="", repeats=1) -> dict:
-    """Every engine on one instance: ``{name: (energy, bound or None, seconds, note, ratio)}``.
+    """Every engine on one instance: ``{name: (energy, bound or None, seconds, note, ratio, cpu_ratio)}``.
 
     ``repeats`` interleaved rounds (module docstring): ``seconds`` is the median time,
-    ``ratio`` the median over rounds of the time over GCO's in the same round (``None``
-    without GCO).
+    ``ratio`` the median over rounds of the time over GCO's in the same round, and
+    ``cpu_ratio`` the same for the process's CPU time (``time.process_time``, less
+    inflated by other jobs on a loaded machine); both ``None`` without GCO.
     """
     times, first = {}, {}
     mixed = bool(np.any(graph.kind != 1))
     for r in range(repeats):
         gco_out = run_gco(unary, graph)
-        t_gco = None if gco_out is None else gco_out[1]
+        t_gco, c_gco = (None, None) if gco_out is None else gco_out[1:]
         if gco_out is not None:
-            times.setdefault("gco", []).append((t_gco, 1.0))
+            times.setdefault("gco", []).append((t_gco, 1.0, 1.0))
             first.setdefault("gco", (graph.energy(gco_out[0], unary), None,
                                      "CL as negative weights" if mixed else ""))
         for name, factory in engines_for(unary.shape[0], args, group).items():
             if r and name in ONCE:
                 continue
             fresh = PairwiseGraph.potts(graph.n_nodes, graph.edges, graph.weight, graph.kind)
-            trace, t0 = [], time.perf_counter()
+            trace, t0, c0 = [], time.perf_counter(), time.process_time()
             callback = None
             if trace_path and name == "bp" and r == 0:
                 def callback(it, y, e, b, t0=t0, trace=trace):
                     trace.append((it, e, b, time.perf_counter() - t0))
             res = factory().map(unary, fresh, rng=0, callback=callback)
-            t = time.perf_counter() - t0
-            times.setdefault(name, []).append((t, None if t_gco is None else t / t_gco))
+            t, c = time.perf_counter() - t0, time.process_time() - c0
+            times.setdefault(name, []).append((t, None if t_gco is None else t / t_gco,
+                                               None if c_gco is None else c / c_gco))
             if name not in first:
                 note = f"{res.n_iter} it" if name in ("bp", "trws") else ""
                 first[name] = (res.energy, res.lower_bound, note)
@@ -230,26 +233,29 @@ def solve_all(unary, graph, args, trace_path=None, group="", repeats=1) -> dict:
                     w.writerows(trace)
     out = {}
     for name, (e, b, note) in first.items():
-        t = np.array([x for x, _ in times[name]])
-        ratios = [y for _, y in times[name] if y is not None]
-        out[name] = (e, b, float(np.median(t)), note, float(np.median(ratios)) if ratios else None)
+        t = np.array([x for x, _, _ in times[name]])
+        ratios = [y for _, y, _ in times[name] if y is not None]
+        cpu = [z for _, _, z in times[name] if z is not None]
+        out[name] = (e, b, float(np.median(t)), note, float(np.median(ratios)) if ratios else None,
+                     float(np.median(cpu)) if cpu else None)
     if unary.shape[0] <= args.pgmax_max_n:
         pg = run_pgmax(args.pgmax_python, unary, graph)
         if pg is not None:
-            out["pgmax"] = (graph.energy(pg[0], unary), None, pg[1], "200 it, damping 0.5", None)
+            out["pgmax"] = (graph.energy(pg[0], unary), None, pg[1], "200 it, damping 0.5", None, None)
     return out
 
 
 def relative(results):
-    """Best energy, best bound, and per engine (excess over best, excess over bound)."""
+    """Best energy, best bound, and per engine (excess over best, excess over bound, seconds,
+    note, time ratio to GCO, CPU-time ratio to GCO)."""
     best = min(r[0] for r in results.values())
     bounds = [r[1] for r in results.values() if r[1] is not None]
     bound = max(bounds) if bounds else None
     rel = {}
-    for name, (e, _, t, note, ratio) in results.items():
+    for name, (e, _, t, note, ratio, cpu_ratio) in results.items():
         over_best = (e - best) / abs(best)
         over_bound = None if bound is None else (e - bound) / abs(bound)
-        rel[name] = (over_best, over_bound, t, note, ratio)
+        rel[name] = (over_best, over_bound, t, note, ratio, cpu_ratio)
     return best, bound, rel
 
 
@@ -273,7 +279,7 @@ def part_scale(args) -> str:
              "bound; time, and its ratio to GCO's (median of rounds interleaved with GCO)", ""]
     rows, summary = [], {}
     lines.append(f"{'instance':28s} {'engine':10s} {'E - best':>9s} {'E - bound':>9s} {'time':>9s} "
-                 f"{'/ GCO':>6s}")
+                 f"{'/ GCO':>6s} {'CPU/GCO':>7s}")
     for n in args.scale_sizes:
         for group in GROUPS:
             for seed in range(args.scale_instances):
@@ -286,15 +292,17 @@ def part_scale(args) -> str:
                 name = f"{group} n={n} #{seed}"
                 lines.append(f"{name:28s} best E = {best:.3f}, best bound = "
                              f"{'-' if bound is None else f'{bound:.3f}'}")
-                for eng, (ob, obd, t, note, ratio) in rel.items():
+                for eng, (ob, obd, t, note, ratio, cpu_ratio) in rel.items():
                     ratio_s = "     -" if ratio is None else f"{ratio:5.2f}x"
+                    ratio_s += "       -" if cpu_ratio is None else f" {cpu_ratio:6.2f}x"
                     obd_s = "        -" if obd is None else f"{100 * obd:8.3f}%"
                     lines.append(f"{'':28s} {eng:10s} {100 * ob:8.3f}% {obd_s} {t:8.2f}s {ratio_s} {note}")
                     rows.append({"group": group, "n": n, "seed": seed, "engine": eng,
                                  "energy": results[eng][0], "bound": results[eng][1], "best": best,
-                                 "best_bound": bound, "time": t, "ratio_to_gco": ratio, "over_best": ob,
+                                 "best_bound": bound, "time": t, "ratio_to_gco": ratio,
+                                 "cpu_ratio_to_gco": cpu_ratio, "over_best": ob,
                                  "over_bound": obd, "note": note})
-                    summary.setdefault((group, n), {}).setdefault(eng, []).append((ob, ratio, obd))
+                    summary.setdefault((group, n), {}).setdefault(eng, []).append((ob, ratio, obd, cpu_ratio))
                 print(f"  scale {name} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
     table = _markdown(summary, args)
     small = ""
@@ -308,7 +316,9 @@ def part_scale(args) -> str:
         w.writerows(rows)
     load1 = os.getloadavg()
     notes = (f"Each cell: the largest excess over the best labelling any engine found on the instances of "
-             f"the row, and the median over instances of the engine's time over GCO's (itself the median of "
+             f"the row, and the median over instances of the engine's CPU time (the process's, "
+             f"time.process_time, which other jobs on a shared machine inflate less than the wall-clock "
+             f"time) over GCO's (itself the median of "
              f"{args.scale_repeats} rounds interleaved with GCO; LP once). Load average (1, 5, 15 min) "
              f"{load0[0]:.1f}, {load0[1]:.1f}, {load0[2]:.1f} before and {load1[0]:.1f}, {load1[1]:.1f}, "
              f"{load1[2]:.1f} after, on {os.cpu_count()} cores; "
@@ -321,7 +331,7 @@ def part_scale(args) -> str:
 
 def _markdown(summary, args) -> str:
     """One row per (group, size): per engine the largest excess over the best and the
-    median time ratio to GCO; a second table of the excess over the best bound."""
+    median CPU-time ratio to GCO; a second table of the excess over the best bound."""
     from _results import markdown_table
 
     engines = [e for e in COLUMNS if any(e in v for v in summary.values())]
@@ -334,10 +344,10 @@ def _markdown(summary, args) -> str:
                 cells.append("—")
                 cells_b.append("—")
                 continue
-            ob = max(x for x, _, _ in per[eng])
-            ratios = [r for _, r, _ in per[eng] if r is not None]
+            ob = max(x[0] for x in per[eng])
+            ratios = [x[3] for x in per[eng] if x[3] is not None]  # CPU time
             cells.append(_cell(ob, float(np.median(ratios)) if ratios else None))
-            obd = [b for _, _, b in per[eng] if b is not None]
+            obd = [x[2] for x in per[eng] if x[2] is not None]
             cells_b.append("—" if not obd else ("0" if max(obd) <= 5e-7 else f"{100 * max(obd):.3f} %"))
         body.append(cells)
         body_b.append(cells_b)
@@ -362,11 +372,12 @@ def small_instances(args, rows):
             unary, graph = rounded(*make_instance(rng, mixed))
             results = solve_all(unary, graph, args)
             _, _, rel = relative(results)
-            for eng, (ob, obd, t, note, _) in rel.items():
+            for eng, (ob, obd, t, note, _, _) in rel.items():
                 per.setdefault(eng, []).append((ob, t))
                 rows.append({"group": f"small {gname}", "n": unary.shape[0], "seed": i, "engine": eng,
                              "energy": results[eng][0], "bound": results[eng][1], "best": None,
-                             "best_bound": None, "time": t, "ratio_to_gco": None, "over_best": ob,
+                             "best_bound": None, "time": t, "ratio_to_gco": None, "cpu_ratio_to_gco": None,
+                             "over_best": ob,
                              "over_bound": obd, "note": note})
         for j, eng in enumerate([e for e in COLUMNS if e in per]):
             ob, t = np.array(per[eng]).T

@@ -2,7 +2,10 @@
 compiled α-expansion move built on it (graphcut_numba.move_cut).
 
 Checked against enumeration of every cut on small graphs and against PyMaxflow, the
-NumPy path's max-flow (the same algorithm behind a C++ binding), on larger ones.
+NumPy path's max-flow (the same algorithm behind a C++ binding), on larger ones. The
+recycled flows and search trees (maxflow_reuse, move_cut with recycle) are checked
+against cuts from zero flow: with integer capacities the arithmetic is exact and the
+sink side, the nodes with a residual path to the sink, is the same for every maximum flow.
 """
 
 import itertools
@@ -17,7 +20,13 @@ maxflow_lib = pytest.importorskip("maxflow")
 
 from hmrf.inference.expansion import AlphaExpansion, ExpansionMoves  # noqa: E402
 from hmrf.inference.graphcut_numba import incidence, move_cut, move_problem_reduced  # noqa: E402
-from hmrf.inference.maxflow_numba import MaxflowWorkspace, arc_layout, maxflow, sink_side  # noqa: E402
+from hmrf.inference.maxflow_numba import (  # noqa: E402
+    MaxflowWorkspace,
+    arc_layout,
+    maxflow,
+    maxflow_reuse,
+    sink_side,
+)
 
 
 def split_problem(rng, n, m, zeros=0.0):
@@ -117,7 +126,8 @@ def test_the_compiled_move_is_the_reduced_problems_minimum_cut(seed):
     for alpha in range(k):
         args = (labels, alpha, moves.unary, moves._alpha_allowed[alpha], moves.p, moves.q, moves.wc, moves.wk,
                 moves.tab_of, moves._tab_cost, ptr, edge)
-        x, n_free, non_sub = move_cut(*args, *arcs, *work.arrays())
+        x, n_free, non_sub = move_cut(*args, *arcs, *work.arrays(), np.empty(n, dtype=np.int64), False,
+                                      np.empty(n, dtype=np.int64), np.zeros(n, dtype=bool))
         assert not non_sub and n_free == np.count_nonzero(labels != alpha)
         assert not x[labels == alpha].any()
         forced, nodes, u, ep, eq, half, _ = move_problem_reduced(*args)
@@ -172,3 +182,119 @@ def test_e_steps_on_one_graph_share_its_arc_layout_and_match_fresh_graphs():
         shared = AlphaExpansion().map(unary, g, rng=0)
         fresh = AlphaExpansion().map(unary, graph(), rng=0)
         np.testing.assert_array_equal(shared.labels, fresh.labels)
+
+
+def residual_sink_side(ptr, head, sister, rcap, trcap):
+    """The nodes with a residual path to the sink (a breadth-first search backwards)."""
+    reach = trcap < 0
+    stack = list(np.flatnonzero(reach))
+    while stack:
+        i = stack.pop()
+        for a in range(ptr[i], ptr[i + 1]):
+            j = head[a]
+            if not reach[j] and rcap[sister[a]] > 0:  # the arc j -> i
+                reach[j] = True
+                stack.append(j)
+    return reach
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_reused_trees_after_capacity_changes_give_the_cut_from_zero_flow(seed):
+    # maxflow_reuse on the residual network and trees of the last cut, after the
+    # capacities of some nodes and arcs changed (Kohli & Torr's update: an arc's
+    # residual grows by its capacity change, a flow above the new capacity is lowered
+    # and its excess sent through the terminals), cuts what a fresh max-flow cuts
+    rng = np.random.default_rng(1200 + seed)
+    n = int(rng.integers(2, 60))
+    m = int(rng.integers(1, 4 * n))
+    first = rng.integers(0, n, size=m)
+    p, q = first, (first + rng.integers(1, n, size=m)) % n
+    ptr, edge = incidence(n, p, q)
+    head, sister, arc_pq, arc_qp = arc_layout(n, p, q, ptr, edge)
+    u = rng.integers(-6, 7, size=n).astype(float)
+    half = rng.integers(0, 5, size=m).astype(float)
+    work = MaxflowWorkspace(n, 2 * m)
+    work.rcap[arc_pq], work.rcap[arc_qp], work.trcap[:] = half, half, u
+    maxflow(ptr, head, sister, *work.arrays())
+    marked, is_marked = np.empty(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    for _ in range(6):
+        changed = set()
+        new_u, new_half = u.copy(), half.copy()
+        for i in rng.choice(n, size=int(rng.integers(0, n // 2 + 1)), replace=False):
+            new_u[i] = float(rng.integers(-6, 7))
+        for e in rng.choice(m, size=int(rng.integers(0, m // 2 + 1)), replace=False):
+            new_half[e] = float(rng.integers(0, 5))
+        for i in np.flatnonzero(new_u != u):
+            work.trcap[i] += new_u[i] - u[i]
+            changed.add(int(i))
+        for e in np.flatnonzero(new_half != half):
+            a, b, i, j = arc_pq[e], arc_qp[e], p[e], q[e]
+            ra, rb = work.rcap[a] + new_half[e] - half[e], work.rcap[b] + new_half[e] - half[e]
+            if ra < 0:
+                work.trcap[i] -= ra
+                work.trcap[j] += ra
+                ra, rb = 0.0, 2 * new_half[e]
+            elif rb < 0:
+                work.trcap[j] -= rb
+                work.trcap[i] += rb
+                ra, rb = 2 * new_half[e], 0.0
+            work.rcap[a], work.rcap[b] = ra, rb
+            changed |= {int(i), int(j)}
+        u, half = new_u, new_half
+        marked[:len(changed)] = sorted(changed)
+        is_marked[marked[:len(changed)]] = True
+        maxflow_reuse(ptr, head, sister, *work.arrays(), marked, len(changed), is_marked)
+        assert not is_marked.any()
+        assert (work.rcap >= 0).all()
+        x = sink_side(work.parent, work.in_sink_tree)
+        np.testing.assert_array_equal(x, residual_sink_side(ptr, head, sister, work.rcap, work.trcap))
+        _, fresh = compiled_cut(u, p, q, half)
+        np.testing.assert_array_equal(x, fresh)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_recycled_moves_switch_the_nodes_that_moves_from_zero_flow_switch(seed):
+    # ExpansionMoves recycles every label's flow and trees between its moves; with
+    # integer costs every move switches exactly the nodes of the move from zero flow,
+    # along a walk of labellings that mixes the moves' results and random changes
+    rng = np.random.default_rng(1300 + seed)
+    n, k = int(rng.integers(5, 250)), int(rng.integers(2, 6))
+    m = int(rng.integers(n, 4 * n))
+    first = rng.integers(0, n, size=m)
+    edges = np.c_[first, (first + rng.integers(1, n, size=m)) % n]
+    unary = rng.integers(0, 20, size=(n, k)).astype(float)
+    g = PairwiseGraph.potts(n, edges, rng.integers(0, 8, size=m).astype(float), np.ones(m, dtype=np.int8))
+    recycled, fresh = ExpansionMoves(unary, g), ExpansionMoves(unary, g, recycle=False)
+    labels = rng.integers(0, k, n)
+    for _ in range(8 * k):
+        alpha = int(rng.integers(k))
+        new, change, cut = recycled.move(labels, alpha)
+        new_f, change_f, _ = fresh.move(labels, alpha)
+        np.testing.assert_array_equal(new, new_f)
+        assert change == change_f and change <= 0.0  # x = 0 is a cut: a move never raises the energy
+        if rng.random() < 0.5:
+            labels = new
+        else:
+            labels = labels.copy()
+            labels[rng.integers(0, n, size=int(rng.integers(1, 5)))] = rng.integers(0, k)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_recycled_compiled_moves_and_numpy_moves_agree_along_expansion(seed):
+    # the compiled twin (recycled flows, compiled max-flow) and the NumPy kernel
+    # (PyMaxflow from scratch) give moves of the same energy change, move after move,
+    # on real-valued costs; must-links and metric tables (exact cuts in both)
+    rng = np.random.default_rng(1400 + seed)
+    n, k, m = 400, 4, 1200
+    first = rng.integers(0, n, size=m)
+    edges = np.c_[first, (first + rng.integers(1, n, size=m)) % n]
+    unary = rng.random((n, k)) * 2
+    g = PairwiseGraph.potts(n, edges, rng.random(m) * 0.6, np.ones(m, dtype=np.int8))
+    compiled, numpy_moves = ExpansionMoves(unary, g, kernel="numba"), ExpansionMoves(unary, g, kernel="numpy")
+    labels = np.argmin(unary, axis=1)
+    for _ in range(3):
+        for alpha in range(k):
+            new, change, _ = compiled.move(labels, alpha)
+            _, change_np, _ = numpy_moves.move(labels, alpha)
+            assert change == pytest.approx(change_np, abs=1e-9) and change <= 1e-12
+            labels = new

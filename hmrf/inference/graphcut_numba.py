@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .maxflow_numba import NO_PARENT, maxflow
+from .maxflow_numba import NO_PARENT, maxflow, maxflow_reuse
 
 __all__ = ["move_problem", "move_change", "fix_dominated", "incidence", "components", "move_problem_reduced",
            "move_cut"]
@@ -330,14 +330,25 @@ def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_
     return forced, nodes, u_left, ep[:nb], eq[:nb], hl[:nb], non_sub
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mark(i, marked, is_marked, nm):
+    """Add node ``i`` to the ``nm`` marked nodes unless it is one; the new count."""
+    if not is_marked[i]:
+        is_marked[i] = True
+        marked[nm] = i
+        nm += 1
+    return nm
+
+
 @numba.njit(cache=True, nogil=True)
 def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr, inc_edge, head,
-             sister, arc_pq, arc_qp, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans):
+             sister, arc_pq, arc_qp, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
+             prev_labels, recycle, marked, is_marked):
     """The whole move of a submodular α-expansion, its cut included.
 
     One pass over the nodes and one over the edges write the move's binary problem
-    (:func:`move_problem`'s terms) straight into the capacities of the E-step graph's
-    arc layout (``inc_ptr, head, sister, arc_pq, arc_qp``:
+    (:func:`move_problem`'s terms) into the capacities of the E-step graph's arc
+    layout (``inc_ptr, head, sister, arc_pq, arc_qp``:
     :func:`~hmrf.inference.maxflow_numba.arc_layout`), in place in the workspace arrays
     ``rcap`` to ``orphans`` (:class:`~hmrf.inference.maxflow_numba.MaxflowWorkspace`);
     then :func:`~hmrf.inference.maxflow_numba.maxflow` cuts it. A free node has its
@@ -345,6 +356,28 @@ def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost
     neighbours folded in) as terminal capacity, an edge between two free nodes
     ``half_lambda`` both ways, every other node and arc capacity zero: nodes labelled
     ``alpha`` are never reached by the search trees and stay on the source side.
+
+    **Recycled flow** (``recycle``: Kohli & Torr 2007, §3; for the moves of one label
+    in successive sweeps, Alahari, Kohli & Torr 2010, §4). ``rcap`` and ``trcap``
+    then hold the residual network that the last cut of this ``alpha`` left, built from
+    the labels ``prev_labels``; only what changed since is rewritten. An edge whose
+    ``[x_i != x_j]`` weight changes by ``d`` gets ``d`` more residual both ways; where
+    that leaves a negative residual (its flow exceeds the new capacity) the flow is
+    lowered to the capacity and the excess ``δ`` it leaves at one end and the deficit
+    at the other are sent through their terminal arcs (``δ`` more to the sink from the
+    one, from the source to the other: a reparametrisation, the same cuts). A node's
+    terminal capacity changes by the difference of its new and old capacities. The
+    residual network is then that of a valid flow of the new problem. The nodes whose
+    capacities changed (and the ends of the arcs that did) are marked (``marked``,
+    ``is_marked``: scratch arrays over the nodes, ``is_marked`` all false on entry and
+    on return) and :func:`~hmrf.inference.maxflow_numba.maxflow_reuse` completes the
+    flow from them, keeping the search trees that ``parent``, ``dist`` and
+    ``in_sink_tree`` hold from that last cut: the work is about that of what the labels
+    changed. The cut is the same as from zero flow: the sink side returned is the set
+    of nodes with a residual path to the sink, which every maximum flow leaves the same
+    (up to rounding where the minimum is tied). Ends with ``prev_labels = labels``.
+    Without ``recycle`` every capacity is written afresh and the max-flow starts from
+    zero flow (:func:`~hmrf.inference.maxflow_numba.maxflow`).
 
     Nothing is fixed by dominance first (:func:`move_problem_reduced` does that for
     the QPBO moves): the max-flow settles a dominated node in one growth or
@@ -355,41 +388,107 @@ def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost
 
     Returns ``(x, n_free, non_submodular)``: the nodes that switch to ``alpha`` (bool,
     all nodes), the number of free nodes and whether a term was not submodular; then
-    no cut is computed and ``x`` is empty (the caller runs the QPBO move).
+    no cut is computed, ``x`` is empty, ``rcap`` and ``trcap`` are left part-written
+    (the caller runs the QPBO move and does not recycle them).
     """
     m, n = p.shape[0], labels.shape[0]
     x = np.zeros(n, dtype=np.bool_)  # the free nodes until the cut
     nf = 0
     for i in range(n):
         if labels[i] != alpha and allowed_alpha[i]:
-            trcap[i] = unary[i, alpha] - unary[i, labels[i]]
             x[i] = True
             nf += 1
-        else:
-            trcap[i] = 0.0
     if nf == 0:
         return x, nf, False
+    nm = 0
+    for i in range(n):
+        t = unary[i, alpha] - unary[i, labels[i]] if x[i] else 0.0
+        if not recycle:
+            trcap[i] = t
+            continue
+        if prev_labels[i] != alpha and allowed_alpha[i]:
+            t -= unary[i, alpha] - unary[i, prev_labels[i]]
+        if t != 0.0:
+            trcap[i] += t
+            nm = _mark(i, marked, is_marked, nm)
     for e in range(m):
+        # what the edge adds to its ends' terminal capacities (ti, tj) and its
+        # [x_i != x_j] weight h (between two free nodes); with recycle, the change of
+        # both from the last cut's labels (written out: a tuple-returning helper here
+        # compiles to code several times slower)
         i, j = p[e], q[e]
         fi, fj = x[i], x[j]
-        h = 0.0
+        h, ti, tj = 0.0, 0.0, 0.0
         if fi or fj:
             A, B, C, D = _terms(e, labels[i], labels[j], alpha, wc, wk, tab_of, tab_cost)
             if fi and fj:
                 h = 0.5 * (B + C - A - D)
                 if h < 0.0:
                     if h < -1e-12 * (abs(A) + abs(B) + abs(C) + abs(D)):
+                        for t in range(nm):
+                            is_marked[marked[t]] = False
                         return np.zeros(0, dtype=np.bool_), nf, True
                     h = 0.0  # rounding noise on a term submodular with equality
-                trcap[i] += 0.5 * (D - A + C - B)
-                trcap[j] += 0.5 * (D - A + B - C)
+                ti = 0.5 * (D - A + C - B)
+                tj = 0.5 * (D - A + B - C)
             elif fi:
-                trcap[i] += C - A
+                ti = C - A
             else:
-                trcap[j] += B - A
-        rcap[arc_pq[e]] = h
-        rcap[arc_qp[e]] = h
-    maxflow(inc_ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans)
+                tj = B - A
+        a, b = arc_pq[e], arc_qp[e]
+        if not recycle:
+            trcap[i] += ti
+            trcap[j] += tj
+            rcap[a] = h
+            rcap[b] = h
+            continue
+        pi, pj = prev_labels[i], prev_labels[j]
+        gi, gj = pi != alpha and allowed_alpha[i], pj != alpha and allowed_alpha[j]
+        h0 = 0.0
+        if gi or gj:
+            A, B, C, D = _terms(e, pi, pj, alpha, wc, wk, tab_of, tab_cost)
+            if gi and gj:
+                h0 = max(0.5 * (B + C - A - D), 0.0)  # submodular: that cut ran
+                ti -= 0.5 * (D - A + C - B)
+                tj -= 0.5 * (D - A + B - C)
+            elif gi:
+                ti -= C - A
+            else:
+                tj -= B - A
+        if ti != 0.0:
+            trcap[i] += ti
+            nm = _mark(i, marked, is_marked, nm)
+        if tj != 0.0:
+            trcap[j] += tj
+            nm = _mark(j, marked, is_marked, nm)
+        if h == h0:
+            continue
+        nm = _mark(i, marked, is_marked, nm)
+        nm = _mark(j, marked, is_marked, nm)
+        if h == 0.0:  # no arc left: its flow (i -> j) goes to the terminals
+            f = 0.5 * (rcap[b] - rcap[a])
+            rcap[a] = 0.0
+            rcap[b] = 0.0
+            trcap[i] += f
+            trcap[j] -= f
+            continue
+        ra, rb = rcap[a] + (h - h0), rcap[b] + (h - h0)
+        if ra < 0.0:  # flow i -> j above the new capacity: lowered to it
+            trcap[i] -= ra
+            trcap[j] += ra
+            ra, rb = 0.0, 2.0 * h
+        elif rb < 0.0:
+            trcap[j] -= rb
+            trcap[i] += rb
+            ra, rb = 2.0 * h, 0.0
+        rcap[a] = ra
+        rcap[b] = rb
+    if recycle:
+        maxflow_reuse(inc_ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree,
+                      orphans, marked, nm, is_marked)
+    else:
+        maxflow(inc_ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans)
     for i in range(n):
         x[i] = x[i] and parent[i] != NO_PARENT and in_sink_tree[i]
+        prev_labels[i] = labels[i]
     return x, nf, False

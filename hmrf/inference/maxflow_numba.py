@@ -21,6 +21,9 @@ distance to it (adoption stage; the distances are cached with time stamps), or
 becomes free and makes its tree neighbours active again. Nodes are taken from a FIFO
 queue of active nodes, and the node that found the last augmenting path is grown
 again first (as in the authors' reference implementation, maxflow-v3).
+:func:`maxflow_reuse` resumes from the residual network and the trees of a previous cut
+after some capacities changed (dynamic graph cuts, Kohli & Torr 2007): the α-expansion
+moves of one label in successive sweeps differ where the labels changed.
 
 It is the compiled twin of the PyMaxflow cut (:func:`~hmrf.inference.qpbo.solve_split`,
 the same BK algorithm behind a C++ binding, used by the NumPy kernel and for QPBO
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-__all__ = ["arc_layout", "MaxflowWorkspace", "maxflow", "sink_side"]
+__all__ = ["arc_layout", "MaxflowWorkspace", "maxflow", "maxflow_reuse", "sink_side"]
 
 #: parent of a free node (in neither tree)
 NO_PARENT = -1
@@ -142,8 +145,6 @@ def maxflow(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in
     """
     n = trcap.shape[0]
     queue = np.full(2, NO_PARENT, dtype=np.int64)
-    o_first, o_len = 0, 0  # orphans: a circular deque (each node is in it at most once)
-    flow = 0.0
     for i in range(n):
         next_active[i] = NO_PARENT
         stamp[i] = 0
@@ -156,7 +157,152 @@ def maxflow(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in
         else:
             parent[i] = NO_PARENT
             in_sink_tree[i] = False
+    return _search(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
+                   queue, 0, 0, 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def maxflow_reuse(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
+                  marked, n_marked, is_marked):
+    """:func:`maxflow` that keeps the search trees of the last cut on the same arrays
+    (Kohli & Torr 2007, §3.3; the ``reuse_trees`` option of Boykov and Kolmogorov's
+    maxflow-v3).
+
+    ``rcap``, ``trcap``, ``parent``, ``in_sink_tree``, ``stamp`` and ``dist`` are what
+    the last :func:`maxflow` or :func:`maxflow_reuse` on these arrays left (the time
+    stamps keep a parent's stamp at least its child's, and its distance below the
+    child's at equal stamps, so that the growth's re-parenting never closes a cycle),
+    after which the
+    capacities of the nodes ``marked[:n_marked]`` (``is_marked`` true for them, false
+    for every other node) and of the arcs between them were changed, into the residual
+    network of a valid flow (``trcap`` and ``rcap`` of any sign on a node, non-negative
+    on an arc). Every marked node becomes a child of its terminal when it keeps
+    terminal capacity (its children become orphans if it changes tree), or an orphan;
+    the orphans are adopted, and the search resumes from the marked nodes (made active):
+    the trees elsewhere are kept, so the work is about that of the changes. The cut is
+    read as after :func:`maxflow` (:func:`sink_side`). ``is_marked`` is cleared.
+    Returns the flow added.
+    """
+    n = trcap.shape[0]
+    queue = np.full(2, NO_PARENT, dtype=np.int64)
     time = 0
+    for i in range(n):
+        next_active[i] = NO_PARENT
+        if stamp[i] > time:
+            time = stamp[i]
+    time += 1  # later than every stamp: no cached distance is current
+    o_len = 0
+    for t in range(n_marked):
+        i = marked[t]
+        is_marked[i] = False
+        _push_active(i, next_active, queue)
+        c = trcap[i]
+        if c == 0.0:
+            if parent[i] != NO_PARENT and parent[i] != ORPHAN:
+                parent[i] = ORPHAN
+                orphans[o_len] = i
+                o_len += 1
+            continue
+        sink = c < 0.0
+        if parent[i] == NO_PARENT or parent[i] == ORPHAN or in_sink_tree[i] != sink:
+            in_sink_tree[i] = sink
+            for a in range(ptr[i], ptr[i + 1]):
+                j = head[a]
+                if is_marked[j]:
+                    continue
+                if parent[j] == sister[a]:  # j's tree arc leads to i, which changes tree
+                    parent[j] = ORPHAN
+                    orphans[o_len] = j
+                    o_len += 1
+                # a neighbour in the other tree (an orphan too) that a residual arc joins
+                # to i searches again: i may leave its tree before its own search reaches it
+                if parent[j] != NO_PARENT and in_sink_tree[j] != sink:
+                    if (rcap[a] if not sink else rcap[sister[a]]) != 0.0:
+                        _push_active(j, next_active, queue)
+        parent[i] = TERMINAL
+        stamp[i] = time
+        dist[i] = 1
+    return _search(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
+                   queue, 0, o_len, time)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _adopt(ptr, head, sister, rcap, parent, next_active, stamp, dist, in_sink_tree, orphans, queue, o_first,
+           o_len, time):
+    """The adoption stage: every orphan (a circular deque ``orphans[o_first:]`` of
+    ``o_len`` nodes) finds a parent in its tree whose root is a terminal, the closest
+    to it, or becomes free, orphaning its children and activating its tree neighbours.
+    Returns the deque's new start (it is left empty)."""
+    n = parent.shape[0]
+    while o_len:
+        i2 = orphans[o_first]
+        o_first = o_first + 1 if o_first + 1 < n else 0
+        o_len -= 1
+        sink = in_sink_tree[i2]
+        d_min = _INF_DIST
+        a0_min = NO_PARENT
+        for a0 in range(ptr[i2], ptr[i2 + 1]):
+            cap = rcap[a0] if sink else rcap[sister[a0]]
+            if cap != 0.0:
+                j = head[a0]
+                if in_sink_tree[j] == sink and parent[j] != NO_PARENT:
+                    d = 0
+                    while True:
+                        if stamp[j] == time:
+                            d += dist[j]
+                            break
+                        a = parent[j]
+                        d += 1
+                        if a == TERMINAL:
+                            stamp[j] = time
+                            dist[j] = 1
+                            break
+                        if a == ORPHAN:
+                            d = _INF_DIST
+                            break
+                        j = head[a]
+                    if d < _INF_DIST:
+                        if d < d_min:
+                            a0_min = a0
+                            d_min = d
+                        j = head[a0]
+                        while stamp[j] != time:
+                            stamp[j] = time
+                            dist[j] = d
+                            d -= 1
+                            j = head[parent[j]]
+        parent[i2] = a0_min
+        if a0_min != NO_PARENT:
+            stamp[i2] = time
+            dist[i2] = d_min + 1
+        else:
+            for a0 in range(ptr[i2], ptr[i2 + 1]):
+                j = head[a0]
+                a = parent[j]
+                if in_sink_tree[j] == sink and a != NO_PARENT:
+                    cap = rcap[a0] if sink else rcap[sister[a0]]
+                    if cap != 0.0:
+                        _push_active(j, next_active, queue)
+                    if a != TERMINAL and a != ORPHAN and head[a] == i2:
+                        parent[j] = ORPHAN
+                        t = o_first + o_len
+                        orphans[t - n if t >= n else t] = j
+                        o_len += 1
+    return o_first
+
+
+@numba.njit(cache=True, nogil=True)
+def _search(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans, queue,
+            o_first, o_len, time):
+    """Growth, augmentation and adoption (module docstring) from the active nodes in
+    ``queue`` and the orphans ``orphans[o_first:o_first + o_len]`` (adopted first),
+    until no active node is left. Returns the flow pushed."""
+    n = trcap.shape[0]
+    flow = 0.0
+    if o_len:
+        o_first = _adopt(ptr, head, sister, rcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
+                         queue, o_first, o_len, time)
+        o_len = 0
     current = NO_PARENT
     while True:
         i = current
@@ -289,61 +435,9 @@ def maxflow(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in
             orphans[o_first] = k
             o_len += 1
         flow += bottleneck
-        # adoption
-        while o_len:
-            i2 = orphans[o_first]
-            o_first = o_first + 1 if o_first + 1 < n else 0
-            o_len -= 1
-            sink = in_sink_tree[i2]
-            d_min = _INF_DIST
-            a0_min = NO_PARENT
-            for a0 in range(ptr[i2], ptr[i2 + 1]):
-                cap = rcap[a0] if sink else rcap[sister[a0]]
-                if cap != 0.0:
-                    j = head[a0]
-                    if in_sink_tree[j] == sink and parent[j] != NO_PARENT:
-                        d = 0
-                        while True:
-                            if stamp[j] == time:
-                                d += dist[j]
-                                break
-                            a = parent[j]
-                            d += 1
-                            if a == TERMINAL:
-                                stamp[j] = time
-                                dist[j] = 1
-                                break
-                            if a == ORPHAN:
-                                d = _INF_DIST
-                                break
-                            j = head[a]
-                        if d < _INF_DIST:
-                            if d < d_min:
-                                a0_min = a0
-                                d_min = d
-                            j = head[a0]
-                            while stamp[j] != time:
-                                stamp[j] = time
-                                dist[j] = d
-                                d -= 1
-                                j = head[parent[j]]
-            parent[i2] = a0_min
-            if a0_min != NO_PARENT:
-                stamp[i2] = time
-                dist[i2] = d_min + 1
-            else:
-                for a0 in range(ptr[i2], ptr[i2 + 1]):
-                    j = head[a0]
-                    a = parent[j]
-                    if in_sink_tree[j] == sink and a != NO_PARENT:
-                        cap = rcap[a0] if sink else rcap[sister[a0]]
-                        if cap != 0.0:
-                            _push_active(j, next_active, queue)
-                        if a != TERMINAL and a != ORPHAN and head[a] == i2:
-                            parent[j] = ORPHAN
-                            t = o_first + o_len
-                            orphans[t - n if t >= n else t] = j
-                            o_len += 1
+        o_first = _adopt(ptr, head, sister, rcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
+                         queue, o_first, o_len, time)
+        o_len = 0
     return flow
 
 
