@@ -46,8 +46,9 @@ def test_auto_metric_without_constraints_is_kmeans_on_digits(Est):
 
 
 def test_auto_metric_rule():
-    """Identity with fewer constraints (after the closure) than features or sparse rows;
-    the learned diagonal metric otherwise."""
+    """Cosine for text (sparse non-negative rows); identity with fewer constraints
+    (after the closure) than features or other sparse rows; the learned diagonal metric
+    otherwise."""
     d = WINE_X.shape[1]
     few = Constraints.from_pairs(must_link=[(0, 1)], cannot_link=[(0, 100)], n=len(WINE_X))
     many = Constraints.sample_from_labels(WINE_Y, 60, rng=0)
@@ -56,7 +57,9 @@ def test_auto_metric_rule():
     est = MPCKMeans(3, random_state=0).fit(WINE_X, constraints=many)
     assert est.metric_kind_ == "diagonal" and not np.allclose(est.metric_, est.metric_[0])
     Xs = sp.csr_matrix(np.abs(WINE_X) / np.linalg.norm(WINE_X, axis=1, keepdims=True))
-    assert MPCKMeans(3, random_state=0).fit(Xs, constraints=many).metric_kind_ == "identity"
+    assert MPCKMeans(3, random_state=0).fit(Xs, constraints=many).metric_kind_ == "cosine"
+    signed = sp.csr_matrix(WINE_X - WINE_X.mean(axis=0))
+    assert MPCKMeans(3, random_state=0).fit(signed, constraints=many).metric_kind_ == "identity"
     assert MPCKMeans(3, metric="diagonal", random_state=0).fit(Xs, constraints=many).metric_kind_ == "diagonal"
 
 

@@ -341,7 +341,7 @@ def test_sklearn_conventions():
 
 
 @pytest.mark.parametrize("bad,match", [
-    (dict(penalty="linear"), "penalty"), (dict(metric="cosine"), "metric"),
+    (dict(penalty="linear"), "penalty"), (dict(metric="geodesic"), "metric"),
     (dict(shrinkage=1.5), "shrinkage"), (dict(alpha_min=-1.0), "alpha_min"),
     (dict(alpha_max="largest"), "alpha_max.*auto"), (dict(per_cluster="no"), "per_cluster"),
 ])

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from .._params import Interval, Options
 from ..constraints import MUST_LINK
+from ..emissions import VonMisesFisher, data_emission
 from ..emissions.mahalanobis import METRICS, Mahalanobis
 from ..initialization import initial_centers
 from ..model import HMRF
@@ -38,6 +39,9 @@ __all__ = ["MPCKMeans", "MKMeans"]
 PENALTIES = ("distance", "mirrored", "constant")
 ALPHA_MAX = ("auto", "must_link", "data")
 
+
+#: ``metric="cosine"``: ``A = I`` on the unit sphere (rows and centres L2-normalised)
+COSINE = "cosine"
 
 #: ``shrinkage="auto"`` of M-KMeans: the weight ``λ`` of the range target in its metric
 #: update, and the floor of ``A⁻¹`` in units of the target (so ``a_d t_d <= 1 / λ``)
@@ -78,7 +82,7 @@ class _MetricLearner(HMRFClusterMixin):
     """Shared parts: the emission family and the ``metric_`` attribute."""
 
     _parameter_constraints = {
-        "metric": [Options("auto", *METRICS)],
+        "metric": [Options("auto", COSINE, *METRICS)],
         "per_cluster": [Options(True, False)],
         "alpha_min": [Interval(Real, 0, None, closed="left")],
         "alpha_max": [Options(*ALPHA_MAX), Interval(Real, 0, None, closed="left")],
@@ -90,13 +94,16 @@ class _MetricLearner(HMRFClusterMixin):
     _fixed = dict(HMRFClusterMixin._fixed, penalty="distance")
 
     def _resolved_metric(self, X=None, n_constraints=None) -> str:
-        """``metric``, with ``"auto"`` resolved (see the class docstring): ``"identity"``
-        for sparse ``X`` or fewer constraints than features, else ``"diagonal"``
-        (without ``X``: what the last fit resolved it to)."""
+        """``metric``, with ``"auto"`` resolved (see the class docstring): ``"cosine"``
+        for text (sparse non-negative rows, :func:`hmrf.emissions.data_emission`),
+        ``"identity"`` for other sparse ``X`` or fewer constraints than features, else
+        ``"diagonal"`` (without ``X``: what the last fit resolved it to)."""
         if self.metric != "auto":
             return self.metric
         if X is None:
             return getattr(self, "metric_kind_", "diagonal")
+        if data_emission(X) == "cosine":
+            return COSINE
         d = getattr(self, "n_features_in_", None) or X.shape[1]
         if sp.issparse(X) or (n_constraints is not None and n_constraints < d):
             return "identity"
@@ -107,6 +114,11 @@ class _MetricLearner(HMRFClusterMixin):
         if X is not None:
             self._spec_emission_metric = metric
             self._spec_emission_shrinkage = self._resolved_shrinkage(X)
+        if metric == COSINE:
+            # κ = 2: the cost 2 (1 - xᵀμ) is ||x - μ||² for unit x and μ, so the
+            # emission and the distance-scaled penalties (squared distances between
+            # the unit rows) keep eq. 4's common units, as A = I does off the sphere
+            return VonMisesFisher(kappa=2.0)
         if self.shrinkage == "auto":
             lam = self._resolved_shrinkage(X)
             return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=lam,
@@ -153,7 +165,9 @@ class _MetricLearner(HMRFClusterMixin):
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
         self.metric_kind_ = self._spec_emission_metric
         self.shrinkage_ = self._spec_emission_shrinkage
-        m = self.params_.metric
+        m = getattr(self.params_, "metric", None)
+        if m is None:  # the cosine model: A = I on the unit sphere
+            m = np.ones((self.n_clusters if self.per_cluster else 1, self.n_features_in_))
         self.metric_ = m[0] if m.shape[0] == 1 and not self.per_cluster else m
         return self
 
@@ -469,7 +483,7 @@ class MKMeans(_MetricLearner):
         self
         """
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
-        if self.metric != "auto" or self.metric_kind_ == "identity":
+        if self.metric != "auto" or self.metric_kind_ != "diagonal":
             return self
         from sklearn.base import clone
 
