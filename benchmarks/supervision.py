@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _results import markdown_table, write_result  # noqa: E402
+from _results import command_line, markdown_table, write_result  # noqa: E402
 
 from hmrf import Constraints  # noqa: E402
 from hmrf.datasets import load_dataset  # noqa: E402
@@ -98,43 +98,64 @@ def applies(est, name, X):
     return est != "SphericalKMeans" or not isinstance(X, np.ndarray)
 
 
-def run(datasets, estimators, runs, cache_path):
-    cache = {}
-    if cache_path and os.path.exists(cache_path):
-        with open(cache_path, encoding="utf-8") as f:
-            cache = json.load(f)
+class Cells:
+    """Finished cells by key (``data set|estimator|pairs|runs``), kept in the ``--cache``
+    JSON file when one is given, and the data sets loaded so far."""
 
-    def save():
-        if cache_path:
-            with open(cache_path, "w", encoding="utf-8") as f:
-                json.dump(cache, f)
+    def __init__(self, path):
+        self.path, self.data, self.cache = path, {}, {}
+        if path and os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                self.cache = json.load(f)
 
+    def save(self):
+        if self.path:
+            with open(self.path, "w", encoding="utf-8") as f:
+                json.dump(self.cache, f)
+
+    def load(self, ds):
+        if ds not in self.data:
+            self.data[ds] = load(ds)
+        return self.data[ds]
+
+    def reference(self, ds, runs):
+        """Mean NMI of KMeans(n_init=10) over the seeds ``0..runs-1``."""
+        key = f"{ds}|KMeans(n_init=10)|{runs}"
+        if key not in self.cache:
+            X, y = self.load(ds)
+            self.cache[key] = reference_nmi(X, y, int(np.unique(y).size), runs)
+            self.save()
+        return self.cache[key]
+
+    def cell(self, ds, est, n_pairs, runs):
+        """``{nmi, failed, seconds}`` of ``est`` with ``n_pairs`` pairs over the runs
+        ``0..runs-1`` (a larger ``runs`` extends the same sequence of seeds and pairs)."""
+        key = f"{ds}|{est}|{n_pairs}|{runs}"
+        if key not in self.cache:
+            X, y = self.load(ds)
+            k = int(np.unique(y).size)
+            scores, secs = zip(*(fit_one(est, X, y, k, n_pairs, r) for r in range(runs)))
+            ok = [v for v in scores if v is not None]
+            self.cache[key] = dict(nmi=float(np.mean(ok)) if ok else None, failed=len(scores) - len(ok),
+                                   seconds=float(np.mean(secs)))
+            self.save()
+        return self.cache[key]
+
+
+def run(datasets, estimators, runs, cells):
     results = {}
     for ds in datasets:
-        X, y = load(ds)
+        X, y = cells.load(ds)
         k = int(np.unique(y).size)
-        key = f"{ds}|KMeans(n_init=10)|{runs}"
-        if key not in cache:
-            cache[key] = reference_nmi(X, y, k, runs)
-            save()
-        results[(ds, "ref")] = cache[key]
-        print(f"{ds} (n={X.shape[0]}, k={k}): KMeans(n_init=10) {cache[key]:.3f}", flush=True)
+        results[(ds, "ref")] = cells.reference(ds, runs)
+        print(f"{ds} (n={X.shape[0]}, k={k}): KMeans(n_init=10) {results[(ds, 'ref')]:.3f}", flush=True)
         for est in estimators:
             if not applies(est, ds, X):
                 continue
-            row = {}
-            for n_pairs in levels(ds, X.shape[0]):
-                key = f"{ds}|{est}|{n_pairs}|{runs}"
-                if key not in cache:
-                    scores, secs = zip(*(fit_one(est, X, y, k, n_pairs, r) for r in range(runs)))
-                    ok = [s for s in scores if s is not None]
-                    cache[key] = dict(nmi=float(np.mean(ok)) if ok else None, failed=len(scores) - len(ok),
-                                      seconds=float(np.mean(secs)))
-                    save()
-                row[n_pairs] = cache[key]
+            row = {n_pairs: cells.cell(ds, est, n_pairs, runs) for n_pairs in levels(ds, X.shape[0])}
             results[(ds, est)] = row
-            cells = "  ".join(f"{p}:{_fmt(v)}" for p, v in row.items())
-            print(f"  {est:<16} {cells}", flush=True)
+            cells_text = "  ".join(f"{p}:{_fmt(v)}" for p, v in row.items())
+            print(f"  {est:<16} {cells_text}", flush=True)
     return results
 
 
@@ -144,8 +165,21 @@ def _fmt(cell):
     return f"{cell['nmi']:.3f}" + (f" ({cell['failed']} infeasible)" if cell["failed"] else "")
 
 
+class Miss:
+    """A missed target: the message, and the cells it compares (pair counts of the
+    estimator's row; ``"ref"`` is KMeans(n_init=10)), so that it can be re-measured."""
+
+    def __init__(self, ds, est, text, cells, holds):
+        self.ds, self.est, self.text, self.cells, self.holds = ds, est, text, cells, holds
+
+    def __str__(self):
+        return f"{self.ds} {self.est}: {self.text}"
+
+
 def check(results, datasets, estimators):
-    """The targets, as a list of failure messages."""
+    """The targets, as a list of :class:`Miss`. ``holds(values)`` says whether the miss
+    is still there with other means of the same cells (``values[p]`` the NMI at ``p``
+    pairs, ``values["ref"]`` KMeans')."""
     fails = []
     for ds in datasets:
         ref = results[(ds, "ref")]
@@ -154,22 +188,52 @@ def check(results, datasets, estimators):
             if row is None:
                 continue
             vals = sorted((p, c["nmi"]) for p, c in row.items() if c["nmi"] is not None)
-            best = -np.inf
+            best, best_at = -np.inf, None
             for p, v in vals:
                 if v < best - 0.01:
-                    fails.append(f"{ds} {est}: NMI drops to {v:.3f} at {p} pairs (best before {best:.3f})")
-                best = max(best, v)
+                    fails.append(Miss(ds, est, f"NMI drops to {v:.3f} at {p} pairs (best before {best:.3f})",
+                                      (best_at, p), lambda m, a=best_at, b=p: m[b] < m[a] - 0.01))
+                if v > best:
+                    best, best_at = v, p
             if est in PAIRWISE:
                 zero, five = row[0]["nmi"], row.get(500, {}).get("nmi")
                 if zero is not None and zero < ref - 0.01:
-                    fails.append(f"{ds} {est}: {zero:.3f} without constraints < KMeans {ref:.3f} - 0.01")
+                    fails.append(Miss(ds, est, f"{zero:.3f} without constraints < KMeans {ref:.3f} - 0.01",
+                                      (0, "ref"), lambda m: m[0] < m["ref"] - 0.01))
                 if five is not None and five < ref:
-                    fails.append(f"{ds} {est}: {five:.3f} with 500 pairs < KMeans {ref:.3f}")
+                    fails.append(Miss(ds, est, f"{five:.3f} with 500 pairs < KMeans {ref:.3f}",
+                                      (500, "ref"), lambda m: m[500] < m["ref"]))
             if ds == "synthetic-1e5" and est in ("PCKMeans", "MPCKMeans"):
                 for p, v in vals:
                     if v < 0.99:
-                        fails.append(f"{ds} {est}: {v:.3f} < 0.99 at {p} pairs")
+                        fails.append(Miss(ds, est, f"{v:.3f} < 0.99 at {p} pairs", (p,),
+                                          lambda m, p=p: m[p] < 0.99))
     return fails
+
+
+def confirm(fails, cells, runs):
+    """Re-measure the cells of every miss over ``runs`` runs (the first ones are the
+    table's) and return ``(confirmed, notes)``: the misses that hold with the larger
+    sample, and a sentence per miss with both samples' means.
+
+    A mean of 10 NMI values has a standard error of about 0.01-0.02 on the small text
+    sets, as large as the targets' tolerance, so a miss at 10 runs is a candidate; the
+    re-measurement decides (a two-stage test: the table keeps the 10-run means)."""
+    confirmed, notes = [], []
+    for miss in fails:
+        values = {}
+        for c in miss.cells:
+            if c == "ref":
+                values[c] = cells.reference(miss.ds, runs)
+            else:
+                values[c] = cells.cell(miss.ds, miss.est, c, runs)["nmi"]
+        shown = ", ".join(f"{'KMeans' if c == 'ref' else f'{c} pairs'} {values[c]:.3f}" for c in miss.cells)
+        if None not in values.values() and miss.holds(values):
+            confirmed.append(miss)
+            notes.append(f"{miss} -- confirmed over {runs} runs ({shown})")
+        else:
+            notes.append(f"{miss} -- not confirmed over {runs} runs ({shown}): the 10 runs' noise")
+    return confirmed, notes
 
 
 def _objective_of(model, labels, params):
@@ -238,7 +302,7 @@ def explain(fails, runs):
     a better optimum of the model's own objective: the model, not the search."""
     notes = []
     done = {}
-    for f in fails:
+    for f in map(str, fails):
         ds, est_name = f.split()[0], f.split()[1].rstrip(":")
         if "without constraints" not in f or est_name not in PAIRWISE:
             continue
@@ -252,7 +316,7 @@ def explain(fails, runs):
         notes.append(f"{ds}: without constraints, the mean {emission} objective of the labelling of "
                      f"{key[1]}, {ours:.6g}, is {verdict} than that of KMeans(n_init=10)'s labelling, "
                      f"{theirs:.6g} (lower in {lower} of {runs} runs)")
-    for f in fails:
+    for f in map(str, fails):
         parts = f.split()
         name = parts[1].rstrip(":")
         if "drops" not in f or name not in ("COPKMeans", "HMRFKMeans"):
@@ -286,6 +350,44 @@ def table(results, datasets, estimators):
     return markdown_table(header, rows, ["---", "---", *["---:"] * 6])
 
 
+README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+README_MARKERS = ("<!-- supervision table: written by benchmarks/supervision.py --readme -->",
+                  "<!-- end of the supervision table -->")
+
+
+def readme_summary(results, datasets, runs, fails):
+    """The README's summary: KMeans(n_init=10) and every pairwise estimator without
+    pairs and with 500, per data set, then the misses and the command."""
+    header = ["data set", "KMeans(n_init=10)", *[f"{e} 0 → 500" for e in PAIRWISE]]
+    rows = []
+    for ds in datasets:
+        row = [ds, f"{results[(ds, 'ref')]:.3f}"]
+        for est in PAIRWISE:
+            cells = results.get((ds, est))
+            row.append("" if cells is None else f"{_fmt(cells[0])} → {_fmt(cells[500])}")
+        rows.append(row)
+    text = [markdown_table(header, rows, ["---", *["---:"] * (len(header) - 1)]), "",
+            f"Mean NMI over {runs} runs at the defaults, random labelled pairs; all estimators, "
+            "the 1 % column and the targets in `docs/results/supervision.md` "
+            + (f"(targets not met: {'; '.join(map(str, fails))})." if fails else "(every target met)."),
+            f"Written by `{command_line()}`."]
+    return "\n".join(text)
+
+
+def write_readme_summary(results, datasets, runs, fails) -> str:
+    """Replace the text between the README's two markers by :func:`readme_summary`."""
+    with open(README, encoding="utf-8") as f:
+        readme = f.read()
+    start, end = README_MARKERS
+    if start not in readme or end not in readme:
+        raise SystemExit(f"README.md has no {start!r} ... {end!r} markers to write between.")
+    head, rest = readme.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    with open(README, "w", encoding="utf-8") as f:
+        f.write(head + start + "\n" + readme_summary(results, datasets, runs, fails) + "\n" + end + tail)
+    return README
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="3 runs on small data sets; no results file")
@@ -293,28 +395,47 @@ def main(argv=None):
     p.add_argument("--datasets", default=None, help="comma-separated (default: all)")
     p.add_argument("--estimators", default=None, help="comma-separated (default: all)")
     p.add_argument("--cache", default=None, help="JSON file keeping finished cells")
+    p.add_argument("--confirm-runs", type=int, default=40, metavar="N",
+                   help="re-measure the cells of every missed target over N runs (0: no second stage)")
     p.add_argument("--note", default="", help="a sentence for the notes (e.g. the load while cells ran)")
     p.add_argument("--write", default=None, metavar="NAME",
                    help="write the table of the chosen data sets and estimators to docs/results/NAME.md")
+    p.add_argument("--readme", action="store_true",
+                   help="also write the 0 / 500 pairs summary between the README's supervision markers")
     args = p.parse_args(argv)
     runs = args.runs or (3 if args.quick else 10)
     datasets = args.datasets.split(",") if args.datasets else (QUICK_DATASETS if args.quick else DATASETS)
     estimators = args.estimators.split(",") if args.estimators else ESTIMATORS
-    results = run(datasets, estimators, runs, args.cache)
-    fails = check(results, datasets, estimators)
+    cells = Cells(args.cache)
+    results = run(datasets, estimators, runs, cells)
+    candidates = check(results, datasets, estimators)
     print()
-    print("\n".join(fails) if fails else "every target met")
+    print("\n".join(map(str, candidates)) if candidates else "every target met")
+    fails, second = candidates, []
+    if candidates and args.confirm_runs > runs:
+        fails, second = confirm(candidates, cells, args.confirm_runs)
+        print("\n".join(second))
     why = explain(fails, runs) if fails else []
     print("\n".join(why))
     if args.write or (not args.quick and not args.datasets and not args.estimators):
-        notes = (f"Mean NMI over {runs} runs (all points), each estimator at its defaults; random "
+        lines = [f"Mean NMI over {runs} runs (all points), each estimator at its defaults; random "
                  "labelled pairs, the same for every estimator. COP-KMeans: mean over the runs "
                  "in which it found a labelling (the number of runs without one in parentheses). "
-                 "SP-KMeans runs on the text sets only. Targets: " +
-                 ("every target met." if not fails else "missed: " + "; ".join(fails) + ".") +
-                 (" " + "; ".join(why) + "." if why else "") + (" " + args.note if args.note else ""))
+                 "SP-KMeans runs on the text sets only. "
+                 + ("Every target met." if not candidates else
+                    f"Targets missed at {runs} runs, each re-measured over {args.confirm_runs} runs "
+                    f"(the first {runs} of them the table's):" if second else
+                    "Targets missed:")]
+        if candidates:
+            lines += [""] + [f"- {t}" for t in (second or map(str, candidates))]
+            lines += ["", (f"Confirmed: {len(fails)} of {len(candidates)}." if second else "")
+                      + ("" if not why else " " + "; ".join(why) + ".")]
+        if args.note:
+            lines += ["", args.note]
         print("wrote", write_result(args.write or "supervision", table(results, datasets, estimators),
-                                    notes=notes))
+                                    notes="\n".join(lines)))
+        if args.readme:
+            print("wrote", write_readme_summary(results, datasets, runs, fails))
 
 
 if __name__ == "__main__":

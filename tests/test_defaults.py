@@ -173,13 +173,16 @@ def test_fit_on_a_text_file_runs_the_cosine_model_and_says_so(tmp_path, capsys):
     ref = HMRFKMeans(3, emission="cosine", random_state=0).fit(Xt, constraints=c)
     labels = [int(line.split(",")[1]) for line in (out / "labels.csv").read_text().split()[1:]]
     assert labels == ref.labels_.tolist()
-    # asked for, the squared Euclidean model runs; PCKMeans takes the text model too, and
-    # an estimator with its own family (MPCKMeans' learned metric) keeps it
+    # asked for, the squared Euclidean model runs; PCKMeans takes the text model too, so
+    # does MPCKMeans (its metric on the unit sphere), and MPCKMeans asked for a learned
+    # Mahalanobis metric learns one
     assert main(args + ["--emission", "sqeuclidean"]) == 0
     assert json.loads((out / "summary.json").read_text())["emission"] == "sqeuclidean"
     assert main(args + ["--estimator", "pckmeans"]) == 0
     assert json.loads((out / "summary.json").read_text())["emission"] == "cosine"
     assert main(args + ["--estimator", "mpckmeans"]) == 0
+    assert json.loads((out / "summary.json").read_text())["emission"] == "cosine"
+    assert main(args + ["--estimator", "mpckmeans", "--emission", "mahalanobis"]) == 0
     assert json.loads((out / "summary.json").read_text())["emission"] == "mahalanobis"
 
 

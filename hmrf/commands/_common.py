@@ -260,11 +260,13 @@ def is_text(data: Data) -> bool:
 
 def emission_for(given, spec, data: Data):
     """The emission an estimator gets: ``--emission`` if given; for text, the thesis's
-    cosine / von Mises-Fisher model (Basu 2005, §4.3.4) when the estimator's family is
-    free; else ``None`` (the estimator's own)."""
+    cosine / von Mises-Fisher model (Basu 2005, §4.3.4) when the estimator can use it
+    (its family is free, or cosine is one of its own); else ``None`` (the estimator's
+    own)."""
     if given is not None:
         return given
-    return "cosine" if spec.emissions is None and is_text(data) else None
+    can = spec.emissions is None or "cosine" in spec.emissions
+    return "cosine" if can and is_text(data) else None
 
 
 def emission_text(given, resolved) -> str:

@@ -46,6 +46,10 @@ class EstimatorSpec:
     emissions : tuple of str or None
         ``None``: any family, passed as ``emission=``. Otherwise the family is fixed
         by the estimator and only these names describe it.
+    emission_metric : dict
+        For the metric learners: the ``metric`` each name of ``emissions`` sets
+        (``"cosine"`` the unit-sphere model, ``"sqeuclidean"`` the identity metric);
+        empty for the others.
     params : dict
         Fixed keyword arguments of the row (e.g. ``w=0`` for HMRF-KMeans-I).
     no_engine : str
@@ -58,6 +62,7 @@ class EstimatorSpec:
     takes_engine: bool = False
     takes_w: bool = False
     emissions: tuple | None = None
+    emission_metric: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
     no_engine: str = ""
 
@@ -77,6 +82,10 @@ class EstimatorSpec:
 
 _FAMILY = {"sqeuclidean": "squared Euclidean distance", "mahalanobis": "a learned Mahalanobis metric",
            "cosine": "cosine similarity"}
+#: ``--emission`` of the metric learners, as their ``metric``: a named Mahalanobis
+#: metric is the learned diagonal one; on text their ``metric="auto"`` is ``"cosine"``
+_METRIC_OF = {"mahalanobis": "diagonal", "sqeuclidean": "identity", "euclidean": "identity",
+              "cosine": "cosine"}
 _ARGMIN = "its E-steps have no pairwise terms, so each point takes its nearest centre"
 
 #: Estimator name -> :class:`EstimatorSpec`.
@@ -97,12 +106,12 @@ ESTIMATORS = {
         "mpckmeans:MPCKMeans",
         "MPCKMeans: PCKMeans plus a learned diagonal Mahalanobis metric",
         "constraints", takes_engine=True, takes_w=True,
-        emissions=("mahalanobis", "sqeuclidean", "euclidean")),
+        emissions=("mahalanobis", "sqeuclidean", "euclidean", "cosine"), emission_metric=_METRIC_OF),
     "mkmeans": EstimatorSpec(
         "mpckmeans:MKMeans",
         "MKMeans: KMeans under a metric learned from the constraints",
         "constraints", takes_engine=True, takes_w=True,
-        emissions=("mahalanobis", "sqeuclidean", "euclidean")),
+        emissions=("mahalanobis", "sqeuclidean", "euclidean", "cosine"), emission_metric=_METRIC_OF),
     "copkmeans": EstimatorSpec(
         "copkmeans:COPKMeans",
         "COP-KMeans: every constraint hard, greedy assignment (Wagstaff et al. 2001)",
@@ -187,6 +196,8 @@ def make_estimator(name: str, n_clusters: int, emission: str | EmissionFamily | 
         elif not (isinstance(emission, str) and emission.lower() in spec.emissions):
             raise ValueError(f"{key} uses {_FAMILY[spec.emissions[0]]}; emission {emission!r} is not "
                              f"possible (use {' or '.join(spec.emissions)}, or omit it).")
+        elif spec.emission_metric:
+            kwargs["metric"] = spec.emission_metric[emission.lower()]
     if w is not None:
         if not spec.takes_w:
             raise ValueError(f"{key} has no constraint weight w to set.")
