@@ -10,6 +10,7 @@ from sklearn.datasets import load_digits, load_iris, load_wine
 
 from hmrf import HMRF, Constraints, MKMeans, MPCKMeans
 from hmrf._validation import check_random_state
+from hmrf.constraints import MUST_LINK
 from hmrf.em import run_em
 from hmrf.emissions import Mahalanobis
 from hmrf.estimators.mpckmeans import MKMEANS_AUTO_SHRINKAGE, auto_shrinkage, satisfied_fraction
@@ -208,3 +209,81 @@ def test_paper_setting_is_the_paper_model():
     np.testing.assert_array_equal(est.labels_, res.labels)
     assert est.objective_ == pytest.approx(res.objective, rel=1e-12)
     np.testing.assert_allclose(est.params_.prior, WINE_X.var(axis=0), rtol=1e-12)
+
+
+# -------------------------------------------------------------- text: metric="cosine"
+def _topics(n_per=20, seed=0):
+    """Word counts of three topics over 12 terms (sparse, non-negative): text."""
+    rng = np.random.default_rng(seed)
+    rates = np.full((3, 12), 0.2)
+    for t in range(3):
+        rates[t, 4 * t:4 * t + 4] = 3.0
+    y = np.repeat(np.arange(3), n_per)
+    counts = rng.poisson(rates[y]) + (rng.random((y.size, 12)) < 0.05)
+    counts[counts.sum(axis=1) == 0, 0] = 1
+    return sp.csr_matrix(counts.astype(np.float64)), y
+
+
+def test_auto_metric_on_text_is_spherical_kmeans_without_constraints():
+    """On text ``metric="auto"`` is the unit-sphere model: without constraints the fit is
+    SP-KMeans' (the same labels as SphericalKMeans), its objective twice SP-KMeans'
+    ``Σ (1 - x̂ᵀμ̂)``, since the cost is ``||x̂ - μ̂||² = 2 (1 - x̂ᵀμ̂)``."""
+    from hmrf import SphericalKMeans
+
+    X, _ = _topics()
+    for Est in (MPCKMeans, MKMeans):
+        est = Est(3, random_state=0).fit(X)
+        sph = SphericalKMeans(3, random_state=0).fit(X)
+        assert est.metric_kind_ == "cosine" and emission_of(est).name == "cosine"
+        np.testing.assert_array_equal(est.labels_, sph.labels_)
+        assert est.objective_ == pytest.approx(2.0 * sph.objective_, rel=1e-9)
+        np.testing.assert_array_equal(est.metric_, np.ones(X.shape[1]))
+
+
+def _unit(A):
+    A = np.asarray(A, dtype=np.float64)
+    return A / np.linalg.norm(A, axis=1, keepdims=True)
+
+
+def _cosine_mpck_objective(Xu, labels, ml, cl, k):
+    """Eq. 4 on the unit sphere by hand: ``Σ ||x̂ - μ̂||²`` with ``μ̂`` the normalised
+    cluster sums, plus ``f_M = max(0, α - ||x̂_i - x̂_j||²)`` per split must-link and
+    ``f_C = min(||x̂_i - x̂_j||², α)`` per joined cannot-link, ``α`` the largest
+    squared must-link distance."""
+    mu = _unit(np.array([Xu[labels == h].sum(axis=0) for h in range(k)]))
+    cost = float(((Xu - mu[labels]) ** 2).sum())
+    sq = lambda i, j: float(((Xu[i] - Xu[j]) ** 2).sum())  # noqa: E731
+    alpha = max(sq(i, j) for i, j in ml)
+    cost += sum(max(0.0, alpha - sq(i, j)) for i, j in ml if labels[i] != labels[j])
+    cost += sum(min(sq(i, j), alpha) for i, j in cl if labels[i] == labels[j])
+    return cost
+
+
+def test_cosine_mpckmeans_finds_the_enumerated_optimum_of_eq4_on_the_sphere():
+    """Seven documents, two clusters, two must-links and a cannot-link that move the
+    optimum away from the data's own: the fit's labelling is the minimum of eq. 4 on the
+    unit sphere over all labellings (enumerated with the hand-written objective), and
+    its ``objective_`` is that minimum."""
+    from itertools import product
+
+    X = sp.csr_matrix(np.array([[5, 1, 3, 4], [1, 1, 1, 2], [2, 4, 2, 2], [3, 4, 2, 1],
+                                [0, 3, 4, 3], [0, 0, 4, 1], [4, 0, 5, 1]], dtype=np.float64))
+    est = MPCKMeans(2, random_state=0).fit(X, must_link=[(3, 6), (2, 3)], cannot_link=[(0, 2)])
+    assert est.metric_kind_ == "cosine"
+    # the transitive closure the fit uses (§3.1): (2, 6) must-linked, (0, 3), (0, 6) cannot-linked
+    c = est.constraints_
+    ml = [tuple(p) for p in c.pairs[c.kind == MUST_LINK]]
+    cl = [tuple(p) for p in c.pairs[c.kind != MUST_LINK]]
+    assert len(ml) == 3 and len(cl) == 3
+    Xu = _unit(X.toarray())
+    labellings = [np.array(lab) for lab in product((0, 1), repeat=7) if len(set(lab)) == 2]
+    costs = [_cosine_mpck_objective(Xu, lab, ml, cl, 2) for lab in labellings]
+    alone = [_cosine_mpck_objective(Xu, lab, ml[:1], [], 2) for lab in labellings]  # f_M = 0
+    optimum = labellings[int(np.argmin(costs))]
+    assert not _same_partition(optimum, labellings[int(np.argmin(alone))])  # the constraints matter
+    assert _same_partition(est.labels_, optimum)
+    assert est.objective_ == pytest.approx(min(costs), rel=1e-9)
+
+
+def _same_partition(a, b):
+    return np.array_equal(a, b) or np.array_equal(a, 1 - np.asarray(b))

@@ -190,18 +190,23 @@ class MPCKMeans(_MetricLearner):
     Parameters
     ----------
     n_clusters : int, default=8
-    metric : {"auto", "diagonal", "full", "identity"}, default="auto"
+    metric : {"auto", "diagonal", "full", "identity", "cosine"}, default="auto"
         Learned diagonal or full ``A``; ``"identity"`` fixes ``A = I`` (no metric
-        learning). ``"auto"``: ``"identity"`` when there are fewer constraints (after
-        the closure) than features, or ``X`` is sparse; ``"diagonal"`` otherwise. The
-        rule follows the paper's findings that metric learning "requires sufficient
-        labeled data to be beneficial" and that a learned ``A`` "is likely to be
-        singular for high-dimensional data" (Basu, Bilenko & Mooney 2004, §1, §5): a
-        diagonal metric has ``d`` parameters, so it is learned from at least ``d``
-        constraints; without them the fit is KMeans' (squared Euclidean) model. Sparse
-        rows (TF-IDF) keep ``A = I``, whose cost on L2-normalised rows is the cosine
-        distance of the thesis's text model (Basu 2005, §2.3.2). The value used is
-        ``metric_kind_``; the measurements are in :doc:`/metric_learning`.
+        learning); ``"cosine"`` is ``A = I`` on the unit sphere: rows and centres
+        L2-normalised (the thesis's text model, SP-KMeans, Basu 2005, §2.3.2 and
+        §4.3.4), the cost ``2 (1 - xᵀμ̂) = ||x - μ̂||²``
+        (:class:`~hmrf.emissions.VonMisesFisher` with ``κ = 2``, so that the
+        distance-scaled penalties, squared distances between the unit rows, keep the
+        units of eq. 4). ``"auto"``: ``"cosine"`` for text, sparse rows with no
+        negative entry (:func:`hmrf.emissions.data_emission`); ``"identity"`` when there
+        are fewer constraints (after the closure) than features, or ``X`` is otherwise
+        sparse; ``"diagonal"`` otherwise. The rule follows the paper's findings that
+        metric learning "requires sufficient labeled data to be beneficial" and that a
+        learned ``A`` "is likely to be singular for high-dimensional data" (Basu,
+        Bilenko & Mooney 2004, §1, §5): a diagonal metric has ``d`` parameters, so it is
+        learned from at least ``d`` constraints; without them the fit is KMeans'
+        (squared Euclidean) model. The value used is ``metric_kind_``; the measurements
+        are in :doc:`/metric_learning`.
     per_cluster : bool, default=False
         One metric per cluster (penalties then use their mean, keeping them Potts).
     w : float or "auto", default="auto"
@@ -270,7 +275,8 @@ class MPCKMeans(_MetricLearner):
     Attributes
     ----------
     metric_ : ndarray
-        Learned metric: (d,) or (d, d) shared; (k, d) or (k, d, d) per cluster.
+        Learned metric: (d,) or (d, d) shared; (k, d) or (k, d, d) per cluster (ones
+        for ``"identity"`` and ``"cosine"``).
     metric_kind_ : str
         The metric the fit used (``metric`` with ``"auto"`` resolved).
     shrinkage_ : float
