@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hmrf"
 #: the longest matching prefix wins.
 LAYERS = {
     "_validation": 0, "_params": 0, "_blocks": 0, "_pairs": 0, "_grid": 0, "_lazy": 0,
-    "_optional": 0, "_typing": 0, "exceptions": 0,
+    "_optional": 0, "_typing": 0, "_numba_cache": 0, "exceptions": 0,
     "constraints": 1,
     "emissions": 2,
     "potentials": 3, "graph": 3,

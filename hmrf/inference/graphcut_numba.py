@@ -21,7 +21,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._numba_cache import refresh
+from . import maxflow_numba
 from .maxflow_numba import NO_PARENT, maxflow, maxflow_reuse
+
+# the moves compile in the max-flow of maxflow_numba
+refresh(__file__, maxflow_numba.__file__)
 
 __all__ = ["move_problem", "move_change", "fix_dominated", "incidence", "components", "move_problem_reduced",
            "move_cut"]

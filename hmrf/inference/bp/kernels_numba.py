@@ -31,10 +31,16 @@ from typing import TYPE_CHECKING, NamedTuple
 import numba
 import numpy as np
 
+from ... import graph
+from ..._numba_cache import refresh
 from ...graph import POTTS_CL, POTTS_ML
+from . import messages_numba
 from .messages_numba import cannot_link_message, must_link_message
 from .order import node_order
 from .state import PassFlags, PassState
+
+# the kernels compile in the message functions and the graph's Potts codes
+refresh(__file__, messages_numba.__file__, graph.__file__)
 
 if TYPE_CHECKING:
     from typing import Any

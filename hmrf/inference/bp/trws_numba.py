@@ -33,8 +33,14 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ... import graph
+from ..._numba_cache import refresh
 from ...graph import POTTS_CL, POTTS_ML
+from . import messages_numba
 from .messages_numba import cannot_link_message, must_link_message, row_min
+
+# the kernels compile in the message functions and the graph's Potts codes
+refresh(__file__, messages_numba.__file__, graph.__file__)
 
 __all__ = ["forward_pass", "backward_pass", "forward_pass_ml", "backward_pass_ml", "must_link_passes",
            "SPECIALISED_K"]
