@@ -471,3 +471,47 @@ def test_the_supervision_benchmark_compares_the_models_own_objective():
     km = SKKMeans(3, n_init=1, random_state=0).fit(Xd)
     dense = HMRFKMeans(3, random_state=0).fit(Xd)
     assert bench._objective_of(HMRF(Xd, 3), km.labels_, dense.params_) == pytest.approx(km.inertia_, rel=1e-6)
+
+
+class _FakeCells:
+    """Cells of a larger sample for :func:`confirm`: a table of NMI by (estimator, pairs)."""
+
+    def __init__(self, nmi, ref):
+        self.nmi, self.ref, self.asked = nmi, ref, []
+
+    def reference(self, ds, runs):
+        self.asked.append((ds, "ref", runs))
+        return self.ref
+
+    def cell(self, ds, est, n_pairs, runs):
+        self.asked.append((ds, est, n_pairs, runs))
+        return {"nmi": self.nmi[(est, n_pairs)], "failed": 0, "seconds": 0.0}
+
+
+def test_the_supervision_benchmark_confirms_a_miss_over_more_runs():
+    """A drop and a shortfall against KMeans found at 10 runs are re-measured on exactly
+    the cells they compare; a miss counts only when it holds with the larger sample."""
+    bench = _supervision_benchmark()
+    cell = lambda v: {"nmi": v, "failed": 0, "seconds": 0.0}  # noqa: E731
+    results = {("d", "ref"): 0.50,
+               ("d", "SeededKMeans"): {0: cell(0.50), 100: cell(0.47), 500: cell(0.60), 3: cell(0.51)},
+               ("d", "HMRFKMeans"): {0: cell(0.45), 100: cell(0.55), 500: cell(0.70), 3: cell(0.45)}}
+    misses = bench.check(results, ["d"], ["SeededKMeans", "HMRFKMeans"])
+    assert [str(m) for m in misses] == [
+        "d SeededKMeans: NMI drops to 0.470 at 100 pairs (best before 0.510)",
+        "d HMRFKMeans: 0.450 without constraints < KMeans 0.500 - 0.01"]
+    # the drop holds with 40 runs, the shortfall is noise
+    cells = _FakeCells({("SeededKMeans", 3): 0.52, ("SeededKMeans", 100): 0.50, ("HMRFKMeans", 0): 0.49},
+                       ref=0.495)
+    confirmed, notes = bench.confirm(misses, cells, 40)
+    assert confirmed == misses[:1]
+    assert sorted(cells.asked, key=str) == sorted([("d", "SeededKMeans", 3, 40), ("d", "SeededKMeans", 100, 40),
+                                                   ("d", "HMRFKMeans", 0, 40), ("d", "ref", 40)], key=str)
+    assert "confirmed over 40 runs" in notes[0] and "not confirmed over 40 runs" in notes[1]
+
+
+def test_the_supervision_benchmark_records_its_command_without_the_cache(monkeypatch):
+    bench = _supervision_benchmark()
+    monkeypatch.setattr("sys.argv", ["benchmarks/supervision.py", "--runs", "10", "--cache", "/tmp/c.json",
+                                     "--cache=/tmp/d.json", "--readme"])
+    assert bench.recorded_command().endswith("supervision.py --runs 10 --readme")
