@@ -2,8 +2,9 @@
 
 Hypothesis draws problems a new user can produce by accident: 2-30 points in 1-4
 dimensions, 1-5 clusters, duplicated points, random must- and cannot-links that may
-contradict each other, soft, hard or mixed weights, dense or sparse, float32 or float64
-data. For every estimator x engine:
+contradict each other, soft, hard or mixed weights, dense or sparse (term counts among
+them: text, which the estimators fit with the cosine model), float32 or float64 data.
+For every estimator x engine:
 
 * the fit returns labels in ``[0, k)`` or raises one of the library's documented errors
   (``InfeasibleError`` naming a point, ``InconsistentConstraintsError``, or a
@@ -133,9 +134,12 @@ def problems(draw):
     d = draw(st.integers(1, 4))
     k = draw(st.integers(1, min(5, n)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    layout = draw(st.sampled_from(["grid", "blobs", "normal"]))
+    layout = draw(st.sampled_from(["grid", "blobs", "normal", "counts"]))
     if layout == "grid":  # few distinct values: duplicated points, ties, zero rows
         X = rng.integers(-2, 3, size=(n, d)).astype(float)
+    elif layout == "counts":  # term counts, no empty row: sparse, it is text (the cosine models)
+        X = rng.poisson(1.0, size=(n, d)).astype(float)
+        X[X.sum(axis=1) == 0, 0] = 1.0
     elif layout == "blobs":
         X = rng.normal(size=(k, d))[rng.integers(0, k, n)] * 5 + rng.normal(scale=0.3, size=(n, d))
     else:
