@@ -250,13 +250,15 @@ class HMRF:
         One pass over the rows (:meth:`one_cluster_moments`), made once per model (its
         rows, family and normaliser do not change). Where the unary costs are affine in
         the data terms ``a(x)`` and ``x`` (:class:`~hmrf.emissions.LinearCosts`:
-        ``u(x) = s (a(x) + <x, g>) + const``, every Bregman family and vMF), their mean
-        is their value at the mean plus ``s`` times the Jensen gap of ``a``:
+        ``u(x) = s (a(x) + <x, g>) + const``; the Bregman families, ``a = φ``, and vMF,
+        ``a = 0``), their mean is their value at the mean plus ``s`` times the Jensen gap
+        of ``a``:
 
-            mean_i u(x_i, θ̄) - u(μ̄, θ̄) = u(x̄, θ̄) - u(μ̄, θ̄) + s (mean_i φ(x_i) - φ(x̄))
+            mean_i u(x_i, θ̄) - u(μ̄, θ̄) = u(x̄, θ̄) - u(μ̄, θ̄) + s (mean_i a(x_i) - a(x̄))
 
-        and the gap is the Bregman information of the data, ``E[D_φ(X, E X)] = E φ(X) -
-        φ(E X)`` (Banerjee et al. 2005, JMLR 6, §3.1), summed without cancellation by
+        and for ``a = φ`` the gap is the Bregman information of the data,
+        ``E[D_φ(X, E X)] = E φ(X) - φ(E X)`` (Banerjee et al. 2005, JMLR 6, §3.1), summed
+        without cancellation by
         :class:`~hmrf.emissions.stats.Spread`. Other families (Mahalanobis, whose
         quadratic form depends on θ̄) add up their costs in a second pass.
         """
