@@ -24,6 +24,7 @@ from .backend import RowBackend
 from .constraints import Constraints, check_constraints
 from .emissions import EmissionFamily, get_emission
 from .emissions.base import NORMALIZERS, MStepContext
+from .emissions.stats import Spread
 from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .potentials import PairwisePotential, PottsConstraints
 
@@ -246,21 +247,51 @@ class HMRF:
         keeps it) and ``μ̄`` its centre. For a Bregman family with the constant
         normaliser, ``mean_i D(x_i, x̄)``.
 
-        One pass for the statistics and one for the costs (blocks of rows; on a Dask
-        array, passes on the workers), made once per model: its rows, family and
-        normaliser do not change.
+        One pass over the rows (:meth:`one_cluster_moments`), made once per model (its
+        rows, family and normaliser do not change). Where the unary costs are affine in
+        the data terms ``a(x)`` and ``x`` (:class:`~hmrf.emissions.LinearCosts`:
+        ``u(x) = s (a(x) + <x, g>) + const``; the Bregman families, ``a = φ``, and vMF,
+        ``a = 0``), their mean is their value at the mean plus ``s`` times the Jensen gap
+        of ``a``:
+
+            mean_i u(x_i, θ̄) - u(μ̄, θ̄) = u(x̄, θ̄) - u(μ̄, θ̄) + s (mean_i a(x_i) - a(x̄))
+
+        and for ``a = φ`` the gap is the Bregman information of the data,
+        ``E[D_φ(X, E X)] = E φ(X) - φ(E X)`` (Banerjee et al. 2005, JMLR 6, §3.1), summed
+        without cancellation by
+        :class:`~hmrf.emissions.stats.Spread`. Other families (Mahalanobis, whose
+        quadratic form depends on θ̄) add up their costs in a second pass.
         """
         cached = getattr(self, "_data_scale", None)
         if cached is not None:
             return cached
-        n = self.n_samples
-        one = self._one_cluster()
-        theta = self.emission.update(self.statistics(one), None, self.normalizer,
-                                     MStepContext(n_clusters=self.n_clusters))
+        stats, spread = self.one_cluster_moments()
+        theta = self.emission.update(stats, None, self.normalizer, MStepContext(n_clusters=self.n_clusters))
+        costs = self.emission.linear_costs(theta, self.normalizer, np.float64)
         centre = np.asarray(theta.centers[:1], dtype=np.float64)
-        at_centre = float(block_unary(self.emission, centre, theta, self.normalizer)[0, 0])
-        self._data_scale = self.unary_total(one, theta) / n - at_centre
+        if costs is None:  # costs not affine in (a(x), x): the mean cost by a pass
+            at_centre = float(block_unary(self.emission, centre, theta, self.normalizer)[0, 0])
+            self._data_scale = self.unary_total(self._one_cluster(), theta) / self.n_samples - at_centre
+            return self._data_scale
+        mean = stats.sums[:1] / stats.counts[0]  # μ̄ itself for the plain mean: the first term is 0
+        u = block_unary(self.emission, np.vstack([mean, centre]), theta, self.normalizer)[:, 0]
+        slope = 1.0 if costs.scale is None else float(costs.scale[0])
+        self._data_scale = float(u[0] - u[1]) + slope * spread.information / spread.count
         return self._data_scale
+
+    def one_cluster_moments(self) -> tuple[ClusterStats, Spread]:
+        """The M-step statistics of every point in cluster 0 (of ``n_clusters``) and the
+        :class:`~hmrf.emissions.stats.Spread` of the rows, in one pass over blocks of
+        rows (:meth:`data_scale`)."""
+        fam, k, shift = self.emission, self.n_clusters, self.statistics_shift
+        stats = spread = None
+        for rows in row_blocks(self.n_samples, self.X.shape[1]):  # a loop over blocks of rows
+            Z = self.X[rows]
+            st = fam.statistics(Z, np.zeros(Z.shape[0], dtype=np.int64), k, self.normalizer, shift)
+            part = Spread.of(fam, Z)
+            stats = st if stats is None else stats + st
+            spread = part if spread is None else spread + part
+        return stats, spread
 
     def _one_cluster(self):
         """Every point in cluster 0, as labels of this model's points."""

@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from .._blocks import row_blocks
 from .._validation import check_data, convert_data
 from ..emissions.base import EmissionFamily
+from ..emissions.stats import Spread
 
 __all__ = ["ChunkedData", "ColumnSummary", "as_row_chunked", "tree_reduce", "label_dtype",
            "PERSIST_FRACTION"]
@@ -167,7 +168,8 @@ def first_read(block, family: EmissionFamily, start: int, keep_terms: bool):
     moments for :class:`ColumnSummary`, the family's data terms when ``keep_terms`` (else
     ``None``), and whether ``prepare`` changed the chunk (see :func:`load_chunk`)."""
     X, prepared = _checked(block, family, start)
-    return _Moments.of(prepared), family.data_terms(prepared) if keep_terms else None, prepared is not X
+    terms = family.data_terms(prepared) if keep_terms else None
+    return _Moments.of(prepared, family), terms, prepared is not X
 
 
 def _data_terms(X, family):
@@ -189,7 +191,9 @@ class _Moments:
     """Count, column sums and column second moments of some rows: for dense rows the sum
     of squared deviations from their own mean (combined by Chan, Golub & LeVeque's
     pairwise update, free of the cancellation of raw moments), for sparse rows the raw
-    sum of squares (what the in-memory families compute for sparse data)."""
+    sum of squares (what the in-memory families compute for sparse data); and the rows'
+    :class:`~hmrf.emissions.stats.Spread` under the family (its Bregman information, for
+    ``w="auto"``)."""
 
     count: float
     sums: np.ndarray
@@ -199,15 +203,17 @@ class _Moments:
     lo: np.ndarray | None = None  # column minima and maxima (the Mahalanobis range target)
     hi: np.ndarray | None = None
     nnz: int = 0  # stored entries of sparse rows
+    spread: Spread | None = None
 
     @classmethod
-    def of(cls, X) -> _Moments:
+    def of(cls, X, family: EmissionFamily | None = None) -> _Moments:
+        spread = None if family is None else Spread.of(family, X)
         if sp.issparse(X):
             sums = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
             sq = np.asarray(X.multiply(X).sum(axis=0), dtype=np.float64).ravel()
             lo, hi = (np.asarray(m.toarray(), dtype=np.float64).ravel()
                       for m in (X.min(axis=0), X.max(axis=0)))
-            return cls(float(X.shape[0]), sums, sq, True, _nbytes(X), lo, hi, int(X.nnz))
+            return cls(float(X.shape[0]), sums, sq, True, _nbytes(X), lo, hi, int(X.nnz), spread)
         total = None
         for rows in row_blocks(X.shape[0], X.shape[1]):  # blocks of rows bound the temporaries
             Z = np.asarray(X[rows], dtype=np.float64)
@@ -216,6 +222,7 @@ class _Moments:
                        Z.min(axis=0), Z.max(axis=0))
             total = part if total is None else total + part
         total.nbytes = _nbytes(X)
+        total.spread = spread
         return total
 
     def __add__(self, other: _Moments) -> _Moments:
@@ -225,16 +232,18 @@ class _Moments:
         else:
             delta = other.sums / other.count - self.sums / self.count
             second = self.second + other.second + delta * delta * (self.count * other.count / n)
+        spread = None if self.spread is None or other.spread is None else self.spread + other.spread
         return _Moments(n, self.sums + other.sums, second, self.sparse, self.nbytes + other.nbytes,
                         np.minimum(self.lo, other.lo), np.maximum(self.hi, other.hi),
-                        self.nnz + other.nnz)
+                        self.nnz + other.nnz, spread)
 
 
 @dataclass(frozen=True)
 class ColumnSummary:
     """What the initialisation and the families' priors read from the whole data, computed
     in one pass over the chunks: the number of rows, the column sums, means and
-    (population) variances of the prepared data, and its size in memory.
+    (population) variances of the prepared data, its size in memory, and its Bregman
+    information under the family (``w="auto"``'s scale needs no pass of its own).
 
     Attributes
     ----------
@@ -248,6 +257,12 @@ class ColumnSummary:
     nnz : int
         Stored entries of sparse chunks (0 for dense chunks): what a pass over the rows
         costs, read by ``n_init="auto"``.
+    second : ndarray (d,)
+        Column sums of squared deviations from the mean (dense chunks), of squares
+        (sparse chunks): the one-cluster second moments of the M-step statistics.
+    spread : Spread or None
+        The rows' :class:`~hmrf.emissions.stats.Spread` under the family (their Bregman
+        information, behind ``w="auto"``: :meth:`hmrf.HMRF.data_scale`).
     """
 
     n: int
@@ -258,6 +273,8 @@ class ColumnSummary:
     min: np.ndarray | None = None
     max: np.ndarray | None = None
     nnz: int = 0
+    second: np.ndarray | None = None
+    spread: Spread | None = None
 
     @classmethod
     def from_moments(cls, m: _Moments) -> ColumnSummary:
@@ -266,7 +283,8 @@ class ColumnSummary:
             var = np.maximum(m.second / m.count - mean**2, 0.0)
         else:
             var = m.second / m.count
-        return cls(int(m.count), m.sums, mean, var, int(m.nbytes), m.lo, m.hi, int(m.nnz))
+        return cls(int(m.count), m.sums, mean, var, int(m.nbytes), m.lo, m.hi, int(m.nnz), m.second,
+                   m.spread)
 
 
 class ChunkedData:
@@ -332,7 +350,7 @@ class ChunkedData:
         if persist is True or (persist == "auto" and not self.sparse and self._fits(dense_bytes)):
             self._persist()
             self.summary = ColumnSummary.from_moments(dask.compute(tree_reduce(
-                [dask.delayed(_Moments.of, pure=False)(c) for c in self.chunks]))[0])
+                [dask.delayed(_Moments.of, pure=False)(c, self.family_key) for c in self.chunks]))[0])
             return
         self._read_once(raw)
         if persist == "auto" and self.sparse and self._fits(self.summary.nbytes + 8 * self.n):

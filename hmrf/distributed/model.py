@@ -25,6 +25,7 @@ import numpy as np
 from .._blocks import row_blocks
 from ..emissions import get_emission
 from ..emissions.base import MStepContext
+from ..emissions.stats import ClusterStats, Spread
 from ..model import HMRF, block_unary
 from ..potentials import DistanceScaledPotts
 from .components import component_tasks_above
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from .._typing import MatrixLike
     from ..constraints import Constraints
     from ..emissions.base import EmissionFamily, EmissionParams
-    from ..emissions.stats import ClusterStats
 
 __all__ = ["DaskHMRF"]
 
@@ -155,6 +155,25 @@ class DaskHMRF(HMRF):
             return None
         return self.data.summary.mean
 
+    def one_cluster_moments(self) -> tuple[ClusterStats, Spread]:
+        """As :meth:`hmrf.HMRF.one_cluster_moments`, from the summary pass the model made when
+        it was built (no pass) unless the family's statistics need a full second moment
+        (then one pass on the workers)."""
+        summary, fam, k = self.data.summary, self.emission, self.n_clusters
+        kind = fam.second_moment(self.normalizer)
+        if kind == "full" or summary.spread is None:
+            parts = [dask.delayed(_chunk_one_cluster, pure=False)(self.data.family_key, x, k, self.normalizer,
+                                                                 self.statistics_shift)
+                     for x in self.data.chunks]
+            return dask.compute(tree_reduce(parts, combine=_add_pairs))[0]
+        stats = ClusterStats.zeros(k, self.data.d, kind, self.statistics_shift)
+        stats.counts[0], stats.sums[0] = summary.n, summary.sums
+        if kind == "norm":
+            stats.second[0] = summary.second.sum()
+        elif kind == "diagonal":
+            stats.second[0] = summary.second
+        return stats, summary.spread
+
     def clamped_chunks(self) -> Any:
         """The clamped labels cut into the chunks' slices and kept on the workers (sent
         once), or ``None``."""
@@ -262,3 +281,16 @@ def _chunk_statistics(family, X, labels, n_clusters, normalizer, shift):
         st = family.statistics(X[sl], labels[sl].astype(np.int64), n_clusters, normalizer, shift)
         total = st if total is None else total + st
     return total
+
+
+def _chunk_one_cluster(family, X, n_clusters, normalizer, shift):
+    """Statistics of one chunk's rows all in cluster 0, and their Spread."""
+    stats = _chunk_statistics(family, X, np.zeros(X.shape[0], dtype=np.int64), n_clusters, normalizer, shift)
+    return stats, Spread.of(family, X)
+
+
+def _add_pairs(*pairs):
+    stats, spread = pairs[0]
+    for st, sp_ in pairs[1:]:  # a few partial results, in order
+        stats, spread = stats + st, spread + sp_
+    return stats, spread

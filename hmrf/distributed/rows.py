@@ -21,13 +21,17 @@ as in memory:
   with its chunk on the workers; to draw candidates the client receives one sum a chunk,
   draws a chunk and then, from the same uniform number, a row inside it (a task on that
   chunk's worker searches the chunk's cumulative sum), so the client holds O(chunks) per
-  step, never O(n); the candidates' potentials are per-chunk sums added up by a tree of
-  tasks. The draws and the sums differ from the in-memory ones by round-off only (the
-  order of the additions).
+  step, never O(n); the candidates' potentials are per-chunk sums added up in the order
+  of a tree reduction. Each step reads the chunks once: the pass that scores the
+  candidates keeps the rows each one lowers on the workers, and the chosen candidate's
+  minima are formed from them. The draws and the sums differ from the in-memory ones by
+  round-off only (the order of the additions).
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import TYPE_CHECKING
 
 import dask
@@ -35,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backend import InMemoryRows, MinDivergence, RowBackend, min_divergence_rows
-from .data import ChunkedData, tree_reduce
+from .data import FAN_IN, ChunkedData
 
 if TYPE_CHECKING:
     from typing import Any
@@ -254,11 +258,37 @@ def _chunk_update(family, X, data, closest, centers) -> np.ndarray:
     return d if closest is None else np.minimum(closest, d)
 
 
-def _chunk_potentials(family, X, data, closest, candidates) -> np.ndarray:
-    """For each candidate centre: the chunk's summed divergence to the nearest centre if the
-    candidate joined the centres (T,)."""
-    return np.array([np.minimum(closest, min_divergence_rows(family, X, data, candidates[t:t + 1])).sum()
-                     for t in range(candidates.shape[0])])  # a few candidates
+def _chunk_potentials(family, X, data, closest, candidates) -> tuple[np.ndarray, list]:
+    """For each candidate centre ``c_t``: the chunk's summed divergence to the nearest centre
+    if ``c_t`` joined the centres (T,), and what :func:`_chunk_lowered` needs to form those
+    minima without reading the chunk again: the rows ``c_t`` lowers (a packed mask, also
+    true where its divergence is NaN, as ``np.minimum`` propagates it) and their new
+    values."""
+    sums = np.empty(candidates.shape[0])
+    lowered = []
+    for t in range(candidates.shape[0]):  # a few candidates
+        d = min_divergence_rows(family, X, data, candidates[t:t + 1])
+        sums[t] = np.minimum(closest, d).sum()
+        mask = (d < closest) | np.isnan(d)
+        lowered.append((np.packbits(mask), d[mask]))
+    return sums, lowered
+
+
+def _chunk_lowered(closest, lowered, t) -> np.ndarray:
+    """``np.minimum(closest, D(x_i, c_t))`` of a chunk from :func:`_chunk_potentials`' rows
+    that candidate ``t`` lowers (no read of the chunk)."""
+    bits, values = lowered[t]
+    new = closest.copy()
+    new[np.unpackbits(bits, count=closest.shape[0]).astype(bool)] = values
+    return new
+
+
+def _tree_sum(rows: list) -> np.ndarray:
+    """The sum of ``rows`` in the order :func:`~hmrf.distributed.data.tree_reduce` adds
+    them (groups of ``FAN_IN``, level by level), on the client."""
+    while len(rows) > 1:  # a loop over the levels of the tree
+        rows = [functools.reduce(operator.add, rows[i:i + FAN_IN]) for i in range(0, len(rows), FAN_IN)]
+    return rows[0]
 
 
 def _chunk_sum(closest) -> float:
@@ -274,6 +304,11 @@ class ChunkDivergence(MinDivergence):
     """:class:`~hmrf.backend.MinDivergence` of a :class:`ChunkedData`: one persisted task a
     chunk, and the chunks' sums on the client (module docstring).
 
+    A k-means++ step reads the chunks once: :meth:`potentials` keeps on the workers, for
+    each candidate, the rows it lowers and their new values, from which
+    :meth:`with_centre` forms the chosen candidate's minima (and knows their sums)
+    without reading the chunks again.
+
     Attributes
     ----------
     parts : list of Delayed
@@ -282,11 +317,14 @@ class ChunkDivergence(MinDivergence):
         Their sums.
     """
 
-    def __init__(self, data: ChunkedData, family_key: Any, terms: Any, parts: Any) -> None:
+    def __init__(self, data: ChunkedData, family_key: Any, terms: Any, parts: Any,
+                 sums: NDArray[np.float64] | None = None) -> None:
         self._data, self._family, self._terms = data, family_key, terms
         self.parts = list(dask.persist(*parts))
-        self.sums = np.array(dask.compute(*[dask.delayed(_chunk_sum, pure=False)(p) for p in self.parts]),
-                             dtype=np.float64)
+        if sums is None:
+            sums = dask.compute(*[dask.delayed(_chunk_sum, pure=False)(p) for p in self.parts])
+        self.sums = np.asarray(sums, dtype=np.float64)
+        self._scored = None  # the last potentials: (candidates, per-chunk potentials, lowered rows)
 
     @classmethod
     def of(cls, data: ChunkedData, family: EmissionFamily, centers: NDArray[np.floating]) -> ChunkDivergence:
@@ -316,12 +354,26 @@ class ChunkDivergence(MinDivergence):
         return rows
 
     def potentials(self, candidates: NDArray[np.intp]) -> np.ndarray:
-        """Per-chunk potentials added up by a tree of tasks on the workers."""
-        return dask.compute(tree_reduce(
-            [dask.delayed(_chunk_potentials, pure=False)(self._family, x, t, c, candidates)
-             for x, t, c in zip(self._data.chunks, self._terms, self.parts)]))[0]
+        """Per-chunk potentials, one read of each chunk, added up on the client in the
+        order of a tree reduction; the rows each candidate lowers stay on the workers
+        for :meth:`with_centre`."""
+        tasks = [dask.delayed(_chunk_potentials, pure=False, nout=2)(self._family, x, t, c, candidates)
+                 for x, t, c in zip(self._data.chunks, self._terms, self.parts)]
+        out = dask.persist(*[t[1] for t in tasks], *[t[0] for t in tasks])  # one graph: one read a chunk
+        n_chunks = len(tasks)
+        per_chunk = np.array(dask.compute(*out[n_chunks:]), dtype=np.float64).reshape(n_chunks, -1)
+        self._scored = (candidates, per_chunk, list(out[:n_chunks]))
+        return _tree_sum(list(per_chunk))
 
     def with_centre(self, candidates: NDArray[np.intp], t: int) -> ChunkDivergence:
+        """The minima once ``candidates[t]`` joined the centres: formed on the workers from
+        what the last :meth:`potentials` of the same ``candidates`` kept (no read of the
+        chunks), else by a pass over them."""
+        if self._scored is not None and self._scored[0] is candidates:
+            _, per_chunk, lowered = self._scored
+            parts = [dask.delayed(_chunk_lowered, pure=False)(c, low, t)
+                     for c, low in zip(self.parts, lowered)]
+            return ChunkDivergence(self._data, self._family, self._terms, parts, per_chunk[:, t])
         chosen = candidates[t:t + 1]
         parts = [dask.delayed(_chunk_update, pure=False)(self._family, x, d, c, chosen)
                  for x, d, c in zip(self._data.chunks, self._terms, self.parts)]

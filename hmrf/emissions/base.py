@@ -334,6 +334,13 @@ class EmissionFamily(ABC):
         The result has the precision of ``X`` (float32 stays float32).
         """
 
+    def divergence_to(self, X: MatrixLike, point: NDArray[np.floating]) -> NDArray[np.float64] | None:
+        """``D_φ(x_i, c)`` of every row to one point ``c`` (n,), float64, for the Bregman
+        information of the family's data terms ``φ(x_i)`` (:class:`~hmrf.emissions.stats.Spread`,
+        behind :meth:`hmrf.HMRF.data_scale`); ``None`` for a family without data terms,
+        whose costs are linear in ``x`` (the information term is then 0)."""
+        return None
+
     def distortion(self, X: MatrixLike, params: EmissionParams, data: Any = None) -> np.ndarray:
         """The distortion part of the unary cost, (n, k): ``D(x_i, μ_h)`` by default.
 

@@ -99,6 +99,11 @@ class BregmanFamily(EmissionFamily):
         """``φ(x_i)`` for every row (n,), float64."""
         return np.asarray(self.phi(X), dtype=np.float64).reshape(-1)
 
+    def divergence_to(self, X: MatrixLike, point: NDArray[np.floating]) -> np.ndarray:
+        """``D_φ(x_i, c)`` of every row to ``c`` (n,), float64 (the rows in float64)."""
+        Z = X.astype(np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+        return self.divergence(Z, np.asarray(point, dtype=np.float64)[None, :])[:, 0]
+
     def _centre_terms(self, centers, dtype):
         """``-∇φ(μ_h)`` and ``<μ_h, ∇φ(μ_h)> - φ(μ_h)`` in ``dtype``, remembered for the
         last centres seen: the E-step evaluates the same centres on every row block."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import scipy.sparse as sp
 
 from .base import EmissionParams, LinearCosts, check_squared_scale
 from .bregman import BregmanFamily, row_dot
@@ -72,6 +73,14 @@ class SquaredEuclidean(BregmanFamily):
     def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
         check_squared_scale(X, self.name)
         return X
+
+    def divergence_to(self, X: MatrixLike, point: NDArray[np.floating]) -> np.ndarray:
+        """``||x_i - c||²`` (n,), float64, from the differences for dense rows (free of the
+        cancellation of ``||x||² - 2<x, c> + ||c||²`` for data far from the origin)."""
+        c = np.asarray(point, dtype=np.float64)
+        if sp.issparse(X):
+            return super().divergence_to(X, c)
+        return row_dot(np.asarray(X, dtype=np.float64) - c[None, :])
 
     def _variance(self, params):
         if params.scale is None:

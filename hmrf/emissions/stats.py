@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
+from .._blocks import row_blocks
 from .._optional import available
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from .._typing import MatrixLike
 
-__all__ = ["ClusterStats", "group_sums", "SECOND_MOMENTS"]
+__all__ = ["ClusterStats", "Spread", "group_sums", "SECOND_MOMENTS"]
 
 #: kinds of second moment a family may ask for: none, Σ||x-c||² (k,), Σ(x-c)∘(x-c)
 #: (k, d), Σ(x-c)(x-c)ᵀ (k, d, d)
@@ -230,3 +231,67 @@ def _second_moment(X, a, k, kind, shift):
             Zh = Z[a == h]
             out[h] = Zh.T @ Zh
     return out
+
+
+@dataclass
+class Spread:
+    """Count, column sums and summed divergence to their mean ``Σ_i D(x_i, x̄)`` of some
+    rows under a family: ``n`` times the Bregman information of the rows (Banerjee et al.
+    2005, JMLR 6, §3.1), ``E[D_φ(X, E X)] = E φ(X) - φ(E X)``, computed in one pass.
+
+    Each row block contributes the divergences of its rows to the block's own mean (so no
+    ``Σ φ(x_i) - n φ(x̄)`` of large terms cancels when the spread is small against the
+    magnitude of the data, e.g. data offset by 1e6), and two parts add up as within-group
+    plus between-group information (the decomposition behind Banerjee et al.'s Theorem 1,
+    the law of total variance for squared Euclidean distance)::
+
+        Σ_{a∪b} D(x_i, x̄) = Σ_a D(x_i, x̄_a) + Σ_b D(x_i, x̄_b) + n_a D(x̄_a, x̄) + n_b D(x̄_b, x̄)
+
+    which holds because ``Σ_{i∈a} <x_i - x̄_a, ∇φ(x̄)> = 0``. The divergences come from
+    the family's ``divergence_to``; a family without one (its costs are linear in ``x``:
+    vMF) has no information term (0).
+
+    Attributes
+    ----------
+    count : float
+    sums : ndarray (d,)
+        float64.
+    information : float
+        ``Σ_i D(x_i, x̄)`` of these rows.
+    family : EmissionFamily
+    """
+
+    count: float
+    sums: np.ndarray
+    information: float
+    family: Any
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.sums / self.count
+
+    @classmethod
+    def of(cls, family: Any, X: MatrixLike) -> Spread:
+        """The spread of the rows of ``X`` (n >= 1), in blocks of rows."""
+        total = None
+        for rows in row_blocks(X.shape[0], X.shape[1]):  # blocks of rows bound the temporaries
+            Z = X[rows]
+            sums = np.asarray(Z.sum(axis=0, dtype=np.float64), dtype=np.float64).ravel()
+            count = float(Z.shape[0])
+            div = family.divergence_to(Z, sums / count)
+            part = cls(count, sums, 0.0 if div is None else float(div.sum()), family)
+            total = part if total is None else total + part
+        return total
+
+    def __add__(self, other: Spread) -> Spread:
+        if not other.count:
+            return self
+        if not self.count:
+            return other
+        n = self.count + other.count
+        sums = self.sums + other.sums
+        between = self.family.divergence_to(np.vstack([self.mean, other.mean]), sums / n)
+        info = self.information + other.information
+        if between is not None:
+            info += self.count * float(between[0]) + other.count * float(between[1])
+        return Spread(n, sums, info, self.family)
