@@ -264,3 +264,23 @@ def test_estimators_default_to_auto_and_fit_what_it_names(name):
         assert auto.emission_ == family
         np.testing.assert_array_equal(auto.labels_, named.labels_)
         np.testing.assert_array_equal(auto.predict(data), named.predict(data))
+
+
+def test_cosine_with_no_mean_direction_takes_an_optimal_centre():
+    """Two opposite points: the data's resultant is zero, so every unit vector is an
+    optimal one-cluster centre (``Σ (1 - xᵀμ) = n``). The update takes one (the first
+    axis) instead of failing, the scale behind ``w="auto"`` is the mean cost above the
+    centre's, 1, and a constrained fit on such data runs (the failing example hypothesis
+    found for SphericalKMeans with k = 1)."""
+    from hmrf import HMRF, Constraints, SphericalKMeans
+    from hmrf.emissions import VonMisesFisher
+
+    X = np.array([[0.12573022], [-0.13210486]])
+    fam = VonMisesFisher()
+    theta = fam.update(HMRF(X, 1, emission="cosine").statistics(np.zeros(2, dtype=np.int64)))
+    np.testing.assert_array_equal(theta.centers, [[1.0]])
+    assert HMRF(X, 1, emission="cosine").data_scale() == pytest.approx(1.0)
+    X3 = np.array([[1.0, 2.0, 0.0], [-1.0, -2.0, 0.0], [0.0, 0.0, 3.0], [0.0, 0.0, -3.0]])
+    assert HMRF(X3, 2, emission="cosine").data_scale() == pytest.approx(1.0)
+    est = SphericalKMeans(1, random_state=0).fit(X, constraints=Constraints.empty(2))
+    assert est.labels_.tolist() == [0, 0]

@@ -190,7 +190,10 @@ class VonMisesFisher(EmissionFamily):
         normaliser, κ from the mean resultant length ``||Σ x|| / n``.
 
         A cluster whose resultant is zero keeps its previous centre, or, on a first
-        M-step, takes the direction of the data's mean resultant.
+        M-step, takes the direction of the data's mean resultant; when that is zero too
+        (e.g. two opposite points in one cluster), the first coordinate axis. Every unit
+        vector is then an optimal centre, since ``Σ_i (1 - x_iᵀμ) = n - (Σ_i x_i)ᵀμ = n``
+        for all of them, and this one is deterministic.
         """
         self.check_normalizer(normalizer)
         k = stats.n_clusters
@@ -205,9 +208,7 @@ class VonMisesFisher(EmissionFamily):
             else:
                 total = sums.sum(axis=0)
                 nrm = np.linalg.norm(total)
-                if not nrm > 0:
-                    raise ValueError("every cluster has a zero resultant; the data have no mean direction.")
-                centers[~ok] = total / nrm
+                centers[~ok] = total / nrm if nrm > 0 else np.eye(1, sums.shape[1])
         if normalizer == "constant":
             return EmissionParams(centers)
         d = centers.shape[1]
