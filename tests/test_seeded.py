@@ -328,3 +328,50 @@ def test_a_seed_just_across_a_border_costs_its_move_not_a_seed_label():
         est = SeededKMeans(3, random_state=state).fit(BORDER_X, BORDER)
         assert est.objective_ == pytest.approx(J)
         assert _penalised(est, BORDER_X, BORDER, 3) == pytest.approx(J + move)
+
+
+def test_a_run_beaten_in_both_objective_and_seeds_kept_never_wins():
+    """Iris with every point a seed: from the seed means Lloyd's iterations end in a
+    minimum of ``J_kmeans`` a hair above the least one that the fit without seeds finds,
+    and one more seed outside its class's cluster; its ``J_kmeans + Σ min(w, Δ_i)`` is
+    lower all the same (its missed seeds sit closer to the border). A run that both
+    fits the data worse and keeps fewer seeds than another is not chosen."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    paper = SeededKMeans(3, n_init=1, random_state=0).fit(X, y)
+    alone = SeededKMeans(3, random_state=0).fit(X)
+    assert paper.objective_ > alone.objective_
+    assert _seeds_missed(paper.labels_, y, 3) > _seeds_missed(alone.labels_, y, 3)
+    assert _penalised(paper, X, y, 3) < _penalised(alone, X, y, 3)
+    for state in range(3):
+        est = SeededKMeans(3, random_state=state).fit(X, y)
+        assert est.n_runs_ > 1
+        assert est.objective_ == pytest.approx(alone.objective_)
+        assert _seeds_missed(est.labels_, y, 3) == _seeds_missed(alone.labels_, y, 3)
+
+
+def test_the_pareto_rule_keeps_the_lowest_score_among_unbeaten_runs():
+    """``_best_run`` on made-up runs: the lowest score wins unless another run is no
+    worse in both ``J`` and missed seeds and better in one; ties go to the first run."""
+    from types import SimpleNamespace
+
+    from hmrf.estimators.base import _best_run
+
+    def runs(*rows):
+        return [(SimpleNamespace(objective=J, name=i), score, missed)
+                for i, (J, score, missed) in enumerate(rows)]
+
+    f64 = np.float64
+    # the lowest score is beaten in both J and missed by run 1: run 1 (next score) wins
+    assert _best_run(runs((10.0, 11.0, 5), (9.0, 12.0, 4), (8.0, 13.0, 6)), f64).name == 1
+    # lower J but more missed seeds: not beaten, its lower score wins
+    assert _best_run(runs((10.0, 11.0, 3), (9.0, 12.0, 4)), f64).name == 0
+    # equal J and equal missed: a tie, the first run
+    assert _best_run(runs((10.0, 11.0, 3), (10.0, 11.0, 3)), f64).name == 0
+    # equal missed, lower J beats a lower score
+    assert _best_run(runs((10.0, 11.0, 3), (9.0, 12.0, 3)), f64).name == 1
+    # J within round-off of float32 and fewer missed seeds: beaten
+    assert _best_run(runs((10.0 * (1 + 1e-6), 11.0, 4), (10.0, 12.0, 3)), np.float32).name == 1
+    # without supervision (missed all 0) the lowest J wins, as the lowest score
+    assert _best_run(runs((10.0, 10.0, 0), (9.0, 9.0, 0), (9.5, 9.5, 0)), f64).name == 1

@@ -98,6 +98,29 @@ def auto_n_init(model) -> int:
     return int(min(cap, max(1, AUTO_WORK // max(work, 1.0))))
 
 
+def _best_run(runs, precision):
+    """The winner among ``runs``, ``(EMResult, score, missed)`` in the order they ran:
+    the lowest ``score`` among the runs that no other run beats in both ``J`` (the
+    run's objective) and ``missed`` (supervision left unkept that ``J`` does not
+    count), i.e. on the Pareto front of the two (a run of higher ``J`` that also keeps
+    fewer seeds is never chosen, whatever its ``score``). Differences within round-off
+    of the working ``precision`` are ties, and a tie goes to the earlier run: equal
+    optima (the same clustering, relabelled) go to the first run, whatever the order
+    of the sums (threads, Dask chunks)."""
+    J = np.array([res.objective for res, _, _ in runs], dtype=np.float64)
+    missed = np.array([m for _, _, m in runs])
+    slack = np.array([rise_tolerance(j, precision) for j in J])
+    # run q beats run r when J_q <= J_r and missed_q <= missed_r, one of them strictly
+    no_worse = (J[:, None] <= J[None, :] + slack[None, :]) & (missed[:, None] <= missed[None, :])
+    better = (J[:, None] < J[None, :] - slack[None, :]) | (missed[:, None] < missed[None, :])
+    beaten = (no_worse & better).any(axis=0)
+    best, best_score = None, np.inf
+    for (res, score, _), out in zip(runs, beaten):
+        if not out and (best is None or score < best_score - rise_tolerance(best_score, precision)):
+            best, best_score = res, score
+    return best
+
+
 class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     """Common ``fit``/``predict`` for estimators that run EM on an HMRF.
 
@@ -289,7 +312,9 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         kind is skipped (a deterministic seeding has nothing to
         vary). The objective ``J`` of the model, constraints included, decides, plus what
         the run costs in supervision that ``J`` leaves out (``_supervision_cost``:
-        Seeded-KMeans' seeds outside their class's cluster). A run
+        Seeded-KMeans' seeds outside their class's cluster), among the runs that no
+        other run beats in both ``J`` and that supervision's count
+        (``_supervision_missed``; :func:`_best_run`). A run
         that ends in :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g.
         COP-KMeans' greedy assignment) is skipped; the error is raised when every run
         ends in it.
@@ -309,7 +334,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         else:
             kinds = [0] + ([1] if auto and alone is not None else [])
         schedule = self._schedule(int(n_init), kinds, rng, auto, y)
-        best, best_score, seen = None, np.inf, {kind: [] for kind, _ in schedule}
+        runs, seen = [], {kind: [] for kind, _ in schedule}
         precision = getattr(model.X, "dtype", np.float64)
         for kind, gen in schedule:
             if kind == 0:
@@ -332,14 +357,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                 failed = exc
                 continue
             self.n_runs_ += 1
-            # lower beyond round-off: equal optima (the same clustering, relabelled) go to
-            # the first run, whatever the order of the sums (threads, Dask chunks)
-            score = res.objective + self._supervision_cost(model, res, y)
-            if best is None or score < best_score - rise_tolerance(best_score, precision):
-                best, best_score = res, score
-        if best is None:
+            runs.append((res, res.objective + self._supervision_cost(model, res, y),
+                         self._supervision_missed(model, res, y)))
+        if not runs:
             raise failed
-        return best
+        return _best_run(runs, precision)
 
     def _schedule(self, n_init, kinds, rng, auto, y):
         """The runs to make, as ``(kind of start, generator)``: ``n_init`` runs, the
@@ -352,6 +374,13 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         ``n_init``; 0 here: the objective of a model with pairwise potentials counts its
         constraints."""
         return 0.0
+
+    def _supervision_missed(self, model, result, y) -> int:
+        """How many pieces of supervision a run leaves unkept that its objective does
+        not count (Seeded-KMeans' seeds outside their class's cluster): a run that is
+        beaten by another in both this count and its objective ``J`` never wins
+        (:func:`_best_run`); 0 here."""
+        return 0
 
     def _chordal(self, model):
         """The squared-Euclidean model of the data alone on the unit rows of a cosine

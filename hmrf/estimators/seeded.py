@@ -65,7 +65,9 @@ class SeededKMeans(HMRFClusterMixin):
         where a seeded one is; ``"perturbed"``, random perturbations of the global
         centroid (the thesis, §3.5.4, after Dhillon et al. 2001).
     n_init : int or "auto", default="auto"
-        Runs; the lowest ``J_kmeans + Σ_i min(w, Δ_i)`` wins, the sum over the seeds
+        Runs; among the runs that no other run beats in both ``J_kmeans`` and the number
+        of seeds kept (the Pareto front of the two: a run that fits the data worse and
+        keeps fewer seeds never wins), the lowest ``J_kmeans + Σ_i min(w, Δ_i)`` wins, the sum over the seeds
         outside the cluster matched to their class, ``Δ_i`` what moving seed ``i``
         there costs at the run's centres, ``w`` the weight of ``w="auto"``
         (:meth:`hmrf.HMRF.auto_w`: a seed label costs what a violated constraint does),
@@ -88,7 +90,10 @@ class SeededKMeans(HMRFClusterMixin):
         rejects unless the seeds' start keeps enough more of the seeds in their
         clusters to pay for its higher ``J_kmeans`` (the seeds are labels the user
         gave, §3.1; the penalty is the HMRF's for a violated label, each seed at the
-        cheaper of moving and paying it).
+        cheaper of moving and paying it). The sum prices a labelling with its cheap
+        seeds moved, not the labelling returned; the Pareto front keeps it from
+        preferring a minimum that is worse than another run's in ``J_kmeans`` and
+        in the seeds kept, as two near-equal minima of ``J_kmeans`` on iris are.
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
@@ -162,6 +167,25 @@ class SeededKMeans(HMRFClusterMixin):
         np.add.at(table, seeds[seeded], move)
         rows, cols = linear_sum_assignment(table)
         return float(table[rows, cols].sum())
+
+    def _supervision_missed(self, model, result, y) -> int:
+        """The seeds outside the cluster matched to their class, under the matching of
+        classes to clusters that keeps the most seeds (Kuhn's Hungarian method on the
+        table of seed counts, SciPy's ``linear_sum_assignment``); 0 when the seeds are
+        clamped. A run that keeps fewer seeds at a higher ``J_kmeans`` than another
+        never wins, whatever its ``J_kmeans + Σ min(w, Δ_i)``."""
+        from scipy.optimize import linear_sum_assignment
+
+        if self._clamp:
+            return 0
+        seeds, classes = _seed_clusters(y, len(result.labels), self.n_clusters)
+        seeded = np.flatnonzero(seeds >= 0)
+        if seeded.size == 0:
+            return 0
+        table = np.zeros((classes.size, self.n_clusters), dtype=np.int64)
+        np.add.at(table, (seeds[seeded], np.asarray(result.labels[seeded], dtype=np.int64)), 1)
+        rows, cols = linear_sum_assignment(table, maximize=True)
+        return int(seeded.size - table[rows, cols].sum())
 
     def _schedule(self, n_init, kinds, rng, auto, y):
         """With ``n_init="auto"``: the runs of the fit without seeds, the same starts on
