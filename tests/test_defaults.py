@@ -515,3 +515,37 @@ def test_the_supervision_benchmark_records_its_command_without_the_cache(monkeyp
     monkeypatch.setattr("sys.argv", ["benchmarks/supervision.py", "--runs", "10", "--cache", "/tmp/c.json",
                                      "--cache=/tmp/d.json", "--readme"])
     assert bench.recorded_command().endswith("supervision.py --runs 10 --readme")
+
+
+def test_the_supervision_benchmark_repairs_kmeans_clustering_to_judge_a_hard_pair(monkeypatch):
+    """For a drop of COP-KMeans with a few pairs, the benchmark compares its objective with
+    the best relabelling of the pairs' endpoints in KMeans' clustering that keeps every
+    pair: three separated blobs and a cannot-link inside one (KMeans breaks it; the best
+    repair moves one endpoint to the nearest other blob, which is also COP-KMeans'
+    optimum), and a must-link inside one (kept by KMeans: the run is left out)."""
+    from itertools import product
+
+    bench = _supervision_benchmark()
+    X, y = make_blobs(60, 2, centers=[[0, 0], [8, 0], [0, 8]], cluster_std=1.0, random_state=1)
+    first = np.flatnonzero(y == 0)
+    pairs = {1000: Constraints.from_pairs(cannot_link=[(first[0], first[1])], n=60),
+             1001: Constraints.from_pairs(must_link=[(first[0], first[1])], n=60)}
+
+    class _Pairs:  # the pairs of run r, drawn by the benchmark from default_rng(1000 + r)
+        @staticmethod
+        def sample_from_labels(labels, n_pairs, rng):
+            return pairs[rng.bit_generator.seed_seq.entropy]
+
+    monkeypatch.setattr(bench, "load", lambda ds: (X, y))
+    monkeypatch.setattr(bench, "Constraints", _Pairs)
+    ours, fixed, nmi_ours, nmi_fixed, not_above, broken = bench.repaired_objective("d", 1, 2)
+    assert broken == 1 and not_above == 1
+    assert ours == pytest.approx(fixed, rel=1e-9) and nmi_ours == pytest.approx(nmi_fixed)
+    # the repair is the enumerated optimum of the hard pair given KMeans' other labels
+    from sklearn.cluster import KMeans as SKKMeans
+
+    base = SKKMeans(3, n_init=10, random_state=0).fit(X).labels_
+    sse = lambda lab: sum(((X[lab == h] - X[lab == h].mean(axis=0)) ** 2).sum() for h in range(3))  # noqa: E731
+    best = min(sse(np.where(np.arange(60) == first[0], a, np.where(np.arange(60) == first[1], b, base)))
+               for a, b in product(range(3), repeat=2) if a != b)
+    assert fixed == pytest.approx(best, rel=1e-9)
