@@ -259,8 +259,10 @@ class HMRF:
         and for ``a = φ`` the gap is the Bregman information of the data,
         ``E[D_φ(X, E X)] = E φ(X) - φ(E X)`` (Banerjee et al. 2005, JMLR 6, §3.1), summed
         without cancellation by
-        :class:`~hmrf.emissions.stats.Spread`. Other families (Mahalanobis, whose
-        quadratic form depends on θ̄) add up their costs in a second pass.
+        :class:`~hmrf.emissions.stats.Spread`. Other families give the summed cost from
+        the one-cluster statistics where they can
+        (:meth:`~hmrf.emissions.EmissionFamily.summed_cost`: Mahalanobis, from the
+        scatter), or add up their costs in a second pass.
         """
         cached = getattr(self, "_data_scale", None)
         if cached is not None:
@@ -269,9 +271,12 @@ class HMRF:
         theta = self.emission.update(stats, None, self.normalizer, MStepContext(n_clusters=self.n_clusters))
         costs = self.emission.linear_costs(theta, self.normalizer, np.float64)
         centre = np.asarray(theta.centers[:1], dtype=np.float64)
-        if costs is None:  # costs not affine in (a(x), x): the mean cost by a pass
+        if costs is None:  # costs not affine in (a(x), x): their sum from the statistics, or a pass
             at_centre = float(block_unary(self.emission, centre, theta, self.normalizer)[0, 0])
-            self._data_scale = self.unary_total(self._one_cluster(), theta) / self.n_samples - at_centre
+            total = self.emission.summed_cost(theta, stats, self.normalizer)
+            if total is None:
+                total = self.unary_total(self._one_cluster(), theta)
+            self._data_scale = total / self.n_samples - at_centre
             return self._data_scale
         mean = stats.sums[:1] / stats.counts[0]  # μ̄ itself for the plain mean: the first term is 0
         u = block_unary(self.emission, np.vstack([mean, centre]), theta, self.normalizer)[:, 0]

@@ -134,7 +134,7 @@ def _passes(reads, n_chunks):
     return min(reads.get(c, 0) for c in range(n_chunks))
 
 
-@pytest.mark.parametrize("emission", ["sqeuclidean", "kl", "cosine"])
+@pytest.mark.parametrize("emission", ["sqeuclidean", "kl", "cosine", "mahalanobis"])
 def test_the_scale_needs_no_pass_beyond_the_summary(emission):
     from hmrf.distributed import DaskHMRF
 

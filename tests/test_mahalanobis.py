@@ -280,3 +280,23 @@ def test_bad_configuration_and_dimension_errors():
     with pytest.raises(ValueError, match="MAX_FULL_DIM"):
         Mahalanobis("full").prepare(wide)
     assert Mahalanobis("diagonal").prepare(wide) is wide
+
+
+@pytest.mark.parametrize("metric", ["diagonal", "full", "identity"])
+@pytest.mark.parametrize("per_cluster", [False, True])
+def test_summed_cost_from_the_statistics_is_the_sum_of_the_unary_costs(metric, per_cluster):
+    """``summed_cost`` (the scatter's ``Σ_h <A_h, S_h> + n_h · cluster_cost_h``) equals the
+    unary costs summed point by point at labelled points, after a metric update; the
+    identity metric's statistics carry no second moment, so it says ``None``."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 4)) * [1.0, 3.0, 0.5, 2.0] + 10.0
+    labels = rng.integers(0, 3, 90)
+    fam = Mahalanobis(metric=metric, per_cluster=per_cluster)
+    params = fam.m_step(X, labels)
+    stats = fam.statistics(X, labels, 3, shift=X.mean(axis=0))
+    got = fam.summed_cost(params, stats)
+    if metric == "identity":
+        assert got is None
+        return
+    expected = _brute_unary(X, params, fam)[np.arange(90), labels].sum()
+    assert got == pytest.approx(expected, rel=1e-10)

@@ -375,6 +375,16 @@ class EmissionFamily(ABC):
         :meth:`unary` block by block). ``None`` by default."""
         return None
 
+    def summed_cost(self, params: EmissionParams, stats: ClusterStats,
+                    normalizer: str = "constant") -> float | None:
+        """``Σ_i u(x_i, θ_{y_i})``, the unary costs of :meth:`unary` summed over the
+        points that ``stats`` (:meth:`statistics` under the labels ``y``) describe,
+        from the statistics alone; ``None`` (the default) when the family cannot, and
+        then a pass over the rows adds them up. A family whose costs are not affine in
+        the data terms (:meth:`linear_costs` is ``None``) but quadratic in ``x`` gives
+        it from the second moment (:class:`~hmrf.emissions.Mahalanobis`)."""
+        return None
+
     # --------------------------------------------------------------- parameters
     def second_moment(self, normalizer: str = "constant") -> str | None:
         """Which second moment :meth:`update` needs in its statistics (see

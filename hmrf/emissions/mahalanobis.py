@@ -389,6 +389,16 @@ class Mahalanobis(EmissionFamily):
             t /= 2.0
         return mid
 
+    def summed_cost(self, params, stats, normalizer="constant") -> float | None:
+        """``Σ_i (x_i - μ_{y_i})ᵀ A_{y_i} (x_i - μ_{y_i}) + cluster_cost_{y_i}`` from the
+        statistics: ``Σ_h <A_h, S_h> + n_h · cluster_cost_h`` with ``S_h`` the scatter
+        around ``params.centers`` (the second moment of ``stats``); ``None`` for the
+        identity metric, whose statistics carry no second moment."""
+        if stats.second is None:
+            return None
+        self.check_normalizer(normalizer)
+        return self._summed_cost(params, stats.scatter(params.centers), stats.counts)
+
     def _summed_cost(self, params, scatter, counts) -> float:
         """``Σ_i u_{i, y_i}`` from the per-cluster scatter around ``params.centers``:
         ``Σ_h <A_h, S_h> + n_h · cluster_cost_h`` (no pass over the data)."""
