@@ -203,7 +203,9 @@ BAD_PAIRS = {
     "self": ("i,j,kind\n4,4,must\n", "row 0 (line 2), column 'j': a point cannot be paired with itself"),
     "columns": ("a,b,c\n0,1,must\n", "the columns must be i, j, kind and optionally weight"),
     "contradiction": ("i,j,kind,weight\n0,1,must,inf\n1,2,must,inf\n0,2,cannot,inf\n",
-                      "pairs.csv, row 2 (line 4), column 'kind'"),
+                      "pairs.csv, row 2 (line 4), column 'kind': the hard cannot-link (0, 2) contradicts "
+                      "the hard must-links that join the same points (chain 0 - 1 - 2); give one of these "
+                      "pairs a finite weight in the weight column"),
 }
 
 

@@ -171,8 +171,12 @@ def test_cop_kmeans_infeasible_names_the_point():
 
 
 def test_cop_kmeans_contradiction_names_pair():
-    with pytest.raises(InconsistentConstraintsError, match=r"\(0, 2\)"):
+    """Soft pairs that contradict each other: COP-KMeans makes them hard, so the error
+    names the pair and the chain and says what to do that COP-KMeans allows."""
+    with pytest.raises(InconsistentConstraintsError,
+                       match=r"keeps every constraint hard.*\(0, 2\).*chain 0 - 1 - 2.*remove one") as info:
         COPKMeans(3, random_state=0).fit(X_IRIS, must_link=[(0, 1), (1, 2)], cannot_link=[(0, 2)])
+    assert info.value.pair == (0, 2) and tuple(info.value.path) == (0, 1, 2)
 
 
 def test_seeded_and_constrained_kmeans():

@@ -296,11 +296,16 @@ def read_pairs(path: str | os.PathLike[str], n: int) -> Constraints:
     try:
         return Constraints(n, idx, kind, weight)
     except InconsistentConstraintsError as exc:
-        a, b = (int(v) for v in exc.pair) if exc.pair is not None else (-1, -1)
+        if exc.pair is None:
+            raise DataFileError(path, str(exc)) from None
+        a, b = (int(v) for v in exc.pair)
         rows = np.flatnonzero((np.minimum(idx[:, 0], idx[:, 1]) == min(a, b))
-                              & (np.maximum(idx[:, 0], idx[:, 1]) == max(a, b)))
-        r = int(rows[0]) if rows.size else None
-        raise DataFileError(path, str(exc), **(where(r, "kind") if r is not None else {})) from None
+                              & (np.maximum(idx[:, 0], idx[:, 1]) == max(a, b)) & (kind == CANNOT_LINK))
+        chain = " - ".join(str(v) for v in exc.path) if exc.path is not None else f"{a} - {b}"
+        message = (f"the hard cannot-link ({a}, {b}) contradicts the hard must-links that join the "
+                   f"same points (chain {chain}); give one of these pairs a finite weight in the "
+                   "weight column, or remove one")
+        raise DataFileError(path, message, **(where(int(rows[0]), "kind") if rows.size else {})) from None
 
 
 # --------------------------------------------------------------------- labels

@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._params import Check, Interval, Options
+from ..exceptions import InconsistentConstraintsError
 from ..inference.greedy import METHODS, GreedyFeasible
 from ..initialization import initial_centers
 from .base import HMRFClusterMixin
@@ -160,7 +161,15 @@ class COPKMeans(HMRFClusterMixin):
 
     def _supervision(self, n, y, must_link, cannot_link, constraints):
         c = super()._supervision(n, y, must_link, cannot_link, constraints)
-        return c.with_weight(np.inf)
+        try:
+            return c.with_weight(np.inf)
+        except InconsistentConstraintsError as exc:  # the given weights were finite: say why they are not
+            chain = " - ".join(map(str, exc.path)) if exc.path is not None else ""
+            raise InconsistentConstraintsError(
+                f"COPKMeans keeps every constraint hard, and the cannot-link {exc.pair} contradicts the "
+                f"must-links that join the same points (chain {chain}); remove one of them, or use an "
+                "estimator that weighs a violated constraint (HMRFKMeans, PCKMeans, MPCKMeans).",
+                pair=exc.pair, path=exc.path) from None
 
     def _initial_params(self, model, constraints, y, rng):
         if not (isinstance(self.init, str) and self.init == "random"):
