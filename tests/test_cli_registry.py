@@ -102,3 +102,25 @@ def test_bad_supervision_is_a_clear_error():
 
     with pytest.raises(ValueError, match="hmrf_supervision is 'pairs'"):
         fit_supervised(Wrong([]), X, None)
+
+
+def test_a_class_name_spells_its_row(tmp_path):
+    """Every row is reached by its own name and by its class name, in any case, with or
+    without hyphens; a class with two rows names the first; an unknown name stays unknown
+    (the caller reports it) and the command line takes class names too."""
+    from hmrf.cli import main
+    from hmrf.estimators import estimator_key
+
+    for key, spec in ESTIMATORS.items():
+        assert estimator_key(key.upper()) == key
+        first = next(k for k, s in ESTIMATORS.items() if s.class_name == spec.class_name)
+        assert estimator_key(spec.class_name) == first
+        assert estimator_key(spec.class_name.lower()) == first
+    assert estimator_key("HMRF_KMeans") == "hmrf-kmeans" and estimator_key("hmrfkmeans-i") == "hmrf-kmeans-i"
+    assert estimator_key("Nope") == "nope"
+    assert type(make_estimator("SeededKMeans", 3)).__name__ == "SeededKMeans"
+    assert main(["fit", "--dataset", "iris", "--estimator", "COPKMeans", "--constraints", "10",
+                 "--out", str(tmp_path)]) == 0
+    import json
+
+    assert json.loads((tmp_path / "summary.json").read_text())["estimator"] == "copkmeans"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..estimators import ESTIMATORS
+from ..estimators import ESTIMATORS, estimator_key
 from . import _common as common
 
 SUMMARY = "active constraint selection: learning curve against the number of queries"
@@ -53,7 +53,8 @@ def add_parser(sub):
                             standardize=True)
     p.add_argument("--selector", default="cobras", choices=list(SELECTORS), metavar="NAME",
                    help="query selector, listed below")
-    p.add_argument("--estimator", default="mpckmeans", choices=[*ESTIMATORS, OWN], metavar="NAME",
+    p.add_argument("--estimator", default="mpckmeans", type=estimator_key, choices=[*ESTIMATORS, OWN],
+                   metavar="NAME",
                    help="the estimator that clusters with the answers, listed below")
     p.add_argument("--budget", type=common.nonneg_int, default=100, help="largest number of queries")
     p.add_argument("--step", type=common.pos_int, default=10, help="budget step of the curve")

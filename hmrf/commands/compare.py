@@ -60,7 +60,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..estimators import ESTIMATORS, make_estimator
+    from ..estimators import ESTIMATORS, estimator_key, make_estimator
     from ..experiments.engines import (
         SUMMARY_COLUMNS,
         compare_engines,
@@ -70,6 +70,7 @@ def run(args) -> int:
     )
 
     engines = common.names(args.engines, ENGINES, "engine", "--engines")
+    args.estimator = estimator_key(args.estimator)
     if args.estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {args.estimator!r}; choose from {', '.join(ESTIMATORS)}.")
     if not ESTIMATORS[args.estimator].takes_engine:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..estimators import ESTIMATORS
+from ..estimators import ESTIMATORS, estimator_key
 from . import _common as common
 from ._common import parse_range
 
@@ -74,7 +74,7 @@ def run(args) -> int:
     from ..experiments.table import legend
 
     given = args.estimator or ["hmrf-kmeans"]
-    names = [n.strip().lower() for a in given for n in a.split(",") if n.strip()]
+    names = [estimator_key(n) for a in given for n in a.split(",") if n.strip()]
     for n in names:
         if n not in ESTIMATORS:
             raise ValueError(f"unknown estimator {n!r}; choose from {', '.join(ESTIMATORS)}.")

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from ..estimators import ESTIMATORS
+from ..estimators import ESTIMATORS, estimator_key
 from . import _cluster, _image
 from . import _common as common
 
@@ -49,8 +49,8 @@ def add_parser(sub):
                                            "and the reference of the scores")
     p.add_argument("--k", type=common.pos_int, metavar="K",
                    help="number of clusters (default: the number of classes in the labels)")
-    p.add_argument("--estimator", default="hmrf-kmeans", choices=list(ESTIMATORS), metavar="NAME",
-                   help="the estimator, listed below")
+    p.add_argument("--estimator", default="hmrf-kmeans", type=estimator_key, choices=list(ESTIMATORS),
+                   metavar="NAME", help="the estimator, listed below (its class name works too)")
     p.add_argument("--emission", metavar="NAME",
                    help="emission family: sqeuclidean, kl, idiv, itakura_saito, cosine, mahalanobis "
                         "(default: cosine for text, a .txt file or sparse non-negative rows, when "

@@ -7,14 +7,15 @@ supervision it takes.
 """
 
 from .._lazy import lazy_names
-from .registry import ESTIMATOR_CLASSES, ESTIMATORS, EstimatorSpec, make_estimator
+from .registry import ESTIMATOR_CLASSES, ESTIMATORS, EstimatorSpec, estimator_key, make_estimator
 from .supervision import fit_supervised, supervision_kind
 
 #: class name -> module of this package that defines it (the estimators from the table)
 _CLASSES = {"HMRFClusterMixin": "base", **ESTIMATOR_CLASSES}
 
 __all__ = [
-    *_CLASSES, "ESTIMATORS", "EstimatorSpec", "make_estimator", "fit_supervised", "supervision_kind",
+    *_CLASSES, "ESTIMATORS", "EstimatorSpec", "estimator_key", "make_estimator", "fit_supervised",
+    "supervision_kind",
 ]
 
 

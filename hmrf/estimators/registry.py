@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..emissions.base import EmissionFamily
     from ..inference.base import InferenceEngine
 
-__all__ = ["ESTIMATORS", "ESTIMATOR_CLASSES", "EstimatorSpec", "make_estimator"]
+__all__ = ["ESTIMATORS", "ESTIMATOR_CLASSES", "EstimatorSpec", "estimator_key", "make_estimator"]
 
 
 @dataclass(frozen=True)
@@ -143,8 +143,30 @@ ESTIMATORS = {
 ESTIMATOR_CLASSES = {spec.class_name: spec.module for spec in ESTIMATORS.values()}
 
 
-def _spec(name) -> EstimatorSpec:
+def _squeezed(name) -> str:
+    return str(name).strip().lower().replace("-", "").replace("_", "")
+
+
+#: Spellings of a name of :data:`ESTIMATORS` that also name it: the class name in any
+#: case (``COPKMeans``, ``hmrfkmeans``), with or without hyphens or underscores; a class
+#: with two rows (``HMRFKMeans``) names its first.
+_ALIASES: dict[str, str] = {}
+for _key, _row in ESTIMATORS.items():
+    _ALIASES.setdefault(_squeezed(_key), _key)
+    _ALIASES.setdefault(_squeezed(_row.class_name), _key)
+
+
+def estimator_key(name: str) -> str:
+    """The name of :data:`ESTIMATORS` that ``name`` spells: the name itself in any case,
+    the estimator's class name (``"COPKMeans"`` -> ``"copkmeans"``, ``"SeededKMeans"`` ->
+    ``"seeded-kmeans"``), with or without hyphens; ``name`` lower-cased when it spells
+    none (the caller reports it)."""
     key = str(name).strip().lower()
+    return key if key in ESTIMATORS else _ALIASES.get(_squeezed(name), key)
+
+
+def _spec(name) -> EstimatorSpec:
+    key = estimator_key(name)
     if key not in ESTIMATORS:
         raise ValueError(f"unknown estimator {name!r}; choose from {', '.join(ESTIMATORS)}.")
     return ESTIMATORS[key]
@@ -188,7 +210,7 @@ def make_estimator(name: str, n_clusters: int, emission: str | EmissionFamily | 
     ValueError: kmeans has no E-step engine to choose: its E-steps have no pairwise terms, ...
     """
     spec = _spec(name)
-    key = str(name).strip().lower()
+    key = estimator_key(name)
     kwargs = dict(spec.params)
     if emission is not None:
         if spec.emissions is None:
