@@ -139,6 +139,14 @@ class SeededKMeans(HMRFClusterMixin):
                     normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None,
                     validated=True)
 
+    def _free_seeds(self, result, y):
+        """``(seed clusters (n,), seed classes, positions of the seeds)`` for a run's
+        ranking; no positions when the seeds are clamped (they cannot leave their
+        clusters) or there are none."""
+        seeds, classes = _seed_clusters(y, len(result.labels), self.n_clusters)
+        seeded = np.empty(0, dtype=np.int64) if self._clamp else np.flatnonzero(seeds >= 0)
+        return seeds, classes, seeded
+
     def _supervision_cost(self, model, result, y) -> float:
         """``Σ_seeds min(w, Δ_i)`` over the seeds outside the cluster matched to their
         class: ``Δ_i = u(x_i, μ_m) - u(x_i, μ_{y_i})`` is what moving seed ``i`` into the
@@ -152,10 +160,7 @@ class SeededKMeans(HMRFClusterMixin):
         the seeds' rows are read. 0 when the seeds are clamped (Constrained-KMeans)."""
         from scipy.optimize import linear_sum_assignment
 
-        if self._clamp:
-            return 0.0
-        seeds, classes = _seed_clusters(y, len(result.labels), self.n_clusters)
-        seeded = np.flatnonzero(seeds >= 0)
+        seeds, classes, seeded = self._free_seeds(result, y)
         if seeded.size == 0:
             return 0.0
         data = model.data_terms
@@ -176,10 +181,7 @@ class SeededKMeans(HMRFClusterMixin):
         never wins, whatever its ``J_kmeans + Σ min(w, Δ_i)``."""
         from scipy.optimize import linear_sum_assignment
 
-        if self._clamp:
-            return 0
-        seeds, classes = _seed_clusters(y, len(result.labels), self.n_clusters)
-        seeded = np.flatnonzero(seeds >= 0)
+        seeds, classes, seeded = self._free_seeds(result, y)
         if seeded.size == 0:
             return 0
         table = np.zeros((classes.size, self.n_clusters), dtype=np.int64)
