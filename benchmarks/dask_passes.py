@@ -9,12 +9,17 @@ Every ``dask.compute``/``dask.persist`` the client makes is inspected: the tasks
 graph that read a chunk of ``X`` (``first_read``, ``load_chunk``) are counted and
 attributed to the innermost hmrf function that asked. A pass is one read of every chunk;
 rows fetched by index (``take``: constraint endpoints, k-means++ candidates) read only
-the chunks that hold them and are listed apart.
+the chunks that hold them and are listed apart, by the hmrf functions that asked. A
+second table counts the reads from the start of each EM pass to the start of the next
+(the pass itself and everything the iteration reads after it).
 
-    python benchmarks/dask_passes.py [--workdir DIR]
+    python benchmarks/dask_passes.py [--workdir DIR] [--spread S] [--pairs N] [--max-iter T]
 
-Prints a table of passes by caller and the fit's wall time (a single run: time it on an
-idle machine, or under ``flock /tmp/bench.lock``).
+``--spread`` scales the distance between the class corners (4, the test's data, leaves
+the classes apart; below about 1 they overlap, so that the constraints, drawn from the
+classes, move constrained points away from their nearest centre). Prints the tables
+and the fit's wall time (a single run: time it on an idle machine, or under
+``flock /tmp/bench.lock``).
 """
 
 from __future__ import annotations
@@ -32,12 +37,13 @@ import numpy as np
 READS = ("load_chunk", "first_read", "prepare_chunk")
 K, D, SEED, ROWS = 4, 32, 11, 100_000
 WORKER_MEMORY = 768 * 2**20
+SPREAD = 4.0
 
 
-def _block(block, block_id=None):
-    """Rows of four separated classes (the Zarr test's generator)."""
+def _block(block, block_id=None, spread=SPREAD):
+    """Rows of four classes (the Zarr test's generator: its classes are apart at ``spread=4``)."""
     rng = np.random.default_rng([SEED, block_id[0]])
-    corners = np.random.default_rng(SEED).random((K, D), dtype=np.float32) * 4
+    corners = np.random.default_rng(SEED).random((K, D), dtype=np.float32) * np.float32(spread)
     y = rng.integers(0, K, block.shape[0])
     X = rng.random(block.shape, dtype=np.float32)
     X += corners[y]
@@ -66,8 +72,14 @@ def _counting(fn, log):
             keys.update(dict(a.__dask_graph__()).keys())
         reads = sum(1 for k in keys if isinstance(k, str) and k.split("-")[0] in READS)
         if reads:
-            stack = [f.name for f in traceback.extract_stack()[:-1] if "hmrf" in f.filename]
-            log.append((reads, "row fetches (take)" if "take" in stack else (stack[-1] if stack else "?")))
+            frames = [f for f in traceback.extract_stack()[:-1] if "hmrf" in f.filename]
+            stack = [f.name for f in frames]
+            if "take" in stack:  # who asked for the rows: the hmrf functions outside the row store
+                askers = [f.name for f in frames if not f.filename.endswith(("rows.py", "data.py"))]
+                where = "row fetches (take) by " + " < ".join(reversed(askers[-3:]))
+            else:
+                where = stack[-1] if stack else "?"
+            log.append((reads, where))
         return fn(*args, **kwargs)
     return inner
 
@@ -75,6 +87,9 @@ def _counting(fn, log):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", default=None, help="where the Zarr store is written (a temporary dir)")
+    parser.add_argument("--spread", type=float, default=SPREAD, help="distance scale of the class corners")
+    parser.add_argument("--pairs", type=int, default=2000, help="constraints drawn from the classes")
+    parser.add_argument("--max-iter", type=int, default=4, help="EM iterations at most")
     args = parser.parse_args()
 
     import dask.array as da
@@ -94,13 +109,14 @@ def main() -> None:
         limits = [w["memory_limit"] for w in client.scheduler_info()["workers"].values()]
         n = int(1.1 * sum(limits) / (D * 4)) + 1
         shape = da.zeros((n, D), chunks=(ROWS, D), dtype=np.float32)
-        da.to_zarr(shape.map_blocks(_block, dtype=np.float32), tmp + "/X.zarr", compressors=None)
+        da.to_zarr(shape.map_blocks(_block, spread=args.spread, dtype=np.float32), tmp + "/X.zarr",
+                   compressors=None)
         y = np.concatenate([_classes(b, i) for i, b in enumerate(shape.chunks[0])])
         X = da.from_zarr(tmp + "/X.zarr")
-        c = Constraints.sample_from_labels(y, n_pairs=2000, rng=0)
+        c = Constraints.sample_from_labels(y, n_pairs=args.pairs, rng=0)
         del log[:]
         t0 = time.perf_counter()
-        est = HMRFKMeans(K, random_state=0, max_iter=4).fit(X, constraints=c)
+        est = HMRFKMeans(K, random_state=0, max_iter=args.max_iter).fit(X, constraints=c)
         seconds = time.perf_counter() - t0
     finally:
         client.close()
@@ -113,9 +129,16 @@ def main() -> None:
     print("| passes | asked by |\n|---:|---|")
     for where, passes in by.items():
         print(f"| {passes:.2f} | {where} |")
-    full = sum(v for k, v in by.items() if k != "row fetches (take)")
-    print(f"\nwhole passes {full:.2f} over {X.nbytes / 1e9:.2f} GB in {chunks} chunks; "
-          f"runs {est.n_runs_}, EM iterations {est.n_iter_}; fit {seconds:.1f} s")
+    full = sum(v for k, v in by.items() if not k.startswith("row fetches"))
+    fetched = sum(v for k, v in by.items() if k.startswith("row fetches"))
+    print("\n| EM pass | reads of the chunks, to the next pass (in passes) |\n|---:|---:|")
+    passes = [i for i, (_, where) in enumerate(log) if where == "_run_chunk_tasks"]
+    for j, (a, b) in enumerate(zip(passes, [*passes[1:], len(log)])):
+        print(f"| {j + 1} | {sum(r for r, _ in log[a:b]) / chunks:.2f} |")
+    print(f"\nwhole passes {full:.2f} and row fetches {fetched:.2f} passes' worth, over "
+          f"{X.nbytes / 1e9:.2f} GB in {chunks} chunks; {args.pairs} constraints, spread {args.spread:g}; "
+          f"runs {est.n_runs_}, EM iterations {est.n_iter_}, objective {est.objective_:.10g}; "
+          f"fit {seconds:.1f} s")
 
 
 if __name__ == "__main__":

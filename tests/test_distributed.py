@@ -297,6 +297,73 @@ def test_chunks_read_again_by_every_pass_give_the_same_fit(persist, emission, tr
     _same_fit(expected, got)
 
 
+def _logged_reads(X, log):
+    """``X`` chunked by ``ROW_CHUNKS``, each read of a chunk by a worker logged as a line
+    (the chunk's number) appended to the file ``log``."""
+    def read(block, block_info=None):
+        with open(log, "a") as out:  # one short append a read: whole lines from both workers
+            out.write(f"{block_info[0]['chunk-location'][0]}\n")
+        return block
+
+    return _chunked(X).map_blocks(read, dtype=X.dtype)
+
+
+@pytest.mark.parametrize("path", ["client", "workers", "soft"])
+def test_an_em_iteration_reads_each_chunk_once(path, tmp_path):
+    """Out of core (``persist=False``), every EM iteration reads each chunk once, in its
+    pass, and nothing else reads the chunks: the statistics of the constrained points
+    whose labels the E-step changes from the pass's argmin (or, soft EM, of their
+    posteriors) come from their rows, which the first pass sent with its results
+    (``client``) or which each pass keeps on the workers for the constrained part solved
+    there (``workers``), not from the chunks read again. Same labels as in memory."""
+    from hmrf import HMRF
+    from hmrf.distributed import DaskHMRF, dask_assignment_pass, dask_soft_pass
+    from hmrf.em import run_em, run_soft_em
+    from hmrf.em.loop import solve_e_step
+    from hmrf.inference import ICM
+
+    X, y = _blobs(seed=3, spread=1.0)  # overlapping classes, constraints from the classes
+    c = _constraints(y, n_pairs=150, seed=2)
+    log = tmp_path / "reads"
+    model = DaskHMRF(_logged_reads(X, log), K, constraints=c, persist=False)
+    if path == "workers":
+        model.component_tasks_above = 1
+    centres = X[[0, 1, 2]]
+    params = model.emission.init_params(model.X, centres)
+    # the first E-step moves constrained points away from their argmin labels
+    mem = HMRF(X, K, constraints=c)
+    nodes, sub = mem.graph(params).constrained_part()
+    unary = mem.unary(params)[nodes]
+    icm = solve_e_step(ICM(), unary, sub, None, np.random.default_rng(0))
+    assert np.any(icm.labels != unary.argmin(axis=1))
+
+    def lines():
+        return log.read_text().split() if log.exists() else []
+
+    starts = []  # reads before each pass
+
+    def counted(data_pass):
+        def run(*args, **kwargs):
+            starts.append(len(lines()))
+            return data_pass(*args, **kwargs)
+        return run
+
+    assert sorted(map(int, lines())) == list(range(len(ROW_CHUNKS)))  # the summary pass
+    if path == "soft":
+        got = run_soft_em(model, params, max_iter=4, tol=0, rng=np.random.default_rng(0),
+                          data_pass=counted(dask_soft_pass))
+        expected = run_soft_em(mem, params, max_iter=4, tol=0, rng=np.random.default_rng(0))
+    else:
+        got = run_em(model, params, ICM(), max_iter=4, tol=0, rng=np.random.default_rng(0),
+                     data_pass=counted(dask_assignment_pass))
+        expected = run_em(mem, params, ICM(), max_iter=4, tol=0, rng=np.random.default_rng(0))
+    reads = lines()
+    assert len(starts) >= 3
+    for a, b in zip(starts, [*starts[1:], len(reads)]):  # a pass and what follows it, to the next
+        assert sorted(map(int, reads[a:b])) == list(range(len(ROW_CHUNKS)))
+    np.testing.assert_array_equal(got.labels.compute(), expected.labels)
+
+
 def test_energy_and_statistics_of_the_dask_model_match_memory():
     from hmrf import HMRF
     from hmrf.distributed import DaskHMRF

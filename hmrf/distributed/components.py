@@ -14,8 +14,9 @@ client every iteration, so the E-step of the constrained part runs where the cos
    makes one task of its own). The plan (which task holds each point, each task's
    subgraph re-indexed to its points, and per chunk the order of its constrained rows
    by task) is built on the client once per graph and kept on the workers;
-2. each chunk's task of the pass keeps its constrained rows' cost rows and previous
-   labels on its worker and cuts them into one piece per task that holds some of them;
+2. each chunk's task of the pass keeps its constrained rows' cost rows, previous labels
+   and data rows on its worker and cuts the cost rows and labels into one piece per task
+   that holds some of them;
 3. each component task stacks its pieces (its points in increasing order), runs the
    engine (:func:`hmrf.em.loop.solve_e_step`, from the previous labels) and returns to
    the client only numbers: the energy of its labelling and of the previous one, the
@@ -25,7 +26,8 @@ client every iteration, so the E-step of the constrained part runs where the cos
 4. the client decides, as in memory, whether the engine's labelling of the whole
    constrained part is kept (its summed energy is not above the previous labelling's),
    and one task per chunk writes the kept labels over the chunk's argmin labels and
-   returns the change of the chunk's M-step statistics (k × d).
+   returns the change of the chunk's M-step statistics (k × d), from the data rows kept
+   in step 2: an iteration reads each chunk of ``X`` once, in the pass.
 
 Per iteration the client receives O(k·d + number of tasks + number of chunks); the
 components are independent, so an engine that solves each component on its own from the
@@ -191,10 +193,11 @@ def _piece(labels, a, b):
     return labels[a:b]
 
 
-def _write_back(family, X, labels, local, cut, stats_args, *pieces):
+def _write_back(family, X_c, labels, local, cut, stats_args, *pieces):
     """A chunk's labels with the kept labels of its constrained rows written over the
     argmin ones, and the change of its M-step statistics (``None`` without
-    ``stats_args``)."""
+    ``stats_args``), from ``X_c``, the constrained rows the pass kept (the chunk is not
+    read again)."""
     order, _ = cut
     rows = local[order]
     new = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int64)
@@ -207,7 +210,7 @@ def _write_back(family, X, labels, local, cut, stats_args, *pieces):
     moved = np.flatnonzero(new != old)
     if not moved.size:
         return out, None
-    sub = X[rows[moved]]
+    sub = X_c[order[moved]]  # X[local][order] = X[rows]
     delta = family.statistics(sub, new[moved], k, normalizer, shift) - \
         family.statistics(sub, old[moved], k, normalizer, shift)
     return out, delta
@@ -230,7 +233,8 @@ def solve_on_workers(plan: ComponentPlan, model: Any, step: Any, chunk_outputs: 
     their statistics.
 
     ``chunk_outputs``: the pass's per-chunk ``unary`` (constrained cost rows),
-    ``previous`` (their previous labels or ``None``), ``labels`` (argmin labels), the
+    ``previous`` (their previous labels or ``None``), ``rows`` (their rows of the data),
+    ``labels`` (argmin labels), the
     argmin cluster sizes at the constrained rows ``at_counts`` and the free points'
     ``free_changed``.
     """
@@ -268,8 +272,8 @@ def solve_on_workers(plan: ComponentPlan, model: Any, step: Any, chunk_outputs: 
     stats_args = (k, model.normalizer, shift) if accumulate else None
     write = dask.delayed(_write_back, pure=False, nout=2)
     terms = [write(data.family_key, x, lab, loc, cut, stats_args, *pcs)
-             for x, lab, loc, cut, pcs in zip(data.chunks, chunk_outputs["labels"], chunk_outputs["local"],
-                                              plan.chunk_cuts, back)]
+             for x, lab, loc, cut, pcs in zip(chunk_outputs["rows"], chunk_outputs["labels"],
+                                              chunk_outputs["local"], plan.chunk_cuts, back)]
     out = dask.persist(*[t[0] for t in terms], *([tree_reduce([t[1] for t in terms], _add_stats)]
                                                   if accumulate else []))
     label_chunks = list(out[:n_chunks])

@@ -11,6 +11,9 @@ holds it, and returns
 * the sum of the previous labelling's costs (the objective of the previous M-step);
 * the (k,) cost rows of the chunk's constrained points, which the client stacks in the
   order of the points for the inference engine (O(m k));
+* in the first pass with constrained points, their rows (m x d over the chunks, once a
+  fit): the EM loop updates the statistics of the constrained points the E-step moves
+  from them, so that an iteration reads each chunk once;
 * the chunk's additive M-step statistics (:class:`~hmrf.emissions.ClusterStats`), added
   up in the order of the chunks: by the client when they are small (k x d, the usual
   case), by a tree of tasks on the workers when they are large (a full metric's k x d x d
@@ -24,12 +27,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import scipy.sparse as sp
 
 if TYPE_CHECKING:
     from typing import Any
 
     from numpy.typing import NDArray
-    from scipy import sparse
 
     from .._typing import MatrixLike
     from ..emissions.base import EmissionFamily, EmissionParams
@@ -61,7 +64,7 @@ __all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_
 TREE_ABOVE = 2**16
 
 
-def chunk_assignment(family: EmissionFamily, X: NDArray[Any] | sparse.csr_matrix, data: NDArray[Any] | None,
+def chunk_assignment(family: EmissionFamily, X: NDArray[Any] | sp.csr_matrix, data: NDArray[Any] | None,
                      params: EmissionParams, normalizer: str, n_clusters: int, clamped: NDArray[Any] | None,
                      previous: NDArray[Any] | None, local: NDArray[Any] | None, accumulate: bool,
                      shift: NDArray[Any] | None,
@@ -168,15 +171,17 @@ def _stack_rows(parts, k):
 
 
 def chunk_pass(family, X, data, params, normalizer, n_clusters, clamped, previous, local, accumulate,
-               shift, tree):
+               shift, tree, gather=None):
     """:func:`chunk_assignment` with the chunk's labels as an output of their own, to stay
     on the worker: ``(labels, summary, stats)``.
 
     ``summary`` is what the client receives, O(m_c k + k): ``(cost, previous_cost,
-    constrained_unary, labels of the constrained rows, free_changed, counts, stats)``,
-    where ``free_changed`` counts the other rows whose label differs from ``previous``
-    and ``counts`` (k,) the chunk's points per cluster; the statistics travel in
-    ``summary`` unless ``tree`` (then as the third output, for :func:`tree_reduce`).
+    constrained_unary, labels of the constrained rows, free_changed, counts, stats,
+    rows)``, where ``free_changed`` counts the other rows whose label differs from
+    ``previous``, ``counts`` (k,) the chunk's points per cluster and ``rows`` the chunk's
+    rows at the chunk-local indices ``gather`` (``None`` without them); the statistics
+    travel in ``summary`` unless ``tree`` (then as the third output, for
+    :func:`tree_reduce`).
     """
     (labels, cost, total, unary_c), stats = chunk_assignment(
         family, X, data, params, normalizer, n_clusters, clamped, previous, local, accumulate, shift)
@@ -188,8 +193,13 @@ def chunk_pass(family, X, data, params, normalizer, n_clusters, clamped, previou
         changed = int(np.count_nonzero(diff))
     at = labels[local] if local is not None else labels[:0]
     summary = (cost, total, unary_c, at.astype(np.int64), changed, np.bincount(labels, minlength=n_clusters),
-               None if tree else stats)
+               None if tree else stats, _rows_at(X, gather))
     return labels, summary, stats if tree else None
+
+
+def _rows_at(X, local):
+    """The chunk's rows at the chunk-local indices ``local`` (``None`` without any)."""
+    return X[local] if local is not None and len(local) else None
 
 
 def _previous_chunks(model, previous):
@@ -206,16 +216,19 @@ def _previous_chunks(model, previous):
 def chunk_pass_kept(family, X, data, params, normalizer, n_clusters, clamped, previous, local, accumulate,
                     shift, tree):
     """:func:`chunk_pass` for a constrained part solved on the workers
-    (:mod:`hmrf.distributed.components`): the constrained rows' cost rows and previous
-    labels stay on the worker as outputs of their own, and the summary holds the argmin's
-    cluster sizes at the constrained rows instead of their cost rows and labels:
-    ``(labels, summary, stats, constrained cost rows, their previous labels or None)``."""
+    (:mod:`hmrf.distributed.components`): the constrained rows' cost rows, previous labels
+    and data rows stay on the worker as outputs of their own (the E-step updates the
+    statistics of the points it moves from those rows, without reading the chunk again),
+    and the summary holds the argmin's cluster sizes at the constrained rows instead of
+    their cost rows and labels: ``(labels, summary, stats, constrained cost rows, their
+    previous labels or None, their rows)``."""
     labels, summary, stats = chunk_pass(family, X, data, params, normalizer, n_clusters, clamped, previous,
                                         local, accumulate, shift, tree)
-    cost, total, unary_c, at, changed, counts, st = summary
+    cost, total, unary_c, at, changed, counts, st, _ = summary
     kept_previous = None if previous is None else np.asarray(previous[local])
-    return (labels, (cost, total, None, np.bincount(at, minlength=n_clusters), changed, counts, st), stats,
-            unary_c, kept_previous)
+    kept_rows = X[local if local is not None else np.empty(0, dtype=np.int64)]
+    summary = (cost, total, None, np.bincount(at, minlength=n_clusters), changed, counts, st, None)
+    return labels, summary, stats, unary_c, kept_previous, kept_rows
 
 
 def _run_chunk_tasks(tasks, tree, kept_outputs=0):
@@ -246,7 +259,10 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
     ``previous`` may be (and ``labels`` of the result is) a
     :class:`~hmrf.distributed.ChunkLabels`: each chunk's labels stay on its worker and
     the client receives the constrained points' cost rows and labels, the cluster sizes,
-    the cost sums and the statistics.
+    the cost sums and the statistics, and, from the first pass that has the constrained
+    points, their rows (m x d, once; ``model.X`` holds them, :meth:`GatheredRows.keep`),
+    from which the EM loop updates the statistics of the constrained points the E-step
+    moves without reading the chunks again.
     """
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)
@@ -257,11 +273,14 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
             for x, t, c, p, loc in zip(data.chunks, terms, clamped, prev, local)]
     on_workers = constrained is not None and len(constrained) >= model.component_tasks_above
     if on_workers:
-        tasks = [dask.delayed(chunk_pass_kept, pure=False, nout=5)(*a, tree) for a in args]
+        tasks = [dask.delayed(chunk_pass_kept, pure=False, nout=6)(*a, tree) for a in args]
     else:
-        tasks = [dask.delayed(chunk_pass, pure=False, nout=3)(*a, tree) for a in args]
-    label_chunks, summaries, reduced, kept = _run_chunk_tasks(tasks, tree, 2 if on_workers else 0)
-    cost, totals, rows, at, changed, counts, parts = zip(*summaries)
+        wanted, gather = _rows_to_gather(model, constrained)
+        tasks = [dask.delayed(chunk_pass, pure=False, nout=3)(*a, tree, g) for a, g in zip(args, gather)]
+    label_chunks, summaries, reduced, kept = _run_chunk_tasks(tasks, tree, 3 if on_workers else 0)
+    cost, totals, rows, at, changed, counts, parts, gathered = zip(*summaries)
+    if not on_workers:
+        _keep_rows(model, wanted, gathered)
     if tree:
         stats = reduced
     elif accumulate:
@@ -281,7 +300,7 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
         labels = ChunkLabels(data, label_chunks, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
                              np.sum(counts, axis=0))
         step = AssignmentPass(labels, float(sum(cost)), previous_cost, None, stats, costs=costs)
-        outputs = dict(unary=kept[0], previous=kept[1], labels=label_chunks, local=local,
+        outputs = dict(unary=kept[0], previous=kept[1], rows=kept[2], labels=label_chunks, local=local,
                        counts=np.sum(counts, axis=0), at_counts=np.sum(at, axis=0),
                        free_changed=int(sum(changed)))
 
@@ -311,6 +330,28 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
     return step
 
 
+def _rows_to_gather(model, constrained):
+    """The constrained points whose rows the client does not hold yet (increasing), and
+    their chunk-local indices per chunk (``None`` for a chunk without any), for the pass
+    to send along with its results."""
+    data = model.data
+    if constrained is None or not len(constrained):
+        return np.empty(0, dtype=np.int64), [None] * data.n_chunks
+    wanted = model.X.missing(np.asarray(constrained, dtype=np.int64))
+    if not wanted.size:
+        return wanted, [None] * data.n_chunks
+    return wanted, [loc if loc.size else None for loc in data.split(wanted)]
+
+
+def _keep_rows(model, wanted, gathered):
+    """The rows of the points ``wanted`` that a pass sent, chunk by chunk, held by
+    ``model.X`` (:meth:`~hmrf.distributed.GatheredRows.keep`)."""
+    if not wanted.size:
+        return
+    parts = [g for g in gathered if g is not None]
+    model.X.keep(wanted, sp.vstack(parts, format="csr") if model.data.sparse else np.concatenate(parts))
+
+
 def _component_plan(model, nodes, sub):
     """The :class:`~hmrf.distributed.components.ComponentPlan` of the constrained part
     ``sub``, kept on the model while the E-steps see the same graph."""
@@ -322,16 +363,17 @@ def _component_plan(model, nodes, sub):
     return cached[1]
 
 
-def chunk_soft_pass(family, X, data, params, normalizer, n_clusters, clamped, local, shift, tree):
+def chunk_soft_pass(family, X, data, params, normalizer, n_clusters, clamped, local, shift, tree,
+                    gather=None):
     """:func:`chunk_soft_assignment` with the chunk's labels as an output of their own, to
     stay on the worker: ``(labels, summary, stats)``, ``summary`` = ``(free energy, cost
-    rows and labels of the constrained rows, counts, stats)`` (the statistics travel in
-    ``summary`` unless ``tree``, as :func:`chunk_pass`)."""
+    rows and labels of the constrained rows, counts, stats, rows at ``gather``)`` (the
+    statistics travel in ``summary`` unless ``tree``, as :func:`chunk_pass`)."""
     (labels, free, unary_c), stats = chunk_soft_assignment(family, X, data, params, normalizer, n_clusters,
                                                            clamped, local, shift)
     at = labels[local] if local is not None else labels[:0]
     summary = (free, unary_c, at.astype(np.int64), np.bincount(labels, minlength=n_clusters),
-               None if tree else stats)
+               None if tree else stats, _rows_at(X, gather))
     return labels, summary, stats if tree else None
 
 
@@ -340,16 +382,20 @@ def dask_soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.
     """:func:`hmrf.em.passes.soft_pass` over the chunks of a :class:`~hmrf.distributed.DaskHMRF`,
     as one Dask computation; the most probable labels stay on the workers
     (:class:`~hmrf.distributed.ChunkLabels`), the client receives the free energy, the
-    constrained points' cost rows and labels, the cluster sizes and the statistics."""
+    constrained points' cost rows and labels, the cluster sizes and the statistics, and
+    from the first pass their rows (as :func:`dask_assignment_pass`: the loop's
+    statistics of the constrained points' posteriors read them by index)."""
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)
     par = dask.delayed(params, traverse=False)
     tree = _statistics_size(model) > TREE_ABOVE
+    wanted, gather = _rows_to_gather(model, constrained)
     tasks = [dask.delayed(chunk_soft_pass, pure=False, nout=3)(data.family_key, x, t, par, model.normalizer,
-                                                               k, c, loc, shift, tree)
-             for x, t, c, loc in zip(data.chunks, terms, clamped, local)]
+                                                               k, c, loc, shift, tree, g)
+             for x, t, c, loc, g in zip(data.chunks, terms, clamped, local, gather)]
     label_chunks, summaries, stats, _ = _run_chunk_tasks(tasks, tree)
-    free, rows, at, counts, parts = zip(*summaries)
+    free, rows, at, counts, parts, gathered = zip(*summaries)
+    _keep_rows(model, wanted, gathered)
     if not tree:
         for st in parts:  # a loop over chunks: k x d additions each, in chunk order
             stats = st if stats is None else stats + st

@@ -170,16 +170,28 @@ class GatheredRows(RowBackend):
     def _fetch(self, idx):
         if idx.size and (idx.min() < 0 or idx.max() >= self.shape[0]):
             raise IndexError(f"row index out of range for {self.shape[0]} rows.")
-        wanted = np.unique(idx)
-        missing = np.setdiff1d(wanted, self._index, assume_unique=True)
+        missing = self.missing(np.unique(idx))
         if missing.size:
-            new = self._data.take(missing)
-            index = np.concatenate([self._index, missing])
-            order = np.argsort(index, kind="stable")
-            stack = sp.vstack([self._rows, new], format="csr") if self._data.sparse else \
-                np.concatenate([self._rows, new])
-            self._index, self._rows = index[order], stack[order]
+            self.keep(missing, self._data.take(missing))
         return self._rows[np.searchsorted(self._index, idx)]
+
+    def missing(self, rows: NDArray[np.intp]) -> NDArray[np.int64]:
+        """The points among ``rows`` (increasing, distinct) whose rows are not held yet."""
+        return np.setdiff1d(np.asarray(rows, dtype=np.int64), self._index, assume_unique=True)
+
+    def keep(self, rows: NDArray[np.intp], values: Any) -> None:
+        """Hold ``values``, the prepared rows of the points ``rows`` (increasing, distinct,
+        not held yet), read by whoever had their chunks at hand: a data pass sends the rows
+        of the constrained points with its results (:mod:`hmrf.distributed.passes`), so that
+        reading them by index later costs no read of the chunks."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not rows.size:
+            return
+        index = np.concatenate([self._index, rows])
+        order = np.argsort(index, kind="stable")
+        stack = sp.vstack([self._rows, values], format="csr") if self._data.sparse else \
+            np.concatenate([self._rows, values])
+        self._index, self._rows = index[order], stack[order]
 
     # ------------------------------------------------ the initialisation's operations
     def group_centroids(self, members: NDArray[np.intp], which: NDArray[np.intp],
