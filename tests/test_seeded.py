@@ -375,3 +375,28 @@ def test_the_pareto_rule_keeps_the_lowest_score_among_unbeaten_runs():
     assert _best_run(runs((10.0 * (1 + 1e-6), 11.0, 4), (10.0, 12.0, 3)), np.float32).name == 1
     # without supervision (missed all 0) the lowest J wins, as the lowest score
     assert _best_run(runs((10.0, 10.0, 0), (9.0, 9.0, 0), (9.5, 9.5, 0)), f64).name == 1
+
+
+def test_a_fit_keeps_the_labels_of_the_runs_that_can_still_win_only():
+    """``_contenders``: of runs equal in ``J`` and missed seeds only the one ``_best_run``
+    takes is kept, beaten runs are dropped, and the winner is the same as over all runs;
+    without supervision (missed all 0) one run is left."""
+    from types import SimpleNamespace
+
+    from hmrf.estimators.base import _best_run, _contenders
+
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        n = int(rng.integers(1, 12))
+        J = rng.choice([9.0, 10.0, 11.0], n)
+        missed = rng.integers(0, 3, n) if trial % 2 else np.zeros(n, dtype=int)
+        score = J + (rng.choice([0.0, 0.5, 1.0], n) if trial % 2 else 0.0)
+        runs = [(SimpleNamespace(objective=float(J[i]), name=i), float(score[i]), int(missed[i]))
+                for i in range(n)]
+        front = []
+        for run in runs:  # as a fit keeps them, one run at a time
+            front = _contenders([*front, run], np.float64)
+        assert _best_run(front, np.float64).name == _best_run(runs, np.float64).name
+        assert len({(r[0].objective, r[2]) for r in front}) == len(front)
+        if trial % 2 == 0:
+            assert len(front) == 1

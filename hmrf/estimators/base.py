@@ -98,25 +98,49 @@ def auto_n_init(model) -> int:
     return int(min(cap, max(1, AUTO_WORK // max(work, 1.0))))
 
 
-def _best_run(runs, precision):
-    """The winner among ``runs``, ``(EMResult, score, missed)`` in the order they ran:
-    the lowest ``score`` among the runs that no other run beats in both ``J`` (the
-    run's objective) and ``missed`` (supervision left unkept that ``J`` does not
-    count), i.e. on the Pareto front of the two (a run of higher ``J`` that also keeps
-    fewer seeds is never chosen, whatever its ``score``). Differences within round-off
-    of the working ``precision`` are ties, and a tie goes to the earlier run: equal
-    optima (the same clustering, relabelled) go to the first run, whatever the order
-    of the sums (threads, Dask chunks)."""
+def _unbeaten(runs, precision):
+    """The runs among ``runs``, ``(EMResult, score, missed)`` in the order they ran, that
+    no other run beats in both ``J`` (the run's objective) and ``missed`` (supervision
+    left unkept that ``J`` does not count): the Pareto front of the two, in the same
+    order. Run ``q`` beats run ``r`` when ``J_q <= J_r`` and ``missed_q <= missed_r``,
+    one of them strictly; differences within round-off of the working ``precision``
+    are ties."""
     J = np.array([res.objective for res, _, _ in runs], dtype=np.float64)
     missed = np.array([m for _, _, m in runs])
     slack = np.array([rise_tolerance(j, precision) for j in J])
-    # run q beats run r when J_q <= J_r and missed_q <= missed_r, one of them strictly
     no_worse = (J[:, None] <= J[None, :] + slack[None, :]) & (missed[:, None] <= missed[None, :])
     better = (J[:, None] < J[None, :] - slack[None, :]) | (missed[:, None] < missed[None, :])
     beaten = (no_worse & better).any(axis=0)
+    return [run for run, out in zip(runs, beaten) if not out]
+
+
+def _contenders(runs, precision):
+    """The runs of ``runs`` (as :func:`_unbeaten`) that can still win :func:`_best_run`
+    once more runs come, so that a fit keeps one run's labels in memory, not ``n_init``
+    of them: the unbeaten runs, and of those equal in ``J`` (within round-off) and in
+    ``missed``, only the one :func:`_best_run` would take (the lowest score, the earlier
+    on a tie). Without a count of unkept supervision, the run of least ``J`` alone."""
+    kept = []
+    for run in _unbeaten(runs, precision):
+        res, score, missed = run
+        slack = rise_tolerance(res.objective, precision)
+        tie = next((q for q in kept if q[2] == missed and abs(q[0].objective - res.objective) <= slack), None)
+        if tie is None:
+            kept.append(run)
+        elif score < tie[1] - rise_tolerance(tie[1], precision):
+            kept[kept.index(tie)] = run
+    return kept
+
+
+def _best_run(runs, precision):
+    """The winner among ``runs`` (as :func:`_unbeaten`): the lowest ``score`` among the
+    unbeaten runs (a run of higher ``J`` that also keeps fewer seeds is never chosen,
+    whatever its ``score``). A tie within round-off goes to the earlier run: equal
+    optima (the same clustering, relabelled) go to the first run, whatever the order
+    of the sums (threads, Dask chunks)."""
     best, best_score = None, np.inf
-    for (res, score, _), out in zip(runs, beaten):
-        if not out and (best is None or score < best_score - rise_tolerance(best_score, precision)):
+    for res, score, _ in _unbeaten(runs, precision):
+        if best is None or score < best_score - rise_tolerance(best_score, precision):
             best, best_score = res, score
     return best
 
@@ -357,8 +381,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                 failed = exc
                 continue
             self.n_runs_ += 1
-            runs.append((res, res.objective + self._supervision_cost(model, res, y),
-                         self._supervision_missed(model, res, y)))
+            runs = _contenders([*runs, (res, res.objective + self._supervision_cost(model, res, y),
+                                        self._supervision_missed(model, res, y))], precision)
         if not runs:
             raise failed
         return _best_run(runs, precision)
