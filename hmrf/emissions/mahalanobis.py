@@ -389,7 +389,8 @@ class Mahalanobis(EmissionFamily):
             t /= 2.0
         return mid
 
-    def summed_cost(self, params, stats, normalizer="constant") -> float | None:
+    def summed_cost(self, params: MahalanobisParams, stats: ClusterStats,
+                    normalizer: str = "constant") -> float | None:
         """``Σ_i (x_i - μ_{y_i})ᵀ A_{y_i} (x_i - μ_{y_i}) + cluster_cost_{y_i}`` from the
         statistics: ``Σ_h <A_h, S_h> + n_h · cluster_cost_h`` with ``S_h`` the scatter
         around ``params.centers`` (the second moment of ``stats``); ``None`` for the
