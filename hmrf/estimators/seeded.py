@@ -93,7 +93,7 @@ class SeededKMeans(HMRFClusterMixin):
         cheaper of moving and paying it). The sum prices a labelling with its cheap
         seeds moved, not the labelling returned; the Pareto front keeps it from
         preferring a minimum that is worse than another run's in ``J_kmeans`` and
-        in the seeds kept, as two near-equal minima of ``J_kmeans`` on iris are.
+        in the seeds kept.
     max_iter : int, default=100
     tol : float, default=1e-4
     normalizer : {"constant", "closed_form"}, default="constant"
