@@ -23,6 +23,12 @@ processes (one thread and ``DASK_WORKER_MEMORY`` bytes each) and its client, sta
 once per test process (each xdist worker) by the first test there that asks for it
 (``tests/test_distributed.py``, ...) and closed at the session's end.
 
+The ``slow`` marker (``SLOW``, and every test that asks for a Dask cluster or the
+notebooks' cache): the tests that start a Dask cluster, build the docs, execute the
+notebooks, drive the browser, start a Python subprocess or fit large data. The inner
+loop of development is ``python -m pytest -m "not slow"`` (DEVELOPERS.md); CI runs
+everything.
+
 Parallel runs (pytest-xdist, ``-n auto --dist loadgroup`` in ``pyproject.toml``;
 DEVELOPERS.md, "Tests in parallel"): each test is a unit of work for whichever worker
 process is free, except the modules of ``GROUPS``, whose tests share an expensive
@@ -152,6 +158,43 @@ LONG_FIRST = [
 ]
 
 
+#: Slow tests beyond those that ask for ``SLOW_FIXTURES``: a module, or a test function of a
+#: module (``module::function``, all its parametrizations), with the reason.
+SLOW = {
+    # a Dask LocalCluster of their own (or of the suite, ``dask_client``)
+    **{m: "dask cluster" for m in (
+        "test_distributed.py", "test_distributed_components.py", "test_distributed_faults.py",
+        "test_distributed_memory.py", "test_distributed_model.py", "test_distributed_reseed.py",
+        "test_distributed_small_workers.py", "test_cli_cluster.py")},
+    "test_docs.py": "docs build",
+    "test_notebooks.py": "notebooks executed",
+    "test_widget_browser.py": "a Jupyter server and Chromium",
+    "test_numba_cache.py": "Python subprocesses compiling kernels",
+    # a Python subprocess (start-up, imports, the command line as a user runs it)
+    **{t: "subprocess" for t in (
+        "test_cli.py::test_cli_module_runs_as_a_script", "test_cli.py::test_import_is_light",
+        "test_cli.py::test_help_is_fast_and_imports_no_scikit_learn", "test_cli.py::test_python_dash_m_hmrf",
+        "test_cli_compare.py::test_numba_compilation_is_not_timed",
+        "test_cli_files.py::test_readme_own_data_command_runs",
+        "test_interop.py::test_submodules_load_on_attribute_access",
+        "test_lazy.py::test_submodules_load_on_first_access",
+        "test_widget_model.py::test_import_hmrf_does_not_import_the_widgets",
+        "test_widget_model.py::test_without_anywidget_the_model_works_and_the_widget_says_what_to_install")},
+    # large data: memory budgets measured with tracemalloc on 10^4-10^5 points
+    "test_memory.py": "large data",
+}
+
+#: Fixtures whose tests are slow: a Dask cluster, the notebooks' execution cache.
+SLOW_FIXTURES = ("dask_client", "notebook_cache_dir")
+
+
+def _listed(item, table):
+    """Whether ``item``'s module or ``module::function`` is a key of ``table``."""
+    module = Path(str(item.fspath)).name
+    function = getattr(item, "originalname", None) or item.name
+    return module in table or f"{module}::{function}" in table
+
+
 _RANK = {name: i for i, name in enumerate(LONG_FIRST)}
 
 
@@ -164,6 +207,8 @@ def _long_first_rank(item):
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if _listed(item, SLOW) or any(f in getattr(item, "fixturenames", ()) for f in SLOW_FIXTURES):
+            item.add_marker(pytest.mark.slow)
         group = GROUPS.get(Path(str(item.fspath)).name)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
