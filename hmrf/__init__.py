@@ -37,11 +37,12 @@ __version__ = _version()
 #: ``import hmrf``), as SciPy does (PEP 562)
 _SUBMODULES = ("active", "classic", "constraints", "datasets", "em", "emissions", "estimators", "exceptions",
                "experiments", "graph", "inference", "initialization", "interop", "metrics", "model",
-               "model_selection", "potentials")
+               "model_selection", "potentials", "testing")
 
 #: public name -> the subpackage that defines it (the estimators from their table,
 #: :data:`hmrf.estimators.ESTIMATORS`)
-_LAZY = {**dict.fromkeys(ESTIMATOR_CLASSES, "estimators"), "NaiveBayesEM": "classic", "HAC": "classic"}
+_LAZY = {**dict.fromkeys(ESTIMATOR_CLASSES, "estimators"), "NaiveBayesEM": "classic", "HAC": "classic",
+         "register_engine": "inference", "register_emission": "emissions"}
 
 __all__ = ["Constraints", "PairwiseGraph", "HMRF", "InconsistentConstraintsError",
            "InfeasibleError", *_LAZY]

@@ -46,7 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; return its exit code (see the module docstring)."""
+    """Run one command; return its exit code (see the module docstring). The modules of
+    ``--plugin`` are imported first, so that the names they register are known to the
+    arguments and to ``--help``."""
+    from .commands._common import import_plugins, plugin_names
+
+    try:
+        import_plugins(plugin_names(sys.argv[1:] if argv is None else argv))
+    except ImportError as exc:
+        print(f"hmrf: error: {exc}", file=sys.stderr)
+        return 2
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

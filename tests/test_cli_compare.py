@@ -12,7 +12,7 @@ import pytest
 
 import hmrf.experiments.engines as study
 from hmrf.cli import main
-from hmrf.inference import ENGINES, ICM, BeliefPropagation, EngineSpec, ExactMILP, LPRelaxation
+from hmrf.inference import ENGINES, ICM, TRWS, BeliefPropagation, EngineSpec, ExactMILP, LPRelaxation
 from hmrf.inference import get_engine as make_engine
 
 
@@ -101,14 +101,40 @@ def test_unknown_engine_is_a_clear_error(tmp_path, capsys):
 
 
 def test_engine_names_map_to_engines():
-    assert set(ENGINES) >= {"icm", "bp", "bp+icm", "bp-trw", "lp", "lp+icm", "exact"}
+    assert set(ENGINES) >= {"icm", "bp", "trws", "lp", "expansion", "exact", "auto", "greedy"}
     assert isinstance(make_engine("icm"), ICM)
-    assert make_engine("bp+icm").polish == "icm"
-    assert make_engine("bp-trw").reweight == "trw"
-    assert isinstance(make_engine("lp"), LPRelaxation) and make_engine("lp+icm").polish == "icm"
+    assert isinstance(make_engine("trws"), TRWS)
+    assert isinstance(make_engine("lp"), LPRelaxation) and make_engine("lp").polish is None
     assert isinstance(make_engine("exact"), ExactMILP)
     assert isinstance(make_engine("bp"), BeliefPropagation)
-    assert isinstance(make_engine("LP+ICM"), LPRelaxation)  # names are case-insensitive
+    assert isinstance(make_engine("LP"), LPRelaxation)  # names are case-insensitive
+    # settings are parameters, in Python and in the name
+    assert make_engine("bp(polish=icm)").polish == "icm"
+    lp = make_engine("LP(polish='icm', n_rounds=3, solver=highs)")
+    assert (lp.polish, lp.n_rounds, lp.solver) == ("icm", 3, "highs")
+
+
+@pytest.mark.parametrize("old, new", [("bp+icm", "bp(polish=icm)"), ("lp+icm", "lp(polish=icm)"),
+                                      ("bp-trw", "TRWS()"), ("lp-cvxpy", 'LPRelaxation(solver="cvxpy")')])
+def test_names_of_combinations_and_back_ends_give_the_new_spelling(old, new, tmp_path, capsys):
+    with pytest.raises(ValueError, match=re.escape(new)):
+        make_engine(old)
+    assert main(["compare", "--engines", f"icm,{old}", "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    assert new in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_engine_settings_in_a_name_are_checked_before_any_fit(tmp_path, capsys):
+    assert main(["compare", "--engines", "icm,lp(n_rounds=0)", "--out", str(tmp_path / "x"),
+                 "--no-progress"]) == 2
+    assert "n_rounds" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unexpected keyword argument 'rounds'"):
+        make_engine("lp(rounds=3)")
+
+
+def test_lp_solver_is_a_parameter_and_backend_names_it():
+    with pytest.raises(TypeError, match=re.escape("LPRelaxation(solver=...)")):
+        LPRelaxation(backend="cvxpy")
 
 
 def test_compare_accepts_every_registry_name(tmp_path, monkeypatch):

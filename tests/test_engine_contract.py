@@ -206,7 +206,7 @@ def test_same_seed_same_result_and_inputs_untouched(name):
     (BeliefPropagation(kernel="cuda"), "kernel"),
     (BeliefPropagation(order="random"), "order"),
     (BeliefPropagation(order="bfs", kernel="numpy"), "order='bfs' needs the compiled kernel"),
-    (LPRelaxation(backend="gurobi"), "backend"),
+    (LPRelaxation(solver="gurobi"), "solver"),
     (LPRelaxation(n_rounds=0), "n_rounds"),
     (ExactMILP(time_limit=0), "time_limit"),
 ])

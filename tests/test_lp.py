@@ -58,12 +58,12 @@ def test_program_matches_equations_a1_to_a8_by_hand():
         assert p.c @ x == pytest.approx(g.energy(np.array(y), unary))
 
 
-def test_cvxpy_backend_states_the_same_lp():
+def test_cvxpy_solver_states_the_same_lp():
     pytest.importorskip("cvxpy")
     rng = np.random.default_rng(3)
     unary, g = random_problem(rng, 6, 3, 10, tables=True)
-    a = LPRelaxation(backend="highs").map(unary, g, rng=0)
-    b = LPRelaxation(backend="cvxpy").map(unary, g, rng=0)
+    a = LPRelaxation(solver="highs").map(unary, g, rng=0)
+    b = LPRelaxation(solver="cvxpy").map(unary, g, rng=0)
     assert b.lower_bound == pytest.approx(a.lower_bound, abs=1e-5)
 
 
@@ -122,10 +122,10 @@ def test_best_per_component_is_no_worse_than_any_candidate():
     assert g.energy(labels, unary) <= min(g.energy(c, unary) for c in cands) + 1e-12
 
 
-def test_cvxpy_backend_without_cvxpy_gives_the_install_command(monkeypatch):
+def test_cvxpy_solver_without_cvxpy_gives_the_install_command(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "cvxpy", None)  # what an environment without cvxpy sees
     c = Constraints.from_pairs(must_link=[(0, 1)], n=2)
-    with pytest.raises(ImportError, match=r"pip install .*cvxpy.*backend='highs'"):
-        LPRelaxation(backend="cvxpy").map(np.zeros((2, 2)), c)
+    with pytest.raises(ImportError, match=r"pip install .*cvxpy.*solver='highs'"):
+        LPRelaxation(solver="cvxpy").map(np.zeros((2, 2)), c)

@@ -21,7 +21,12 @@ from ..datasets import DATASETS, PACKAGES
 
 # ------------------------------------------------------------------ help text
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the line breaks of descriptions and epilogs; appends each default."""
+    """Keeps the line breaks of descriptions and epilogs; appends each default. An epilog
+    may be a function returning the text, called only when the help is printed (the
+    tables of names it lists include the plug-ins, which are read then)."""
+
+    def add_text(self, text):
+        super().add_text(text() if callable(text) else text)
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -51,8 +56,64 @@ def estimator_listing(only=None) -> str:
 def engine_listing() -> str:
     from ..inference import ENGINES
 
-    return listing("engines (same names as inference= in Python)",
+    return listing("engines (same names as inference= in Python; settings as bp(polish=icm))",
                    {k: s.description for k, s in ENGINES.items()})
+
+
+def emission_listing() -> str:
+    from ..emissions import AUTO, EMISSIONS
+
+    rows = {k: s.description for k, s in EMISSIONS.items()}
+    rows[AUTO] = "cosine for sparse non-negative rows (text), else sqeuclidean"
+    return listing("emission families (--emission, same names as emission= in Python)", rows)
+
+
+def add_plugin_option(p):
+    """``--plugin MODULE`` (repeatable): imported before any name is resolved
+    (:func:`import_plugins`)."""
+    p.add_argument("--plugin", action="append", metavar="MODULE",
+                   help="import MODULE (a module name, or a .py file) first: it may register engines "
+                        "and emission families by name (hmrf.register_engine, "
+                        "hmrf.register_emission); repeatable")
+
+
+def plugin_names(argv) -> list:
+    """The values of every ``--plugin`` in ``argv`` (``--plugin M`` or ``--plugin=M``), read
+    before the arguments are parsed, so that ``--help`` lists what the plug-ins register."""
+    argv = list(argv)
+    out = []
+    for i, a in enumerate(argv):
+        if a == "--plugin" and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif a.startswith("--plugin="):
+            out.append(a.split("=", 1)[1])
+    return out
+
+
+def import_plugins(modules) -> None:
+    """Import each of ``modules``: a module name (looked up on ``sys.path`` and in the
+    working directory) or the path of a ``.py`` file (whose directory joins ``sys.path``,
+    so that worker processes of ``--n-jobs`` import it by the same name)."""
+    import importlib
+    import sys
+
+    for name in modules:
+        try:
+            if name.endswith(".py") or os.sep in name:
+                path = os.path.abspath(name)
+                if not os.path.isfile(path):
+                    raise ImportError(f"no such file: {path}")
+                folder, module = os.path.split(os.path.splitext(path)[0])
+                if folder not in sys.path:
+                    sys.path.insert(0, folder)
+                name_to_import = module
+            else:
+                if os.getcwd() not in sys.path:
+                    sys.path.append(os.getcwd())
+                name_to_import = name
+            importlib.import_module(name_to_import)
+        except ImportError as exc:
+            raise ImportError(f"--plugin {name}: {exc}") from exc
 
 
 def dataset_listing() -> str:
@@ -157,14 +218,22 @@ def parse_range(text: str, integer: bool) -> list:
     return [conv(v) for v in vals]
 
 
-def names(text: str, table: dict, what: str, flag: str) -> list:
-    """Comma-separated names, each a key of ``table`` (case-insensitive)."""
-    out = [t.strip().lower() for t in text.split(",") if t.strip()]
+def names(text: str, table, what: str, flag: str) -> list:
+    """Comma-separated names, each a key of ``table`` (case-insensitive), optionally with
+    settings in parentheses, ``bp(polish=icm)`` (:mod:`hmrf._registry`); lower-cased."""
+    from .._registry import parse_spec, split_names
+
+    out = split_names(text)
     if not out:
         raise ValueError(f"{flag} is empty.")
-    for t in out:
-        if t not in table:
-            raise ValueError(f"unknown {what} {t!r} in {flag}; choose from {', '.join(table)}.")
+    for i, t in enumerate(out):
+        name, _ = parse_spec(t)
+        if name not in table:
+            renamed = getattr(table, "renamed", {})
+            if name in renamed:
+                raise ValueError(f"{flag}: the {what} name {name!r} is spelled {renamed[name]}.")
+            raise ValueError(f"unknown {what} {name!r} in {flag}; choose from {', '.join(table)}.")
+        out[i] = t if "(" in t else name
     return out
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import time
 
-from ..inference import ENGINES
 from . import _common as common
 
 SUMMARY = "compare E-step engines inside one estimator (thesis Fig. 4.13)"
@@ -33,11 +32,14 @@ Example (the README's main job):
 
 
 def add_parser(sub):
-    epilog = "\n\n".join([common.engine_listing(), common.dataset_listing()])
+    def epilog():
+        return "\n\n".join([common.engine_listing(), common.emission_listing(), common.dataset_listing()])
+
     p = common.add_parser(sub, "compare", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
     common.add_data_options(p, labels_help="true class of every row of --data (needed with --data)")
     p.add_argument("--engines", default="icm,bp,lp", metavar="LIST",
-                   help="comma-separated engine names, listed below")
+                   help="comma-separated engine names, listed below, each with settings if any: "
+                        "icm,bp(polish=icm),lp")
     p.add_argument("--estimator", default="hmrf-kmeans", metavar="NAME",
                    help="an estimator with an E-step engine: hmrf-kmeans, hmrf-kmeans-i, pckmeans, "
                         "mpckmeans, mkmeans")
@@ -46,7 +48,7 @@ def add_parser(sub):
     p.add_argument("--runs", type=common.pos_int, default=10, help="runs of cross-validation")
     p.add_argument("--folds", type=common.pos_int, default=2, help="folds per run (the thesis: 2)")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family (default: cosine for text, a .txt file or sparse "
+                   help="emission family, listed below (default: cosine for text, a .txt file or sparse "
                         "non-negative rows, where the family is free; else the estimator's own, "
                         "sqeuclidean for most)")
     p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
@@ -56,6 +58,7 @@ def add_parser(sub):
     p.add_argument("--seed", type=common.seed_int, default=0,
                    help="random seed (splits, constraints, initial states)")
     common.add_run_options(p, out="results/compare")
+    common.add_plugin_option(p)
     return p
 
 
@@ -68,6 +71,7 @@ def run(args) -> int:
         plot_engine_summary,
         summarise_engines,
     )
+    from ..inference import ENGINES
 
     engines = common.names(args.engines, ENGINES, "engine", "--engines")
     args.estimator = estimator_key(args.estimator)

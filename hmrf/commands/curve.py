@@ -28,15 +28,17 @@ Example:
 
 
 def add_parser(sub):
-    epilog = "\n\n".join([common.estimator_listing(), common.engine_listing(),
-                          common.dataset_listing()])
+    def epilog():
+        return "\n\n".join([common.estimator_listing(), common.engine_listing(),
+                            common.emission_listing(), common.dataset_listing()])
+
     p = common.add_parser(sub, "curve", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
     common.add_data_options(p, labels_help="true class of every row of --data (needed with --data)")
     p.add_argument("--estimator", action="append", metavar="NAME",
                    help="estimator(s), listed below; repeat or comma-separate to compare several "
                         "(default hmrf-kmeans)")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family (default: cosine for text, a .txt file or sparse "
+                   help="emission family, listed below (default: cosine for text, a .txt file or sparse "
                         "non-negative rows, where the family is free; else each estimator's own, "
                         "sqeuclidean for most)")
     how = p.add_mutually_exclusive_group()
@@ -61,6 +63,7 @@ def add_parser(sub):
     p.add_argument("--seed", type=common.seed_int, default=0,
                    help="random seed (data sample, splits, supervision)")
     common.add_run_options(p, out="results/curve")
+    common.add_plugin_option(p)
     return p
 
 

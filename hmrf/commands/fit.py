@@ -41,8 +41,10 @@ Examples:
 
 
 def add_parser(sub):
-    epilog = "\n\n".join([common.estimator_listing(), common.engine_listing(),
-                          common.dataset_listing()])
+    def epilog():
+        return "\n\n".join([common.estimator_listing(), common.engine_listing(),
+                            common.emission_listing(), common.dataset_listing()])
+
     p = common.add_parser(sub, "fit", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
     common.add_data_options(p, labels_help="class labels of --data, one per row (-1 or empty: "
                                            "unknown): seeds, or the source of --constraints/--seeds, "
@@ -52,10 +54,9 @@ def add_parser(sub):
     p.add_argument("--estimator", default="hmrf-kmeans", type=estimator_key, choices=list(ESTIMATORS),
                    metavar="NAME", help="the estimator, listed below (its class name works too)")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family: sqeuclidean, kl, idiv, itakura_saito, cosine, mahalanobis "
-                        "(default: cosine for text, a .txt file or sparse non-negative rows, when "
-                        "the estimator's family is free; else the estimator's own, sqeuclidean "
-                        "for most)")
+                   help="emission family, listed below (default: cosine for text, a .txt file or "
+                        "sparse non-negative rows, when the estimator's family is free; else the "
+                        "estimator's own, sqeuclidean for most)")
     p.add_argument("--engine", metavar="NAME",
                    help="E-step engine, listed below (default: the estimator's own, icm)")
     p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
@@ -71,6 +72,7 @@ def add_parser(sub):
     _image.add_options(p)
     _cluster.add_options(p)
     common.add_run_options(p, out="results/fit", many_fits=False)
+    common.add_plugin_option(p)
     return p
 
 

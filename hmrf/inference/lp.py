@@ -303,7 +303,7 @@ class LPRelaxation(InferenceEngine):
     polish : {None, "icm"}, default=None
         Run ICM from the rounded labelling (never increases the energy). Recommended
         with cannot-links (see Notes).
-    backend : {"highs", "cvxpy"}, default="highs"
+    solver : {"highs", "cvxpy"}, default="highs"
         ``"highs"``: the program of :func:`build_program` solved by
         ``scipy.optimize.linprog(method="highs")``. ``"cvxpy"``: the same LP stated
         in cvxpy's modelling language (:mod:`hmrf.inference.lp_cvxpy`), a starting
@@ -350,31 +350,37 @@ class LPRelaxation(InferenceEngine):
     _parameter_constraints = {
         "n_rounds": [Interval(Integral, 1, None)],
         "polish": [Options(*POLISH)],
-        "backend": [Options("highs", "cvxpy")],
+        "solver": [Options("highs", "cvxpy")],
         "max_phases": [Options(None), Interval(Integral, 1, None)],
     }
 
     def __init__(self, n_rounds: int = 10, polish: Literal["icm"] | None = None,
-                 backend: Literal["highs", "cvxpy"] = "highs", max_phases: int | None = None) -> None:
+                 solver: Literal["highs", "cvxpy"] = "highs", max_phases: int | None = None,
+                 **renamed: Any) -> None:
+        if "backend" in renamed:
+            raise TypeError("LPRelaxation(backend=...) is spelled LPRelaxation(solver=...): "
+                            "the solver of the relaxation, 'highs' or 'cvxpy'.")
+        if renamed:
+            raise TypeError(f"LPRelaxation got an unexpected keyword argument {next(iter(renamed))!r}.")
         self.n_rounds = n_rounds
         self.polish = polish
-        self.backend = backend
+        self.solver = solver
         self.max_phases = max_phases
 
     def relax(self, unary: NDArray[np.floating], graph: PairwiseGraph) -> tuple[np.ndarray, float, dict]:
         """Solve the relaxation of the (reduced) problem: ``(u, lp_value, info)``."""
         validate_params(self)
-        return solve_lp(unary, graph, self.backend)
+        return solve_lp(unary, graph, self.solver)
 
     def _solve(self, unary, graph, init, rng, notify):
         return relax_and_round(unary, graph, rng, n_rounds=self.n_rounds, polish=self.polish,
-                               backend=self.backend, max_phases=self.max_phases, init=init,
+                               solver=self.solver, max_phases=self.max_phases, init=init,
                                notify=notify)
 
 
 def solve_lp(unary: NDArray[np.floating], graph: PairwiseGraph,
-             backend: str = "highs") -> tuple[np.ndarray, float, dict]:
-    """The relaxation A.1–A.8 of ``(unary, graph)`` solved by ``backend``: ``(u, value, info)``.
+             solver: str = "highs") -> tuple[np.ndarray, float, dict]:
+    """The relaxation A.1–A.8 of ``(unary, graph)`` solved by ``solver``: ``(u, value, info)``.
 
     ``"highs"`` builds the sparse program (:func:`build_program`) and calls
     ``scipy.optimize.linprog``; ``"cvxpy"`` states it in cvxpy
@@ -386,11 +392,11 @@ def solve_lp(unary: NDArray[np.floating], graph: PairwiseGraph,
         The relaxation is infeasible, so no labelling honours the hard factors; ``point``
         is where a greedy assignment gets stuck.
     ImportError
-        ``backend="cvxpy"`` without cvxpy installed (the message gives the command).
+        ``solver="cvxpy"`` without cvxpy installed (the message gives the command).
     """
     t0 = time.perf_counter()
     try:
-        if backend == "cvxpy":
+        if solver == "cvxpy":
             from .lp_cvxpy import solve_kt_cvxpy
 
             return solve_kt_cvxpy(unary, graph)
@@ -410,7 +416,7 @@ def solve_lp(unary: NDArray[np.floating], graph: PairwiseGraph,
 
 
 def relax_and_round(unary: NDArray[Any], graph: PairwiseGraph, rng: np.random.Generator, *,
-                    n_rounds: int = 10, polish: Any = None, backend: str = "highs", max_phases: Any = None,
+                    n_rounds: int = 10, polish: Any = None, solver: str = "highs", max_phases: Any = None,
                     init: NDArray[Any] | None = None, notify: Callable[..., Any] | None = None) -> Solution:
     """Kleinberg–Tardos on a (reduced) problem: solve the LP, round, optionally polish.
 
@@ -422,7 +428,7 @@ def relax_and_round(unary: NDArray[Any], graph: PairwiseGraph, rng: np.random.Ge
     unary : ndarray (n, k)
     graph : PairwiseGraph
     rng : numpy Generator
-    n_rounds, polish, backend, max_phases
+    n_rounds, polish, solver, max_phases
         As :class:`LPRelaxation`.
     init : ndarray (n,), optional
         Returned only if no rounding (nor its repair) honours the hard factors
@@ -438,7 +444,7 @@ def relax_and_round(unary: NDArray[Any], graph: PairwiseGraph, rng: np.random.Ge
     notify = notify or (lambda *a, **kw: None)
     polish = check_polish(polish)
     t0 = time.perf_counter()
-    u, value, info = solve_lp(unary, graph, backend)
+    u, value, info = solve_lp(unary, graph, solver)
     t1 = time.perf_counter()
     cands, rinfo = kleinberg_tardos_rounding(u, rng, int(n_rounds), max_phases)
     labels, _ = graph.best_per_component(unary, cands)
