@@ -177,7 +177,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         initial centres of an earlier run or end in :class:`~hmrf.InfeasibleError`.
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
-        :meth:`hmrf.HMRF.data_scale`).
+        :meth:`hmrf.HMRF.data_scale`); NaN when the fit had no constraints. ``w`` weighs
+        the constraint factors only, never the ``potentials=`` of :meth:`fit`.
     emission_ : str or EmissionFamily
         The emission the fit used (``emission="auto"`` resolved by
         :func:`hmrf.emissions.data_emission`: ``"cosine"`` for sparse non-negative rows,
@@ -275,7 +276,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             Alternative to the pair lists (not both).
         potentials : PairwisePotential or list of them, optional
             Further pairwise potentials on the points of ``X`` (e.g. a
-            :class:`~hmrf.potentials.TablePotential`), added to the constraint factors.
+            :class:`~hmrf.potentials.TablePotential`), added to the constraint factors
+            with their own costs: ``w`` does not scale them.
 
         Returns
         -------
@@ -442,7 +444,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         self.converged_ = bool(best.converged)
         self.constraints_ = constraints
         self.em_result_ = best
-        self.w_ = float(model.w)
+        self.w_ = float(model.w) if len(model.constraints) else float("nan")  # w weighs constraints only
         return self
 
     def fit_predict(self, X: MatrixLike, y: ArrayLike | None = None, **fit_params: Any) -> NDArray[np.intp]:
