@@ -157,7 +157,7 @@ def _run(contract: _Contract, engine: Any, unary, graph, **kw) -> InferenceResul
 
 # ---------------------------------------------------------------------- engines
 def _engine_result(engine):
-    """labels in [0, k), the energy reported is the energy of the labels, recomputed."""
+    """Labels in [0, k); the energy reported is the energy of the labels, recomputed."""
     for unary, g, _, _ in _problems():
         c = _Contract("energy reported = energy recomputed", engine)
         try:
@@ -214,7 +214,7 @@ def _engine_optimum(engine):
 
 
 def _engine_init(engine):
-    """Monotone from ``init`` when the engine says so (EM rejects a worse E-step)."""
+    """Never worse than init when monotone_from_init is declared (EM rejects worse E-steps)."""
     if not getattr(engine, "monotone_from_init", False):
         return
     c = _Contract("monotone from init", engine)
@@ -233,7 +233,7 @@ def _engine_init(engine):
 
 
 def _engine_reproducible(engine):
-    """The same ``rng`` gives the same labels (on 16 nodes: chance agreement is negligible)."""
+    """The same rng gives the same labels (16 nodes: agreement by chance is negligible)."""
     unary, g = random_problem(np.random.default_rng(11), 16, 3, 24)
     c = _Contract("same rng, same result", engine)
     init = np.zeros(16, dtype=np.int64)
@@ -253,7 +253,7 @@ def _engine_isolated(engine):
 
 
 def _engine_callback(engine):
-    """``callback(iteration, labels, energy, bound)``: the energy is that of the labels."""
+    """callback(iteration, labels, energy, bound) is given the energy of its labels."""
     unary, g, _, _ = _problems()[1]
     seen = []
     engine.map(unary, g, rng=0, callback=lambda it, labels, energy, bound: seen.append((labels, energy)))
@@ -323,8 +323,7 @@ def _summed(family, X, params, y, data=None) -> float:
 
 
 def _emission_prepare(family, X, bad_X):
-    """``prepare`` keeps the shape, modifies nothing; data outside the domain raise a
-    ValueError."""
+    """prepare keeps the shape, modifies nothing, refuses bad_X with a ValueError."""
     c = _Contract("prepare checks the domain and modifies nothing", family)
     X0 = X.copy()
     P = family.prepare(X)
@@ -403,6 +402,12 @@ def _emission_optional(family, X, bad_X):
     params, stats, _ = _fitted(family, X, y, k)
     U = np.asarray(family.unary(X, params, "constant"), dtype=np.float64)
     lin = family.linear_costs(params, "constant", np.float64)
+    point = np.asarray(params.centers[0], dtype=np.float64)  # a point inside the domain
+    div = family.divergence_to(X, point)
+    _Contract("data_terms with linear_costs need divergence_to", family).holds(
+        lin is None or family.data_terms(X) is None or div is not None,
+        "the one-pass data scale of w='auto' adds the information of the data terms, which "
+        "divergence_to gives; without it the scale is wrong")
     if lin is not None:
         a = family.data_terms(X)
         inner = (0.0 if a is None else a[:, None]) + lin.bias[None, :] + np.asarray(X @ lin.weights)
@@ -414,8 +419,6 @@ def _emission_optional(family, X, bad_X):
         _Contract("summed_cost = the summed unary costs", family).holds(
             _close(total, float(U[np.arange(y.shape[0]), y].sum())),
             f"{total!r} against {float(U[np.arange(y.shape[0]), y].sum())!r}")
-    point = np.asarray(params.centers[0], dtype=np.float64)  # a point inside the domain
-    div = family.divergence_to(X, point)
     if div is not None:
         ref = family.divergence(np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64),
                                 point[None, :])[:, 0]
@@ -512,8 +515,7 @@ def _potential_data(potential, X):
 
 
 def _potential_graph(potential, X, n_clusters):
-    """``graph(X, params, n_clusters)`` is a PairwiseGraph on ``n_nodes`` nodes whose
-    tables are k x k; calling it again gives the same factors."""
+    """graph() gives the same factors on n_nodes nodes, with k x k tables, at every call."""
     c = _Contract("graph: factors on n_nodes nodes, k x k tables", potential)
     X = _potential_data(potential, X)
     n = potential.n_nodes
@@ -530,8 +532,7 @@ def _potential_graph(potential, X, n_clusters):
 
 
 def _potential_params(potential, X, n_clusters):
-    """A potential that does not declare ``depends_on_params`` gives the same factors under
-    any parameters (the model builds its graph once)."""
+    """Without depends_on_params, the same factors under any emission parameters."""
     if potential.depends_on_params:
         return
     X = _potential_data(potential, X)
@@ -548,8 +549,7 @@ def _potential_params(potential, X, n_clusters):
 
 
 def _potential_energy(potential, X, n_clusters):
-    """In an HMRF, the objective is the unary costs plus the potential's factors, and the
-    exact E-step reaches the optimum by enumeration."""
+    """In an HMRF, J = unary costs + the factors; the exact E-step reaches the optimum."""
     from .inference import ExactMILP
 
     X = _potential_data(potential, X)

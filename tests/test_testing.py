@@ -23,7 +23,13 @@ from hmrf.emissions import (
     SquaredEuclidean,
     VonMisesFisher,
 )
-from hmrf.emissions.base import EmissionParams
+from hmrf.emissions.base import (
+    OPTIONAL_MEMBERS,
+    REQUIRED_MEMBERS,
+    EmissionFamily,
+    EmissionParams,
+    EmissionProtocol,
+)
 from hmrf.inference import (
     ICM,
     TRWS,
@@ -75,6 +81,14 @@ def test_parametrize_with_checks_names_each_test_by_class_and_contract():
     assert "KL-m_step" in ids and mark.args[0] == "obj, check"
     with pytest.raises(TypeError, match="neither an engine"):
         parametrize_with_checks([object()])
+
+
+def test_the_family_protocol_lists_every_member_once_required_or_optional():
+    members = {m for m in dir(EmissionProtocol) if not m.startswith("_")} | set(EmissionProtocol.__annotations__)
+    assert members == set(REQUIRED_MEMBERS) | set(OPTIONAL_MEMBERS)
+    assert not set(REQUIRED_MEMBERS) & set(OPTIONAL_MEMBERS)
+    assert set(REQUIRED_MEMBERS) == set(EmissionFamily.__abstractmethods__)
+    assert all(isinstance(f, EmissionProtocol) for f in FAMILIES)
 
 
 def test_brute_force_is_the_minimum_over_every_labelling():
@@ -199,6 +213,13 @@ class WrongLinearCosts(SquaredEuclidean):
         return lin.with_offset(np.ones(params.n_clusters))
 
 
+class NoInformation(SquaredEuclidean):
+    """Data terms and the GEMM form, without the divergence the data scale needs."""
+
+    def divergence_to(self, X, point):
+        return None
+
+
 class AcceptsAnything(KL):
     def prepare(self, X):
         return X
@@ -211,6 +232,7 @@ class AcceptsAnything(KL):
     (MeansAsStatistics(), "statistics add up over blocks of rows"),
     (BiasedBernoulli(), "M-step is the minimiser of the summed costs"),
     (WrongLinearCosts(), "linear_costs = unary"),
+    (NoInformation(), "data_terms with linear_costs need divergence_to"),
     (NaiveBernoulli(), "a finite data scale (w='auto')"),
     (DoublePrecision(), "float32 kept"),
 ])
