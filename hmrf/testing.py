@@ -69,7 +69,7 @@ def _largest(diff) -> str:
 
 
 def _close(a: float, b: float) -> bool:
-    return bool(abs(a - b) <= RTOL * max(1.0, abs(a), abs(b)))
+    return bool(a == b or abs(a - b) <= RTOL * max(1.0, abs(a), abs(b)))
 
 
 # ------------------------------------------------------------------ small problems

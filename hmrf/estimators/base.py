@@ -444,7 +444,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         self.converged_ = bool(best.converged)
         self.constraints_ = constraints
         self.em_result_ = best
-        self.w_ = float(model.w) if len(model.constraints) else float("nan")  # w weighs constraints only
+        self.w_ = float(model.w) if constraints is not None and len(constraints) else float("nan")
         return self
 
     def fit_predict(self, X: MatrixLike, y: ArrayLike | None = None, **fit_params: Any) -> NDArray[np.intp]:
