@@ -112,9 +112,45 @@ def weight(text):
     return "auto" if text.strip().lower() == "auto" else nonneg_float(text)
 
 
-#: Help of every command's ``--w``.
+class EstimatorDefault:
+    """The default of an estimator parameter, for a help text (``%(own)s``): read from
+    the signatures of the estimators of :data:`hmrf.estimators.ESTIMATORS` that take it
+    (``takes``, an attribute of their row) when the help is printed, so that
+    ``hmrf --help`` does not import them and no help text repeats a default by hand."""
+
+    def __init__(self, param: str, takes: str) -> None:
+        self.param, self.takes = param, takes
+
+    def __str__(self) -> str:
+        import inspect
+
+        from ..estimators import ESTIMATORS
+
+        rows = {}  # default -> estimator names
+        for key, spec in ESTIMATORS.items():
+            if not getattr(spec, self.takes):
+                continue
+            value = spec.params.get(self.param, inspect.signature(spec.load()).parameters[self.param].default)
+            rows.setdefault(value if isinstance(value, str) else f"{value:g}", []).append(key)
+        (common, _), *others = sorted(rows.items(), key=lambda kv: -len(kv[1]))
+        rest = "; ".join(f"{v} for {', '.join(keys)}" for v, keys in others)
+        return f"{common} ({rest})" if rest else common
+
+
+def own_default(action, param: str, takes: str):
+    """Give ``action`` the attribute ``own`` that its help names as ``%(own)s``."""
+    action.own = EstimatorDefault(param, takes)
+    return action
+
+
+#: Help of every command's ``--w`` (with :func:`own_default`).
 W_HELP = ("constraint weight: a number (inf = hard) or auto, twice the mean cost of a point "
-          "when all the data form one cluster (default: the estimator's own, auto)")
+          "when all the data form one cluster (default: the estimator's own, %(own)s)")
+
+
+def add_w_option(p):
+    """The ``--w`` option of every command."""
+    return own_default(p.add_argument("--w", type=weight, metavar="W", help=W_HELP), "w", "takes_w")
 
 
 def fraction(text):
