@@ -250,7 +250,8 @@ def tradeoff(a: str, b: str, at: str, time: str, file: str = "supervision") -> l
                 out.append((group, nb, na, na - nb, ta / tb if tb else float("nan")))
             group, seen = row[0].strip("*"), {}
         name = row[1] if len(row) > 1 else ""
-        nmi_, t = _number(row[col]) if len(row) > col else None, _number(row[tcol]) if len(row) > tcol else None
+        nmi_ = _number(row[col]) if len(row) > col else None
+        t = _number(row[tcol]) if len(row) > tcol else None
         if name and nmi_ is not None and t is not None:
             seen[name] = (nmi_, t)
     return out
@@ -332,8 +333,8 @@ def tradeoff_markdown(a: str, b: str, at: str, time: str, file: str = "supervisi
 
 # -------------------------------------------------------------------- Sphinx
 def setup(app):
-    from docutils.parsers.rst import directives
     from docutils import nodes
+    from docutils.parsers.rst import directives
     from sphinx.util.docutils import SphinxDirective, SphinxRole
 
     class _Markdown(SphinxDirective):
