@@ -16,7 +16,7 @@ loaded on first use, so ``import hmrf`` stays fast.
 from ._lazy import lazy_names
 from .constraints import Constraints
 from .estimators.registry import ESTIMATOR_CLASSES
-from .exceptions import InconsistentConstraintsError, InfeasibleError
+from .exceptions import ConstraintSearchError, InconsistentConstraintsError, InfeasibleError
 from .graph import PairwiseGraph
 from .model import HMRF
 
@@ -45,7 +45,7 @@ _LAZY = {**dict.fromkeys(ESTIMATOR_CLASSES, "estimators"), "NaiveBayesEM": "clas
          "register_engine": "inference", "register_emission": "emissions"}
 
 __all__ = ["Constraints", "PairwiseGraph", "HMRF", "InconsistentConstraintsError",
-           "InfeasibleError", *_LAZY]
+           "InfeasibleError", "ConstraintSearchError", *_LAZY]
 
 
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)

@@ -173,9 +173,69 @@ def weight(text):
     return "auto" if text.strip().lower() == "auto" else nonneg_float(text)
 
 
-#: Help of every command's ``--w``.
+def signature_default(spec, param: str):
+    """The default of ``param`` in the constructor of the estimator of ``spec`` (a row of
+    :data:`hmrf.estimators.ESTIMATORS`), read from the source of its module without
+    importing it (building a help text must not import scikit-learn)."""
+    import ast
+    import importlib.util
+
+    origin = importlib.util.find_spec(f"hmrf.estimators.{spec.module}").origin
+    with open(origin, encoding="utf-8") as f:
+        classes = {n.name: n for n in ast.parse(f.read()).body if isinstance(n, ast.ClassDef)}
+    name = spec.class_name
+    while name in classes:
+        init = next((n for n in classes[name].body
+                     if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is not None:
+            args = init.args.args + init.args.kwonlyargs
+            defaults = [None] * (len(init.args.args) - len(init.args.defaults)) + init.args.defaults
+            defaults += init.args.kw_defaults
+            for arg, default in zip(args, defaults):
+                if arg.arg == param and default is not None:
+                    return ast.literal_eval(default)
+            break
+        name = next((b.id for b in classes[name].bases if isinstance(b, ast.Name)), None)
+    raise LookupError(f"{spec.class_name}.__init__ has no default for {param!r}")
+
+
+class EstimatorDefault:
+    """The default of an estimator parameter, for a help text (``%(own)s``): read from
+    the signatures of the estimators of :data:`hmrf.estimators.ESTIMATORS` that take it
+    (``takes``, an attribute of their row) when the help is printed, so that no help
+    text repeats a default by hand."""
+
+    def __init__(self, param: str, takes: str) -> None:
+        self.param, self.takes = param, takes
+
+    def __str__(self) -> str:
+        from ..estimators import ESTIMATORS
+
+        rows = {}  # default -> estimator names
+        for key, spec in ESTIMATORS.items():
+            if not getattr(spec, self.takes):
+                continue
+            value = spec.params.get(self.param, signature_default(spec, self.param))
+            rows.setdefault(value if isinstance(value, str) else f"{value:g}", []).append(key)
+        (common, _), *others = sorted(rows.items(), key=lambda kv: -len(kv[1]))
+        rest = "; ".join(f"{v} for {', '.join(keys)}" for v, keys in others)
+        return f"{common} ({rest})" if rest else common
+
+
+def own_default(action, param: str, takes: str):
+    """Give ``action`` the attribute ``own`` that its help names as ``%(own)s``."""
+    action.own = EstimatorDefault(param, takes)
+    return action
+
+
+#: Help of every command's ``--w`` (with :func:`own_default`).
 W_HELP = ("constraint weight: a number (inf = hard) or auto, twice the mean cost of a point "
-          "when all the data form one cluster (default: the estimator's own, auto)")
+          "when all the data form one cluster (default: the estimator's own, %(own)s)")
+
+
+def add_w_option(p):
+    """The ``--w`` option of every command."""
+    return own_default(p.add_argument("--w", type=weight, metavar="W", help=W_HELP), "w", "takes_w")
 
 
 def fraction(text):

@@ -51,7 +51,7 @@ def add_parser(sub):
                    help="emission family, listed below (default: cosine for text, a .txt file or sparse "
                         "non-negative rows, where the family is free; else the estimator's own, "
                         "sqeuclidean for most)")
-    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
+    common.add_w_option(p)
     p.add_argument("--bound", default="lp", choices=("lp", "none"),
                    help="reference lower bound of the E-step gap: lp solves the LP relaxation of "
                         "each E-step that has no bound as good; none uses the engines' own bounds")

@@ -57,9 +57,10 @@ def add_parser(sub):
                    help="emission family, listed below (default: cosine for text, a .txt file or "
                         "sparse non-negative rows, when the estimator's family is free; else the "
                         "estimator's own, sqeuclidean for most)")
-    p.add_argument("--engine", metavar="NAME",
-                   help="E-step engine, listed below (default: the estimator's own, icm)")
-    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
+    common.own_default(p.add_argument("--engine", metavar="NAME",
+                                      help="E-step engine, listed below (default: the estimator's "
+                                           "own, %(own)s)"), "inference", "takes_engine")
+    common.add_w_option(p)
     sup = p.add_mutually_exclusive_group()
     sup.add_argument("--pairs", metavar="FILE", help="your constraints (see above)")
     sup.add_argument("--constraints", type=common.nonneg_int, metavar="N",
