@@ -216,6 +216,13 @@ def test_commands_have_no_machine_specific_paths():
     assert not found, "machine-specific paths or locks in commands:\n" + "\n".join(found)
 
 
+def _registered_in_pages() -> set:
+    """Names the pages register themselves (``register_engine("sa", ...)``, the plug-in of
+    docs/extending.md): a command or snippet after it may use them."""
+    pattern = r"""register_(?:engine|emission)\(\s*["']([^"']+)["']"""
+    return {m.group(1).lower() for p in PAGES for m in re.finditer(pattern, p.read_text(encoding="utf-8"))}
+
+
 def test_hmrf_commands_parse_and_name_what_exists():
     from hmrf.cli import build_parser
     from hmrf.commands.active import SELECTORS
@@ -241,7 +248,7 @@ def test_hmrf_commands_parse_and_name_what_exists():
         given = [given] if isinstance(given, str) else given
         estimators = [e for v in given for e in str(v).split(",") if e]
         for e in engines:
-            if e.strip().lower() not in ENGINES:
+            if e.strip().lower() not in ENGINES and e.strip().lower() not in _registered_in_pages():
                 bad.append(f"{where}: unknown engine {e!r} in {line!r}")
         for e in estimators:
             if estimator_key(e) not in ESTIMATORS and e != "own":
@@ -260,7 +267,7 @@ def test_engine_names_in_the_pages_exist():
     from hmrf.inference import ENGINES
 
     soft = getattr(importlib.import_module("hmrf.em.soft"), "POSTERIORS", ())
-    known = set(ENGINES) | set(soft)
+    known = set(ENGINES) | set(soft) | _registered_in_pages()
     texts = [(p.name, p.read_text(encoding="utf-8")) for p in PAGES]
     texts += [(nb.name, "".join(src for _, src in _notebook_cells(nb))) for nb in NOTEBOOKS]
     bad = [f"{name}: inference={m.group(1)!r}" for name, text in texts
