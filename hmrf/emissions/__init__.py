@@ -2,7 +2,8 @@
 
 Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
 :class:`ItakuraSaito` (all :class:`BregmanFamily`), :class:`VonMisesFisher`
-(cosine) and :class:`Mahalanobis` (learned metric, MPCKMeans). Define a new Bregman
+(cosine), :class:`Mahalanobis` (learned metric, MPCKMeans) and :class:`Multinomial`
+(word counts, naive Bayes). Define a new Bregman
 family with ``BregmanFamily(phi, grad_phi)``.
 """
 
@@ -25,7 +26,7 @@ from .base import (
 from .bregman import BregmanFamily
 from .euclidean import SquaredEuclidean
 from .itakura_saito import ItakuraSaito
-from .kl import KL, IDivergence, SmoothedParams
+from .kl import KL, IDivergence, Multinomial, MultinomialParams, SmoothedParams
 from .mahalanobis import Mahalanobis, MahalanobisParams
 from .stats import ClusterStats
 from .vmf import VonMisesFisher, log_vmf_normalizer
@@ -35,6 +36,7 @@ __all__ = [
     "IDivergence", "ItakuraSaito", "VonMisesFisher", "SmoothedParams", "cluster_sums",
     "log_vmf_normalizer", "get_emission", "Mahalanobis", "MahalanobisParams", "MStepContext",
     "ClusterStats", "LinearCosts", "MetricTerms", "inner_products", "AUTO", "data_emission",
+    "Multinomial", "MultinomialParams",
 ]
 
 #: The emission name that is chosen from the data (:func:`data_emission`).

@@ -22,14 +22,15 @@ from .expansion import AlphaExpansion
 from .greedy import GreedyFeasible
 from .icm import ICM
 from .lp import LPRelaxation
+from .meanfield import MeanField
 from .milp import ExactMILP
 
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["InferenceEngine", "InferenceResult", "ICM", "BeliefPropagation", "TRWS", "LPRelaxation",
-           "ExactMILP", "AlphaExpansion", "AutoEngine", "GreedyFeasible", "reduce_problem", "get_engine",
-           "ENGINES", "EngineSpec"]
+           "ExactMILP", "AlphaExpansion", "AutoEngine", "GreedyFeasible", "MeanField", "reduce_problem",
+           "get_engine", "ENGINES", "EngineSpec"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,9 @@ ENGINES = {
     "exact": EngineSpec(ExactMILP,
                         "exact MILP (HiGHS), 60 s limit per E-step: small problems only",
                         gives_bound=True),
+    "mean_field": EngineSpec(MeanField,
+                             "naive mean-field posteriors (coordinate descent on the free energy), "
+                             "labels their argmax: soft EM's default"),
     "auto": EngineSpec(AutoEngine,
                        "belief propagation, then alpha-expansion moves from its labelling (with "
                        "PyMaxflow), the lower energy per component"),
