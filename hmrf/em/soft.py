@@ -1,32 +1,30 @@
 """Soft (variational) EM for the HMRF: posteriors instead of MAP labels.
 
-Soft EM alternates posteriors ``q`` over the labels and parameters ``Θ``, descending the
-variational free energy (Neal & Hinton 1998; for MRFs with a mean-field E-step, Zhang 1992)
+Soft EM alternates posteriors ``q`` and parameters ``Θ``, descending the variational free
+energy (Neal & Hinton 1998; for MRFs with a mean-field E-step, Zhang 1992)
 
     F(q, Θ) = Σ_i Σ_h q_ih (λ_i U_ih(Θ) + τ_i log q_ih) + Σ_e E_q[cost_e] + R(Θ)
 
-with ``U_ih = -log p(x_i | h, Θ) - log π_h``, row weights ``λ_i`` (1 unless given),
-``τ_i = λ_i`` for a point with no pairwise factor and 1 for a constrained one, and
-``R(Θ) = -log p(Θ)`` the prior of a MAP M-step: the family's
-:meth:`~hmrf.emissions.EmissionFamily.prior_cost` plus ``-β Σ_h log π_h`` for mixing
-weights with Dirichlet pseudo-count ``β``. ``F - R >= -log Z(Θ)`` when every ``λ_i = 1``.
+with ``U_ih = -log p(x_i | h, Θ) - log π_h``, row weights ``λ_i`` (default 1), ``τ_i =
+λ_i`` for a point with no pairwise factor and 1 for a constrained one, and ``R(Θ) = -log
+p(Θ)`` the prior of a MAP M-step: the family's
+:meth:`~hmrf.emissions.EmissionFamily.prior_cost`, plus ``-β Σ_h log π_h`` for mixing
+weights with Dirichlet pseudo-count ``β``. With unit weights ``F - R >= -log Z(Θ)``.
 
-* **E-step**, one pass over the data (:func:`hmrf.em.passes.soft_pass`): a point with no
-  pairwise factor has the exact posterior ``q_ih ∝ exp(-U_ih)`` and contributes
-  ``-λ_i log Σ_h exp(-U_ih)``. The constrained points' posteriors and their free energy
-  come from an engine that gives marginals (``gives_marginals``; default
-  :class:`~hmrf.inference.MeanField`) on the costs ``λ_i U_ih`` and their factors,
-  started from the previous posteriors. With an engine that descends ``F`` from there
-  (``descends_free_energy``, mean-field) both steps descend ``F`` and its history never
-  increases; sum-product BP's Bethe marginals give an ``F`` that may rise slightly.
+* **E-step** (:func:`hmrf.em.passes.soft_pass`): a point with no pairwise factor has the
+  exact posterior ``q_ih ∝ exp(-U_ih)`` and contributes ``-λ_i log Σ_h exp(-U_ih)``; the
+  constrained points' posteriors and free energy come from an engine that gives marginals
+  (``gives_marginals``; default :class:`~hmrf.inference.MeanField`) on the costs
+  ``λ_i U_ih`` and the factors, started from the previous posteriors. With an engine that
+  descends ``F`` from there (``descends_free_energy``: mean-field) the history of ``F``
+  never increases; with sum-product BP's Bethe marginals it may rise slightly.
 * **M-step**: the family's update on the statistics weighted by ``λ_i q_ih``
-  (:mod:`hmrf.emissions.stats`), and ``π_h = (β + n_h) / (k β + Σ_g n_g)`` with
-  ``n_h = Σ_i λ_i q_ih`` when mixing weights are learned.
+  (:mod:`hmrf.emissions.stats`) and, when mixing weights are learned,
+  ``π_h = (β + n_h) / (k β + Σ_g n_g)`` with ``n_h = Σ_i λ_i q_ih``.
 
-What each approximation drops: the MRF normaliser ``log Z`` of the potentials (constant
-in Θ for potentials that do not depend on Θ, which is why soft EM refuses MPCKMeans'
-distance-scaled penalties); with mean-field, the correlations between constrained
-points; with BP, the guarantee that ``F`` is what the E-step minimises.
+Dropped: the MRF normaliser ``log Z`` of the potentials (constant in Θ unless they
+depend on Θ, which is why soft EM refuses MPCKMeans' distance-scaled penalties); with
+mean-field, the correlations between constrained points.
 """
 
 from __future__ import annotations
@@ -56,17 +54,11 @@ __all__ = ["run_soft_em", "posterior_engine", "update_params"]
 
 
 def posterior_engine(spec: str | InferenceEngine | None = None) -> InferenceEngine:
-    """Soft EM's engine for the posteriors of the constrained points: ``None`` or
-    ``"auto"`` give :class:`~hmrf.inference.MeanField`, any other name or engine is
-    :func:`~hmrf.inference.get_engine`'s and must give marginals (``gives_marginals``).
-
-    Raises
-    ------
-    ValueError
-        An engine without posteriors, named (max-product ``BeliefPropagation``:
-        ``BeliefPropagation(mode="sum")`` gives them; its max-product settings have no
-        sum-product meaning, so it is not switched silently).
-    """
+    """Soft EM's engine for the constrained points' posteriors: ``None`` or ``"auto"``:
+    :class:`~hmrf.inference.MeanField`; else :func:`~hmrf.inference.get_engine`'s, which
+    must give marginals (``gives_marginals``), or a ``ValueError`` names it. A max-product
+    ``BeliefPropagation`` is refused, not switched: its settings mean nothing to
+    sum-product; ``BeliefPropagation(mode="sum")`` gives marginals."""
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "auto"):
         return MeanField()
     engine = get_engine(spec)
@@ -91,14 +83,6 @@ def update_params(model: HMRF, stats: ClusterStats, labels: NDArray[np.intp] | N
     return new.replace(weights=np.maximum(pi, np.finfo(float).tiny))
 
 
-def _prior_cost(model, params, mixing) -> float:
-    """``R(Θ)`` of the module docstring."""
-    cost = model.emission.prior_cost(params)
-    if mixing:
-        cost -= mixing * float(np.log(params.weights).sum())
-    return cost
-
-
 def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngine | None = None, *,
                 max_iter: int = 100, tol: float = 1e-4, rng: np.random.Generator | None = None,
                 callback: Callable[..., Any] | None = None, data_pass: Callable[..., Any] | None = None,
@@ -119,38 +103,33 @@ def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngi
     callback : callable, optional
         ``callback(iteration, labels, params, objective)`` after each E-step.
     data_pass : callable, optional
-        The pass over the data, with the signature and result of
-        :func:`hmrf.em.passes.soft_pass` (the default); a distributed model supplies its own.
+        The pass over the data, as :func:`hmrf.em.passes.soft_pass` (the default).
     row_weights : ndarray (n,), optional
         ``λ_i >= 0`` (finite; > 0 on rows with an infinite cost).
     mixing : float, optional
-        Learn mixing weights with Dirichlet pseudo-count ``β = mixing``; default: with
-        ``β = 0`` under ``normalizer="closed_form"``, none otherwise.
+        Learn mixing weights with pseudo-count ``β = mixing``; default: ``β = 0`` under
+        ``normalizer="closed_form"``, none otherwise.
 
     Returns
     -------
     EMResult
-        ``labels``: the most probable label of every point (the engine's labels for the
-        constrained ones); ``objective`` and ``history``: ``F`` after each E-step;
-        ``params``: the parameters those posteriors were computed with; ``posteriors`` in
-        ``trace[-1]`` for the constrained points (with their indices, ``nodes``).
+        ``labels``: the most probable label of every point (the engine's labels where
+        constrained); ``objective``, ``history``: ``F`` after each E-step; ``params``: those
+        of the last E-step; ``trace[-1]``: the constrained points' ``posteriors``, ``nodes``.
     """
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be >= 1; got {max_iter}.")
     if not np.isfinite(tol) or tol < 0:
         raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
     if "pairwise" in model.emission.m_step_needs and model.depends_on_params:
-        raise ValueError(
-            f"soft EM is not available for {model.emission!r} with parameter-dependent "
-            "potentials (MPCKMeans' metric update needs MAP labels); use em='hard'."
-        )
+        raise ValueError(f"soft EM is not available for {model.emission!r} with parameter-dependent "
+                         "potentials (MPCKMeans' metric update needs MAP labels); use em='hard'.")
     engine = posterior_engine(engine)
     check_engine(engine)
-    extra = {}
-    if row_weights is not None:
-        extra["weights"] = w = np.asarray(row_weights, dtype=np.float64)
-        if w.shape != (model.n_samples,) or not np.all(np.isfinite(w) & (w >= 0)):
-            raise ValueError(f"row_weights must be {model.n_samples} finite numbers >= 0.")
+    extra = {} if row_weights is None else {"weights": np.asarray(row_weights, dtype=np.float64)}
+    if extra and (extra["weights"].shape != (model.n_samples,) or not np.all(extra["weights"] >= 0)
+                  or not np.all(np.isfinite(extra["weights"]))):
+        raise ValueError(f"row_weights must be {model.n_samples} finite numbers >= 0.")
     if mixing is None:
         mixing = 0.0 if model.normalizer == "closed_form" else None
     elif not np.isfinite(mixing) or mixing < 0:
@@ -178,7 +157,9 @@ def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngi
             else:  # labels kept where the rows are (hmrf.distributed.ChunkLabels)
                 labels = labels.with_rows(nodes, res.labels)
             stats = stats + model.statistics(q_c if w_c is None else q_c * w_c, rows=nodes)
-        free += _prior_cost(model, params, mixing)
+        free += model.emission.prior_cost(params)  # R(Θ)
+        if mixing:
+            free -= mixing * float(np.log(params.weights).sum())
         history.append(free)
         t1 = time.perf_counter()
         trace.append(dict(objective=free, e_time=t1 - t0, m_time=0.0, n_changed=None,
