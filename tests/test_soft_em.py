@@ -236,3 +236,23 @@ def test_soft_em_runs_a_user_engine_that_declares_marginals_and_refuses_one_that
         run_soft_em(model, params, ICM())
     with pytest.raises(ValueError, match="_Independent"):
         run_soft_em(model, params, type("_Independent", (ICM,), {})())
+
+
+class _ForgetsMarginals(ICM):
+    gives_marginals = True
+
+
+def test_the_marginal_contract_is_checked():
+    unary = np.array([[0.0, 1.0], [1.0, 0.0]])
+    c = Constraints.from_pairs(cannot_link=[(0, 1)], n=2, weight=1.0)
+    with pytest.raises(TypeError, match="_ForgetsMarginals declares gives_marginals but its _solve returned no"):
+        _ForgetsMarginals().map(unary, c)
+    with pytest.raises(ValueError, match=r"init posteriors must have shape \(2, 2\) with rows summing to one"):
+        MeanField().map(unary, c, init=np.array([[0.5, 0.6], [0.5, 0.5]]))
+    # max-product engines carry no posteriors; sum-product BP and mean-field do, F included
+    assert BeliefPropagation().map(unary, c).marginals is None
+    for eng in (BeliefPropagation(mode="sum", tol=1e-12), MeanField(tol=1e-12)):
+        res = eng.map(unary, c)
+        assert res.marginals.shape == (2, 2) and res.free_energy == pytest.approx(
+            free_energy(unary, PairwiseGraph.from_constraints(c),
+                        res.marginals))
