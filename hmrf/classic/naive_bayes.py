@@ -241,7 +241,7 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         best = None
         for _ in range(int(self.n_init)):
             resp = self._initial_resp(labels, k, rng) * weights[:, None]
-            params = update_params(model, model.statistics(resp), None, None, beta)
+            params = update_params(model, model.emission.statistics(model.X, resp, k), None, None, beta)
             run = run_soft_em(model, params, rng=rng, max_iter=int(self.max_iter) + 1, tol=float(self.tol),
                               row_weights=weights, mixing=beta)
             if best is None or run.objective < best.objective:

@@ -439,7 +439,9 @@ def soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.bool_
         return rows, soft_assign_block(model.emission, model.X[rows], params, model.normalizer, k,
                                        shift=shift, **kw)
 
-    width = max(k, model.X.shape[1])
+    # CSR rows form no (rows x d) temporary: costs are sparse-dense products, the
+    # statistics one (k, d) array per block (fewer blocks, fewer of those)
+    width = k if sp.issparse(model.X) else max(k, model.X.shape[1])
     blocks = block_arguments(n, width, model.data_terms, model.clamped, None, constrained, weights=weights)
     _, unary_c, stats = collect_blocks(run_blocks(work, blocks, n * width), labels, free, k)
     return SoftPass(labels, float(free.sum()), unary_c, stats)
