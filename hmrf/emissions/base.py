@@ -466,6 +466,12 @@ class EmissionFamily(ABC):
         it from the second moment (:class:`~hmrf.emissions.Mahalanobis`)."""
         return None
 
+    def prior_cost(self, params: EmissionParams) -> float:
+        """``-log p(Θ)`` of a prior under which :meth:`update` is the MAP step and that the
+        unary costs do not already carry (the multinomial's Dirichlet pseudo-counts); soft
+        EM adds it to its free energy (:mod:`hmrf.em.soft`). 0 by default."""
+        return 0.0
+
     # --------------------------------------------------------------- parameters
     def second_moment(self, normalizer: str = "constant") -> str | None:
         """Which second moment :meth:`update` needs in its statistics (see

@@ -24,11 +24,11 @@ from ..backend import InMemoryFit
 from ..constraints import Constraints
 from ..em import rise_tolerance, run_em
 from ..em.passes import nearest_clusters
-from ..em.soft import run_soft_em
+from ..em.soft import posterior_engine, run_soft_em
 from ..emissions import AUTO, EmissionFamily, VonMisesFisher, data_emission
 from ..exceptions import InfeasibleError
 from ..inference import InferenceEngine, get_engine
-from ..inference.meanfield import MeanField, softmax_free_energy
+from ..inference.posteriors import softmax_free_energy
 from ..initialization import INIT_METHODS, initial_centers
 from ..model import HMRF, block_unary
 from .supervision import as_constraints, emission_of
@@ -62,7 +62,7 @@ PARAMETERS = {
     "normalizer": [Options("constant", "closed_form")],
     "closure": [Options(True, False)],
     "init": [Options(*INIT_METHODS), Check(_is_array_init, "an array of initial centres (k, d)")],
-    "inference": [str, InferenceEngine, MeanField,
+    "inference": [str, InferenceEngine,
                   Check(lambda v: callable(getattr(v, "map", None)), "an object with a .map() method")],
     "emission": [str, EmissionFamily],
     "random_state": [Options(None), Interval(Integral, 0, 2**32 - 1), np.random.RandomState,
@@ -312,11 +312,10 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         """The EM loop this estimator runs, as ``em(model, params, rng) -> EMResult``
         (hard or soft by ``em``; the passes over the data default to the in-memory ones)."""
         kw = dict(max_iter=self.max_iter, tol=float(self.tol))
-        if self._setting("em") == "soft":
-            inference = self._spec_inference()
-            if isinstance(inference, str) and inference.strip().lower() == "auto":
-                inference = "mean_field"  # soft EM's posteriors by default (hmrf.em.soft)
-            return lambda model, params, rng: run_soft_em(model, params, inference, rng=rng,
+        if self._setting("em") == "soft":  # "auto", or no inference parameter: mean-field
+            own = "inference" in self._get_param_names()
+            engine = posterior_engine(self._spec_inference() if own else None)
+            return lambda model, params, rng: run_soft_em(model, params, engine, rng=rng,
                                                           data_pass=soft_pass, **kw)
         engine = get_engine(self._spec_inference())
         return lambda model, params, rng: run_em(model, params, engine, rng=rng, data_pass=hard_pass, **kw)
