@@ -534,7 +534,9 @@ def relax_and_round(unary: NDArray[Any], graph: PairwiseGraph, rng: np.random.Ge
     u, value, info = solve_lp(unary, graph, backend)
     t1 = time.perf_counter()
     cands, rinfo = kleinberg_tardos_rounding(u, rng, int(n_rounds), max_phases)
-    labels, _ = graph.best_per_component(unary, cands)
+    # an integral u rounds to itself every time: nothing to choose between
+    same = np.all(cands == cands[0])
+    labels = cands[0] if same else graph.best_per_component(unary, cands)[0]
     notify(1, labels, value)
     t2 = time.perf_counter()
     candidates = [labels]
