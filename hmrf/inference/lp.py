@@ -357,7 +357,9 @@ class _HighsLP:
             status = highs.getModelStatus()
             info = {"lp_time": time.perf_counter() - t0, "lp_warm": warm,
                     "lp_iterations": int(highs.getInfo().simplex_iteration_count)}
-            if status == self._status.kInfeasible:
+            # the program is bounded below (u in [0, 1], the other columns >= 0 at costs
+            # >= 0 or bounded), so "unbounded or infeasible" is infeasible
+            if status in (self._status.kInfeasible, self._status.kUnboundedOrInfeasible):
                 raise InfeasibleError(
                     "the LP relaxation is infeasible: hard cannot-links and forbidden labels leave "
                     "no fractional labelling, hence no labelling at all."
