@@ -164,7 +164,7 @@ def main(argv=None):
         if code:
             raise SystemExit(code)
         how = f"`{command}`"
-    load = "" if args.source or args.time else (" Load average at the end: "
+    load = "" if args.source else (" Load average at the end: "
                                    + " ".join(f"{x:.1f}" for x in os.getloadavg()) + ".")
     notes = (f"Per number of constraints and engine: {how}. NMI on the held-out half (mean ± sd "
              "over runs × folds); J excess: the final objective above the best engine's on the same "
