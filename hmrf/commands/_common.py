@@ -1,9 +1,10 @@
 """What the ``hmrf`` commands share: data options, run options, checked argument types,
 the output directory, help formatting.
 
-Kept light: building the parser (``hmrf --help``) imports neither scikit-learn nor
-matplotlib; the tables it prints come from :data:`hmrf.estimators.ESTIMATORS`,
-:data:`hmrf.inference.ENGINES` and :data:`hmrf.datasets.DATASETS`.
+Kept light: importing the commands (``hmrf --help``) loads neither NumPy nor
+scikit-learn nor matplotlib; the tables a command's help prints come from
+:data:`hmrf.estimators.ESTIMATORS`, :data:`hmrf.inference.ENGINES` and
+:data:`hmrf.datasets.DATASETS`, read when that help is built.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import argparse
 import os
 import tempfile
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .._optional import available
-from ..datasets import DATASETS, PACKAGES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 # ------------------------------------------------------------------ help text
@@ -117,6 +119,8 @@ def import_plugins(modules) -> None:
 
 
 def dataset_listing() -> str:
+    from ..datasets.loaders import DATASETS, PACKAGES
+
     needs = {name: next((p for p in PACKAGES if p in spec[4]), None) for name, spec in DATASETS.items()}
     rows = {name: f"n={spec[1]}, {spec[3]} classes" + (f"; needs {needs[name]}" if needs[name] else "")
             for name, spec in DATASETS.items()}
@@ -254,6 +258,8 @@ def parse_range(text: str, integer: bool) -> list:
     >>> parse_range("0:1:0.25", integer=False)
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
+    import numpy as np
+
     conv = int if integer else float
     try:
         if ":" in text:
@@ -328,6 +334,8 @@ class Data:
 
 def load(args, *, need_labels: bool, complete_labels: bool = False) -> Data:
     """The data of ``--dataset`` / ``--data`` (+ ``--labels``), validated, standardised."""
+    import numpy as np
+
     from ..datasets import load_dataset, read_data, read_labels
 
     if args.data is None:
@@ -363,6 +371,8 @@ def load(args, *, need_labels: bool, complete_labels: bool = False) -> Data:
 def standardize(X):
     """Zero mean and unit variance per feature (constant features are centred only);
     sparse data is returned as is (centring would densify it)."""
+    import numpy as np
+
     if not isinstance(X, np.ndarray):
         return X
     sd = X.std(axis=0)
@@ -407,6 +417,8 @@ def emission_text(given, resolved) -> str:
 
 
 def describe(data: Data) -> str:
+    import numpy as np
+
     X = data.X
     kind = "sparse" if not isinstance(X, np.ndarray) else "dense"
     k = "" if data.y is None else f", {int(np.unique(data.y[data.y >= 0]).size)} classes"

@@ -6,8 +6,6 @@ import csv
 import json
 import time
 
-import numpy as np
-
 from ..estimators import ESTIMATORS, estimator_key
 from . import _cluster, _image
 from . import _common as common
@@ -79,6 +77,8 @@ def add_parser(sub):
 
 def _supervision(args, spec, y, n, rng):
     """``(supervision, description, points used)`` from the flags (see DESCRIPTION)."""
+    import numpy as np
+
     from ..constraints import Constraints
     from ..datasets import read_pairs
 
@@ -112,6 +112,8 @@ def _supervision(args, spec, y, n, rng):
 
 
 def _json_safe(value):
+    import numpy as np
+
     if isinstance(value, dict):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
@@ -144,6 +146,8 @@ def _w_text(est, spec) -> str:
 
 
 def run(args) -> int:
+    import numpy as np
+
     from .. import __version__
     from ..estimators import fit_supervised, make_estimator
     from ..metrics import evaluate
