@@ -54,3 +54,22 @@ def write_result(name: str, body: str, command: str | None = None, notes: str = 
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(text) + "\n")
     return path
+
+
+def package_at(revision: str) -> str:
+    """A folder holding the package ``hmrf/`` as it is at git ``revision`` of this
+    repository (``git archive``; no bytecode, no numba cache), to put on ``PYTHONPATH``
+    for a before/after measurement: the command line names a revision, not a checkout."""
+    import subprocess
+    import tarfile
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    folder = tempfile.mkdtemp(prefix="hmrf_at_")
+    archive = os.path.join(folder, "hmrf.tar")
+    subprocess.run(["git", "-C", here, "archive", "--format=tar", "-o", archive, revision, "hmrf"],
+                   check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(folder, filter="data")
+    os.remove(archive)
+    return folder

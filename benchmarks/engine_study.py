@@ -17,12 +17,12 @@ compare ...`` in a new process on a copy of the package without any ``__pycache_
 (so numba compiles every kernel: "cold"), then again on the same copy (numba's disk
 cache filled: "warm"); wall-clock and CPU seconds of each run go to
 ``docs/results/main_job.md`` (the README's figure), the summary of the warm run to
-``docs/results/<name>.md``. ``--before ROOT`` times the tree at ``ROOT`` the same way,
+``docs/results/<name>.md``. ``--before REV`` times the package at git revision ``REV`` the same way,
 each of its runs just before the matching run of this tree (for a before/after
 comparison on a loaded machine; not written to the results file)::
 
     python benchmarks/engine_study.py --name compare-iris --time
-    python benchmarks/engine_study.py --name compare-iris --time --before /path/to/old/checkout
+    python benchmarks/engine_study.py --name compare-iris --time --before 814c553
 
 Times depend on the machine's load (the notes give the load average); wrap a run in
 ``flock /tmp/bench.lock`` on a shared machine.
@@ -43,7 +43,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _results import ROOT, command_line, markdown_table, write_result  # noqa: E402
+from _results import ROOT, command_line, markdown_table, package_at, write_result  # noqa: E402
 
 STATIC_DIR = os.path.join(ROOT, "docs", "_static")
 
@@ -105,7 +105,7 @@ def time_job(compare_args, before=None):
     """Cold then warm runs of the command on a fresh copy of this tree (and of ``before``,
     each of its runs first). Returns ``({tree: {"cold": run, "warm": run}}, out)``, ``out``
     the output folder of this tree's warm run."""
-    trees = {"before": fresh_copy(before)} if before else {}
+    trees = {"before": fresh_copy(package_at(before))} if before else {}
     trees["this"] = fresh_copy(ROOT)
     times = {name: {} for name in trees}
     for state in ("cold", "warm"):
@@ -137,7 +137,7 @@ def main(argv=None):
     p.add_argument("--time", action="store_true",
                    help="time the command in new processes on a fresh copy, numba cache cold then "
                         "warm; write docs/results/main_job.md")
-    p.add_argument("--before", metavar="ROOT", help="with --time: also time the tree at ROOT, "
+    p.add_argument("--before", metavar="REV", help="with --time: also time the package at git revision REV, "
                                                      "interleaved (printed only)")
     args = p.parse_args(ours)
     compare_args = compare_args or README_JOB

@@ -10,13 +10,13 @@ installed are measured, each on a copy of the package:
 * from source: no ``__pycache__`` and ``PYTHONDONTWRITEBYTECODE=1``, so every module of
   the package is compiled at each start (the site-packages keep their bytecode).
 
-``--before ROOT`` measures the tree at ``ROOT`` the same way, its runs interleaved with
+``--before REV`` measures the package at git revision ``REV`` the same way, its runs interleaved with
 this tree's, and adds its medians and the ratios to the table. ``python -X importtime``
 gives the largest imports of this tree (with bytecode). Writes
 ``docs/results/startup.md``::
 
     python benchmarks/startup.py
-    python benchmarks/startup.py --before /path/to/old/checkout --repeats 9
+    python benchmarks/startup.py --before 814c553 --repeats 9
 
 Times depend on the machine's load (the notes give the load average); wrap a run in
 ``flock /tmp/bench.lock`` on a shared machine.
@@ -35,7 +35,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _results import ROOT, markdown_table, write_result  # noqa: E402
+from _results import ROOT, markdown_table, package_at, write_result  # noqa: E402
 
 #: the measurement, run in a new interpreter: seconds of ``import hmrf`` and of the import
 #: and ``hmrf --help`` together
@@ -111,11 +111,12 @@ def top_imports(folder: str, code: str, n: int = 8) -> list[tuple[str, float]]:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=7, help="runs per tree and way of install")
-    p.add_argument("--before", metavar="ROOT", help="also measure the tree at ROOT, interleaved")
+    p.add_argument("--before", metavar="REV",
+                   help="also measure the package at git revision REV, interleaved")
     args = p.parse_args(argv)
     trees = {"this": copies(ROOT)}
     if args.before:
-        trees = {"before": copies(args.before), **trees}
+        trees = {"before": copies(package_at(args.before)), **trees}
     runs = {(tree, mode): [] for tree in trees for mode in ("bytecode", "source")}
     for _ in range(args.repeats):
         for mode in ("bytecode", "source"):
