@@ -73,3 +73,22 @@ def package_at(revision: str) -> str:
         tar.extractall(folder, filter="data")
     os.remove(archive)
     return folder
+
+
+def write_readme_section(name: str, text: str) -> str:
+    """Replace what stands between the README's markers ``<!-- <name>: written by ... -->``
+    and ``<!-- end of <name> -->`` by ``text``: a README figure comes from the script that
+    measured it, as a results file does."""
+    path = os.path.join(ROOT, "README.md")
+    with open(path, encoding="utf-8") as f:
+        readme = f.read()
+    start = next((line for line in readme.splitlines() if line.startswith(f"<!-- {name}: written by ")), None)
+    end = f"<!-- end of {name} -->"
+    if start is None or end not in readme:
+        raise SystemExit(f"README.md has no '<!-- {name}: written by ...' ... '{end}' markers "
+                         "to write between.")
+    head, rest = readme.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + start + "\n" + text + "\n" + end + tail)
+    return path

@@ -43,7 +43,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _results import ROOT, command_line, markdown_table, package_at, write_result  # noqa: E402
+from _results import (  # noqa: E402
+    ROOT,
+    command_line,
+    markdown_table,
+    package_at,
+    write_readme_section,
+    write_result,  # noqa: E402
+)
 
 STATIC_DIR = os.path.join(ROOT, "docs", "_static")
 
@@ -156,6 +163,12 @@ def main(argv=None):
                  f"(warm). Wall-clock and CPU seconds of the whole command on {os.cpu_count()} "
                  f"cores; load average {load} at the end of the runs. {args.note}").strip()
         print("wrote", write_result("main_job", timing_table(command, runs), command_line(), notes))
+        if compare_args == README_JOB:
+            line = (f"On {os.cpu_count()} cores the job takes {runs['cold']['wall']:.0f} s on a fresh clone "
+                    f"(numba compiling its kernels) and {runs['warm']['wall']:.0f} s once they are "
+                    "cached (`docs/results/main_job.md`, written by "
+                    "`python benchmarks/engine_study.py --name compare-iris --time`).")
+            print("wrote", write_readme_section("main job", line))
     else:
         from hmrf.cli import main as hmrf_main
 
