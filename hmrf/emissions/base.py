@@ -283,7 +283,8 @@ class EmissionProtocol(Protocol):
     initialisation call: what :class:`EmissionFamily` implements.
 
     A new family subclasses :class:`EmissionFamily` and writes the two **required**
-    members, :meth:`divergence` and :meth:`update`; the base class gives every other one a
+    members, :meth:`EmissionFamily.divergence` and :meth:`EmissionFamily.update`; the base
+    class gives every other one a
     default, correct for any family, and :data:`OPTIONAL_MEMBERS` says what overriding
     each one buys (a fused GEMM pass, a one-pass data scale, ...).
     :func:`hmrf.testing.check_emission` checks a family against this protocol.

@@ -212,14 +212,14 @@ class Multinomial(EmissionFamily):
     """Multinomial emission on rows of counts (naive Bayes; Nigam et al. 2000).
 
     A row ``x`` of word counts drawn word by word from the cluster's distribution
-    ``θ_h`` costs
+    ``θ_h`` costs::
 
         -log P(x | θ_h) = -Σ_w x_w log θ_hw  =  |x| KL(x / |x| ‖ θ_h) - |x| Σ_w p_w log p_w
 
     (the multinomial coefficient, the same for every cluster, left out): :class:`KL` on
     the row's distribution ``p = x / |x|``, scaled by its length, up to a per-row
     constant (Banerjee et al. 2005). The M-step is the MAP estimate under a symmetric
-    Dirichlet(α + 1) prior on every ``θ_h``,
+    Dirichlet(α + 1) prior on every ``θ_h``::
 
         θ_hw = (α + N_hw) / (α d + Σ_w' N_hw'),    N_h = Σ_i r_ih x_i,
 
