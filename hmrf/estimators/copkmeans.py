@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import Check, Interval, Options
+from .._validation import Check, Options
 from ..exceptions import InconsistentConstraintsError
 from ..inference.greedy import METHODS, GreedyFeasible
 from ..initialization import initial_centers
-from .base import HMRFClusterMixin
+from .base import HMRFClusterMixin, moved_parameters
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Literal
 
     from numpy.typing import ArrayLike
     from typing_extensions import Self
@@ -54,18 +52,15 @@ class COPKMeans(HMRFClusterMixin):
         Wagstaff et al. 2001; thesis §3.5.3).
     max_iter : int, default=100
     tol : float, default=1e-4
-    n_restarts : int, default=0
-        At a dead end of an assignment step, re-assign the constraint components that
-        hold one in up to this many other point orders (the points that hit dead ends
-        first). The default 0 is the paper's algorithm (abort at the first dead end).
-    repair : {None, "milp"}, default=None
-        ``"milp"``: components still at a dead end after the restarts are assigned
-        exactly by :class:`~hmrf.inference.ExactMILP` (the closest-centre labelling
-        that honours all their constraints). Then the fit aborts only when the
-        constraints cannot all hold, which the MILP proves; it is exponential in the
-        worst case, so meant for small or moderately constrained problems.
-    time_limit : float, default=60.0
-        Seconds for each MILP repair (with ``repair="milp"``).
+    inference : "greedy" or GreedyFeasible, default="greedy"
+        The assignment step: ``"greedy"`` is ``GreedyFeasible()``, the paper's algorithm
+        (abort at the first dead end). ``GreedyFeasible(n_restarts=10)`` re-assigns the
+        constraint components that hold a dead end in other point orders, and
+        ``GreedyFeasible(repair="milp")`` assigns those still at a dead end exactly by
+        :class:`~hmrf.inference.ExactMILP` (then the fit aborts only when the
+        constraints cannot all hold; exponential in the worst case, so meant for small
+        or moderately constrained problems); see
+        :class:`~hmrf.inference.greedy.GreedyFeasible`.
     n_init : int or "auto", default="auto"
         Runs from different random initialisations; the lowest objective among the runs
         that find a labelling wins, and :class:`~hmrf.InfeasibleError` is raised only
@@ -111,23 +106,19 @@ class COPKMeans(HMRFClusterMixin):
         "init": [Options("k-means++", "random"),
                  Check(lambda v: not isinstance(v, str) and np.ndim(v) == 2,
                        "an array of initial centres (k, d)")],
-        "n_restarts": [Interval(Integral, 0, None)],
-        "repair": [Options(None, "milp")],
-        "time_limit": [Interval(Real, 0, None, closed="neither")],
+        "inference": [Options("greedy"), GreedyFeasible],
     }
 
     def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
                  init: str | ArrayLike = "k-means++", max_iter: int = 100, tol: float = 1e-4,
-                 n_restarts: int = 0, repair: Literal["milp"] | None = None, time_limit: float = 60.0,
-                 n_init: int | str = "auto", random_state: RandomLike = None) -> None:
+                 inference: str | GreedyFeasible = "greedy", n_init: int | str = "auto",
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.init = init
         self.max_iter = max_iter
         self.tol = tol
-        self.n_restarts = n_restarts
-        self.repair = repair
-        self.time_limit = time_limit
+        self.inference = inference
         self.n_init = n_init
         self.random_state = random_state
 
@@ -148,16 +139,22 @@ class COPKMeans(HMRFClusterMixin):
         Raises
         ------
         InfeasibleError
-            An assignment step found no legal cluster for a point (see ``n_restarts``
-            and ``repair``).
+            An assignment step found no legal cluster for a point (see ``inference``).
         """
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints,
                     potentials=potentials)
         self.assignment_ = max(_methods(self.em_result_), key=METHODS.index, default="greedy")
         return self
 
+    _moved = ("n_restarts", "repair", "time_limit")
+
+    @classmethod
+    def _moved_error(cls, given):
+        args = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        return moved_parameters("COPKMeans", given, f"inference=GreedyFeasible({args})")
+
     def _spec_inference(self):
-        return GreedyFeasible(self.n_restarts, self.repair, self.time_limit)
+        return GreedyFeasible() if isinstance(self.inference, str) else self.inference
 
     def _supervision(self, n, y, must_link, cannot_link, constraints):
         c = super()._supervision(n, y, must_link, cannot_link, constraints)
