@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from ..em import EMResult
     from ..potentials import PairwisePotential
 
-__all__ = ["HMRFClusterMixin", "LowestObjective", "Start", "moved_parameters"]
+__all__ = ["HMRFClusterMixin", "LowestObjective", "Start"]
 
 
 def _is_array_init(value) -> bool:
@@ -110,14 +110,13 @@ def auto_n_init(model) -> int:
     return int(min(cap, max(1, AUTO_WORK // max(work, 1.0))))
 
 
-def settled(objectives: Sequence[float], tol: float, precision: Any) -> bool:
+def settled(objectives: Sequence[float], precision: Any) -> bool:
     """Whether a series of runs of ``n_init="auto"`` stops: ``AUTO_AGREE`` of its runs
-    reached its lowest objective ``J*``, within what EM itself resolves
-    (``tol · |J*|``, its stopping rule) or round-off of the working ``precision``. A
-    minimum that several starts reach is the one further starts mostly find again."""
+    reached its lowest objective ``J*`` (within round-off of the working ``precision``,
+    :func:`hmrf.em.rise_tolerance`): a minimum that several starts reach is one further
+    starts mostly find again."""
     best = min(objectives)
-    slack = max(tol * abs(best), rise_tolerance(best, precision))
-    return sum(j <= best + slack for j in objectives) >= AUTO_AGREE
+    return sum(j <= best + rise_tolerance(best, precision) for j in objectives) >= AUTO_AGREE
 
 
 class LowestObjective:
@@ -443,7 +442,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                 self.n_runs_ += 1
                 choice.add(result)
                 objectives.append(result.objective)
-                if auto and settled(objectives, float(self.tol), precision):
+                if auto and settled(objectives, precision):
                     break
         if choice.best is None:
             raise failed

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from .._typing import RandomLike
+    from ..em import EMResult
     from ..emissions.base import EmissionFamily
 
 __all__ = ["SeededKMeans", "ConstrainedKMeans", "SeedsKept"]
@@ -211,7 +212,7 @@ class SeedsKept:
         self.precision = getattr(model.X, "dtype", np.float64)
         self.front: list = []
 
-    def cost(self, result) -> float:
+    def cost(self, result: EMResult) -> float:
         """``Σ_seeds min(w, Δ_i)`` of a run (class docstring)."""
         from scipy.optimize import linear_sum_assignment
 
@@ -228,7 +229,7 @@ class SeedsKept:
         rows, cols = linear_sum_assignment(table)
         return float(table[rows, cols].sum())
 
-    def missed(self, result) -> int:
+    def missed(self, result: EMResult) -> int:
         """The seeds outside the cluster matched to their class, under the matching that
         keeps the most seeds."""
         from scipy.optimize import linear_sum_assignment
@@ -249,11 +250,11 @@ class SeedsKept:
         beaten = (no_worse & better).any(axis=0)
         return [run for run, out in zip(runs, beaten) if not out]
 
-    def add(self, result) -> None:
+    def add(self, result: EMResult) -> None:
         """Offer the result of one more run."""
         self.offer((result, result.objective + self.cost(result), self.missed(result)))
 
-    def offer(self, run) -> None:
+    def offer(self, run: tuple) -> None:
         """Offer one more run as ``(result, score, missed)``."""
         kept = []
         for run in self._unbeaten([*self.front, run]):
@@ -268,7 +269,7 @@ class SeedsKept:
         self.front = kept
 
     @property
-    def best(self):
+    def best(self) -> EMResult | None:
         """The winner so far (class docstring), ``None`` before any run."""
         best, best_score = None, np.inf
         for res, score, _ in self._unbeaten(self.front) if self.front else []:

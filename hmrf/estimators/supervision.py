@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .._typing import MatrixLike
     from ..emissions.base import EmissionFamily
 
-__all__ = ["as_constraints", "emission_of", "supervision_kind", "fit_supervised",
+__all__ = ["emission_of", "supervision_kind", "fit_supervised",
            "neighborhoods_from_constraints"]
 
 KINDS = ("constraints", "labels", "none")
