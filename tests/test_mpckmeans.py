@@ -352,6 +352,34 @@ def test_bad_parameters_raise_at_fit(bad, match):
         est.fit(IRIS_X, constraints=c)
 
 
+@pytest.mark.parametrize("old, new", [
+    (dict(metric="full"), "MPCKMeans(emission=Mahalanobis('full'))"),
+    (dict(metric="diagonal"), "MPCKMeans(emission='mahalanobis')"),
+    (dict(metric="identity"), "MPCKMeans(emission='sqeuclidean')"),
+    (dict(metric="cosine"), "MPCKMeans(emission='cosine')"),
+    (dict(metric="full", per_cluster=True, shrinkage=0.01),
+     "MPCKMeans(emission=Mahalanobis('full', per_cluster=True, shrinkage=0.01))"),
+])
+def test_the_metric_arguments_are_the_emissions_and_the_old_spelling_names_it(old, new):
+    import re
+
+    with pytest.raises(TypeError, match=re.escape(f"is spelled {new}")):
+        MPCKMeans(3, **old)
+    with pytest.raises(TypeError, match="MKMeans takes no inference engine"):
+        MKMeans(3, inference="bp")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'metrics'"):
+        MPCKMeans(3, metrics="full")
+    # the new spelling fits the same model as the name it stands for
+    c = Constraints.sample_from_labels(IRIS_Y, 60, rng=0)
+    named = MPCKMeans(3, emission="mahalanobis", n_init=1, random_state=0).fit(IRIS_X, constraints=c)
+    lam = named.shrinkage_
+    given = MPCKMeans(3, emission=Mahalanobis("diagonal", shrinkage=lam, eig_floor=lam, target="range"),
+                      n_init=1, random_state=0).fit(IRIS_X, constraints=c)
+    np.testing.assert_array_equal(named.labels_, given.labels_)
+    assert named.objective_ == pytest.approx(given.objective_, rel=1e-12)
+    assert (given.metric_kind_, given.shrinkage_) == ("diagonal", lam)
+
+
 @pytest.mark.usefixtures("few_auto_runs")  # API checks: two runs show them (tests/conftest.py)
 @parametrize_with_checks([MPCKMeans(3, random_state=0), MKMeans(3, emission=Mahalanobis("full"), random_state=0)])
 def test_scikit_learn_estimator_checks(estimator, check):

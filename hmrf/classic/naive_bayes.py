@@ -35,8 +35,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._params import Check, Interval, Options, validate_params
 from .._validation import check_data, check_nonnegative, check_partial_labels, check_random_state
+from ..constraints import as_constraints
 from ..emissions.base import cluster_sums, inner_products
-from ..estimators.supervision import as_constraints
 from ..graph import PairwiseGraph
 from ..inference.meanfield import MeanField
 from ..model import clamp_rows

@@ -170,11 +170,10 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     """Common ``fit``/``predict`` for estimators that run EM on an HMRF.
 
     Subclasses declare their hyper-parameters in ``__init__`` (checked against
-    ``PARAMETERS`` and their own ``_parameter_constraints``) and fix the settings they
-    do not expose in ``_fixed`` (PCKMeans fixes the emission and the initialisation,
-    SphericalKMeans the emission). The methods ``_spec_emission``, ``_supervision``,
-    ``_model``, ``_initial_params``, ``_series`` and ``_choice`` are the places a
-    subclass changes the model, its starts and the choice among its runs.
+    ``PARAMETERS`` and their ``_parameter_constraints``) and fix the settings they do not
+    expose in ``_fixed``; ``_spec_emission``, ``_supervision``, ``_model``,
+    ``_initial_params``, ``_series`` and ``_choice`` are where a subclass changes the
+    model, its starts and the choice among its runs.
 
     Attributes
     ----------
@@ -194,17 +193,13 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     em_result_ : EMResult
         The full EM trace of the best run.
     n_runs_ : int
-        EM runs made: ``n_init``, or with ``n_init="auto"`` (:meth:`_best_of_runs`) up to
-        10 (30 on sparse rows) where a run is cheap, fewer once two runs reach the lowest
-        objective, or when some repeat the initial centres of an earlier run or end in
-        :class:`~hmrf.InfeasibleError`.
+        EM runs made (:meth:`_best_of_runs`).
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
         :meth:`hmrf.HMRF.data_scale`).
     emission_ : str or EmissionFamily
         The emission the fit used (``emission="auto"`` resolved by
-        :func:`hmrf.emissions.data_emission`: ``"cosine"`` for sparse non-negative rows,
-        ``"sqeuclidean"`` otherwise).
+        :func:`hmrf.emissions.data_emission`).
     n_features_in_ : int
     """
 
@@ -299,18 +294,12 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
 
     def _chordal(self, model):
         """The squared-Euclidean model of the data alone on the unit rows of a cosine
-        (von Mises-Fisher) model, whose optimum is :attr:`Start.CHORD`; ``None`` for
-        other families, soft EM or rows not in memory.
-
-        SP-KMeans on small sets of sparse high-dimensional rows relocates few documents
-        from most starts and stops in a poor local optimum (Basu 2005, §4.5.1, after
-        Dhillon & Guan 2003). On unit rows ``||x - m||^2 = 1 - 2 x^T m + ||m||^2``:
-        Lloyd's iterations on the chord keep each centre at its cluster's mean, whose
-        length (the mean resultant) is small for a diffuse cluster, where SP-KMeans'
-        assignment to the nearest direction ``x^T m / ||m||`` does not shrink it. The
-        normalised means of that clustering start SP-KMeans (§2.3.2), and the cosine
-        objective decides between the runs, as for every other start.
-        """
+        model, whose optimum is :attr:`Start.CHORD` (``None`` for other families, soft EM
+        or rows not in memory). SP-KMeans on small sets of sparse rows stops in poor local
+        optima (Basu 2005, §4.5.1, after Dhillon & Guan 2003); on unit rows
+        ``||x - m||² = 1 - 2 xᵀm + ||m||²``, so Lloyd's iterations on the chord keep a
+        diffuse cluster's centre short, where the nearest direction ``xᵀm / ||m||`` does
+        not. Its normalised means start SP-KMeans (§2.3.2)."""
         if (self._setting("em") != "hard" or type(model) is not HMRF
                 or not isinstance(model.emission, VonMisesFisher)):
             return None
@@ -355,12 +344,10 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
 
     def _fit(self, backend, X, y=None, *, must_link=None, cannot_link=None, constraints=None,
              potentials=None):
-        """The fit, written once against a fit backend (:mod:`hmrf.backend`): where the rows
-        are decides how ``X`` is checked, where the model keeps them, the passes over them
-        and how ``labels_`` is kept; the supervision, the model, the initialisation and the
-        EM loop are the estimator's own on both. Everything is checked here, once: ``X``,
-        the parameters, the engine's parameters, the supervision, and ``random_state``
-        becomes the one generator every run draws on."""
+        """The fit, written once against a fit backend (:mod:`hmrf.backend`: how ``X`` is
+        checked, where the model keeps the rows, the passes over them, how ``labels_`` is
+        kept). Everything is checked here, once: ``X``, the parameters, the engine's
+        parameters, the supervision; ``random_state`` becomes the one generator of the fit."""
         self._validate_params()
         Xc = backend.data(X)
         validate_data(self, X, skip_check_array=True, reset=True)
@@ -389,22 +376,13 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                                                  validated=True, **kw)
 
     def _best_of_runs(self, model, constraints, y, em, rng):
-        """The run :meth:`_choice` keeps (the lowest objective) of the runs of em from
-        ``initial_params``, all drawing on the fit's generator ``rng``.
-
-        The runs come in series (:meth:`_series`), each from its :class:`Start` kinds in
-        turn: :attr:`Start.SUPERVISION` (``init`` given the constraints or labelled
-        seeds), and with ``n_init="auto"`` where there is supervision,
-        :attr:`Start.DATA` (``init`` without it, then EM on the model without its
-        potentials, from whose parameters the supervised EM starts) or on the cosine
-        model :attr:`Start.CHORD`, with or without supervision. ``n_init="auto"`` makes
-        up to :func:`auto_n_init` runs, one for an array ``init``; a series ends once
-        :func:`settled` (``AUTO_AGREE`` runs reached its lowest objective), and a run
-        whose seeding repeats an earlier run's of its kind is skipped (a deterministic
-        seeding has nothing to vary). A run that ends in :class:`~hmrf.InfeasibleError`
-        (a heuristic's dead end, e.g. COP-KMeans' greedy assignment) is skipped; the
-        error is raised when every run ends in it.
-        """
+        """The run :meth:`_choice` keeps of the runs of ``em`` (:meth:`_series`), all on
+        the fit's generator ``rng``, each from its :class:`Start`: ``n_init`` runs, or
+        with ``n_init="auto"`` up to :func:`auto_n_init` (one for an array ``init``), a
+        series ending once :func:`settled`, a run whose seeding repeats an earlier one of
+        its kind skipped (a deterministic seeding has nothing to vary). A run ending in
+        :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g. COP-KMeans' greedy
+        assignment) is skipped; the error is raised when every run ends in it."""
         n_init = self._setting("n_init")
         auto = isinstance(n_init, str)
         if auto:
@@ -497,6 +475,18 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     def _has_density(self) -> bool:
         return self._is_soft() and self._spec_normalizer() == "closed_form"
 
+    def _posterior(self, X, which):
+        """``softmax_free_energy`` of the unary costs of new points, block by block:
+        ``which=0`` the posteriors (n, k), ``1`` the free energies (n,)."""
+        check_is_fitted(self, "params_")
+        family, Xp = self._prepared(X)
+        k = self.params_.n_clusters
+        out = np.empty((Xp.shape[0], k) if which == 0 else Xp.shape[0])
+        for rows in row_blocks(Xp.shape[0], max(k, Xp.shape[1])):
+            out[rows] = softmax_free_energy(block_unary(family, Xp[rows], self.params_,
+                                                        self._spec_normalizer()))[which]
+        return out
+
     @available_if(_is_soft)
     def predict_proba(self, X):
         """Posterior ``p(y = h | x)`` of new points under the fitted model (no constraints):
@@ -510,13 +500,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_clusters)
         """
-        check_is_fitted(self, "params_")
-        family, Xp = self._prepared(X)
-        out = np.empty((Xp.shape[0], self.params_.n_clusters))
-        for rows in row_blocks(Xp.shape[0], max(out.shape[1], Xp.shape[1])):  # blocks of rows
-            out[rows] = softmax_free_energy(block_unary(family, Xp[rows], self.params_,
-                                                        self._spec_normalizer()))[0]
-        return out
+        return self._posterior(X, 0)
 
     @available_if(_has_density)
     def score_samples(self, X):
@@ -532,13 +516,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        check_is_fitted(self, "params_")
-        family, Xp = self._prepared(X)
-        out = np.empty(Xp.shape[0])
-        for rows in row_blocks(Xp.shape[0], max(self.params_.n_clusters, Xp.shape[1])):
-            out[rows] = -softmax_free_energy(block_unary(family, Xp[rows], self.params_,
-                                                         self._spec_normalizer()))[1]
-        return out
+        return -self._posterior(X, 1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

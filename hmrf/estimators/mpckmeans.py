@@ -174,15 +174,8 @@ class _MetricLearner(HMRFClusterMixin):
         return DistanceScaledPotts(constraints, w, alpha_min=self.alpha_min,
                                    alpha_max=alpha_max, mirrored=mirrored)
 
-    def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
-            cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
-        """Cluster ``X`` and learn the metric (arguments as ``HMRFKMeans.fit``).
-
-        Returns
-        -------
-        self
-        """
-        super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
+    def _set_fitted(self, best, model, constraints, labels):
+        super()._set_fitted(best, model, constraints, labels)
         self.metric_kind_ = self._spec_emission_metric
         self.shrinkage_ = self._spec_emission_shrinkage
         per_cluster = getattr(self.emission, "per_cluster", False)
@@ -227,37 +220,24 @@ class MPCKMeans(_MetricLearner):
         ``a_d t_d <= (n + d) / d`` of the target's). ``metric_kind_`` and ``shrinkage_``
         are what the fit used (:doc:`/metric_learning`).
     w : float or "auto", default="auto"
-        Global constraint weight (``np.inf``: hard constraints). ``"auto"``: 1 for the
-        distance-scaled penalties (``penalty="distance"`` or ``"mirrored"``), which are
-        squared distances under the learned metric, in the units of the emission
-        already; for ``penalty="constant"`` the scale-aware weight of
-        :class:`~hmrf.HMRFKMeans` (:meth:`hmrf.HMRF.data_scale` under the metric fitted
-        to all the data as one cluster). The resolved value is ``w_``.
+        Global constraint weight (``np.inf``: hard). ``"auto"``: 1 for the distance-scaled
+        penalties (squared distances under the metric, in the emission's units); for
+        ``penalty="constant"`` the weight of :class:`~hmrf.HMRFKMeans`. Resolved: ``w_``.
     alpha_min : float, default=0.0
     alpha_max : {"auto", "must_link", "data"} or float, default="auto"
-        ``"must_link"``: the largest squared must-link distance under the current
-        metric (the paper's experiments, §4.1); ``"data"``: the squared diameter of
-        ``X`` under it (see :class:`~hmrf.potentials.DistanceScaledPotts`).
-        ``"auto"`` is ``"must_link"`` for ``penalty="distance"`` and ``"data"`` for
-        ``penalty="mirrored"``, whose cannot-link penalty is Bilenko et al.'s
-        ``f_C = ||x' - x''||²_A - ||x_i - x_j||²_A`` with ``(x', x'')`` the farthest
-        pair of points of the data set (then ``f_M = ||x_i - x_j||²_A`` is never capped).
+        ``"must_link"``: the largest squared must-link distance under the current metric
+        (§4.1); ``"data"``: the squared diameter of ``X`` under it
+        (:class:`~hmrf.potentials.DistanceScaledPotts`). ``"auto"``: ``"must_link"`` for
+        ``penalty="distance"``, ``"data"`` for ``"mirrored"`` (Bilenko et al.'s
+        ``f_C = ||x' - x''||²_A - ||x_i - x_j||²_A``, ``(x', x'')`` the farthest pair).
     penalty : {"distance", "mirrored", "constant"}, default="distance"
-        ``"distance"``: eq. 4 above. ``"mirrored"``: the two functions exchanged,
-        ``f_M = min(α_min + d², α_max)`` and ``f_C = max(α_min, α_max - d²)`` (far
-        must-links and close cannot-links cost more), the MPCK-Means of Bilenko, Basu &
-        Mooney (ICML 2004), whose metric update stretches the directions of violated
-        cannot-links and contracts those of violated must-links as §3.3 of the paper
-        describes. ``"constant"`` uses ``f ≡ 1`` (plain Potts, as PCKMeans).
+        ``"distance"``: eq. 4 above. ``"mirrored"``: ``f_M = min(α_min + d², α_max)``,
+        ``f_C = max(α_min, α_max - d²)``, the MPCK-Means of Bilenko, Basu & Mooney (ICML
+        2004). ``"constant"``: ``f ≡ 1`` (plain Potts, as PCKMeans).
     closure : bool, default=True
-        Augment the constraints by their transitive closure (must-link components and
-        the cannot-links between them), as the paper does before clustering (§3.1).
+        Augment the constraints by their transitive closure (§3.1).
     init : {"pckmeans++", "pckmeans", "neighborhoods", "k-means++", "random"} or array, default="pckmeans++"
-        ``"pckmeans"`` is the paper's seeding (§3.1: the k *largest* must-link
-        neighbourhoods), which seeds two clusters in one class when two of the
-        largest neighbourhoods share it; ``"pckmeans++"`` draws the neighbourhoods by
-        k-means++ instead (see :class:`~hmrf.HMRFKMeans`); ``"neighborhoods"`` is the
-        thesis's weighted farthest-first choice among them (Basu 2005, §4.4.3).
+        As :class:`~hmrf.HMRFKMeans`; ``"pckmeans"`` is the paper's seeding (§3.1).
     n_init : int or "auto", default="auto"
         As :class:`~hmrf.HMRFKMeans`; the paper makes one run.
     inference : str or InferenceEngine, default="auto"

@@ -56,50 +56,32 @@ class SeededKMeans(HMRFClusterMixin):
     ----------
     n_clusters : int, default=8
     emission : str or EmissionFamily, default="auto"
-        ``"auto"``: cosine for sparse rows with no negative entry (text), the SP-KMeans
-        variant the thesis runs on its high-dimensional sets (§3.5), and squared
-        Euclidean otherwise (:func:`hmrf.emissions.data_emission`); ``emission_`` is the
-        family used.
+        As :class:`~hmrf.HMRFKMeans` (cosine on text: the thesis's SP-KMeans variant, §3.5).
     init : {"k-means++", "perturbed"}, default="k-means++"
-        Start of the clusters without seeds: ``"k-means++"``, greedy k-means++ given the
-        seed means (Arthur & Vassilvitskii 2007), so that no empty-handed cluster starts
-        where a seeded one is; ``"perturbed"``, random perturbations of the global
-        centroid (the thesis, §3.5.4, after Dhillon et al. 2001).
+        Start of the clusters without seeds: greedy k-means++ given the seed means
+        (Arthur & Vassilvitskii 2007), or random perturbations of the global centroid
+        (the thesis, §3.5.4, after Dhillon et al. 2001).
     n_init : int or "auto", default="auto"
-        Runs. With an integer, every run starts the seeded clusters at their seed means
-        and the runs differ in the clusters without seeds; the thesis makes one run
-        (``n_init=1``). ``"auto"``: the runs of the fit without seeds (as
-        :class:`~hmrf.HMRFKMeans`: up to 10 where a run is cheap, 30 on sparse rows,
-        ``init`` on the data alone, on the cosine model every other one after Lloyd's
-        iterations on the unit rows, until two reach the lowest ``J_kmeans``), from the
-        same starts, and before them up to half as many runs from the seed means (one
-        when every cluster has seeds: the runs would repeat), the first of them the run
-        of ``n_init=1``. The seeds add starts and take none away, so under either
-        ``selection`` the fit with seeds is never worse than the fit without them.
+        With an integer, every run starts the seeded clusters at their seed means and
+        the runs differ in the others. ``"auto"``: the runs of the fit without seeds (as
+        :class:`~hmrf.HMRFKMeans`, ``init`` on the data alone), and before them up to
+        half as many from the seed means (one when every cluster has seeds), the first
+        the run of ``n_init=1``; each series stops on its own, so the seeds add starts
+        and take none away and the fit's criterion is never above the fit without seeds'.
     selection : {"seeds", "objective"}, default="seeds"
-        Which run wins. ``"objective"``: the lowest ``J_kmeans``, as for every
-        estimator (the seeds only start runs). ``"seeds"``: among the runs that no
-        other run beats in both ``J_kmeans`` and the number of seeds kept (a run that
-        fits the data worse and keeps fewer seeds never wins), the lowest
-        ``J_kmeans + Σ_i min(w, Δ_i)`` (:class:`SeedsKept`): the sum over the seeds
-        outside the cluster matched to their class, ``Δ_i`` what moving seed ``i``
-        there costs at the run's centres, ``w`` the weight of ``w="auto"`` (a seed
-        label costs what a violated constraint does). Seeded-KMeans converges to a
-        local minimum of ``J_kmeans`` (§3.4) and the seeds are labels the user gave
-        (§3.1): a seed class of a few atypical points gives a poor centroid (§3.3.2)
-        and can lead to a worse minimum than a start without seeds, which the criterion
-        rejects unless the seeds' start keeps enough more of the seeds in their
-        clusters to pay for its higher ``J_kmeans``. With clamped seeds
-        (:class:`ConstrainedKMeans`) both rules are the lowest ``J_kmeans``.
-    max_iter : int, default=100
-    tol : float, default=1e-4
-    normalizer : {"constant", "closed_form"}, default="constant"
+        Which run wins. ``"objective"``: the lowest ``J_kmeans``, as for every estimator.
+        ``"seeds"`` (:class:`SeedsKept`): among the runs that no other beats in both
+        ``J_kmeans`` and seeds kept, the lowest ``J_kmeans + Σ_i min(w, Δ_i)`` over the
+        seeds outside the cluster matched to their class, ``Δ_i`` the cost of moving
+        seed ``i`` there, ``w`` the weight of ``w="auto"``: a seed class of a few
+        atypical points (§3.3.2) cannot fix a worse minimum than a start without seeds
+        unless its start keeps enough more seeds to pay for it. With clamped seeds
+        (:class:`ConstrainedKMeans`) both are the lowest ``J_kmeans``.
+    max_iter, tol, normalizer, random_state :
+        As :class:`~hmrf.HMRFKMeans`.
     em : {"hard", "soft"}, default="hard"
         ``"soft"``: EM with posteriors (:mod:`hmrf.em.soft`); for
-        :class:`ConstrainedKMeans` the seeds' posteriors stay on their class, which is the
-        semi-supervised EM of the clustering slides (Nigam et al. 2000) with this
-        emission family.
-    random_state : int, RandomState or None, default=None
+        :class:`ConstrainedKMeans` the semi-supervised EM of Nigam et al. (2000).
 
     Attributes
     ----------
@@ -180,22 +162,18 @@ class ConstrainedKMeans(SeededKMeans):
 
 
 class SeedsKept:
-    """Seeded-KMeans' rule among its runs (``selection="seeds"``): the runs that no other
-    run beats in both ``J_kmeans`` and ``missed``, the seeds outside the cluster matched
-    to their class (the Pareto front of the two; run ``q`` beats run ``r`` when
-    ``J_q <= J_r`` and ``missed_q <= missed_r``, one of them strictly, differences
-    within round-off being ties), and among those the lowest score
-    ``J_kmeans + Σ_i min(w, Δ_i)`` over the missed seeds, the earlier run on a tie.
+    """Seeded-KMeans' rule among its runs (``selection="seeds"``).
 
-    ``Δ_i = u(x_i, μ_m) - u(x_i, μ_{y_i})`` is what moving seed ``i`` into the matched
-    cluster ``m`` costs at the run's parameters and ``w`` the model's ``auto_w()``, the
-    weight of a seed label: the HMRF objective with seed-label potentials of weight
-    ``w`` (Basu 2005, eq. 3.4 with the seeds as labelled points), each seed at the
-    cheaper of moving and paying ``w``. The clusters are matched to the seed classes by
-    the assignment of least total cost for the score and of most seeds kept for
-    ``missed`` (Kuhn's Hungarian method, SciPy's ``linear_sum_assignment``); only the
-    seeds' rows are read. Only the runs that can still win are kept (``front``): of
-    runs equal in ``J_kmeans`` and ``missed``, the one of lowest score.
+    Run ``q`` beats run ``r`` when ``J_q <= J_r`` and ``missed_q <= missed_r``, one of
+    them strictly (within round-off a tie), ``missed`` the seeds outside the cluster
+    matched to their class. Among the runs no other beats (the Pareto front), the lowest
+    score ``J_kmeans + Σ_i min(w, Δ_i)`` over the missed seeds wins, the earlier run on a
+    tie: ``Δ_i = u(x_i, μ_m) - u(x_i, μ_{y_i})`` is the cost of moving seed ``i`` into the
+    matched cluster ``m``, ``w`` the model's ``auto_w()`` (the HMRF objective with
+    seed-label potentials of weight ``w``, Basu 2005, eq. 3.4, each seed at the cheaper
+    of moving and paying). Clusters are matched to seed classes by the least total cost
+    for the score and by the most seeds kept for ``missed`` (Kuhn's Hungarian method,
+    SciPy's ``linear_sum_assignment``). Only runs that can still win are kept (``front``).
 
     Parameters
     ----------
@@ -254,10 +232,10 @@ class SeedsKept:
         """Offer the result of one more run."""
         self.offer((result, result.objective + self.cost(result), self.missed(result)))
 
-    def offer(self, run: tuple) -> None:
+    def offer(self, new: tuple) -> None:
         """Offer one more run as ``(result, score, missed)``."""
         kept = []
-        for run in self._unbeaten([*self.front, run]):
+        for run in self._unbeaten([*self.front, new]):
             res, score, missed = run
             slack = rise_tolerance(res.objective, self.precision)
             tie = next((q for q in kept if q[2] == missed and abs(q[0].objective - res.objective) <= slack),

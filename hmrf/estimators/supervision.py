@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraints import Constraints, as_constraints
+from ..constraints import Constraints
 
 if TYPE_CHECKING:
     from typing import Any
