@@ -93,7 +93,8 @@ AUTO_WORK = 2e8
 #: ... an E-step costing about this many times more per edge of a constrained point than
 #: per entry of ``X`` (message passing sweeps over the edges) ...
 EDGE_COST = 50
-#: ... and no more once this many runs of a series have reached its lowest objective.
+#: ... and no more once this many runs of a series' first kind of start have reached its
+#: lowest objective (:func:`settled`).
 AUTO_AGREE = 2
 
 
@@ -110,13 +111,16 @@ def auto_n_init(model) -> int:
     return int(min(cap, max(1, AUTO_WORK // max(work, 1.0))))
 
 
-def settled(objectives: Sequence[float], precision: Any) -> bool:
-    """Whether a series of runs of ``n_init="auto"`` stops: ``AUTO_AGREE`` of its runs
-    reached its lowest objective ``J*`` (within round-off of the working ``precision``,
-    :func:`hmrf.em.rise_tolerance`): a minimum that several starts reach is one further
-    starts mostly find again."""
-    best = min(objectives)
-    return sum(j <= best + rise_tolerance(best, precision) for j in objectives) >= AUTO_AGREE
+def settled(runs: Sequence[tuple], precision: Any) -> bool:
+    """Whether a series of runs of ``n_init="auto"`` stops, given its runs as ``(start,
+    objective)``: ``AUTO_AGREE`` runs from its first kind of start reached its lowest
+    objective ``J*`` (within round-off of the working ``precision``,
+    :func:`hmrf.em.rise_tolerance`). A minimum that several seedings reach is one further
+    starts mostly find again; the other kinds pass through the model of the data alone,
+    whose few optima many of them share, so their agreement is weak evidence."""
+    best = min(j for _, j in runs)
+    first = runs[0][0]
+    return sum(s is first and j <= best + rise_tolerance(best, precision) for s, j in runs) >= AUTO_AGREE
 
 
 class LowestObjective:
@@ -394,7 +398,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         free = failed = None  # free: the supervision of a start from the data alone (none)
         self.n_runs_ = 0
         for series in self._series(int(n_init), auto, alone is not None, chord is not None, rng):
-            seen, objectives = [], []
+            seen, done = [], []
             for run in range(series.count):
                 start, gen = series.starts[run % len(series.starts)], series.rng
                 if start is Start.SUPERVISION:
@@ -419,8 +423,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                     continue
                 self.n_runs_ += 1
                 choice.add(result)
-                objectives.append(result.objective)
-                if auto and settled(objectives, precision):
+                done.append((start, result.objective))
+                if auto and settled(done, precision):
                     break
         if choice.best is None:
             raise failed
