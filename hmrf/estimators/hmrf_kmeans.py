@@ -56,7 +56,7 @@ class HMRFKMeans(HMRFClusterMixin):
         10 runs where a run is cheap, 30 on sparse rows (Basu 2005, §4.5.1), fewer as
         ``k`` times the entries of ``X`` and the constraints grow, one for an array
         ``init``; the seeding from the constraints and a start from the clustering of
-        the data alone in turn, until two runs reach the lowest objective. ``n_runs_``
+        the data alone in turn, until two seedings reach the lowest objective. ``n_runs_``
         says how many ran (:doc:`/choosing` has the cost).
     max_iter : int, default=100
     tol : float, default=1e-4
