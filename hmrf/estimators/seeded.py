@@ -250,7 +250,7 @@ class SeedsKept:
     def best(self) -> EMResult | None:
         """The winner so far (class docstring), ``None`` before any run."""
         best, best_score = None, np.inf
-        for res, score, _ in self._unbeaten(self.front) if self.front else []:
+        for res, score, _ in self.front:  # unbeaten by construction
             if best is None or score < best_score - rise_tolerance(best_score, self.precision):
                 best, best_score = res, score
         return best
