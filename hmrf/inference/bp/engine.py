@@ -4,6 +4,7 @@ and its settings, validated once per parameter set (:meth:`BeliefPropagation.che
 from __future__ import annotations
 
 from numbers import Integral, Real
+from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -200,7 +201,7 @@ class BeliefPropagation(InferenceEngine):
 
     # ------------------------------------------------------------ settings
     def _key(self) -> tuple:
-        return tuple(getattr(self, name) for name in self._parameter_constraints)
+        return _PARAMETERS(self)
 
     def check_params(self) -> None:
         """Validate the parameters (:mod:`hmrf._params`) and resolve them into the settings
@@ -341,3 +342,6 @@ class BeliefPropagation(InferenceEngine):
         if red.active.size:
             marg[red.active] = active_marg
         return marg[red.node_of]
+
+
+_PARAMETERS = attrgetter(*BeliefPropagation._parameter_constraints)
