@@ -191,3 +191,35 @@ def test_trws_phases_resume_where_they_stopped(seed):
     n = min(len(steps), len(pure_steps))
     assert n > TRW_BLOCK
     np.testing.assert_allclose(steps[:n], pure_steps[:n], rtol=1e-9)
+
+
+def test_the_split_into_parts_is_reweighted_with_the_graph():
+    # reweight="auto" splits the graph into lattice / attractive / frustrated parts, cached
+    # with their subgraphs (and so their layouts); new weights with the same hard edges
+    # re-weight the parts' subgraphs, a new hard edge splits anew. Either way BP's result
+    # is that on a freshly built graph.
+    from hmrf.inference.bp.schedules import split_components
+
+    rng = np.random.default_rng(31)
+    ml = [(0, 1), (1, 2), (2, 3), (3, 0)]          # attractive
+    mixed = [(4, 5), (5, 6), (6, 7), (7, 4)]       # with a cannot-link
+    g = PairwiseGraph.potts(8, ml + mixed, rng.random(8) + 0.2, [1, 1, 1, 1, 1, -1, 1, 1])
+    unary = rng.random((8, 3)) * 2
+    bp = BeliefPropagation()
+    bp.check_params()
+    bp._solve(unary, g, None, np.random.default_rng(0), lambda *a: None)  # as a composing engine does
+    parts = split_components(g)
+    assert [name for name, _, _ in parts] == ["attractive", "frustrated"]
+    w = rng.random(8) + 0.2
+    g2 = g.with_weights(w)
+    parts2 = split_components(g2)
+    for (name, nodes, sub), (name2, nodes2, sub2) in zip(parts, parts2):
+        assert name == name2 and nodes2 is nodes and sub2.edges is sub.edges
+        layouts = sub.cache.peek(trws.LAYOUTS)
+        assert layouts and sub2.cache.peek(trws.LAYOUTS) == layouts  # the layouts are kept
+    np.testing.assert_array_equal(parts2[0][2].weight, w[:4])
+    fresh = PairwiseGraph.potts(8, ml + mixed, w, g.kind)
+    assert BeliefPropagation().map(unary, g2, rng=0).labels.tolist() == \
+        BeliefPropagation().map(unary, fresh, rng=0).labels.tolist()
+    w[0] = np.inf  # a hard must-link: its component is no longer soft-attractive
+    assert [name for name, _, _ in split_components(g.with_weights(w))] == ["frustrated"]

@@ -439,11 +439,10 @@ def _stack_row(typingctx, size):
 
 def compile_must_link_passes(K: int) -> tuple[Callable[..., None], Callable[..., None]]:  # noqa: N803 - a constant
     """``(forward, backward)``: :func:`trws_forward` and :func:`trws_backward` for graphs
-    of must-links only, compiled for ``K`` labels: the dispatch on the factor kind made
-    the loop three times slower, and a constant ``K`` unrolls the label loops over
-    registers. The same numbers in the same order of operations; called with the
-    layout's ``lo``, ``fptr``, ``bptr`` and ``be`` viewed as ``uint64`` (no
-    negative-index wraparound); numba's disk cache keeps one file per ``K``."""
+    of must-links only, compiled for ``K`` labels (no dispatch on the factor kind; the
+    label loops unrolled over registers). The same numbers in the same order of
+    operations; called with the layout's ``lo``, ``fptr``, ``bptr`` and ``be`` viewed as
+    ``uint64`` (no negative-index wraparound); numba's disk cache keeps one file per ``K``."""
 
     @numba.njit(cache=True, nogil=True)
     def forward(u, msg, lo, w, fptr, bptr, be, gamma, active, labels, node_e):
