@@ -172,7 +172,7 @@ def test_sum_product_marginals_equal_the_oracles_fixed_point(seed):
     np.testing.assert_allclose(marg[nodes], want[nodes], atol=1e-8)
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _messages_compiled(h, kind, w, tcost, sum_mode, towards_hi, out, low):
     for c in range(h.shape[0]):
         low[c] = kernels._message(h[c], kind, w[c], tcost, c, 1.0, towards_hi, sum_mode, out[c])
