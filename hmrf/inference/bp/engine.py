@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ..._params import Interval, Options, validate_params
-from ...graph import as_graph, segment_sum
-from ..base import InferenceEngine, InferenceResult, Solution, check_unary, reduce_problem
+from ...graph import segment_sum
+from ..base import InferenceEngine, InferenceResult, Solution, reduce_problem
 from ..polish import POLISH, finish, polish_labels
 from .schedules import (
     AUTO_PATIENCE,
@@ -323,9 +323,8 @@ class BeliefPropagation(InferenceEngine):
         """Marginals of every original node from those of the active super-nodes: isolated
         super-nodes get the exact softmax of their summed unary costs; nodes joined by hard
         must-links share their super-node's marginal."""
-        u = check_unary(unary)
-        n, k = u.shape
-        g = as_graph(graph, n)
+        u, g = unary, graph  # checked by solve_validated's caller
+        k = u.shape[1]
         red = reduce_problem(u, g)
         n_super = red.fixed_labels.shape[0]
         sup = segment_sum(red.node_of, u, n_super)
