@@ -174,3 +174,16 @@ def test_sequential_bp_is_deterministic():
     unary, g = random_problem(rng, 30, 4, 60, tables=True)
     runs = [BeliefPropagation().map(unary, g, rng=seed) for seed in (0, 0, 1)]
     assert all(r.labels.tolist() == runs[0].labels.tolist() and r.n_iter == runs[0].n_iter for r in runs)
+
+
+def test_trw_reweighting_runs_to_the_gap_or_max_iter_unless_patience_stops_it():
+    # reweight="trw" composes TRWS: without patience it runs until its gap closes or
+    # max_iter (no stall rule); patience stops a component after that many iterations
+    # without a better labelling or a bound higher by rel_gap |E|
+    rng = np.random.default_rng(40)
+    unary, g = random_problem(rng, 40, 3, 120, p_cl=0.5)  # frustrated: the gap stays open
+    res = BeliefPropagation(reweight="trw", max_iter=60).map(unary, g, rng=0)
+    assert res.n_iter == 60 and res.info["stopped"] == "max_iter" and not res.converged
+    short = BeliefPropagation(reweight="trw", max_iter=60, patience=2).map(unary, g, rng=0)
+    assert short.n_iter < 60 and short.info["stopped"] == "patience"
+    assert res.energy <= short.energy and res.lower_bound >= short.lower_bound - 1e-9

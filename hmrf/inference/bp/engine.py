@@ -259,12 +259,14 @@ class BeliefPropagation(InferenceEngine):
 
     def _solve_part(self, s, name, unary, graph, init, rng, notify):
         """One part of :meth:`_solve`: ``"bp"`` this engine's schedule, ``"lattice"`` TRW-S,
-        ``"attractive"`` TRW-S cycles, ``"trw"`` TRW-S with BP's iteration cap."""
+        ``"attractive"`` TRW-S cycles, ``"trw"`` TRW-S until the gap closes, ``patience`` or
+        BP's ``max_iter``."""
         if name in ("bp", "frustrated"):
             return self._solve_bp(s, unary, graph, init, rng, notify)
         out = run_trws(unary, graph, max_iter=s.trws_max_iter if name == "lattice" else s.max_iter,
                        rel_gap=max(s.rel_gap, s.tol), order=trws_order(graph), notify=notify, init=init,
-                       cycles=name == "attractive", patience=s.patience)
+                       tol=None if name == "trw" else 1e-5, cycles=name == "attractive",
+                       patience=None if name == "lattice" else s.patience)
         out.labels, _ = finish(unary, graph, [out.labels], "TRW-S", rng, fallback=init)
         out.info["trws_components"] = out.info["n_components"]
         return out

@@ -182,30 +182,33 @@ def _passes(lay, fac, k):
                 u, msg, kind, w, tab_of, tcost, fptr, bptr, be, g, active, lay.comp, lb))
 
 
-class _Cycles:
-    """``cycles``: the phases of the components (Kolmogorov's TRW-S raises the bound quickly
-    but decodes slowly; ordinary max-product started from its messages decodes sharply).
+class _Progress:
+    """Per component, iterations without progress (``stale``: no better labelling, no bound
+    higher by ``rel_gap |E|``), which stop it after ``patience``; and with ``cycle`` the
+    phases (TRW-S raises the bound quickly but decodes slowly; ordinary max-product started
+    from its messages decodes sharply):
 
-    Ordinary max-product (``gamma = 1``) from zero messages until ``mp_patience``
-    iterations pass without a better labelling; then ``TRW_BLOCK`` iterations of TRW-S,
-    the first time from zero messages and later from where the last TRW-S phase stopped;
-    then max-product from the TRW-S messages, and so on. A component stops after a cycle
-    that brought neither a better labelling nor a bound higher by ``rel_gap |E|``, after
-    ``max(LABEL_PATIENCE, LABEL_PATIENCE_WORK / n_c)`` iterations without a better
-    labelling, or (with ``patience``) after that many without either.
+    ordinary max-product (``gamma = 1``) from zero messages until ``mp_patience`` iterations
+    pass without a better labelling; then ``TRW_BLOCK`` iterations of TRW-S, the first
+    time from zero messages and later from where the last TRW-S phase stopped; then
+    max-product from the TRW-S messages, and so on. A component stops after a cycle that
+    brought no progress, or after ``max(LABEL_PATIENCE, LABEL_PATIENCE_WORK / n_c)``
+    iterations without a better labelling.
     """
 
-    def __init__(self, lay, gamma, msg, patience, rel_gap):
+    def __init__(self, lay, gamma, msg, patience, rel_gap, cycle):
         self.lay, self.gamma, self.msg, self.patience, self.rel_gap = lay, gamma, msg, patience, rel_gap
         self.mp_patience = WARM_UP_PATIENCE if patience is None else patience
         size = np.bincount(lay.comp, minlength=lay.n_comp)
         self.label_patience = np.maximum(LABEL_PATIENCE, np.ceil(LABEL_PATIENCE_WORK / np.maximum(size, 1)))
-        self.trw, self.saved, self.block, self.cycles, self.trw_from = False, None, 0, 0, None
-        self.stale = np.zeros(lay.n_comp, dtype=np.int64)  # since a better labelling or bound
+        self.cycle, self.trw, self.saved = cycle, not cycle, None
+        self.block, self.cycles, self.trw_from = 0, 0, None
+        self.stale = np.zeros(lay.n_comp, dtype=np.int64)
         self.since_better = np.zeros(lay.n_comp, dtype=np.int64)
         self.progressed = np.zeros(lay.n_comp, dtype=bool)
         self.lb_ref = np.full(lay.n_comp, -np.inf)
-        gamma[:] = 1.0
+        if cycle:
+            gamma[:] = 1.0
 
     def step(self, it, better, best_e, best_lb, done):
         """After iteration ``it``: count progress, switch phase; returns the components to stop."""
@@ -219,8 +222,10 @@ class _Cycles:
             self.stale[rising], self.lb_ref[rising] = 0, best_lb[rising]
             self.progressed |= rising
         stop = np.zeros_like(done)
-        if self.patience is not None and self.cycles:
+        if self.patience is not None and (self.cycles or not self.cycle):
             stop = self.stale >= self.patience
+        if not self.cycle:
+            return stop
         live = ~done & ~stop
         if self.trw:
             self.block += 1
@@ -246,10 +251,11 @@ class _Cycles:
 
 
 def run_trws(unary: NDArray[np.floating], graph: PairwiseGraph, *, max_iter: int = 1000,
-             rel_gap: float = 1e-4, tol: float = 1e-5, order: str = "bfs",
+             rel_gap: float = 1e-4, tol: float | None = 1e-5, order: str = "bfs",
              notify: Callable[..., Any] | None = None, init: Any = None, cycles: bool = False,
              patience: int | None = None) -> Solution:
-    """TRW-S on ``(unary, graph)`` (:class:`TRWS`; with ``cycles`` see :class:`_Cycles`).
+    """TRW-S on ``(unary, graph)`` (:class:`TRWS`; ``tol=None``: no stall rule; ``cycles`` and
+    ``patience``: :class:`_Progress`).
 
     Returns a :class:`~hmrf.inference.base.Solution`: ``labels`` (the best decoded labelling
     of every connected component, or ``init`` where it is better), ``lower_bound``
@@ -279,7 +285,7 @@ def run_trws(unary: NDArray[np.floating], graph: PairwiseGraph, *, max_iter: int
         best = np.asarray(init, dtype=np.int64)[perm]
         best_e = graph.component_energies(unary, np.asarray(init, dtype=np.int64))
     gamma = lay.gamma.copy() if cycles else lay.gamma
-    phases = _Cycles(lay, gamma, msg, patience, rel_gap) if cycles else None
+    phases = _Progress(lay, gamma, msg, patience, rel_gap, cycles) if cycles or patience is not None else None
     done, closed = np.zeros(n_comp, dtype=bool), np.zeros(n_comp, dtype=bool)
     history, trace, energy_trace, time_trace = [], [], [], []
     one = n_comp == 1  # one component (an image grid): sums and copies without the gathers
@@ -304,26 +310,25 @@ def run_trws(unary: NDArray[np.floating], graph: PairwiseGraph, *, max_iter: int
             notify(it, y, None if bound == -np.inf else bound)
         scale = np.maximum(np.abs(best_e), 1.0)
         closed |= ~done & (best_e - best_lb <= rel_gap * scale)
-        if phases is not None:
-            stall = phases.step(it, better, best_e, best_lb, done | closed)
-        else:
+        stall = np.zeros(n_comp, dtype=bool) if phases is None else phases.step(it, better, best_e, best_lb,
+                                                                                  done | closed)
+        if tol is not None and not cycles:
             history.append((best_e.copy(), best_lb.copy()))
-            stall = np.zeros(n_comp, dtype=bool)
             if it > STALL_WINDOW:  # the gap closed by at most `flat` per iteration, from either side
                 old_e, old_lb = history.pop(0)
                 flat = np.where(best_e - best_lb <= STALL_GAP * scale, tol, 0.1 * tol)
-                stall = (best_lb - old_lb) + (old_e - best_e) <= flat * STALL_WINDOW * scale
+                stall |= (best_lb - old_lb) + (old_e - best_e) <= flat * STALL_WINDOW * scale
         newly = ~done & (closed | stall)
         if newly.any():
             done |= newly
             active &= ~newly[comp]
         if done.all():
-            stopped = "gap" if closed.all() else ("patience" if cycles else "bound")
+            stopped = "gap" if closed.all() else ("patience" if phases is not None else "bound")
             break
     info = {"stopped": stopped, "order": order, "gap_components": int(closed.sum()),
             "n_components": int(n_comp), "bound_trace": trace, "energy_trace": energy_trace,
             "time_trace": time_trace}
-    if phases is not None:
+    if cycles:
         info.update(trw_from_iter=phases.trw_from, trw_cycles=phases.cycles)
     bound = float(best_lb.sum())
     return Solution(_unpermute(best, perm), lower_bound=bound if np.isfinite(bound) else None, n_iter=it,
