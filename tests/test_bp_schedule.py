@@ -223,3 +223,7 @@ def test_the_split_into_parts_is_reweighted_with_the_graph():
         BeliefPropagation().map(unary, fresh, rng=0).labels.tolist()
     w[0] = np.inf  # a hard must-link: its component is no longer soft-attractive
     assert [name for name, _, _ in split_components(g.with_weights(w))] == ["frustrated"]
+    only = PairwiseGraph.potts(4, ml, rng.random(4) + 0.2, np.ones(4, int))  # one part: the graph itself, re-weighted
+    assert split_components(only)[0][2] is only
+    again = only.with_weights(rng.random(4) + 0.2)
+    assert split_components(again)[0][2] is again

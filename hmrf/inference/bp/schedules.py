@@ -48,7 +48,7 @@ def _reweight_parts(entry, weight):
     hard, parts = entry
     if not np.array_equal(np.isinf(weight), hard):
         return None
-    return hard, [(name, nodes, sub if edges is None else sub.with_weights(weight[edges]), edges)
+    return hard, [(name, nodes, None if sub is None else sub.with_weights(weight[edges]), edges)
                   for name, nodes, sub, edges in parts]
 
 
@@ -154,13 +154,14 @@ def split_components(graph: PairwiseGraph) -> list:
         parts = []
         for c, name in enumerate(("lattice", "attractive", "frustrated")):
             nodes = np.flatnonzero(code == c)
-            if nodes.size == graph.n_nodes:
-                return graph.hard, [(name, None, graph, None)]
+            if nodes.size == graph.n_nodes:  # the whole graph (whatever its weights)
+                return graph.hard, [(name, None, None, None)]
             if nodes.size:
                 parts.append((name, nodes, graph.subgraph(nodes), np.flatnonzero(ends == c)))
         return graph.hard, parts
 
-    return [part[:3] for part in graph.cache.get(PARTS, build)[1]]
+    parts = graph.cache.get(PARTS, build)[1]
+    return [(name, nodes, graph if sub is None else sub) for name, nodes, sub, _ in parts]
 
 
 def dense_frustrated_part(graph: PairwiseGraph) -> tuple:
