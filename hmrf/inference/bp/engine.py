@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ..._params import Interval, Options, validate_params
-from ...graph import segment_sum
-from ..base import InferenceEngine, InferenceResult, Solution, reduce_problem
+from ..base import InferenceEngine, Solution
 from ..polish import POLISH, finish, polish_labels
 from .schedules import (
     AUTO_PATIENCE,
@@ -25,7 +24,6 @@ from .schedules import (
 from .trws import refuse_removed, run_trws, trws_order
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any, Literal
 
     from numpy.typing import NDArray
@@ -72,7 +70,7 @@ class BeliefPropagation(InferenceEngine):
     ----------
     mode : {"max", "sum"}, default="max"
         ``"max"``: max-product (min-sum), for the MAP labelling of the E-step. ``"sum"``:
-        sum-product; ``info["marginals"]`` holds the (n, k) approximate posteriors
+        sum-product; ``marginals`` of the result holds the (n, k) approximate posteriors
         ``p(y_i = h)`` (exact on trees) and ``labels`` their argmax. See :meth:`marginals`.
     max_iter : int or "auto", default="auto"
         Maximum number of iterations: a forward and a backward pass (sequential) or one
@@ -281,7 +279,9 @@ class BeliefPropagation(InferenceEngine):
             out = run_flooding(s, problem, rho, notify)
         info = dict(out.info, n_components=graph.components()[0], trws_components=0)
         if s.mode == "sum":
-            return Solution(out.candidates[0], n_iter=out.n_iter, converged=out.converged, info=info)
+            marginals = info.pop("marginals")
+            return Solution(out.candidates[0], n_iter=out.n_iter, converged=out.converged, info=info,
+                            marginals=marginals)
         cands = list(out.candidates)
         info["decoded_energy"] = graph.energy(cands[0], unary)
         nodes, sub = dense_frustrated_part(graph)
@@ -300,14 +300,10 @@ class BeliefPropagation(InferenceEngine):
         return Solution(labels, n_iter=out.n_iter, converged=out.converged, info=info)
 
     # ------------------------------------------------------------- sum-product
-    def solve_validated(self, unary: NDArray[np.float64], graph: PairwiseGraph,
-                        init: NDArray[np.intp] | None = None, rng: np.random.Generator | None = None,
-                        callback: Callable[..., Any] | None = None, *,
-                        started: float | None = None) -> InferenceResult:
-        res = super().solve_validated(unary, graph, init, rng, callback, started=started)
-        if self.mode == "sum":
-            res.info["marginals"] = self._full_marginals(unary, graph, res.info.get("marginals"))
-        return res
+    @property
+    def gives_marginals(self) -> bool:
+        """Sum-product gives posteriors (``InferenceResult.marginals``); max-product does not."""
+        return self.mode == "sum"
 
     def marginals(self, unary: NDArray[np.floating], graph: PairwiseGraph | None = None,
                   rng: np.random.Generator | None = None) -> np.ndarray:
@@ -318,31 +314,7 @@ class BeliefPropagation(InferenceEngine):
         """
         engine = BeliefPropagation("sum", self.max_iter, self.damping, self.tol, self.reweight,
                                    schedule=self.schedule)
-        return engine.map(unary, graph, rng=rng).info["marginals"]
-
-    @staticmethod
-    def _full_marginals(unary, graph, active_marg) -> np.ndarray:
-        """Marginals of every original node from those of the active super-nodes: isolated
-        super-nodes get the exact softmax of their summed unary costs; nodes joined by hard
-        must-links share their super-node's marginal."""
-        u, g = unary, graph  # checked by solve_validated's caller
-        k = u.shape[1]
-        red = reduce_problem(u, g)
-        n_super = red.fixed_labels.shape[0]
-        sup = segment_sum(red.node_of, u, n_super)
-        a, b = red.node_of[g.edges[:, 0]], red.node_of[g.edges[:, 1]]
-        inside = (a == b) & g.edge_classes().table
-        if inside.any():  # table factors inside a contracted component act on its label
-            diag = g.tables[g.table_index[inside]][:, np.arange(k), np.arange(k)]
-            wt = g.weight[inside][:, None]
-            with np.errstate(invalid="ignore"):
-                sup += segment_sum(a[inside], np.where(wt == 0, 0.0, wt * diag), n_super)
-        with np.errstate(invalid="ignore"):
-            marg = np.exp(-(sup - sup.min(axis=1, keepdims=True)))
-        marg /= marg.sum(axis=1, keepdims=True)
-        if red.active.size:
-            marg[red.active] = active_marg
-        return marg[red.node_of]
+        return engine.map(unary, graph, rng=rng).marginals
 
 
 _PARAMETERS = attrgetter(*BeliefPropagation._parameter_constraints)
