@@ -250,3 +250,22 @@ def test_bp_runs_trws_on_lattice_components_and_its_schedule_elsewhere():
     assert res.lower_bound is None  # the frustrated triangle has no bound
     only = BeliefPropagation().map(u_grid, grid, rng=0)
     assert only.lower_bound == pytest.approx(alone.lower_bound) and only.energy == pytest.approx(alone.energy)
+
+
+@pytest.mark.parametrize("bound, stops", [(99.5, True), (50.0, False)])
+def test_label_patience_stops_a_cycle_only_near_its_bound(bound, stops):
+    """After a cycle that raised the bound but found no better labelling for
+    ``label_patience`` iterations, a component stops only if its gap is within
+    ``STALL_GAP`` of its energy: far from its bound, TRW-S can still lead the decoding to
+    a better labelling."""
+    from types import SimpleNamespace
+
+    lay = SimpleNamespace(comp=np.zeros(3, dtype=np.int64), n_comp=1, gamma=np.full(2, 0.5))
+    progress = trws._Progress(lay, lay.gamma.copy(), np.zeros((2, 2)), None, 1e-3, True)
+    progress.cycles, progress.trw = 1, False  # in the max-product phase of a later cycle
+    progress.progressed[:] = True  # the last TRW-S phase raised the bound
+    progress.stale[:] = progress.mp_patience
+    progress.since_better[:] = progress.label_patience
+    stop = progress.step(20, np.zeros(1, dtype=bool), np.array([100.0]), np.array([bound]),
+                         np.zeros(1, dtype=bool))
+    assert bool(stop[0]) is stops

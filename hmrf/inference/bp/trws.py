@@ -193,7 +193,8 @@ class _Progress:
     time from zero messages and later from where the last TRW-S phase stopped; then
     max-product from the TRW-S messages, and so on. A component stops after a cycle that
     brought no progress, or after ``max(LABEL_PATIENCE, LABEL_PATIENCE_WORK / n_c)``
-    iterations without a better labelling.
+    iterations without a better labelling where its gap is at most ``STALL_GAP`` of its
+    energy.
     """
 
     def __init__(self, lay, gamma, msg, patience, rel_gap, cycle):
@@ -234,8 +235,11 @@ class _Progress:
                 self.gamma[:] = 1.0
                 self.stale[:] = 0
         elif np.all(self.stale[live] >= self.mp_patience):
-            if self.cycles:  # a cycle without progress ends a component
-                stop |= live & (~self.progressed | (self.since_better >= self.label_patience))
+            if self.cycles:  # a cycle without progress ends a component; so does label
+                # patience, unless the gap is above STALL_GAP (far from its bound, the decoding
+                # can still jump to the optimum while the bound rises)
+                near = best_e - best_lb <= STALL_GAP * np.abs(best_e)
+                stop |= live & (~self.progressed | ((self.since_better >= self.label_patience) & near))
                 live &= ~stop
             self.cycles += 1
             self.trw, self.block = True, 0
