@@ -74,7 +74,6 @@ ENGINES = {
     # BP, default: sequential schedule, TRW-S on must-link-only components
     "bp": lambda: BeliefPropagation(),
     "bp+icm": lambda: BeliefPropagation(polish="icm"),
-    "bp-numpy": lambda: BeliefPropagation(kernel="numpy"),   # what runs without numba
     "bp-gap1%": lambda: BeliefPropagation(rel_gap=1e-2),     # TRW-S proves 1 % (default 0.1 %)
     "bp-seq": lambda: BeliefPropagation(reweight=None),      # sequential, ordinary max-product
     "bp-trws": lambda: BeliefPropagation(reweight="trw"),    # sequential, TRW-S everywhere
@@ -87,14 +86,14 @@ ENGINES = {
 }
 #: how the results files name the engines: their settings as a user writes them
 LABELS = {
-    "auto": "auto", "icm": "icm", "bp": "bp", "bp+icm": 'bp, polish="icm"', "bp-numpy": 'bp, kernel="numpy"',
+    "auto": "auto", "icm": "icm", "bp": "bp", "bp+icm": 'bp, polish="icm"',
     "bp-gap1%": "bp, rel_gap=1e-2", "bp-seq": "bp, reweight=None", "bp-trws": 'bp, reweight="trw"',
     "bp-flood": 'bp, schedule="flooding"', "bp-flood-d.5": 'bp, schedule="flooding", damping=0.5',
     "bp-flood-trw": 'bp, schedule="flooding", reweight="trw"', "lp": "lp",
     "lp+icm": 'lp, polish="icm"',
 }
 #: engines of part 2 (the flooding TRW variant takes seconds there)
-PART2 = ("icm", "auto", "bp", "bp-numpy", "bp-gap1%", "bp-seq", "bp-trws", "bp-flood", "lp", "lp+icm")
+PART2 = ("icm", "auto", "bp", "bp-gap1%", "bp-seq", "bp-trws", "bp-flood", "lp", "lp+icm")
 
 
 def make_instance(rng, mixed, n=None, k=None, m=None, noise=0.1, dim=2, unary_scale=1.0, raw=False):

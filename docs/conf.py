@@ -171,7 +171,7 @@ nitpick_ignore_regex = [
 PUBLIC_NAMESPACES = [
     "hmrf", "hmrf.constraints", "hmrf.graph", "hmrf.emissions", "hmrf.potentials",
     "hmrf.model", "hmrf.inference", "hmrf.inference.lp", "hmrf.inference.lp_cvxpy",
-    "hmrf.inference.bp.messages", "hmrf.inference.base", "hmrf.inference.icm",
+    "hmrf.inference.bp.trws", "hmrf.inference.base", "hmrf.inference.icm",
     "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
     "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.em.loop", "hmrf.em.passes",
     "hmrf.em.sparse", "hmrf.em.soft",

@@ -1,15 +1,16 @@
-"""The sequential schedule of BeliefPropagation: its colouring and the phases of reweight="auto"."""
+"""BeliefPropagation's schedules: the oracle's colouring, the TRW-S cycles of reweight="auto"
+on must-link components, patience, and the "auto" schedule on frustrated ones."""
 
 import itertools
 
 import numpy as np
 import pytest
+from oracles.bp_numpy import colour_classes, greedy_colouring
 
 from hmrf import PairwiseGraph
 from hmrf.inference import BeliefPropagation
-from hmrf.inference.bp import order
-from hmrf.inference.bp.order import colour_classes, greedy_colouring
-from hmrf.inference.bp.schedules import TRW_BLOCK
+from hmrf.inference.bp import trws
+from hmrf.inference.bp.trws import TRW_BLOCK, chain_layout
 
 
 def first_fit_reference(n, edges):
@@ -78,23 +79,23 @@ def test_auto_runs_max_product_first_then_trws_and_proves_its_result(seed):
     res = BeliefPropagation(rel_gap=0.0, tol=1e-9).map(
         unary, g, rng=0, callback=lambda it, y, e, b: seen.append((it, e, b)))
     switch = res.info["trw_from_iter"]
-    assert res.info["trw_components"] == res.info["n_components"] >= 1
+    assert res.info["trws_components"] == res.info["n_components"] >= 1
     assert switch is not None and switch > 1  # a warm-up phase of ordinary max-product ran
     # no bound is reported while the warm-up phase runs, one is (and only rises) after it
-    assert all(b is None for it, _, b in seen if it <= switch)
-    bounds = [b for it, _, b in seen if it > switch + 1]
+    assert all(b is None for it, _, b in seen if it < switch)
+    bounds = [b for it, _, b in seen if it >= switch]
     assert np.all(np.diff(bounds) >= -1e-9)
     assert res.lower_bound <= best + 1e-9 <= res.energy + 2e-9
     assert res.energy <= min(e for _, e, _ in seen) + 1e-12  # the best of both phases
     # the first TRW-S phase starts cold: its bounds are those of TRW-S run from the start
     cold = []
-    trws = BeliefPropagation(reweight="trw", rel_gap=0.0, tol=1e-9).map(
+    pure = BeliefPropagation(reweight="trw", rel_gap=0.0, tol=1e-9).map(
         unary, g, rng=0, callback=lambda it, y, e, b: cold.append(b))
-    assert trws.info["trw_from_iter"] == 1 and trws.lower_bound <= best + 1e-9
-    phase2 = [b for it, _, b in seen if it > switch]  # bound after TRW-S iteration 1, 2, ...
-    n_common = min(len(phase2), len(cold) - 1, TRW_BLOCK)
-    assert n_common >= 1 and cold[0] is None
-    np.testing.assert_allclose(phase2[:n_common], cold[1:n_common + 1], rtol=1e-12)
+    assert pure.lower_bound <= best + 1e-9
+    phase2 = [b for it, _, b in seen if it >= switch]  # bound after TRW-S iteration 1, 2, ...
+    n_common = min(len(phase2), len(cold), TRW_BLOCK)
+    assert n_common >= 1
+    np.testing.assert_allclose(phase2[:n_common], cold[:n_common], rtol=1e-12)
 
 
 def test_by_default_patience_stops_nothing():
@@ -106,24 +107,25 @@ def test_by_default_patience_stops_nothing():
     g = PairwiseGraph.potts(n, cycle, rng.random(n) + 0.5, -np.ones(n, int))
     unary = rng.random((n, 2))
     res = BeliefPropagation(max_iter=40).map(unary, g, rng=0)
-    assert res.info["trw_components"] == 0 and res.info["stopped"] in ("tol", "max_iter")
+    assert res.info["trws_components"] == 0 and res.info["stopped"] in ("tol", "max_iter")
     # an explicit patience does stop it
     assert BeliefPropagation(max_iter=40, patience=1).map(unary, g, rng=0).n_iter <= 3
 
 
-def test_any_proper_class_order_works(monkeypatch):
-    # the schedule must not rely on first-fit's property that every node of a later
-    # class has an earlier neighbour: in the proper order below node 4 (class 1) has
-    # only a later neighbour; BP on this forest must stay exact
+def test_any_node_order_works(monkeypatch):
+    # the passes must not rely on the breadth-first order's property that every node but
+    # a root has an earlier neighbour: in the order below node 4 has only a later
+    # neighbour and 3 comes before its only neighbour's other neighbours; BP on this forest
+    # stays exact
     rng = np.random.default_rng(950)
     g = PairwiseGraph.potts(6, [(0, 1), (0, 2), (4, 5), (3, 5)], [1.5, 0.7, 1.0, 0.4], [1, -1, 1, 1])
     unary = rng.random((6, 3)) * 3
-    monkeypatch.setattr(order, "greedy_colouring",
-                        lambda n, edges: [np.array([0, 3]), np.array([1, 2, 4]), np.array([5])])
+    perm = np.array([0, 3, 1, 2, 4, 5])
+    monkeypatch.setattr(trws, "bfs_order", lambda graph: perm)
     for reweight in (None, "trw"):
-        res = BeliefPropagation(reweight=reweight, tol=1e-10, kernel="numpy").map(unary, g, rng=0)
-        assert res.info["n_colours"] == 3  # the order above was used
+        res = BeliefPropagation(reweight=reweight, tol=1e-10).map(unary, g, rng=0)
         assert res.energy == pytest.approx(brute_force(unary, g), abs=1e-9)
+    assert chain_layout(g, "bfs").perm.tolist() == perm.tolist()  # the order above was used
 
 
 def closure_problem(rng, n, k):
@@ -189,3 +191,39 @@ def test_trws_phases_resume_where_they_stopped(seed):
     n = min(len(steps), len(pure_steps))
     assert n > TRW_BLOCK
     np.testing.assert_allclose(steps[:n], pure_steps[:n], rtol=1e-9)
+
+
+def test_the_split_into_parts_is_reweighted_with_the_graph():
+    # reweight="auto" splits the graph into lattice / attractive / frustrated parts, cached
+    # with their subgraphs (and so their layouts); new weights with the same hard edges
+    # re-weight the parts' subgraphs, a new hard edge splits anew. Either way BP's result
+    # is that on a freshly built graph.
+    from hmrf.inference.bp.schedules import split_components
+
+    rng = np.random.default_rng(31)
+    ml = [(0, 1), (1, 2), (2, 3), (3, 0)]          # attractive
+    mixed = [(4, 5), (5, 6), (6, 7), (7, 4)]       # with a cannot-link
+    g = PairwiseGraph.potts(8, ml + mixed, rng.random(8) + 0.2, [1, 1, 1, 1, 1, -1, 1, 1])
+    unary = rng.random((8, 3)) * 2
+    bp = BeliefPropagation()
+    bp.check_params()
+    bp._solve(unary, g, None, np.random.default_rng(0), lambda *a: None)  # as a composing engine does
+    parts = split_components(g)
+    assert [name for name, _, _ in parts] == ["attractive", "frustrated"]
+    w = rng.random(8) + 0.2
+    g2 = g.with_weights(w)
+    parts2 = split_components(g2)
+    for (name, nodes, sub), (name2, nodes2, sub2) in zip(parts, parts2):
+        assert name == name2 and nodes2 is nodes and sub2.edges is sub.edges
+        layouts = sub.cache.peek(trws.LAYOUTS)
+        assert layouts and sub2.cache.peek(trws.LAYOUTS) == layouts  # the layouts are kept
+    np.testing.assert_array_equal(parts2[0][2].weight, w[:4])
+    fresh = PairwiseGraph.potts(8, ml + mixed, w, g.kind)
+    assert BeliefPropagation().map(unary, g2, rng=0).labels.tolist() == \
+        BeliefPropagation().map(unary, fresh, rng=0).labels.tolist()
+    w[0] = np.inf  # a hard must-link: its component is no longer soft-attractive
+    assert [name for name, _, _ in split_components(g.with_weights(w))] == ["frustrated"]
+    only = PairwiseGraph.potts(4, ml, rng.random(4) + 0.2, np.ones(4, int))  # one part: the graph itself, re-weighted
+    assert split_components(only)[0][2] is only
+    again = only.with_weights(rng.random(4) + 0.2)
+    assert split_components(again)[0][2] is again

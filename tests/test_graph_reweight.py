@@ -12,7 +12,7 @@ from hmrf import HMRF, Constraints, MPCKMeans, PairwiseGraph
 from hmrf.emissions import Mahalanobis
 from hmrf.inference import ENGINES, get_engine
 from hmrf.inference.base import REDUCTION
-from hmrf.inference.bp.order import NODE_ORDERS
+from hmrf.inference.bp.trws import LAYOUTS as NODE_ORDERS
 from hmrf.inference.icm import BLOCKS
 from hmrf.potentials import DistanceScaledPotts, TablePotential
 

@@ -1,4 +1,4 @@
-"""TRWS (Kolmogorov 2006): compiled passes against the NumPy ones, and the algorithm's properties.
+"""TRWS (Kolmogorov 2006): compiled passes against their NumPy oracle, and the algorithm's properties.
 
 The bound is checked against enumeration (bound <= optimum <= energy), its monotonicity
 iteration by iteration, exactness on trees, and the stopping rules.
@@ -7,12 +7,12 @@ iteration by iteration, exactness on trees, and the stopping rules.
 import numpy as np
 import pytest
 from mrf_problems import brute_force, random_problem, random_tree
+from oracles.trws_numpy import backward_pass, forward_pass
 
 from hmrf import PairwiseGraph
 from hmrf.inference import TRWS, BeliefPropagation, ExactMILP, LPRelaxation, get_engine
-from hmrf.inference.bp.messages import big_cost
-from hmrf.inference.bp.trws import trws_layout
-from hmrf.inference.bp.trws_numpy import backward_pass, edge_costs, forward_pass
+from hmrf.inference.bp import kernels, trws
+from hmrf.inference.bp.trws import big_cost, chain_layout
 
 
 def grid_problem(rng, h, w, k, lam):
@@ -36,52 +36,41 @@ CASES = {
 @pytest.mark.parametrize("order", ["bfs", "index"])
 def test_a_compiled_pass_computes_what_a_numpy_pass_computes(seed, case, order):
     # from the same (random) messages, one forward and one backward pass give the same
-    # messages, labels, node energies and bound; the NumPy passes go level by level, the
-    # compiled ones node by node (and the must-link kernels where every edge is one)
-    pytest.importorskip("numba")
-    from hmrf.inference.bp import trws_numba as kernels
-
+    # messages, labels, node energies and bound; the oracle goes level by level, the
+    # compiled passes node by node (and the must-link passes compiled for k where every
+    # edge is one)
     rng = np.random.default_rng(2000 + seed)
     unary, g = random_problem(rng, 50, 4, 90, **CASES[case])
     k = unary.shape[1]
-    lay = trws_layout(g, order)
+    lay = chain_layout(g, order)
     big = big_cost(unary, g)
-    costs = edge_costs(lay, g, k, big)
+    fac = lay.factors(g, k, big)
+    lo, hi, fptr, bptr, be, kind, w, tab_of, tcost = fac
     u = np.ascontiguousarray(np.where(np.isinf(unary), big, unary)[lay.perm])
     start = rng.random((lay.lo.size, k))
     running = rng.random(lay.n_comp) < 0.8  # the other components have finished (frozen)
     running[lay.comp[0]] = True
     active = running[lay.comp]
+    gamma = lay.gamma if seed < 2 else np.ones(g.n_nodes)  # gamma = 1: ordinary max-product
     runs = {}
     ml_only = bool(np.all(lay.kind == 1))
-    for name in ("numpy", "numba", "numba-ml", "numba-ml-k") if ml_only else ("numpy", "numba"):
+    for name in ("numpy", "numba", "numba-ml-k") if ml_only else ("numpy", "numba"):
         msg, labels = start.copy(), np.zeros(g.n_nodes, dtype=np.int64)
         node_e, lb = np.zeros(g.n_nodes), np.zeros(lay.n_comp)
         if name == "numpy":
-            forward_pass(u, msg, lay, costs, active, labels, node_e)
+            forward_pass(u, msg, lay, fac, active, labels, node_e, gamma)
             after = msg.copy()
-            backward_pass(u, msg, lay, costs, active, lb)
+            backward_pass(u, msg, lay, fac, active, lb, gamma)
         elif name == "numba":
-            kernels.forward_pass(u, msg, lay.lo, lay.kind, costs.w, costs.tab_of, costs.tcost, lay.fptr,
-                                 lay.bptr, lay.be, lay.gamma, active, labels, node_e)
+            kernels.trws_forward(u, msg, lo, kind, w, tab_of, tcost, fptr, bptr, be, gamma, active, labels, node_e)
             after = msg.copy()
-            kernels.backward_pass(u, msg, lay.kind, costs.w, costs.tab_of, costs.tcost, lay.fptr, lay.bptr,
-                                  lay.be, lay.gamma, active, lay.comp, lb)
-        elif name == "numba-ml":
-            kernels.forward_pass_ml(u, msg, lay.lo, costs.w, lay.fptr, lay.bptr, lay.be, lay.gamma, active,
-                                    labels, node_e)
-            after = msg.copy()
-            kernels.backward_pass_ml(u, msg, costs.w, lay.fptr, lay.bptr, lay.be, lay.gamma, active, lay.comp, lb)
+            kernels.trws_backward(u, msg, kind, w, tab_of, tcost, fptr, bptr, be, gamma, active, lay.comp, lb)
         else:  # compiled for this k, the index arrays unsigned
-            fwd, bwd = kernels.must_link_passes(k)
-            lo, fptr, bptr, be = (a.view(np.uint64) for a in (lay.lo, lay.fptr, lay.bptr, lay.be))
-            fwd(u, msg, lo, costs.w, fptr, bptr, be, lay.gamma, active, labels, node_e)
+            fwd, bwd = trws._passes(lay, fac, k)
+            fwd(u, msg, gamma, labels, node_e, active)
             after = msg.copy()
-            bwd(u, msg, costs.w, fptr, bptr, be, lay.gamma, active, lay.comp, lb)
+            bwd(u, msg, gamma, active, lb)
         runs[name] = (labels, node_e, after, msg, lb)
-    if ml_only:  # the specialised kernels do the same operations in the same order
-        for a, b in zip(runs["numba-ml-k"], runs["numba-ml"]):
-            assert np.array_equal(a, b)
     ref = runs["numpy"]
     for name, out in runs.items():
         assert out[0].tolist() == ref[0].tolist(), name
@@ -91,34 +80,38 @@ def test_a_compiled_pass_computes_what_a_numpy_pass_computes(seed, case, order):
         assert np.array_equal(out[3][~active[lay.lo]], start[~active[lay.lo]]), name
 
 
+def _oracle_passes(lay, fac, k):
+    """The oracle's passes with the signature of :func:`hmrf.inference.bp.trws._passes`'."""
+    return (lambda u, msg, g, labels, node_e, active: forward_pass(u, msg, lay, fac, active, labels, node_e, g),
+            lambda u, msg, g, active, lb: backward_pass(u, msg, lay, fac, active, lb, g))
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_the_engine_gives_the_same_result_with_either_kernel(seed):
-    pytest.importorskip("numba")
+@pytest.mark.parametrize("cycles", [False, True])
+def test_the_engine_on_the_oracles_passes_gives_the_same_run(seed, cycles, monkeypatch):
+    # the whole driver on the NumPy passes: the same labels, bounds and energies,
+    # iteration by iteration (with cycles: TRW-S and max-product phases in turn)
     rng = np.random.default_rng(2100 + seed)
-    unary, g = random_problem(rng, 60, 4, 150, p_cl=0.3 * (seed % 3), tables=seed % 2 == 0)
-    seen = {}
-    for kernel in ("numba", "numpy"):
-        trace = []
-        res = TRWS(kernel=kernel, max_iter=25).map(unary, g, rng=0,
-                                                    callback=lambda it, y, e, b, trace=trace: trace.append((e, b)))
-        seen[kernel] = (res, np.array(trace))
-    a, b = seen["numba"], seen["numpy"]
-    assert a[0].labels.tolist() == b[0].labels.tolist()
-    np.testing.assert_allclose(a[1], b[1], rtol=1e-10)
+    unary, g = random_problem(rng, 60, 4, 150, p_cl=0.0 if cycles else 0.3 * (seed % 3), tables=seed % 2 == 0)
+    runs = []
+    for passes in (trws._passes, _oracle_passes):
+        monkeypatch.setattr(trws, "_passes", passes)
+        runs.append(trws.run_trws(unary, g, max_iter=25, cycles=cycles))
+    assert runs[0].labels.tolist() == runs[1].labels.tolist() and runs[0].n_iter == runs[1].n_iter
+    for key in ("bound_trace", "energy_trace"):
+        np.testing.assert_allclose(runs[0].info[key], runs[1].info[key], rtol=1e-10)
 
 
 @pytest.mark.parametrize("k", [2, 8, 17])
-def test_must_link_grids_give_the_same_result_with_either_kernel(k):
-    # up to SPECIALISED_K labels the passes compiled for k run, above it the must-link
-    # passes for any k: both follow the NumPy passes iteration by iteration
-    pytest.importorskip("numba")
-    from hmrf.inference.bp.trws_numba import SPECIALISED_K, must_link_passes
-
-    assert (must_link_passes(k) is None) == (k > SPECIALISED_K)
+def test_must_link_grids_follow_the_oracle(k, monkeypatch):
+    # the must-link passes compiled for k follow the NumPy passes iteration by iteration
     rng = np.random.default_rng(2150 + k)
     unary, g = grid_problem(rng, 9, 11, k, 0.3)
-    runs = [TRWS(kernel=kernel, max_iter=30, rel_gap=0.0, tol=0.0).map(unary, g, rng=0)
-            for kernel in ("numba", "numpy")]
+    runs = []
+    for passes in (trws._passes, _oracle_passes):
+        monkeypatch.setattr(trws, "_passes", passes)
+        runs.append(TRWS(max_iter=30, rel_gap=0.0, tol=0.0).map(unary, g, rng=0))
+    assert k in trws._ML_PASSES  # the kernels compiled for k ran
     assert runs[0].labels.tolist() == runs[1].labels.tolist()
     for key in ("bound_trace", "energy_trace"):
         np.testing.assert_allclose(runs[0].info[key], runs[1].info[key], rtol=1e-10)
@@ -221,6 +214,8 @@ def test_bad_parameters_are_named():
         TRWS(order="random").map(np.zeros((2, 2)), PairwiseGraph.potts(2, [(0, 1)], [1.0], [1]))
     with pytest.raises(ValueError, match="rel_gap"):
         TRWS(rel_gap=2.0).map(np.zeros((2, 2)), PairwiseGraph.potts(2, [(0, 1)], [1.0], [1]))
+    with pytest.raises(TypeError, match=r"TRWS\(kernel=...\) was removed: the passes are always compiled"):
+        TRWS(kernel="numpy")
 
 
 # ---------------------------------------------------------- BP's default on lattices
@@ -243,14 +238,34 @@ def test_bp_runs_trws_on_lattice_components_and_its_schedule_elsewhere():
                          np.r_[grid.weight, rand.weight, tri.weight], np.r_[grid.kind, rand.kind, tri.kind])
     unary = np.r_[u_grid, rng.random((n, 3)), rng.random((3, 3))]
     res = BeliefPropagation().map(unary, both, rng=0)
-    assert res.info["trws_components"] == 1
+    n_rand = rand.constrained_part()[1].components()[0]  # its components run TRW-S cycles
+    assert res.info["trws_components"] == 1 + n_rand
     alone = TRWS(rel_gap=1e-3).map(u_grid, grid, rng=0)  # BP passes its rel_gap on
     np.testing.assert_array_equal(res.labels[:n], alone.labels)
     rest = BeliefPropagation().map(unary[n:], PairwiseGraph(n + 3, both.edges[grid.n_edges:] - n,
                                                              both.weight[grid.n_edges:], both.kind[grid.n_edges:]),
                                    rng=0)
-    assert rest.info.get("trws_components", 0) == 0
+    assert rest.info["trws_components"] == n_rand
     np.testing.assert_array_equal(res.labels[n:], rest.labels)
     assert res.lower_bound is None  # the frustrated triangle has no bound
     only = BeliefPropagation().map(u_grid, grid, rng=0)
     assert only.lower_bound == pytest.approx(alone.lower_bound) and only.energy == pytest.approx(alone.energy)
+
+
+@pytest.mark.parametrize("bound, stops", [(99.5, True), (50.0, False)])
+def test_label_patience_stops_a_cycle_only_near_its_bound(bound, stops):
+    """After a cycle that raised the bound but found no better labelling for
+    ``label_patience`` iterations, a component stops only if its gap is within
+    ``STALL_GAP`` of its energy: far from its bound, TRW-S can still lead the decoding to
+    a better labelling."""
+    from types import SimpleNamespace
+
+    lay = SimpleNamespace(comp=np.zeros(3, dtype=np.int64), n_comp=1, gamma=np.full(2, 0.5))
+    progress = trws._Progress(lay, lay.gamma.copy(), np.zeros((2, 2)), None, 1e-3, True)
+    progress.cycles, progress.trw = 1, False  # in the max-product phase of a later cycle
+    progress.progressed[:] = True  # the last TRW-S phase raised the bound
+    progress.stale[:] = progress.mp_patience
+    progress.since_better[:] = progress.label_patience
+    stop = progress.step(20, np.zeros(1, dtype=bool), np.array([100.0]), np.array([bound]),
+                         np.zeros(1, dtype=bool))
+    assert bool(stop[0]) is stops
