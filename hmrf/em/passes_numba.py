@@ -80,7 +80,8 @@ def linear_rows(start, stop, dense, indptr, indices, data, W, bias, offset, scal
     for s in range(start, stop, SUB_BLOCK):
         e = min(s + SUB_BLOCK, stop)
         if not csr:
-            np.dot(dense[s:e], W, block[:e - s])
+            rows = np.ascontiguousarray(dense[s:e])  # a view of C-ordered data, else a copy of the sub-block
+            np.dot(rows, W, block[:e - s])
         for i in range(s, e):
             acc = block[i - s]
             if csr:
@@ -131,11 +132,12 @@ def linear_rows(start, stop, dense, indptr, indices, data, W, bias, offset, scal
                         sums[arg, indices[p]] += v
                         sq += v * v
                 else:
+                    x = rows[i - s]
                     for f in range(d):
-                        sums[arg, f] += dense[i, f]
+                        sums[arg, f] += x[f]
                     if has_second:
                         for f in range(d):
-                            z = np.float64(dense[i, f]) - (shift[f] if has_shift else 0.0)
+                            z = np.float64(x[f]) - (shift[f] if has_shift else 0.0)
                             sq += z * z
                 if has_second:
                     second[arg] += sq
