@@ -83,7 +83,7 @@ def linear_rows(start, stop, dense, indptr, indices, data, W, bias, offset, scal
             rows = np.ascontiguousarray(dense[s:e])  # a view of C-ordered data, else a copy of the sub-block
             np.dot(rows, W, block[:e - s])
         for i in range(s, e):
-            acc = block[i - s]
+            acc = block[0] if csr else block[i - s]  # a CSR row's products are formed in place
             if csr:
                 acc[:] = 0
                 for p in range(indptr[i], indptr[i + 1]):
