@@ -17,13 +17,14 @@ high-water mark (data included; ``X`` alone is ``n · d · 8`` bytes).
   scikit-learn's per-iteration time over ``--iters`` iterations from the fitted centres.
   The unconstrained rows' peak memory includes scikit-learn's fits in the same process.
 
-The dense iteration against its floor (with the default sizes, or alone with
-``--floor``): at 10^6 x 100, k = 20, in float64 and float32, one GEMM ``X·Cᵀ`` of the
-same shape plus one read of ``X`` (``X.sum(axis=0)``), each the mean of ``--iters``
-calls, is the floor of a Lloyd iteration (the GEMM reads ``X`` once and the M-step's
-sums once more); HMRFKMeans and scikit-learn's Lloyd ``KMeans`` run ``--iters``
-iterations from the same centres, alternately with the floor, ``--repeats`` times. The
-ratios are the medians of the paired per-repeat ratios; the labels must be identical.
+The dense iteration against its floor (``docs/results/scale-floor.md``; with the default
+sizes, or alone with ``--floor``): at 10^6 x 100, k = 20, in float64 and float32, one
+GEMM ``X·Cᵀ`` of the same shape plus one read of ``X`` (``X.sum(axis=0)``), each the
+mean of ``--iters`` calls, is the floor of a Lloyd iteration (the GEMM reads ``X`` once
+and the M-step's sums once more); HMRFKMeans and scikit-learn's Lloyd ``KMeans`` run
+``--iters`` iterations from the same centres, alternately with the floor, ``--repeats``
+times. The ratios are the medians of the paired per-repeat ratios; the labels must be
+identical.
 
 Two more targets of the scale issue are measured with ``--extras``: the initialisation
 of a 200,000 x 50 problem with 50,000 constraints (time and traced memory beyond ``X``),
@@ -164,8 +165,9 @@ def run_floor(n, d, k, iters, repeats, dtype):
 
 
 def floor_table(args):
-    """The floor rows (module docstring), float64 and float32, each in its own process."""
-    from _results import markdown_table
+    """The floor rows (module docstring), float64 and float32, each in its own process;
+    writes ``docs/results/scale-floor.md``."""
+    from _results import markdown_table, write_result
 
     rows = [spawn(job="floor", n=10**6, d=args.d, k=args.k, iters=args.iters, repeats=args.repeats,
                   dtype=dtype) for dtype in ("float64", "float32")]
@@ -184,7 +186,7 @@ def floor_table(args):
              "over the repeats. Load average (1, 5, 15 min) after each dtype: "
              + ", ".join(r["load"] for r in rows) + ".")
     print(table + "\n\n" + notes, flush=True)
-    return table, notes
+    print(write_result("scale-floor", table, notes=notes))
 
 
 def run_constrained(n, d, k, fraction, engine, iters):
@@ -459,9 +461,8 @@ def main(argv=None):
     if sizes == [10_000, 100_000, 1_000_000]:  # the page's tables: the default sizes only
         from _results import write_result
 
-        floor, floor_notes = floor_table(args)
-        print(write_result("scale-dense", "\n".join(lines) + "\n\n" + notes + "\n\n" + floor,
-                           notes=floor_notes))
+        print(write_result("scale-dense", "\n".join(lines), notes=notes))
+        floor_table(args)
 
 
 def sparse_table(args):
