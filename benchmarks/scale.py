@@ -17,6 +17,15 @@ high-water mark (data included; ``X`` alone is ``n · d · 8`` bytes).
   scikit-learn's per-iteration time over ``--iters`` iterations from the fitted centres.
   The unconstrained rows' peak memory includes scikit-learn's fits in the same process.
 
+The dense iteration against its floor (``docs/results/scale-floor.md``; with the default
+sizes, or alone with ``--floor``): at 10^6 x 100, k = 20, in float64 and float32, one
+GEMM ``X·Cᵀ`` of the same shape plus one read of ``X`` (``X.sum(axis=0)``), each the
+mean of ``--iters`` calls, is the floor of a Lloyd iteration (the GEMM reads ``X`` once
+and the M-step's sums once more); HMRFKMeans and scikit-learn's Lloyd ``KMeans`` run
+``--iters`` iterations from the same centres, alternately with the floor, ``--repeats``
+times. The ratios are the medians of the paired per-repeat ratios; the labels must be
+identical.
+
 Two more targets of the scale issue are measured with ``--extras``: the initialisation
 of a 200,000 x 50 problem with 50,000 constraints (time and traced memory beyond ``X``),
 and MPCKMeans with a diagonal metric on 100,000 x 50 with 10,000 constraints.
@@ -39,6 +48,7 @@ graphs' caches switched off (every E-step's engine rebuilds its layouts). Writes
 ``docs/results/scale-mpckmeans.md``.
 
     python benchmarks/scale.py                       # n = 1e4, 1e5, 1e6; d = 100; k = 20
+    flock /tmp/bench.lock python benchmarks/scale.py --floor   # the floor table only (printed)
     python benchmarks/scale.py --sizes 10000 --repeats 3 --extras
     flock /tmp/bench.lock python benchmarks/scale.py --sparse --mpckmeans
 """
@@ -110,6 +120,73 @@ def run_unconstrained(n, d, k, iters, repeats):
                 per_iter=float(np.median(t_ours)), sk_per_iter=float(np.median(t_sk)),
                 ratio=float(np.median(ratios)), labels_equal=bool(np.array_equal(sk.labels_, ours.labels_)),
                 peak_rss=peak_rss_mb())
+
+
+def run_floor(n, d, k, iters, repeats, dtype):
+    """Per-iteration time of HMRFKMeans and scikit-learn's Lloyd KMeans (no constraints,
+    the same centres, ``iters`` iterations) against the floor ``GEMM X·Cᵀ + one read of
+    X`` timed between them (module docstring)."""
+    from sklearn.cluster import KMeans as SkKMeans
+
+    from hmrf import HMRFKMeans
+
+    X, _ = make_data(n, d, k)
+    X = X.astype(dtype, copy=False)
+    init = X[np.random.default_rng(0).choice(n, k, replace=False)]
+    warm_up()
+    HMRFKMeans(k, init=init, tol=0.0, max_iter=2).fit(X[:5000])  # compile the kernels for this dtype
+
+    def mean_time(fn):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        return (time.perf_counter() - t0) / iters
+
+    t = {name: [] for name in ("gemm", "read", "hmrf", "sklearn")}
+    agree = n
+    for _ in range(repeats):  # interleaved: the floor and both fits see the same drift of the machine
+        t["gemm"].append(mean_time(lambda: X @ init.T))
+        t["read"].append(mean_time(lambda: X.sum(axis=0)))
+        t0 = time.perf_counter()
+        ours = HMRFKMeans(k, init=init, tol=0.0, max_iter=iters).fit(X)
+        t["hmrf"].append((time.perf_counter() - t0) / ours.n_iter_)
+        t0 = time.perf_counter()
+        sk = SkKMeans(k, init=init, n_init=1, algorithm="lloyd", tol=0.0, max_iter=iters).fit(X)
+        t["sklearn"].append((time.perf_counter() - t0) / sk.n_iter_)
+        agree = min(agree, int(np.count_nonzero(ours.labels_ == sk.labels_)))
+    t = {name: np.asarray(v) for name, v in t.items()}
+    floor = t["gemm"] + t["read"]
+    out = {name: float(np.median(v)) for name, v in t.items()}
+    out.update(floor=float(np.median(floor)), hmrf_floor=float(np.median(t["hmrf"] / floor)),
+               sklearn_floor=float(np.median(t["sklearn"] / floor)),
+               hmrf_sklearn=float(np.median(t["hmrf"] / t["sklearn"])), agree=agree,
+               dtype=np.dtype(dtype).name, load=load_average())
+    return out
+
+
+def floor_table(args):
+    """The floor rows (module docstring), float64 and float32, each in its own process;
+    writes ``docs/results/scale-floor.md``."""
+    from _results import markdown_table, write_result
+
+    rows = [spawn(job="floor", n=10**6, d=args.d, k=args.k, iters=args.iters, repeats=args.repeats,
+                  dtype=dtype) for dtype in ("float64", "float32")]
+    table = markdown_table(
+        ["n", "dtype", "GEMM X·Cᵀ", "one read of X", "floor", "hmrf per iteration",
+         "sklearn per iteration", "hmrf / floor", "sklearn / floor", "hmrf / sklearn", "labels = sklearn"],
+        [[f"{10**6:,}", r["dtype"], f"{r['gemm']:.4f}", f"{r['read']:.4f}", f"{r['floor']:.4f}",
+          f"{r['hmrf']:.4f}", f"{r['sklearn']:.4f}", f"{r['hmrf_floor']:.2f}", f"{r['sklearn_floor']:.2f}",
+          f"{r['hmrf_sklearn']:.2f}", f"{r['agree']:,} of {10**6:,}"] for r in rows],
+        ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
+    notes = (f"The dense iteration against its floor: d = {args.d}, k = {args.k}, no constraints, "
+             f"{args.iters} iterations from the same centres, {args.repeats} interleaved repeats; times in "
+             "seconds (medians); floor: one GEMM `X·Cᵀ` of the same shape plus one read of `X` "
+             "(`X.sum(axis=0)`), each the mean of as many calls as iterations, timed between the fits; "
+             "ratios: medians of the paired per-repeat ratios; labels: the fewest equal to scikit-learn's "
+             "over the repeats. Load average (1, 5, 15 min) after each dtype: "
+             + ", ".join(r["load"] for r in rows) + ".")
+    print(table + "\n\n" + notes, flush=True)
+    print(write_result("scale-floor", table, notes=notes))
 
 
 def run_constrained(n, d, k, fraction, engine, iters):
@@ -286,6 +363,8 @@ def child(args):
         out = run_constrained(args.n, args.d, args.k, args.fraction, args.engine, args.iters)
     elif args.job == "sparse":
         out = run_sparse(args.n, [int(k) for k in args.ks.split(",")], args.iters, args.repeats, args.threads)
+    elif args.job == "floor":
+        out = run_floor(args.n, args.d, args.k, args.iters, args.repeats, args.dtype)
     elif args.job == "mpckmeans":
         out = run_mpckmeans(100_000, 50, 20, 10_000, args.iters, args.repeats, args.threads)
     else:
@@ -317,15 +396,20 @@ def main(argv=None):
     ap.add_argument("--stacks", default="1,10", help="--sparse: copies of the 12,000 rows")
     ap.add_argument("--ks", default="20,100", help="--sparse: numbers of clusters")
     ap.add_argument("--mpckmeans", action="store_true", help="MPCKMeans vs PCKMeans iterations")
+    ap.add_argument("--floor", action="store_true", help="the dense iteration against its floor only")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--job", default="", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--fraction", type=float, default=0.0, help=argparse.SUPPRESS)
     ap.add_argument("--engine", default="icm", help=argparse.SUPPRESS)
+    ap.add_argument("--dtype", default="float64", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return child(args)
+    if args.floor:
+        floor_table(args)
+        return None
     if args.sparse or args.mpckmeans:
         if args.sparse:
             sparse_table(args)
@@ -374,10 +458,11 @@ def main(argv=None):
                   f"{r['init_mem']:.0f} MB traced beyond X. MPCKMeans (diagonal), 100,000 x 50, 10,000 "
                   f"constraints: {r['mpck_fit']:.1f} s, {r['mpck_iter']} iterations.")
     print(notes)
-    if sizes == [10_000, 100_000, 1_000_000]:  # the page's table: the default sizes only
+    if sizes == [10_000, 100_000, 1_000_000]:  # the page's tables: the default sizes only
         from _results import write_result
 
         print(write_result("scale-dense", "\n".join(lines), notes=notes))
+        floor_table(args)
 
 
 def sparse_table(args):

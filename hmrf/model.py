@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._blocks import block_rows, row_blocks
 from ._validation import check_data, check_dense, check_n_clusters
@@ -359,8 +358,12 @@ class HMRF:
 
     @property
     def incremental_statistics(self) -> bool:
-        return not (sp.issparse(self.X)
-                    and type(self.emission).linear_costs is not EmissionFamily.linear_costs)
+        """Whether EM may update the statistics from the points that moved: not for a
+        family with linear costs and the default statistics, whose pass adds every row into
+        its cluster's sums while the row is in cache (:mod:`hmrf.em.passes`)."""
+        fam = type(self.emission)
+        return (fam.linear_costs is EmissionFamily.linear_costs
+                or fam.statistics is not EmissionFamily.statistics)
 
     def without_potentials(self) -> HMRF:
         """The same model with no pairwise potentials (a shallow copy sharing ``X`` and its

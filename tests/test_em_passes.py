@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from oracles import passes_numpy as oracle
 from sklearn.datasets import make_blobs
 
 import hmrf.em.loop as em
@@ -12,8 +13,8 @@ from hmrf.em import run_em
 from hmrf.emissions import EmissionParams, Mahalanobis
 from hmrf.emissions.stats import ClusterStats, group_sums
 from hmrf.inference import ICM
-from hmrf.inference.base import argmin_rows
 from hmrf.initialization import initial_centers
+from hmrf.model import block_unary
 
 
 def _blobs(n=600, d=5, k=4, seed=0):
@@ -35,7 +36,7 @@ def test_pass_equals_full_unary(emission, block):
     nodes, _ = model.graph(params).constrained_part()
     step = estep.assignment_pass(model, params, previous=prev, constrained=nodes, accumulate=True,
                                  shift=model.statistics_shift, block=block)
-    lab, mins = argmin_rows(np.asfortranarray(U))
+    lab, mins, _ = oracle.reduce_rows(U)
     np.testing.assert_array_equal(step.labels, lab)
     np.testing.assert_allclose(step.costs(), mins, rtol=1e-12)
     assert step.cost_total == pytest.approx(mins.sum(), rel=1e-12)
@@ -48,55 +49,97 @@ def test_pass_equals_full_unary(emission, block):
         np.testing.assert_allclose(step.stats.second, full.second, rtol=1e-10, atol=1e-10)
 
 
-def test_compiled_row_reduction_matches_numpy(monkeypatch):
-    pytest.importorskip("numba")
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_reduction_equals_its_oracle(order, dtype):
+    """Labels (first minimiser, first NaN), minima and the previous labels' summed cost
+    bit for bit, on rows with many ties, infinite and NaN costs."""
     rng = np.random.default_rng(0)
-    U = np.asfortranarray(rng.integers(0, 4, size=(500, 7)).astype(float))  # many ties
-    U[3, :] = np.inf
+    U = rng.integers(0, 4, size=(500, 7)).astype(dtype)
+    U[3] = np.inf
+    U[7, 2] = -1.0
+    U[9, 4] = np.nan
+    U[11] = np.nan
+    U = np.asarray(U, order=order)
     prev = rng.integers(0, 7, 500)
-    compiled = estep.reduce_rows(U, prev)
-    monkeypatch.setitem(estep._NUMBA, "reduce_rows", None)
-    reference = estep.reduce_rows(U, prev)
-    np.testing.assert_array_equal(compiled[0], reference[0])
-    np.testing.assert_array_equal(compiled[1], reference[1])
-    assert compiled[2] == reference[2]
-    lab, mins = argmin_rows(U)
-    np.testing.assert_array_equal(compiled[0], lab)
-    U32 = U.astype(np.float32)
-    np.testing.assert_array_equal(estep.reduce_rows(U32, prev)[0], lab)
+    got = estep.reduce_rows(U, prev)
+    want = oracle.reduce_rows(U, prev)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[0], np.argmin(U, axis=1))
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[1].dtype == np.float64 and got[0].dtype == np.int64
+    assert got[2] == want[2] or (np.isnan(got[2]) and np.isnan(want[2]))
+    assert estep.reduce_rows(U)[2] == 0.0
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_compiled_diagonal_second_moment_equals_numpy(dtype, monkeypatch):
-    """``Σ (x - c)∘(x - c)`` per cluster: the compiled accumulator and its NumPy twin
-    (centred copy, squares, group sums)."""
-    pytest.importorskip("numba")
-    import hmrf.emissions.stats as stats
+@pytest.mark.parametrize("emission, normalizer", [("sqeuclidean", "constant"), ("sqeuclidean", "closed_form"),
+                                                  ("cosine", "closed_form"), ("kl", "constant")])
+def test_dense_sweep_equals_its_oracle(emission, normalizer, dtype):
+    """The compiled dense sweep (a GEMM per sub-block) against a NumPy product and the
+    same formula: the same labels, costs to round-off, clamped rows and mixing weights
+    included; the fused statistics equal the kernels' own and the oracle's group sums."""
+    from hmrf.em.passes_numba import SUB_BLOCK
 
+    X, _ = _blobs(n=3 * SUB_BLOCK + 17, d=6, k=5, seed=4)
+    X = (np.abs(X) + 0.1 if emission == "kl" else X).astype(dtype)
+    model = HMRF(X, 5, emission=emission, normalizer=normalizer)
+    family, n, k = model.emission, X.shape[0], 5
+    params = family.init_params(model.X, model.X[[0, 100, 200, 300, 400]].astype(np.float64))
+    if normalizer == "closed_form":
+        params = family.update(family.statistics(model.X, np.arange(n) % k, k, normalizer), params, normalizer)
+    params = params.replace(weights=np.array([0.1, 0.3, 0.2, 0.25, 0.15]))
+    form = estep.linear_form(family, params, normalizer, dtype)
+    assert form.weights.dtype == dtype
+    rng = np.random.default_rng(1)
+    clamped = np.where(rng.random(n) < 0.1, rng.integers(0, k, n), -1)
+    previous, constrained = rng.integers(0, k, n), rng.random(n) < 0.2
+    shift = X.mean(axis=0).astype(np.float64)
+    sums, second = np.zeros((k, X.shape[1])), np.zeros(k)
+    data = family.data_terms(model.X)
+    got = estep.linear_block(model.X, form, None, data, clamped, previous, constrained, sums, second, shift)
+    want = oracle.linear_block(model.X, form, data, clamped, previous, constrained)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], **tol)
+    assert got[2] == pytest.approx(want[2], rel=tol["rtol"])
+    np.testing.assert_allclose(got[3], want[3], **tol)
+    np.testing.assert_array_equal(got[0][clamped >= 0], clamped[clamped >= 0])
+    np.testing.assert_allclose(sums, oracle.group_sums(model.X, got[0], k), rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(sums, group_sums(model.X, got[0], k))
+    Z = model.X.astype(np.float64) - shift
+    np.testing.assert_allclose(second, np.bincount(got[0], weights=(Z * Z).sum(1), minlength=k), rtol=1e-10)
+    U = block_unary(family, model.X, params, normalizer, data, clamped).astype(np.float64)  # the general path
+    np.testing.assert_allclose(got[1], U[np.arange(n), got[0]], rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_diagonal_second_moment_equals_its_oracle(dtype):
+    """``Σ (x - c)∘(x - c)`` per cluster: the compiled accumulator and its NumPy oracle
+    (centred copy, squares, group sums)."""
     rng = np.random.default_rng(3)
     X = (rng.normal(size=(700, 9)) * 3 + 1).astype(dtype)
     labels = rng.integers(0, 5, 700)
     shift = X.mean(axis=0).astype(np.float64)
     compiled = ClusterStats.from_data(X, labels, 5, "diagonal", shift)
-    monkeypatch.setitem(stats._NUMBA, "add_centred_squares", None)
-    twin = ClusterStats.from_data(X, labels, 5, "diagonal", shift)
-    np.testing.assert_allclose(compiled.second, twin.second, rtol=1e-12)
+    np.testing.assert_allclose(compiled.second, oracle.centred_squares(X, shift, labels, 5), rtol=1e-12)
     expected = np.stack([((X[labels == h].astype(np.float64) - shift) ** 2).sum(axis=0) for h in range(5)])
     np.testing.assert_allclose(compiled.second, expected, rtol=1e-10)
 
 
-def test_group_sums_compiled_and_sparse_indicator_agree(monkeypatch):
+def test_group_sums_equal_the_sparse_indicator_oracle():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 6))
     g = rng.integers(0, 300, 1000)
     expected = np.zeros((300, 6))
     np.add.at(expected, g, X)
-    np.testing.assert_allclose(group_sums(X, g, 300), expected, atol=1e-12)
+    np.testing.assert_allclose(oracle.group_sums(X, g, 300), expected, atol=1e-12)
+    np.testing.assert_array_equal(group_sums(X, g, 300), expected)  # row order, as np.add.at
     np.testing.assert_allclose(group_sums(X.astype(np.float32), g, 300), expected, atol=1e-4)
-    np.testing.assert_allclose(group_sums(sp.csr_matrix(X), g, 300), expected, atol=1e-12)
-    import hmrf.emissions.stats as stats
-    monkeypatch.setitem(stats._NUMBA, "add_rows", None)
-    np.testing.assert_allclose(group_sums(X, g, 300), expected, atol=1e-12)
+    S = sp.csr_matrix(np.where(rng.random(X.shape) < 0.5, X, 0.0))
+    np.testing.assert_allclose(group_sums(S, g, 300), oracle.group_sums(S, g, 300), atol=1e-12)
+    np.testing.assert_allclose(group_sums(S.tocsc(), g, 300), oracle.group_sums(S, g, 300), atol=1e-12)
+    assert group_sums(np.asfortranarray(X), g, 300).dtype == np.float64
 
 
 @pytest.mark.parametrize("kind", ["norm", "diagonal", "full"])
@@ -146,9 +189,12 @@ def test_em_with_moved_point_updates_equals_full_accumulation(emission, monkeypa
     model = HMRF(X, 4, emission=emission, constraints=c)
     C = initial_centers(model.X, 4, model.emission, c, "neighborhoods", np.random.default_rng(0))
     p0 = model.emission.init_params(model.X, C)
+    full = run_em(model, p0, ICM(), rng=np.random.default_rng(0), tol=0.0, max_iter=30)
+    monkeypatch.setattr(HMRF, "incremental_statistics", True)  # update from the moved points where few moved
     ref = run_em(model, p0, ICM(), rng=np.random.default_rng(0), tol=0.0, max_iter=30)
     monkeypatch.setattr(em, "MOVED_FRACTION", -1.0)  # accumulate from scratch every pass
-    full = run_em(model, p0, ICM(), rng=np.random.default_rng(0), tol=0.0, max_iter=30)
+    assert run_em(model, p0, ICM(), rng=np.random.default_rng(0), tol=0.0, max_iter=30).objective == \
+        pytest.approx(full.objective, rel=1e-12)
     np.testing.assert_array_equal(ref.labels, full.labels)
     assert ref.objective == pytest.approx(full.objective, rel=1e-10)
 

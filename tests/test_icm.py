@@ -198,19 +198,6 @@ def test_get_engine():
         ICM(max_iter=0).map(np.zeros((2, 2)), PairwiseGraph.potts(2, [[0, 1]], [1.0], [1]))
 
 
-def test_argmin_rows_matches_numpy_including_ties_and_inf():
-    from hmrf.inference.base import argmin_rows
-
-    rng = np.random.default_rng(5)
-    for order in ("C", "F"):
-        cost = np.asarray(rng.integers(0, 4, size=(500, 6)).astype(float), order=order)  # many ties
-        cost[3] = np.inf
-        cost[7, 2] = -1.0
-        labels, mins = argmin_rows(cost)
-        assert np.array_equal(labels, np.argmin(cost, axis=1))
-        assert np.array_equal(mins, cost.min(axis=1))
-
-
 # ----------------------------------------------------------------- hard constraints
 @pytest.mark.parametrize("unary, cannot_link", [
     (np.zeros((2, 1)), [(0, 1)]),                        # one cluster, two cannot-linked points

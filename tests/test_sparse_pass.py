@@ -1,20 +1,19 @@
-"""The compiled sparse pass (hmrf.em.sparse, hmrf.em.sparse_numba): its NumPy twin, the
-general per-block path, scikit-learn's sparse Lloyd iterations, thread counts and memory."""
+"""The sparse pass (hmrf.em.sparse, the CSR sweep of hmrf.em.passes_numba): its NumPy oracle,
+the family's own costs, scikit-learn's sparse Lloyd iterations, thread counts and memory."""
 
 import tracemalloc
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from oracles import passes_numpy as oracle
 
-pytest.importorskip("numba")
-
-import hmrf.em.passes as passes  # noqa: E402
-import hmrf.em.sparse as sparse  # noqa: E402
-from hmrf import HMRF, Constraints, HMRFKMeans, KMeans, SphericalKMeans  # noqa: E402
-from hmrf.emissions import KL, EmissionParams, IDivergence, SquaredEuclidean, VonMisesFisher  # noqa: E402
-from hmrf.emissions.stats import ClusterStats  # noqa: E402
-from hmrf.model import block_unary  # noqa: E402
+import hmrf.em.passes as passes
+import hmrf.em.sparse as sparse
+from hmrf import HMRF, Constraints, HMRFKMeans, KMeans, SphericalKMeans
+from hmrf.emissions import KL, EmissionParams, IDivergence, SquaredEuclidean, VonMisesFisher
+from hmrf.emissions.stats import ClusterStats
+from hmrf.model import block_unary
 
 FAMILIES = {"sqeuclidean": SquaredEuclidean, "cosine": VonMisesFisher, "kl": KL, "idiv": IDivergence}
 
@@ -47,17 +46,18 @@ CASES = [(f, nz) for f in FAMILIES for nz in ("constant", "closed_form") if not 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name,normalizer", CASES)
-def test_compiled_sweep_equals_numpy_twin(name, normalizer, dtype):
+def test_compiled_sweep_equals_its_oracle(name, normalizer, dtype):
     """Labels, minimum costs, previous cost and constrained cost rows bit for bit, with
     clamped rows, previous labels and mixing weights; and the sums of the fused
-    statistics equal those of ClusterStats.from_data (the same additions in row order)."""
+    statistics equal those of the sparse-indicator product (the same additions in row
+    order)."""
     family = FAMILIES[name]()
     X0, _ = _text()
     X = family.prepare(X0.astype(dtype))
     k, n = 5, X.shape[0]
     params = _params(family, X, k, normalizer)
     params = params.replace(weights=np.array([0.1, 0.3, 0.2, 0.25, 0.15]))
-    form = sparse.linear_form(family, params, normalizer, dtype)
+    form = passes.linear_form(family, params, normalizer, dtype)
     assert form.weights.dtype == dtype and form.weights.shape == (X.shape[1], k)
     rng = np.random.default_rng(1)
     data = family.data_terms(X)
@@ -65,11 +65,12 @@ def test_compiled_sweep_equals_numpy_twin(name, normalizer, dtype):
     previous = rng.integers(0, k, n)
     constrained = rng.random(n) < 0.2
     sums, second = np.zeros((k, X.shape[1])), np.zeros(k)
-    got = sparse.linear_block(X, form, None, data, clamped, previous, constrained, sums, second)
-    want = sparse.linear_block_numpy(X, form, data, clamped, previous, constrained)
+    got = passes.linear_block(X, form, None, data, clamped, previous, constrained, sums, second)
+    want = oracle.linear_block(X, form, data, clamped, previous, constrained)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert np.all(got[0][clamped >= 0] == clamped[clamped >= 0])
+    np.testing.assert_array_equal(sums, oracle.group_sums(X, got[0], k))
     st = ClusterStats.from_data(X, got[0], k, "norm")
     np.testing.assert_array_equal(sums, st.sums)
     np.testing.assert_allclose(second, st.second, rtol=1e-6 if dtype == np.float32 else 1e-12)
@@ -83,9 +84,9 @@ def test_compiled_sweep_equals_numpy_twin(name, normalizer, dtype):
 
 
 @pytest.mark.parametrize("name,normalizer", CASES)
-def test_sparse_pass_equals_general_path(name, normalizer, monkeypatch):
-    """The in-memory sparse pass against the per-block general path (block_unary, argmin,
-    ClusterStats), constrained points and statistics included."""
+def test_sparse_pass_equals_the_family_costs(name, normalizer, monkeypatch):
+    """The in-memory sparse pass in many blocks against the family's own costs
+    (block_unary, argmin) and statistics, constrained points included."""
     X, y = _text(n=700)
     c = Constraints.sample_from_labels(y, 40, rng=0)
     model = HMRF(X, 4, emission=name, constraints=c, normalizer=normalizer)
@@ -93,18 +94,19 @@ def test_sparse_pass_equals_general_path(name, normalizer, monkeypatch):
     prev = np.random.default_rng(2).integers(0, 4, model.n_samples)
     nodes, _ = model.graph(params).constrained_part()
     monkeypatch.setattr(sparse, "BLOCK_NNZ", 500)  # many blocks
-    fast = passes.assignment_pass(model, params, previous=prev, constrained=nodes, accumulate=True,
+    step = passes.assignment_pass(model, params, previous=prev, constrained=nodes, accumulate=True,
                                   shift=model.statistics_shift)
-    general = passes.assignment_pass(model, params, previous=prev, constrained=nodes, accumulate=True,
-                                     shift=model.statistics_shift, block=97)  # an explicit block: general
-    np.testing.assert_array_equal(fast.labels, general.labels)
-    np.testing.assert_allclose(fast.costs(), general.costs(), rtol=1e-12, atol=1e-12)
-    assert fast.previous_cost == pytest.approx(general.previous_cost, rel=1e-12)
-    np.testing.assert_allclose(fast.constrained_unary, general.constrained_unary, rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(fast.stats.counts, general.stats.counts)
-    np.testing.assert_allclose(fast.stats.sums, general.stats.sums, rtol=1e-12, atol=1e-12)
-    if general.stats.second is not None:
-        np.testing.assert_allclose(fast.stats.second, general.stats.second, rtol=1e-12)
+    U = block_unary(model.emission, model.X, params, normalizer, model.data_terms).astype(np.float64)
+    labels, mins, _ = oracle.reduce_rows(U)
+    np.testing.assert_array_equal(step.labels, labels)
+    np.testing.assert_allclose(step.costs(), mins, rtol=1e-12, atol=1e-12)
+    assert step.previous_cost == pytest.approx(U[np.arange(U.shape[0]), prev].sum(), rel=1e-12)
+    np.testing.assert_allclose(step.constrained_unary, U[nodes], rtol=1e-12, atol=1e-12)
+    general = model.emission.statistics(model.X, labels, 4, normalizer, model.statistics_shift)
+    np.testing.assert_array_equal(step.stats.counts, general.counts)
+    np.testing.assert_allclose(step.stats.sums, general.sums, rtol=1e-12, atol=1e-12)
+    if general.second is not None:
+        np.testing.assert_allclose(step.stats.second, general.second, rtol=1e-12)
 
 
 def test_statistics_by_cluster_part_do_not_depend_on_the_parts():
@@ -115,9 +117,10 @@ def test_statistics_by_cluster_part_do_not_depend_on_the_parts():
         many = sparse.cluster_sums_by_part(X, labels, 7, "norm", passes.map_on_pool, parts)
         np.testing.assert_array_equal(many.sums, one.sums)
         np.testing.assert_array_equal(many.second, one.second)
-    ref = ClusterStats.from_data(X, labels, 7, "norm")
-    np.testing.assert_array_equal(one.sums, ref.sums)
-    np.testing.assert_array_equal(one.counts, ref.counts)
+    np.testing.assert_array_equal(one.sums, oracle.group_sums(X, labels, 7))
+    np.testing.assert_array_equal(one.counts, np.bincount(labels, minlength=7))
+    np.testing.assert_allclose(one.second, np.bincount(labels, weights=np.asarray(X.multiply(X).sum(1)).ravel(),
+                                                       minlength=7), rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -168,7 +171,7 @@ def test_float32_stays_float32():
     X32 = X.astype(np.float32)
     model = HMRF(X32, 3, emission="cosine")
     params = _params(model.emission, model.X, 3, "constant")
-    form = sparse.linear_form(model.emission, params, "constant", np.float32)
+    form = passes.linear_form(model.emission, params, "constant", np.float32)
     assert form.weights.dtype == np.float32 and form.bias.dtype == np.float32
     step = passes.assignment_pass(model, params, accumulate=True)
     assert sp.issparse(model.X) and model.X.dtype == np.float32

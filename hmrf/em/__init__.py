@@ -7,7 +7,8 @@
 * :mod:`hmrf.em.passes` — one pass over the data in row blocks per iteration: the
   E-step of the unconstrained points, the cost rows of the constrained ones and the
   M-step statistics (:func:`~hmrf.em.passes.assignment_pass`,
-  :func:`~hmrf.em.passes.soft_pass`); ``passes_numba`` holds its compiled row reduction.
+  :func:`~hmrf.em.passes.soft_pass`); ``passes_numba`` holds its compiled kernels and
+  :mod:`hmrf.em.sparse` the pass over CSR data.
 
 To change what an iteration does, read :mod:`hmrf.em.loop`; to change how the data are
 read (blocks, threads, a Dask cluster), :mod:`hmrf.em.passes` and

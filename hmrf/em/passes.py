@@ -2,18 +2,22 @@
 rows of the constrained ones, and the M-step statistics, in memory linear in n.
 
 In an HMRF E-step (Basu 2005, §4.4.4) a point with no pairwise factor takes the argmin
-of its own unary costs; only the points with factors need their whole (k,) cost row, for
-the inference engine. So the pass computes the unary costs block by block
-(:meth:`hmrf.HMRF.unary` on a slice of rows: one GEMM per block for the Bregman
-families), reduces each block to its row argmin and minimum, keeps the rows of the
-constrained points, adds up the cost of the previous labelling (the objective of the
-previous M-step), and, when asked, accumulates the additive M-step statistics of every
-row under its argmin label (:mod:`hmrf.emissions.stats`), as scikit-learn's Lloyd loop
-does. At most one block of (rows x k) temporaries exists at a time.
+of its own unary costs ``U[i, h] = -log p(x_i | h, Θ)``; only the points with factors
+need their whole (k,) cost row, for the inference engine. Each block of rows gives its
+rows' argmin labels and minima, the cost rows of its constrained points, ``Σ_i U[i,
+y_i]`` of the previous labelling ``y`` (the objective of the previous M-step) and, when
+asked, the additive M-step statistics of its rows under their argmin labels
+(:mod:`hmrf.emissions.stats`), as scikit-learn's Lloyd loop does.
 
-Each block's work is :func:`assign_block`, a function of the block alone, so the same
-code runs over the blocks of an in-memory array here and over the chunks of a Dask
-array elsewhere.
+A family whose costs are linear in the point (:class:`~hmrf.emissions.base.LinearCosts`)
+goes through one compiled sweep of each block (:func:`hmrf.em.passes_numba.linear_rows`:
+a GEMM per sub-block of dense rows, the stored entries of CSR rows), which adds each row
+into its cluster's sums while the rows are in cache; any other family's costs come from
+:meth:`hmrf.HMRF.unary` on the block, reduced row by row
+(:func:`hmrf.em.passes_numba.reduce_rows`). At most one block of (rows x k)
+temporaries exists per thread. :func:`assign_block` is a function of the block alone,
+so the same code runs over the blocks of an in-memory array here and over the chunks of
+a Dask array elsewhere.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _blocks
-from .._optional import available
-from ..inference.base import argmin_rows
+from ..emissions.base import EmissionFamily, work_dtype
+from ..emissions.stats import ClusterStats
 from ..inference.meanfield import softmax_free_energy
 from ..model import block_unary
 
@@ -35,44 +39,105 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from numpy.typing import NDArray
+    from numpy.typing import DTypeLike, NDArray
 
     from .._typing import MatrixLike
-    from ..emissions.base import EmissionFamily, EmissionParams
+    from ..emissions.base import EmissionParams, LinearCosts
     from ..model import HMRF
 
 __all__ = ["AssignmentPass", "BlockResult", "SoftPass", "assign_block", "assignment_pass",
-           "block_arguments", "collect_blocks", "nearest_clusters", "pass_width", "reduce_rows",
-           "run_blocks", "soft_assign_block", "soft_pass"]
-
-_NUMBA = {}
+           "block_arguments", "collect_blocks", "fused_second_moment", "linear_block", "linear_form",
+           "nearest_clusters", "pass_width", "reduce_rows", "run_blocks", "soft_assign_block", "soft_pass"]
 
 
-def _compiled_reduce_rows():
-    """The compiled row reduction, or ``None`` without numba (loaded on first use)."""
-    if "reduce_rows" not in _NUMBA:
-        kernel = None
-        if available("numba"):
-            from .passes_numba import reduce_rows as kernel
-        _NUMBA["reduce_rows"] = kernel
-    return _NUMBA["reduce_rows"]
+def _none(dtype=np.int64, ndim=1):
+    """An empty array: the kernels' "none given"."""
+    return np.empty((0,) * ndim, dtype=dtype)
 
 
-def reduce_rows(U: Any, previous: NDArray[np.intp] | None = None) -> tuple[np.ndarray, np.ndarray, float]:
-    """Row argmin (first minimiser, int64), row minimum (float64) and ``Σ U[i, previous_i]``
-    (0.0 without ``previous``) of a block of unary costs: one compiled pass when numba is
-    installed, else :func:`~hmrf.inference.base.argmin_rows` and a gather."""
-    n = U.shape[0]
-    kernel = _compiled_reduce_rows()
-    if kernel is not None and U.dtype in (np.float32, np.float64):
-        labels, mins = np.empty(n, dtype=np.int64), np.empty(n)
-        prev = np.zeros(n, dtype=np.int64) if previous is None else np.asarray(previous, dtype=np.int64)
-        total, nan_row = kernel(U, prev, previous is not None, labels, mins)
-        if nan_row < 0:
-            return labels, mins, float(total)
-    labels, mins = argmin_rows(U)
-    total = 0.0 if previous is None else float(U[np.arange(n), previous].sum(dtype=np.float64))
-    return labels.astype(np.int64, copy=False), mins.astype(np.float64, copy=False), total
+def reduce_rows(U: NDArray[np.floating],
+                previous: NDArray[np.intp] | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """Row argmin (first minimiser, int64), row minimum (float64) and ``Σ_i U[i, previous_i]``
+    (0.0 without ``previous``) of a block of unary costs, in one compiled pass."""
+    from .passes_numba import reduce_rows as kernel
+
+    labels, mins = np.empty(U.shape[0], dtype=np.int64), np.empty(U.shape[0])
+    total = kernel(U, _none() if previous is None else np.asarray(previous, dtype=np.int64), labels, mins)
+    return labels, mins, float(total)
+
+
+def linear_form(family: EmissionFamily, params: EmissionParams, normalizer: str,
+                dtype: DTypeLike) -> LinearCosts | None:
+    """The family's :class:`~hmrf.emissions.base.LinearCosts` in ``dtype`` with the
+    mixing weights' ``-log π_h`` (when ``params`` has them) in the offset, or ``None``."""
+    form = family.linear_costs(params, normalizer, np.dtype(dtype))
+    if form is not None and params.weights is not None:
+        with np.errstate(divide="ignore"):
+            form = form.with_offset(-np.log(params.weights))
+    return form
+
+
+def fused_second_moment(family: EmissionFamily, normalizer: str) -> tuple[bool, str | None]:
+    """``(True, kind)`` when the family's statistics are the default counts and sums with
+    no second moment or the ``"norm"`` one (what the compiled sweep adds up), else
+    ``(False, None)``."""
+    kind = family.second_moment(normalizer)
+    ok = type(family).statistics is EmissionFamily.statistics and kind in (None, "norm")
+    return ok, (kind if ok else None)
+
+
+def linear_block(X: MatrixLike, form: LinearCosts, rows: slice | None = None, row_terms: Any = None,
+                 clamped: NDArray[np.intp] | None = None, previous: NDArray[np.intp] | None = None,
+                 constrained: NDArray[np.bool_] | None = None, sums: NDArray[np.float64] | None = None,
+                 second: NDArray[np.float64] | None = None, shift: NDArray[np.floating] | None = None,
+                 ) -> tuple[NDArray[np.int64], NDArray[np.float64], float, NDArray[np.float64]]:
+    """The compiled sweep (:func:`hmrf.em.passes_numba.linear_rows`) over the rows ``rows``
+    (all by default) of dense or CSR ``X`` in ``form``'s precision.
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix (n, d)
+    form : LinearCosts
+    rows : slice, optional
+    row_terms, clamped, previous, constrained : ndarray (b,), optional
+        Per-row data terms ``a_i``, fixed labels (-1 free), previous labels, and which
+        rows are constrained, for the rows of the block.
+    sums : ndarray (k, d) float64, optional
+        Adds every row into its cluster's sums (and ``||x_i - shift||²`` into ``second``
+        (k,), if given).
+
+    Returns
+    -------
+    labels : ndarray (b,) int64
+    mins : ndarray (b,) float64
+    previous_cost : float
+    constrained_unary : ndarray (b_c, k) float64
+    """
+    from .passes_numba import linear_rows
+
+    start, stop, _ = (rows or slice(0, X.shape[0])).indices(X.shape[0])
+    b, k = stop - start, form.weights.shape[1]
+    dt = form.weights.dtype
+    if sp.issparse(X):
+        X = X.tocsr()
+        data = X.data.astype(dt, copy=False)
+        dense, csr = _none(dt, 2), (X.indptr, X.indices, data)
+    else:
+        dense, csr = X, (_none(), _none(), _none(dt))
+    labels, mins = np.empty(b, dtype=np.int64), np.empty(b)
+    mask = _none(bool) if constrained is None else np.asarray(constrained, dtype=bool)
+    crows = np.empty((int(mask.sum()), k))
+    total = linear_rows(
+        start, stop, dense, *csr, form.weights, form.bias, form.offset,
+        np.ones(k, dtype=dt) if form.scale is None else form.scale, form.scale is not None,
+        np.array([form.lo, form.hi], dtype=dt),
+        np.zeros(b, dtype=dt) if row_terms is None else np.asarray(row_terms, dtype=dt),
+        _none() if clamped is None else np.asarray(clamped, dtype=np.int64),
+        _none() if previous is None else np.asarray(previous, dtype=np.int64),
+        mask, _none(np.float64) if shift is None else np.asarray(shift, dtype=np.float64),
+        labels, mins, crows, _none(np.float64, 2) if sums is None else sums,
+        _none(np.float64) if second is None else second)
+    return labels, mins, float(total), crows
 
 
 @dataclass
@@ -127,27 +192,31 @@ def assign_block(family: EmissionFamily, X_block: MatrixLike, params: EmissionPa
         Also compute the M-step statistics of the rows under their argmin labels.
     shift : ndarray (d,), optional
         Centre of the statistics' second moments.
-
-    A CSR block of a family whose costs are linear in the point goes through one
-    compiled sweep (:func:`hmrf.em.sparse.sparse_assign_block`).
     """
-    if sp.issparse(X_block):
-        from .sparse import sparse_assign_block
+    form = linear_form(family, params, normalizer, work_dtype(X_block))
+    return _assign(family, X_block, params, normalizer, n_clusters, form, data, clamped, previous,
+                   constrained_mask, accumulate, shift)
 
-        res = sparse_assign_block(family, X_block, params, normalizer, n_clusters, data=data, clamped=clamped,
-                                  previous=previous, constrained_mask=constrained_mask, accumulate=accumulate,
-                                  shift=shift)
-        if res is not None:
-            return res
-    U = block_unary(family, X_block, params, normalizer, data, clamped)
-    labels, mins, prev = reduce_rows(U, previous)
-    if constrained_mask is not None and constrained_mask.any():
-        rows = np.asarray(U[constrained_mask], dtype=np.float64)
-    else:
-        rows = np.empty((0, U.shape[1]))
+
+def _assign(family, X, params, normalizer, k, form, data, clamped, previous, mask, accumulate, shift):
+    """:func:`assign_block` with the family's linear form (or ``None``) already built."""
+    if form is None:
+        U = block_unary(family, X, params, normalizer, data, clamped)
+        labels, mins, prev = reduce_rows(U, previous)
+        rows = np.asarray(U[mask], dtype=np.float64) if mask is not None else np.empty((0, k))
+        stats = family.statistics(X, labels, k, normalizer, shift) if accumulate else None
+        return BlockResult(labels, mins, prev, rows, stats)
+    fused, kind = fused_second_moment(family, normalizer)
+    fused = accumulate and fused and (shift is None or not sp.issparse(X))
+    sums = np.zeros((k, X.shape[1])) if fused else None
+    second = np.zeros(k) if fused and kind == "norm" else None
+    labels, mins, prev, rows = linear_block(X, form, None, family.data_terms(X) if data is None else data,
+                                            clamped, previous, mask, sums, second, shift)
     stats = None
-    if accumulate:
-        stats = family.statistics(X_block, labels, n_clusters, normalizer, shift)
+    if fused:
+        stats = ClusterStats(np.bincount(labels, minlength=k).astype(np.float64), sums, second, kind, shift)
+    elif accumulate:
+        stats = family.statistics(X, labels, k, normalizer, shift)
     return BlockResult(labels, mins, prev, rows, stats)
 
 
@@ -156,11 +225,9 @@ def _threads() -> int:
 
 
 def pass_width(family: EmissionFamily, X: MatrixLike, n_clusters: int) -> int:
-    """Columns of a pass's per-row temporaries: ``k`` for CSR data and a family with
-    linear costs (the sparse sweep forms no (rows x d) block), else ``max(k, d)``."""
-    from ..emissions.base import EmissionFamily
-
-    if sp.issparse(X) and type(family).linear_costs is not EmissionFamily.linear_costs:
+    """Columns of a pass's per-row temporaries: ``k`` for a family with linear costs (its
+    sweep forms no (rows x d) block), else ``max(k, d)``."""
+    if type(family).linear_costs is not EmissionFamily.linear_costs:
         return n_clusters
     return max(n_clusters, X.shape[1])
 
@@ -275,7 +342,8 @@ class AssignmentPass:
 def assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[Any] | None = None,
                     constrained: NDArray[Any] | None = None, accumulate: bool = False,
                     shift: NDArray[Any] | None = None, block: int | None = None) -> AssignmentPass:
-    """Run :func:`assign_block` over ``model.X`` in row blocks and combine the results.
+    """Run :func:`assign_block` over ``model.X`` in row blocks and combine the results
+    (CSR data in a family with linear costs: :func:`hmrf.em.sparse.sparse_assignment_pass`).
 
     Parameters
     ----------
@@ -290,25 +358,25 @@ def assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[Any] 
     shift : ndarray (d,), optional
         Centre of the statistics' second moments.
     block : int, optional
-        Rows per block (default: blocks of about 2**18 cost and data entries).
+        Rows per block (default :func:`hmrf._blocks.block_rows` for :func:`pass_width`
+        columns).
     """
-    if sp.issparse(model.X) and block is None:
+    X, n, k = model.X, model.n_samples, model.n_clusters
+    form = linear_form(model.emission, params, model.normalizer, work_dtype(X))
+    if sp.issparse(X) and form is not None:
         from .sparse import sparse_assignment_pass
 
-        res = sparse_assignment_pass(model, params, previous, constrained, accumulate, shift)
-        if res is not None:
-            return res
-    n, k = model.n_samples, model.n_clusters
+        return sparse_assignment_pass(model, form, previous, constrained, accumulate, shift)
     labels, cost = np.empty(n, dtype=np.int64), np.empty(n)
 
     def work(args):
         rows, kw, prev = args
-        return rows, assign_block(model.emission, model.X[rows], params, model.normalizer, k, previous=prev,
-                                  accumulate=accumulate, shift=shift, **kw)
+        return rows, _assign(model.emission, X[rows], params, model.normalizer, k, form, kw["data"],
+                             kw["clamped"], prev, kw["constrained_mask"], accumulate, shift)
 
-    width = max(k, model.X.shape[1])
-    blocks = block_arguments(n, width, model.data_terms, model.clamped, previous, constrained, block)
-    total, unary_c, stats = collect_blocks(run_blocks(work, blocks, n * width), labels, cost, k)
+    blocks = block_arguments(n, pass_width(model.emission, X, k), model.data_terms, model.clamped, previous,
+                             constrained, block)
+    total, unary_c, stats = collect_blocks(run_blocks(work, blocks, n * max(k, X.shape[1])), labels, cost, k)
     return AssignmentPass(labels, float(cost.sum()), float("nan") if previous is None else total, unary_c,
                           stats, costs=lambda: cost)
 
@@ -360,18 +428,14 @@ def collect_blocks(results: Any, labels: NDArray[np.intp], cost: NDArray[Any],
 
 def nearest_clusters(family: EmissionFamily, X: MatrixLike, params: EmissionParams,
                      normalizer: str = "constant") -> np.ndarray:
-    """Argmin of the unary costs of every row of ``X`` (prepared data), in row blocks:
-    the cluster of new points under fitted parameters, with no constraints."""
-    n = X.shape[0]
+    """Argmin of the unary costs of every row of ``X`` (prepared data): the cluster of new
+    points under fitted parameters, with no constraints."""
     data = family.data_terms(X)
-    if sp.issparse(X):
-        from .sparse import sparse_labels
-
-        labels = sparse_labels(family, X, params, normalizer, data)
-        if labels is not None:
-            return labels
-    out = np.empty(n, dtype=np.int64)
-    for rows in _blocks.row_blocks(n, max(params.n_clusters, X.shape[1])):
+    form = linear_form(family, params, normalizer, work_dtype(X))
+    if form is not None:
+        return linear_block(X, form, None, data)[0]
+    out = np.empty(X.shape[0], dtype=np.int64)
+    for rows in _blocks.row_blocks(X.shape[0], max(params.n_clusters, X.shape[1])):
         U = family.unary(X[rows], params, normalizer, data=None if data is None else data[rows])
         out[rows] = reduce_rows(U)[0]
     return out

@@ -89,9 +89,9 @@ class LinearCosts:
     Bregman divergence has this form (``g_h = -∇φ(μ_h)``, ``bias_h = <μ_h, ∇φ(μ_h)> -
     φ(μ_h)``, clip at 0 against round-off; Banerjee et al. 2005, eq. 3), and so has the
     vMF cost ``κ_h (1 - x^T μ_h) - κ_h - log C_d(κ_h)`` (``g_h = -μ_h``, ``bias_h = 1``,
-    clip to [0, 2]). It is what a sparse pass needs: one product of each CSR row with
-    the dense columns ``g_h``, touching only the row's stored entries
-    (:mod:`hmrf.em.sparse`).
+    clip to [0, 2]). It is what the pass's compiled sweep needs
+    (:func:`hmrf.em.passes.linear_block`): the products of each row with the dense
+    columns ``g_h`` (a GEMM for dense rows, only the stored entries of a CSR row).
 
     Attributes
     ----------
@@ -146,9 +146,7 @@ def inner_products(X: MatrixLike, G: ArrayLike) -> np.ndarray:
     metric) computes its (n, k) costs from this product. The result is a new array in
     ``X``'s precision (``work_dtype``). For dense ``X`` it is formed as
     ``(G @ X.T).T``: OpenBLAS is markedly faster with the long dimension last when k is
-    small, and the column-major result is what
-    :func:`hmrf.inference.base.argmin_rows` reduces fastest. Sparse ``X`` uses the
-    sparse-dense product (``X`` stays sparse).
+    small. Sparse ``X`` uses the sparse-dense product (``X`` stays sparse).
 
     Parameters
     ----------
@@ -453,8 +451,8 @@ class EmissionFamily(ABC):
 
     def linear_costs(self, params: EmissionParams, normalizer: str, dtype: DTypeLike) -> LinearCosts | None:
         """The unary costs of :meth:`unary` as a :class:`LinearCosts` in ``dtype``, or
-        ``None`` when they do not have that form (then a sparse pass computes
-        :meth:`unary` block by block). ``None`` by default."""
+        ``None`` when they do not have that form (then a pass computes :meth:`unary`
+        block by block). ``None`` by default."""
         return None
 
     def summed_cost(self, params: EmissionParams, stats: ClusterStats,

@@ -24,7 +24,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._blocks import row_blocks
-from .._optional import available
 
 if TYPE_CHECKING:
     from typing import Any
@@ -39,43 +38,25 @@ __all__ = ["ClusterStats", "Spread", "group_sums", "SECOND_MOMENTS"]
 #: (k, d), Σ(x-c)(x-c)ᵀ (k, d, d)
 SECOND_MOMENTS = (None, "norm", "diagonal", "full")
 
-_NUMBA = {}
 
+def group_sums(X: MatrixLike, groups: ArrayLike, n_groups: int) -> np.ndarray:
+    """``out[g] = Σ_{i: groups[i] = g} X[i]`` as a dense float64 (n_groups, d).
 
-def _compiled_add_rows(name: str = "add_rows"):
-    """The compiled row accumulator ``name`` of :mod:`hmrf.emissions.stats_numba`, or
-    ``None`` without numba (loaded on first use)."""
-    if name not in _NUMBA:
-        kernel = None
-        if available("numba"):
-            from . import stats_numba
-            kernel = getattr(stats_numba, name)
-        _NUMBA[name] = kernel
-    return _NUMBA[name]
-
-
-def group_sums(X: MatrixLike, groups: ArrayLike | None, n_groups: int,
-               weights: NDArray[Any] | None = None) -> np.ndarray:
-    """``out[g] = Σ_{i: groups[i] = g} weights[i] · X[i]`` as a dense float64 (n_groups, d).
-
-    One pass over the rows whatever the number of groups: a compiled loop (numba, when
-    installed) for dense ``X``, otherwise the product of a sparse (n_groups, n)
-    indicator with ``X`` (also the path for sparse ``X``, which stays sparse). Never
-    forms a dense (n_groups, n) indicator.
+    One compiled pass over the rows of dense ``X`` or over the stored entries of sparse
+    ``X`` (which stays sparse), whatever the number of groups
+    (:mod:`hmrf.emissions.stats_numba`).
     """
+    from .stats_numba import add_csr_rows, add_rows
+
     groups = np.asarray(groups, dtype=np.int64)
-    n, d = X.shape
-    if not sp.issparse(X) and weights is None and X.dtype in (np.float32, np.float64) \
-            and X.flags.c_contiguous:
-        kernel = _compiled_add_rows()
-        if kernel is not None:
-            out = np.zeros((n_groups, d))
-            kernel(X, groups, out)
-            return out
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    R = sp.csr_matrix((w, (groups, np.arange(n))), shape=(n_groups, n))
-    out = R @ X
-    return np.asarray(out.toarray() if sp.issparse(out) else out, dtype=np.float64)
+    out = np.zeros((n_groups, X.shape[1]))
+    if sp.issparse(X):
+        X = X.tocsr()
+        add_csr_rows(X.indptr, X.indices, X.data, groups, np.zeros(n_groups, dtype=np.int64), 0, out,
+                     np.empty(0))
+    else:
+        add_rows(X, groups, out)
+    return out
 
 
 def _centred(X, shift):
@@ -209,20 +190,19 @@ def _second_moment(X, a, k, kind, shift):
             xx = X.multiply(r[:, None]).T @ X
             out[h] = np.asarray(xx.toarray() if sp.issparse(xx) else xx)
         return out
-    if kind == "diagonal" and not soft and X.dtype in (np.float32, np.float64) and X.flags.c_contiguous:
-        kernel = _compiled_add_rows("add_centred_squares")
-        if kernel is not None:  # one pass, no (rows x d) temporaries
-            out = np.zeros((k, X.shape[1]))
-            c = np.zeros(X.shape[1]) if shift is None else np.asarray(shift, dtype=np.float64)
-            kernel(X, c, a, out)
-            return out
+    if kind == "diagonal" and not soft:  # one compiled pass, no (rows x d) temporaries
+        from .stats_numba import add_centred_squares
+
+        out = np.zeros((k, X.shape[1]))
+        add_centred_squares(X, np.zeros(X.shape[1]) if shift is None else np.asarray(shift, dtype=np.float64),
+                            a, out)
+        return out
     Z = _centred(X, shift)
     if kind == "norm":
         sq = np.einsum("ij,ij->i", Z, Z)
         return a.T @ sq if soft else np.bincount(a, weights=sq, minlength=k)
     if kind == "diagonal":
-        Z2 = np.ascontiguousarray(Z * Z)
-        return a.T @ Z2 if soft else group_sums(Z2, a, k)
+        return a.T @ (Z * Z)
     out = np.empty((k, X.shape[1], X.shape[1]))
     for h in range(k):  # one (d, n_h) x (n_h, d) product per cluster
         if soft:

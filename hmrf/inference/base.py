@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..constraints import Constraints
 
 __all__ = ["InferenceResult", "Solution", "InferenceEngine", "ReducedProblem", "reduce_problem",
-           "check_unary", "argmin_rows"]
+           "check_unary"]
 
 #: the hard-must-link contraction: re-weights itself (``None`` when the hard edges changed)
 REDUCTION = CacheKey("inference.reduction", lambda st, weight: st.reweighted(weight))
@@ -138,44 +138,6 @@ def check_unary(unary: NDArray[np.floating]) -> np.ndarray:
         what = "NaN" if np.isnan(u[r, c]) else "-inf"
         raise ValueError(f"unary cost [{r}, {c}] is {what}; costs must be finite or +inf.")
     return u
-
-
-def argmin_rows(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise argmin (first minimiser) and minimum of an (n, k) cost matrix.
-
-    NumPy's ``argmin`` over short rows costs a function call per row. For the
-    column-major matrices the Bregman families produce, the minima are instead k - 1
-    element-wise passes over contiguous columns, and one small single-precision GEMM
-    of the indicator ``[cost_h == min]`` with the rows ``(0, 1, ..., k-1)`` and
-    ``(1, ..., 1)`` gives each row's minimiser and its number of minimisers (sums of at
-    most k small integers: exact in float32). Rows with a tie (or NaN) fall back to
-    ``argmin``, so the result is identical to ``argmin`` (first minimiser).
-
-    Parameters
-    ----------
-    cost : ndarray of shape (n, k)
-
-    Returns
-    -------
-    labels : ndarray of shape (n,)
-        ``argmin`` of every row.
-    minima : ndarray of shape (n,)
-        ``cost[i, labels[i]]``.
-    """
-    n, k = cost.shape
-    if not cost.flags.f_contiguous or k == 1 or k >= 2**24:
-        labels = np.argmin(cost, axis=1)
-        return labels, cost[np.arange(n), labels]
-    T = cost.T  # (k, n), C-contiguous
-    mins = T.min(axis=0)
-    index_and_count = np.vstack([np.arange(k), np.ones(k)]).astype(np.float32)
-    lab_cnt = index_and_count @ (T == mins).astype(np.float32)
-    labels = lab_cnt[0].astype(np.int64)
-    ties = np.flatnonzero(lab_cnt[1] != 1.0)
-    if ties.size:
-        labels[ties] = np.argmin(T[:, ties], axis=0)
-        mins[ties] = T[labels[ties], ties]
-    return labels, mins
 
 
 @dataclass
@@ -543,7 +505,8 @@ class InferenceEngine:
 
     @staticmethod
     def _map_isolated(unary, t0) -> InferenceResult:
-        labels, best = argmin_rows(unary)
+        labels = np.argmin(unary, axis=1)
+        best = unary.min(axis=1)
         if np.isinf(best).any():
             point = int(np.flatnonzero(np.isinf(best))[0])
             raise InfeasibleError(
