@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _results import ROOT, markdown_table, write_result  # noqa: E402
 
-DEFAULT_ENGINES = ["icm", "bp", "bp-trw", "expansion", "auto"]
+DEFAULT_ENGINES = ["icm", "bp", "trws", "expansion", "auto"]
 
 
 def photograph(scale: int):
@@ -115,8 +115,7 @@ def figure(image, rows, labels_dir, path):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--engines", default=None,
-                   help="comma-separated engine names (default: icm, bp, bp-trw, expansion, auto and, "
-                        "when registered, trws)")
+                   help="comma-separated engine names (default: icm, bp, trws, expansion, auto)")
     p.add_argument("--k", type=int, default=8)
     p.add_argument("--w", type=float, default=0.05, help="weight of a grid edge (lambda)")
     p.add_argument("--scale", type=int, default=1, help="keep every SCALE-th pixel per axis (1: full size)")
@@ -131,10 +130,7 @@ def main(argv=None):
     if args.one:
         return run_one(args, args.one, args.labels_out)
 
-    from hmrf.inference import ENGINES
-
-    engines = args.engines.split(",") if args.engines else \
-        DEFAULT_ENGINES + (["trws"] if "trws" in ENGINES else [])
+    engines = args.engines.split(",") if args.engines else DEFAULT_ENGINES
     rows, load = [], [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         for engine in ["kmeans", *engines]:  # one process per engine, one after the other

@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _results import command_line, markdown_table, write_result  # noqa: E402
+from _results import command_line, markdown_table, write_readme_section, write_result  # noqa: E402
 
 from hmrf import Constraints  # noqa: E402
 from hmrf.datasets import load_dataset  # noqa: E402
@@ -448,11 +448,6 @@ def table(results, datasets, estimators):
     return markdown_table(header, rows, ["---", "---", *["---:"] * 6])
 
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
-README_MARKERS = ("<!-- supervision table: written by benchmarks/supervision.py --readme -->",
-                  "<!-- end of the supervision table -->")
-
-
 def recorded_command() -> str:
     """The command line, without ``--cache PATH`` (where finished cells are kept on this
     machine: it does not change a number)."""
@@ -485,20 +480,6 @@ def readme_summary(results, datasets, runs, fails):
                f"{'; '.join(map(str, fails))})." if fails else "(every target met)."),
             f"Written by `{recorded_command()}`."]
     return "\n".join(text)
-
-
-def write_readme_summary(results, datasets, runs, fails) -> str:
-    """Replace the text between the README's two markers by :func:`readme_summary`."""
-    with open(README, encoding="utf-8") as f:
-        readme = f.read()
-    start, end = README_MARKERS
-    if start not in readme or end not in readme:
-        raise SystemExit(f"README.md has no {start!r} ... {end!r} markers to write between.")
-    head, rest = readme.split(start, 1)
-    tail = rest.split(end, 1)[1]
-    with open(README, "w", encoding="utf-8") as f:
-        f.write(head + start + "\n" + readme_summary(results, datasets, runs, fails) + "\n" + end + tail)
-    return README
 
 
 def main(argv=None):
@@ -548,7 +529,8 @@ def main(argv=None):
         print("wrote", write_result(args.write or "supervision", table(results, datasets, estimators),
                                     command=recorded_command(), notes="\n".join(lines)))
         if args.readme:
-            print("wrote", write_readme_summary(results, datasets, runs, fails))
+            summary = readme_summary(results, datasets, runs, fails)
+            print("wrote", write_readme_section("supervision table", summary))
 
 
 if __name__ == "__main__":

@@ -392,8 +392,20 @@ class PairwiseGraph:
     @classmethod
     def potts(cls, n_nodes: int, edges: ArrayLike, weight: float | ArrayLike,
               kind: int | ArrayLike) -> PairwiseGraph:
-        """Potts-only graph (kind +1 / -1 per edge)."""
-        return cls(n_nodes, edges, weight, kind)
+        """Potts-only graph: ``weight`` and ``kind`` (+1 must-link, -1 cannot-link) are one
+        value per edge, or one value for every edge.
+
+        Examples
+        --------
+        >>> PairwiseGraph.potts(3, [(0, 1), (1, 2)], 1.0, 1).pairwise_energy([0, 0, 1])
+        1.0
+        """
+        edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+        m = edges.shape[0]
+        weight = np.asarray(weight, dtype=np.float64)
+        kind = np.asarray(kind, dtype=np.int8)
+        return cls(n_nodes, edges, np.full(m, weight) if weight.ndim == 0 else weight,
+                   np.full(m, kind) if kind.ndim == 0 else kind)
 
     @classmethod
     def from_constraints(cls, constraints: Constraints,
@@ -534,7 +546,10 @@ class PairwiseGraph:
             )
 
     def table_costs(self) -> np.ndarray:
-        """Per-edge scaled tables ``w_e * T[t_e]`` for table edges, shape (m_table, k, k)."""
+        """Per-edge scaled tables ``w_e * T[t_e]`` for table edges, shape (m_table, k, k);
+        shape (0, 0, 0) for a Potts-only graph, which has none (and no k of its own)."""
+        if self.tables is None:
+            return np.empty((0, 0, 0))
         sel = self.edge_classes().table
         w = self.weight[sel][:, None, None]
         t = self.tables[self.table_index[sel]]

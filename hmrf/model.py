@@ -91,6 +91,36 @@ def _check_w(w) -> float:
     return value
 
 
+#: What each step of :meth:`HMRF.data_scale` computes, for its error message.
+_SCALE_STEPS = {
+    "update": "the M-step of one cluster of all the points",
+    "linear_costs": "the GEMM form of the costs at that cluster's parameters",
+    "unary": "the unary cost at the data mean or at the cluster's centre",
+    "summed_cost": "the summed cost of the points from their statistics",
+    "divergence_to": "the divergence of the rows to their mean, the Bregman information",
+}
+
+
+def _scale_error(family: EmissionFamily, scale: float, pieces: dict) -> str:
+    """The message of a non-finite :meth:`HMRF.data_scale`: the family, the first of its
+    methods (in ``pieces``, in the order computed) whose result is not finite, and the way
+    out."""
+    def finite(value):
+        arrays = [getattr(value, f) for f in ("centers", "scale", "weights", "bias", "offset")
+                  if getattr(value, f, None) is not None] or [value]
+        return all(np.all(np.isfinite(np.asarray(a, dtype=np.float64))) for a in arrays)
+
+    method = next((m for m, v in pieces.items() if not finite(v)), None)
+    where = (f"{type(family).__name__}.{method} ({_SCALE_STEPS[method]}) gave a non-finite value"
+             if method else "its finite pieces add up to a non-finite value")
+    return (f"HMRF.data_scale(), the scale of w='auto', is {scale} for the emission family "
+            f"{type(family).__name__} ({family.name!r}): {where}. A gradient or log that is "
+            "infinite on the boundary of the family's domain does this, e.g. a feature that is "
+            "0 in every row puts the data's mean on that boundary. Make that method finite on "
+            "these data (keep the points it evaluates inside the domain, as the M-step does "
+            "with its centres), drop the constant features, or give w a number.")
+
+
 class HMRF:
     """A Hidden Markov Random Field for semi-supervised clustering.
 
@@ -112,7 +142,8 @@ class HMRF:
         ``AUTO_W_FACTOR`` (2) times :meth:`data_scale`, a weight in the units of the
         emission (Notes).
     potentials : PairwisePotential or list of them, optional
-        Further pairwise potentials (e.g. a :class:`~hmrf.potentials.TablePotential`).
+        Further pairwise potentials (e.g. a :class:`~hmrf.potentials.TablePotential`),
+        with their own costs: ``w`` scales the constraints only, not these.
     normalizer : {"constant", "closed_form"}, default="constant"
         Which emission normaliser terms the objective keeps (see ARCHITECTURE.md,
         "Normalisers"). The MRF normaliser ``log Z`` is always treated as constant,
@@ -238,7 +269,7 @@ class HMRF:
         """The weight ``w="auto"`` stands for: ``AUTO_W_FACTOR * data_scale()`` (class
         Notes), a positive number (1 when the data have no spread at all)."""
         scale = self.data_scale()
-        return AUTO_W_FACTOR * scale if np.isfinite(scale) and scale > 0 else 1.0
+        return AUTO_W_FACTOR * scale if scale > 0 else 1.0
 
     def data_scale(self) -> float:
         """The mean emission cost of a point, above that of the cluster's centre, when all
@@ -263,6 +294,12 @@ class HMRF:
         the one-cluster statistics where they can
         (:meth:`~hmrf.emissions.EmissionFamily.summed_cost`: Mahalanobis, from the
         scatter), or add up their costs in a second pass.
+
+        Raises
+        ------
+        ValueError
+            The scale is not finite: the message names the family and which of its
+            methods gave the first non-finite value (no weight is made up in its place).
         """
         cached = getattr(self, "_data_scale", None)
         if cached is not None:
@@ -274,14 +311,20 @@ class HMRF:
         if costs is None:  # costs not affine in (a(x), x): their sum from the statistics, or a pass
             at_centre = float(block_unary(self.emission, centre, theta, self.normalizer)[0, 0])
             total = self.emission.summed_cost(theta, stats, self.normalizer)
+            summed = "summed_cost" if total is not None else "unary"
             if total is None:
                 total = self.unary_total(self._one_cluster(), theta)
-            self._data_scale = total / self.n_samples - at_centre
-            return self._data_scale
-        mean = stats.sums[:1] / stats.counts[0]  # μ̄ itself for the plain mean: the first term is 0
-        u = block_unary(self.emission, np.vstack([mean, centre]), theta, self.normalizer)[:, 0]
-        slope = 1.0 if costs.scale is None else float(costs.scale[0])
-        self._data_scale = float(u[0] - u[1]) + slope * spread.information / spread.count
+            scale = total / self.n_samples - at_centre
+            pieces = {"update": theta, "unary": at_centre, summed: total}
+        else:
+            mean = stats.sums[:1] / stats.counts[0]  # μ̄ itself for the plain mean: the first term is 0
+            u = block_unary(self.emission, np.vstack([mean, centre]), theta, self.normalizer)[:, 0]
+            slope = 1.0 if costs.scale is None else float(costs.scale[0])
+            scale = float(u[0] - u[1]) + slope * spread.information / spread.count
+            pieces = {"update": theta, "linear_costs": costs, "unary": u, "divergence_to": spread.information}
+        if not np.isfinite(scale):
+            raise ValueError(_scale_error(self.emission, scale, pieces))
+        self._data_scale = float(scale)
         return self._data_scale
 
     def one_cluster_moments(self) -> tuple[ClusterStats, Spread]:

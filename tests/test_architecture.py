@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hmrf"
 #: the longest matching prefix wins.
 LAYERS = {
     "_validation": 0, "_params": 0, "_blocks": 0, "_pairs": 0, "_grid": 0, "_lazy": 0,
-    "_optional": 0, "_typing": 0, "_numba_cache": 0, "exceptions": 0,
+    "_optional": 0, "_typing": 0, "_numba_cache": 0, "_registry": 0, "exceptions": 0,
     "constraints": 1,
     "emissions": 2,
     "potentials": 3, "graph": 3,
@@ -22,7 +22,7 @@ LAYERS = {
     "initialization": 7,
     "estimators": 8, "distributed": 8,
     "active": 9,
-    "metrics": 10, "datasets": 10, "experiments": 10,
+    "metrics": 10, "datasets": 10, "experiments": 10, "testing": 10,
     "classic": 11, "classic.buckshot": 7, "classic.linkage": 7,
     "model_selection": 12, "cli": 12, "__main__": 12, "commands": 12,
     "widgets": 13,

@@ -12,7 +12,7 @@ import pytest
 
 import hmrf.experiments.engines as study
 from hmrf.cli import main
-from hmrf.inference import ENGINES, ICM, BeliefPropagation, EngineSpec, ExactMILP, LPRelaxation
+from hmrf.inference import ENGINES, ICM, TRWS, BeliefPropagation, EngineSpec, ExactMILP, LPRelaxation
 from hmrf.inference import get_engine as make_engine
 
 
@@ -101,14 +101,40 @@ def test_unknown_engine_is_a_clear_error(tmp_path, capsys):
 
 
 def test_engine_names_map_to_engines():
-    assert set(ENGINES) >= {"icm", "bp", "bp+icm", "bp-trw", "lp", "lp+icm", "exact"}
+    assert set(ENGINES) >= {"icm", "bp", "trws", "lp", "expansion", "exact", "auto", "greedy"}
     assert isinstance(make_engine("icm"), ICM)
-    assert make_engine("bp+icm").polish == "icm"
-    assert make_engine("bp-trw").reweight == "trw"
-    assert isinstance(make_engine("lp"), LPRelaxation) and make_engine("lp+icm").polish == "icm"
+    assert isinstance(make_engine("trws"), TRWS)
+    assert isinstance(make_engine("lp"), LPRelaxation) and make_engine("lp").polish is None
     assert isinstance(make_engine("exact"), ExactMILP)
     assert isinstance(make_engine("bp"), BeliefPropagation)
-    assert isinstance(make_engine("LP+ICM"), LPRelaxation)  # names are case-insensitive
+    assert isinstance(make_engine("LP"), LPRelaxation)  # names are case-insensitive
+    # settings are parameters, in Python and in the name
+    assert make_engine("bp(polish=icm)").polish == "icm"
+    lp = make_engine("LP(polish='icm', n_rounds=3, solver=highs)")
+    assert (lp.polish, lp.n_rounds, lp.solver) == ("icm", 3, "highs")
+
+
+@pytest.mark.parametrize("old, new", [("bp+icm", "bp(polish=icm)"), ("lp+icm", "lp(polish=icm)"),
+                                      ("bp-trw", "TRWS()"), ("lp-cvxpy", 'LPRelaxation(solver="cvxpy")')])
+def test_names_of_combinations_and_back_ends_give_the_new_spelling(old, new, tmp_path, capsys):
+    with pytest.raises(ValueError, match=re.escape(new)):
+        make_engine(old)
+    assert main(["compare", "--engines", f"icm,{old}", "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    assert new in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_engine_settings_in_a_name_are_checked_before_any_fit(tmp_path, capsys):
+    assert main(["compare", "--engines", "icm,lp(n_rounds=0)", "--out", str(tmp_path / "x"),
+                 "--no-progress"]) == 2
+    assert "n_rounds" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unexpected keyword argument 'rounds'"):
+        make_engine("lp(rounds=3)")
+
+
+def test_lp_solver_is_a_parameter_and_backend_names_it():
+    with pytest.raises(TypeError, match=re.escape("LPRelaxation(solver=...)")):
+        LPRelaxation(backend="cvxpy")
 
 
 def test_compare_accepts_every_registry_name(tmp_path, monkeypatch):
@@ -142,6 +168,55 @@ def test_unwritable_out_fails_before_any_fit(tmp_path, capsys, monkeypatch):
     assert "cannot write to --out" in capsys.readouterr().err
     assert calls == []  # nothing was fitted
     assert blocker.read_text() == "not a directory"
+
+
+def test_every_engine_runs_em_once_from_the_same_initial_state(monkeypatch):
+    from hmrf.datasets import load_dataset
+
+    def stats(estimator, bound):  # the study's statistics, and the fit's start and runs
+        first_unary = estimator.inference.calls[0][0]
+        return {**study.estep_stats(estimator, bound), "n_runs": estimator.n_runs_,
+                "start": hash(first_unary.tobytes())}
+
+    monkeypatch.setattr(study, "_fit_stats", stats)
+    X, y = load_dataset("iris")
+    for n_init in (1, "auto"):
+        table = study.compare_engines(X, y, ["icm", "bp", "lp"], points=[30], runs=1,
+                                      bound="none", n_init=n_init, progress=False)
+        starts = {}
+        for r in table:
+            starts.setdefault((r["run"], r["fold"]), set()).add(r["start"])
+        assert len(table) == 6 and all(len(s) == 1 for s in starts.values())
+        runs = {r["n_runs"] for r in table}
+        assert runs == {1} if n_init == 1 else max(runs) > 1
+    assert [r["estimator"] for r in table] == ["icm"] * 2 + ["bp"] * 2 + ["lp"] * 2
+
+
+def test_the_reference_bound_is_solved_once_per_problem(monkeypatch):
+    from hmrf import Constraints, HMRFKMeans
+    from hmrf.datasets import load_dataset
+
+    solved = []
+    relax = LPRelaxation.relax
+    monkeypatch.setattr(LPRelaxation, "relax", lambda self, u, g: solved.append(1) or relax(self, u, g))
+    monkeypatch.setattr(study, "_BOUNDS", type(study._BOUNDS)())
+    X, y = load_dataset("iris")
+    c = Constraints.sample_from_labels(y, 60, np.random.default_rng(0))
+    fits = {}
+    for name in ("lp", "bp"):
+        est = HMRFKMeans(3, inference=study.RecordingEngine(make_engine(name)), n_init=1, random_state=0)
+        fits[name] = est.fit(X, constraints=c)
+    problems = [(u, g) for u, g, _, _ in fits["bp"].inference.calls]
+    distinct = len({study._problem_key(u, g) for u, g in problems})
+    bounds = [study._lp_bound(u, g) for u, g in problems]
+    assert len(solved) == distinct  # each distinct problem solved once ...
+    assert [study._lp_bound(u, g) for u, g in problems] == bounds and len(solved) == distinct
+    # ... and one whose LP the LP engine solved is not solved again: its bound is the LP's
+    solved.clear()
+    study.estep_stats(fits["lp"])
+    lp_steps = fits["lp"].inference.calls
+    assert [study._lp_bound(u, g) for u, g, _, _ in lp_steps] == [r.lower_bound for _, _, r, _ in lp_steps]
+    assert solved == []
 
 
 class FirstCallCompiles(ICM):

@@ -28,6 +28,7 @@ from hmrf import (  # noqa: E402
     SeededKMeans,
     SphericalKMeans,
 )
+from hmrf.inference import BeliefPropagation  # noqa: E402
 from hmrf.metrics import nmi  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("dask_client", "few_auto_runs")
@@ -143,7 +144,8 @@ def test_auto_makes_as_many_runs_on_dask_as_in_memory(monkeypatch):
 
 @pytest.mark.parametrize("estimator", [
     SeededKMeans(K, random_state=0), ConstrainedKMeans(K, random_state=0), COPKMeans(K, random_state=0),
-    MKMeans(K, random_state=0), HMRFKMeans(K, em="soft", inference="bp", random_state=0),
+    MKMeans(K, random_state=0),
+    HMRFKMeans(K, em="soft", inference=BeliefPropagation(mode="sum"), random_state=0),
     HMRFKMeans(K, em="soft", normalizer="closed_form", random_state=0),
     HMRFKMeans(K, init="k-means++", inference="bp", random_state=0),
     MPCKMeans(K, metric="full", random_state=0), HMRFKMeans(K, emission="itakura_saito", random_state=0),

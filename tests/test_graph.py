@@ -91,3 +91,22 @@ def test_an_engine_keeps_its_own_entries_and_their_reweighting_rule():
     assert g.cache.peek(rescaled) == 0.0
     with pytest.raises(ValueError, match="on_reweight"):
         CacheKey("bad", "sometimes")
+
+
+def test_potts_takes_one_weight_and_kind_for_every_edge():
+    # annotated ``float | ArrayLike`` and ``int | ArrayLike``: scalars are broadcast
+    g = PairwiseGraph.potts(4, [(0, 1), (1, 2), (2, 3)], 1.5, -1)
+    assert g.weight.tolist() == [1.5, 1.5, 1.5] and g.kind.tolist() == [-1, -1, -1]
+    assert g.pairwise_energy([0, 0, 1, 1]) == 3.0  # two violated cannot-links
+    per_edge = PairwiseGraph.potts(4, [(0, 1), (1, 2), (2, 3)], [1.5, 1.5, 1.5], [-1, -1, -1])
+    assert per_edge.pairwise_energy([0, 0, 1, 1]) == g.pairwise_energy([0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        PairwiseGraph.potts(4, [(0, 1), (1, 2), (2, 3)], [1.0, 2.0], 1)
+
+
+def test_table_costs_of_a_potts_only_graph_is_empty():
+    g = PairwiseGraph.potts(3, [(0, 1)], 1.0, 1)
+    assert g.table_costs().shape == (0, 0, 0)
+    T = np.array([[0.0, 2.0], [1.0, 0.0]])
+    mixed = PairwiseGraph.concatenate([g, PairwiseGraph.from_tables(3, [(1, 2)], T, weight=0.5)])
+    np.testing.assert_array_equal(mixed.table_costs(), [0.5 * T])

@@ -19,7 +19,7 @@ from hmrf.em import loop
 from hmrf.emissions import EmissionParams
 from hmrf.graph import PairwiseGraph
 
-ENGINES = ["icm", "bp", "bp-trw", "expansion", "auto"]
+ENGINES = ["icm", "bp", "trws", "expansion", "auto"]
 
 
 def two_blocks(seed, h=16, w=16, sigma=0.35):

@@ -354,7 +354,7 @@ class NPU(ActiveSelector):
                 est.set_params(n_init=1)
         if "closure" in params:  # NPU decides on the closure, once per iteration
             est.set_params(closure=False)
-        if params.get("w") == "auto" and self._w is not None:  # it depends on X alone
+        if params.get("w") == "auto" and self._w is not None and np.isfinite(self._w):  # X alone sets it
             est.set_params(w=self._w)
         c = state.constraints_at()
         if self.closure and len(c):

@@ -1,9 +1,10 @@
 """What the ``hmrf`` commands share: data options, run options, checked argument types,
 the output directory, help formatting.
 
-Kept light: building the parser (``hmrf --help``) imports neither scikit-learn nor
-matplotlib; the tables it prints come from :data:`hmrf.estimators.ESTIMATORS`,
-:data:`hmrf.inference.ENGINES` and :data:`hmrf.datasets.DATASETS`.
+Kept light: importing the commands (``hmrf --help``) loads neither NumPy nor
+scikit-learn nor matplotlib; the tables a command's help prints come from
+:data:`hmrf.estimators.ESTIMATORS`, :data:`hmrf.inference.ENGINES` and
+:data:`hmrf.datasets.DATASETS`, read when that help is built.
 """
 
 from __future__ import annotations
@@ -12,16 +13,22 @@ import argparse
 import os
 import tempfile
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .._optional import available
-from ..datasets import DATASETS, PACKAGES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 # ------------------------------------------------------------------ help text
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the line breaks of descriptions and epilogs; appends each default."""
+    """Keeps the line breaks of descriptions and epilogs; appends each default. An epilog
+    may be a function returning the text, called only when the help is printed (the
+    tables of names it lists include the plug-ins, which are read then)."""
+
+    def add_text(self, text):
+        super().add_text(text() if callable(text) else text)
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -51,11 +58,69 @@ def estimator_listing(only=None) -> str:
 def engine_listing() -> str:
     from ..inference import ENGINES
 
-    return listing("engines (same names as inference= in Python)",
+    return listing("engines (same names as inference= in Python; settings as bp(polish=icm))",
                    {k: s.description for k, s in ENGINES.items()})
 
 
+def emission_listing() -> str:
+    from ..emissions import AUTO, EMISSIONS
+
+    rows = {k: s.description for k, s in EMISSIONS.items()}
+    rows[AUTO] = "cosine for sparse non-negative rows (text), else sqeuclidean"
+    return listing("emission families (--emission, same names as emission= in Python)", rows)
+
+
+def add_plugin_option(p):
+    """``--plugin MODULE`` (repeatable): imported before any name is resolved
+    (:func:`import_plugins`)."""
+    p.add_argument("--plugin", action="append", metavar="MODULE",
+                   help="import MODULE (a module name, or a .py file) first: it may register engines "
+                        "and emission families by name (hmrf.register_engine, "
+                        "hmrf.register_emission); repeatable")
+
+
+def plugin_names(argv) -> list:
+    """The values of every ``--plugin`` in ``argv`` (``--plugin M`` or ``--plugin=M``), read
+    before the arguments are parsed, so that ``--help`` lists what the plug-ins register."""
+    argv = list(argv)
+    out = []
+    for i, a in enumerate(argv):
+        if a == "--plugin" and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif a.startswith("--plugin="):
+            out.append(a.split("=", 1)[1])
+    return out
+
+
+def import_plugins(modules) -> None:
+    """Import each of ``modules``: a module name (looked up on ``sys.path`` and in the
+    working directory) or the path of a ``.py`` file (whose directory joins ``sys.path``,
+    so that worker processes of ``--n-jobs`` import it by the same name)."""
+    import importlib
+    import sys
+
+    for name in modules:
+        try:
+            if name.endswith(".py") or os.sep in name:
+                path = os.path.abspath(name)
+                if not os.path.isfile(path):
+                    raise ImportError(f"no such file: {path}")
+                folder, module = os.path.split(os.path.splitext(path)[0])
+                if folder not in sys.path:
+                    sys.path.insert(0, folder)
+                name_to_import = module
+            else:
+                if os.getcwd() not in sys.path:
+                    sys.path.append(os.getcwd())
+                name_to_import = name
+            importlib.import_module(name_to_import)
+        except ImportError as exc:
+            raise ImportError(f"--plugin {name}: {exc}") from exc
+
+
 def dataset_listing() -> str:
+    from ..datasets.loaders import DATASETS, PACKAGES
+
     needs = {name: next((p for p in PACKAGES if p in spec[4]), None) for name, spec in DATASETS.items()}
     rows = {name: f"n={spec[1]}, {spec[3]} classes" + (f"; needs {needs[name]}" if needs[name] else "")
             for name, spec in DATASETS.items()}
@@ -112,9 +177,69 @@ def weight(text):
     return "auto" if text.strip().lower() == "auto" else nonneg_float(text)
 
 
-#: Help of every command's ``--w``.
+def signature_default(spec, param: str):
+    """The default of ``param`` in the constructor of the estimator of ``spec`` (a row of
+    :data:`hmrf.estimators.ESTIMATORS`), read from the source of its module without
+    importing it (building a help text must not import scikit-learn)."""
+    import ast
+    import importlib.util
+
+    origin = importlib.util.find_spec(f"hmrf.estimators.{spec.module}").origin
+    with open(origin, encoding="utf-8") as f:
+        classes = {n.name: n for n in ast.parse(f.read()).body if isinstance(n, ast.ClassDef)}
+    name = spec.class_name
+    while name in classes:
+        init = next((n for n in classes[name].body
+                     if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is not None:
+            args = init.args.args + init.args.kwonlyargs
+            defaults = [None] * (len(init.args.args) - len(init.args.defaults)) + init.args.defaults
+            defaults += init.args.kw_defaults
+            for arg, default in zip(args, defaults):
+                if arg.arg == param and default is not None:
+                    return ast.literal_eval(default)
+            break
+        name = next((b.id for b in classes[name].bases if isinstance(b, ast.Name)), None)
+    raise LookupError(f"{spec.class_name}.__init__ has no default for {param!r}")
+
+
+class EstimatorDefault:
+    """The default of an estimator parameter, for a help text (``%(own)s``): read from
+    the signatures of the estimators of :data:`hmrf.estimators.ESTIMATORS` that take it
+    (``takes``, an attribute of their row) when the help is printed, so that no help
+    text repeats a default by hand."""
+
+    def __init__(self, param: str, takes: str) -> None:
+        self.param, self.takes = param, takes
+
+    def __str__(self) -> str:
+        from ..estimators import ESTIMATORS
+
+        rows = {}  # default -> estimator names
+        for key, spec in ESTIMATORS.items():
+            if not getattr(spec, self.takes):
+                continue
+            value = spec.params.get(self.param, signature_default(spec, self.param))
+            rows.setdefault(value if isinstance(value, str) else f"{value:g}", []).append(key)
+        (common, _), *others = sorted(rows.items(), key=lambda kv: -len(kv[1]))
+        rest = "; ".join(f"{v} for {', '.join(keys)}" for v, keys in others)
+        return f"{common} ({rest})" if rest else common
+
+
+def own_default(action, param: str, takes: str):
+    """Give ``action`` the attribute ``own`` that its help names as ``%(own)s``."""
+    action.own = EstimatorDefault(param, takes)
+    return action
+
+
+#: Help of every command's ``--w`` (with :func:`own_default`).
 W_HELP = ("constraint weight: a number (inf = hard) or auto, twice the mean cost of a point "
-          "when all the data form one cluster (default: the estimator's own, auto)")
+          "when all the data form one cluster (default: the estimator's own, %(own)s)")
+
+
+def add_w_option(p):
+    """The ``--w`` option of every command."""
+    return own_default(p.add_argument("--w", type=weight, metavar="W", help=W_HELP), "w", "takes_w")
 
 
 def fraction(text):
@@ -133,6 +258,8 @@ def parse_range(text: str, integer: bool) -> list:
     >>> parse_range("0:1:0.25", integer=False)
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
+    import numpy as np
+
     conv = int if integer else float
     try:
         if ":" in text:
@@ -157,14 +284,22 @@ def parse_range(text: str, integer: bool) -> list:
     return [conv(v) for v in vals]
 
 
-def names(text: str, table: dict, what: str, flag: str) -> list:
-    """Comma-separated names, each a key of ``table`` (case-insensitive)."""
-    out = [t.strip().lower() for t in text.split(",") if t.strip()]
+def names(text: str, table, what: str, flag: str) -> list:
+    """Comma-separated names, each a key of ``table`` (case-insensitive), optionally with
+    settings in parentheses, ``bp(polish=icm)`` (:mod:`hmrf._registry`); lower-cased."""
+    from .._registry import parse_spec, split_names
+
+    out = split_names(text)
     if not out:
         raise ValueError(f"{flag} is empty.")
-    for t in out:
-        if t not in table:
-            raise ValueError(f"unknown {what} {t!r} in {flag}; choose from {', '.join(table)}.")
+    for i, t in enumerate(out):
+        name, _ = parse_spec(t)
+        if name not in table:
+            renamed = getattr(table, "renamed", {})
+            if name in renamed:
+                raise ValueError(f"{flag}: the {what} name {name!r} is spelled {renamed[name]}.")
+            raise ValueError(f"unknown {what} {name!r} in {flag}; choose from {', '.join(table)}.")
+        out[i] = t if "(" in t else name
     return out
 
 
@@ -199,6 +334,8 @@ class Data:
 
 def load(args, *, need_labels: bool, complete_labels: bool = False) -> Data:
     """The data of ``--dataset`` / ``--data`` (+ ``--labels``), validated, standardised."""
+    import numpy as np
+
     from ..datasets import load_dataset, read_data, read_labels
 
     if args.data is None:
@@ -234,6 +371,8 @@ def load(args, *, need_labels: bool, complete_labels: bool = False) -> Data:
 def standardize(X):
     """Zero mean and unit variance per feature (constant features are centred only);
     sparse data is returned as is (centring would densify it)."""
+    import numpy as np
+
     if not isinstance(X, np.ndarray):
         return X
     sd = X.std(axis=0)
@@ -278,6 +417,8 @@ def emission_text(given, resolved) -> str:
 
 
 def describe(data: Data) -> str:
+    import numpy as np
+
     X = data.X
     kind = "sparse" if not isinstance(X, np.ndarray) else "dense"
     k = "" if data.y is None else f", {int(np.unique(data.y[data.y >= 0]).size)} classes"

@@ -31,9 +31,9 @@ its super-instances) and is scored against the true classes, on all points and o
 points no query involved. The oracle answers from the true classes (bundled data set,
 or --labels with --data), or you answer at the terminal with --interactive.
 
-The default, COBRAS's queries clustered by MPCKMeans, is the pipeline that measured
-best on every data set and budget of docs/active_learning.md; --estimator own scores
-COBRAS's own clustering instead.
+The default, COBRAS's queries clustered by MPCKMeans, is at or above the reference
+implementation of COBRAS (cobras-ts) at every data set and budget of the table in
+docs/active_learning.md; --estimator own scores COBRAS's own clustering instead.
 
 Writes in --out: active-<data>-<selector>-<estimator>.csv (one row per run and budget)
 and .png.
@@ -44,9 +44,12 @@ Examples:
 
 
 def add_parser(sub):
-    estimators = common.estimator_listing() + "\n" + common.listing(
-        "", {OWN: "the selector's own clustering (--selector cobras)"}).split("\n", 1)[1]
-    epilog = "\n\n".join([common.listing("selectors", SELECTORS), estimators, common.dataset_listing()])
+    def epilog():
+        estimators = common.estimator_listing() + "\n" + common.listing(
+            "", {OWN: "the selector's own clustering (--selector cobras)"}).split("\n", 1)[1]
+        return "\n\n".join([common.listing("selectors", SELECTORS), estimators, common.emission_listing(),
+                            common.dataset_listing()])
+
     p = common.add_parser(sub, "active", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
     common.add_data_options(p, labels_help="true class of every row of --data: the oracle's "
                                            "answers and the reference of the scores",
@@ -60,11 +63,11 @@ def add_parser(sub):
     p.add_argument("--step", type=common.pos_int, default=10, help="budget step of the curve")
     p.add_argument("--runs", type=common.pos_int, default=10, help="repetitions")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family of the estimator and of the selector's distances "
+                   help="emission family of the estimator and of the selector's distances, listed below "
                         "(default: cosine for text, a .txt file or sparse non-negative rows, where "
                         "the estimator's family is free; else the estimator's own, sqeuclidean "
                         "for most)")
-    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
+    common.add_w_option(p)
     p.add_argument("--noise", type=common.fraction, default=0.0, help="oracle error rate")
     p.add_argument("--no-closure", action="store_true",
                    help="cluster with the answered pairs only, not their transitive closure")
@@ -72,6 +75,7 @@ def add_parser(sub):
     p.add_argument("--interactive", action="store_true",
                    help="answer the queries yourself at the terminal (one run)")
     common.add_run_options(p, out="results/active")
+    common.add_plugin_option(p)
     return p
 
 

@@ -6,8 +6,6 @@ import csv
 import json
 import time
 
-import numpy as np
-
 from ..estimators import ESTIMATORS, estimator_key
 from . import _cluster, _image
 from . import _common as common
@@ -41,8 +39,10 @@ Examples:
 
 
 def add_parser(sub):
-    epilog = "\n\n".join([common.estimator_listing(), common.engine_listing(),
-                          common.dataset_listing()])
+    def epilog():
+        return "\n\n".join([common.estimator_listing(), common.engine_listing(),
+                            common.emission_listing(), common.dataset_listing()])
+
     p = common.add_parser(sub, "fit", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
     common.add_data_options(p, labels_help="class labels of --data, one per row (-1 or empty: "
                                            "unknown): seeds, or the source of --constraints/--seeds, "
@@ -52,13 +52,13 @@ def add_parser(sub):
     p.add_argument("--estimator", default="hmrf-kmeans", type=estimator_key, choices=list(ESTIMATORS),
                    metavar="NAME", help="the estimator, listed below (its class name works too)")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family: sqeuclidean, kl, idiv, itakura_saito, cosine, mahalanobis "
-                        "(default: cosine for text, a .txt file or sparse non-negative rows, when "
-                        "the estimator's family is free; else the estimator's own, sqeuclidean "
-                        "for most)")
-    p.add_argument("--engine", metavar="NAME",
-                   help="E-step engine, listed below (default: the estimator's own, icm)")
-    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
+                   help="emission family, listed below (default: cosine for text, a .txt file or "
+                        "sparse non-negative rows, when the estimator's family is free; else the "
+                        "estimator's own, sqeuclidean for most)")
+    common.own_default(p.add_argument("--engine", metavar="NAME",
+                                      help="E-step engine, listed below (default: the estimator's "
+                                           "own, %(own)s)"), "inference", "takes_engine")
+    common.add_w_option(p)
     sup = p.add_mutually_exclusive_group()
     sup.add_argument("--pairs", metavar="FILE", help="your constraints (see above)")
     sup.add_argument("--constraints", type=common.nonneg_int, metavar="N",
@@ -71,11 +71,14 @@ def add_parser(sub):
     _image.add_options(p)
     _cluster.add_options(p)
     common.add_run_options(p, out="results/fit", many_fits=False)
+    common.add_plugin_option(p)
     return p
 
 
 def _supervision(args, spec, y, n, rng):
     """``(supervision, description, points used)`` from the flags (see DESCRIPTION)."""
+    import numpy as np
+
     from ..constraints import Constraints
     from ..datasets import read_pairs
 
@@ -109,6 +112,8 @@ def _supervision(args, spec, y, n, rng):
 
 
 def _json_safe(value):
+    import numpy as np
+
     if isinstance(value, dict):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
@@ -141,6 +146,8 @@ def _w_text(est, spec) -> str:
 
 
 def run(args) -> int:
+    import numpy as np
+
     from .. import __version__
     from ..estimators import fit_supervised, make_estimator
     from ..metrics import evaluate

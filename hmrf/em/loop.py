@@ -333,12 +333,14 @@ def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_
             or not model.incremental_statistics
         step = data_pass(model, params, previous=labels, constrained=nodes, accumulate=accumulate,
                          shift=model.statistics_shift)
+        _check_finite(step.cost_total, step.constrained_unary, family, params, it)
         # the E-step under these parameters: the final one of the fit, or the next one
         new, energy, res, rejected, previous_pairwise = _e_step(step, nodes, sub, labels, engine, rng)
         if labels is not None:
             if previous_pairwise is None:
                 previous_pairwise = _pairwise_energy(graph, nodes, sub, labels)
             obj = step.previous_cost + previous_pairwise
+            _check_finite(obj, None, family, params, it)
             history.append(obj)
             trace[-1]["objective"] = obj
             if obj > prev_obj + rise_tolerance(prev_obj, precision) and family.exact_m_step:
@@ -392,6 +394,25 @@ def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_
         trace[-1]["m_time"] = time.perf_counter() - t1
     return EMResult(labels=labels, params=params, objective=float(prev_obj), history=history,
                     n_iter=it, converged=converged, trace=trace, final_engine_info=final_info)
+
+
+def _check_finite(total, rows, family, params, it) -> None:
+    """Stop the fit at iteration ``it`` when the summed costs ``total`` are not finite or the
+    cost rows ``rows`` (the constrained points', or ``None``) hold a NaN: a ``ValueError``
+    naming the family, and whether its parameters or its costs of finite parameters are
+    what is not finite (hard constraints kept, every cost is finite or a forbidden +inf)."""
+    if np.isfinite(total) and (rows is None or not np.isnan(rows).any()):
+        return
+    fields = (params.centers, params.scale, params.weights)
+    finite = all(np.all(np.isfinite(np.asarray(a, dtype=np.float64))) for a in fields if a is not None)
+    name = type(family).__name__
+    source = (f"{name}.unary gave non-finite costs at finite parameters" if finite else
+              f"the parameters are not finite ({name}.{'init_params' if it == 0 else 'update'})")
+    raise ValueError(
+        f"the EM objective is not finite at iteration {it} ({total}): {source}, emission family "
+        f"{name} ({family.name!r}). A gradient or log that is infinite on the boundary of the "
+        "family's domain does this, e.g. a centre with an entry at 0 where the divergence takes "
+        "its log; keep the centres inside the domain in init_params and update.")
 
 
 def _own_cost(model, params, labels):

@@ -2,17 +2,21 @@
 
 Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
 :class:`ItakuraSaito` (all :class:`BregmanFamily`), :class:`VonMisesFisher`
-(cosine) and :class:`Mahalanobis` (learned metric, MPCKMeans). Define a new Bregman
-family with ``BregmanFamily(phi, grad_phi)``.
+(cosine), :class:`Mahalanobis` (learned metric, MPCKMeans) and :class:`Multinomial`
+(word counts, naive Bayes). Define a new Bregman family with ``BregmanFamily(phi,
+grad_phi)``; give a family a name with :func:`register_emission` (or the entry-point
+group ``hmrf.emissions``).
 """
 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._registry import Registry, Spec
 from .base import (
     EmissionFamily,
     EmissionParams,
@@ -25,7 +29,7 @@ from .base import (
 from .bregman import BregmanFamily
 from .euclidean import SquaredEuclidean
 from .itakura_saito import ItakuraSaito
-from .kl import KL, IDivergence, SmoothedParams
+from .kl import KL, IDivergence, Multinomial, MultinomialParams, SmoothedParams
 from .mahalanobis import Mahalanobis, MahalanobisParams
 from .stats import ClusterStats
 from .vmf import VonMisesFisher, log_vmf_normalizer
@@ -33,25 +37,71 @@ from .vmf import VonMisesFisher, log_vmf_normalizer
 __all__ = [
     "EmissionFamily", "EmissionParams", "BregmanFamily", "SquaredEuclidean", "KL",
     "IDivergence", "ItakuraSaito", "VonMisesFisher", "SmoothedParams", "cluster_sums",
-    "log_vmf_normalizer", "get_emission", "Mahalanobis", "MahalanobisParams", "MStepContext",
-    "ClusterStats", "LinearCosts", "MetricTerms", "inner_products", "AUTO", "data_emission",
+    "log_vmf_normalizer", "get_emission", "register_emission", "EMISSIONS", "Mahalanobis",
+    "MahalanobisParams", "MStepContext", "ClusterStats", "LinearCosts", "MetricTerms",
+    "inner_products", "AUTO", "data_emission",
+    "Multinomial", "MultinomialParams",
 ]
 
 #: The emission name that is chosen from the data (:func:`data_emission`).
 AUTO = "auto"
 
-_ALIASES = {
-    "sqeuclidean": SquaredEuclidean,
-    "euclidean": SquaredEuclidean,
-    "kl": KL,
-    "idiv": IDivergence,
-    "i-divergence": IDivergence,
-    "itakura_saito": ItakuraSaito,
-    "itakura-saito": ItakuraSaito,
-    "cosine": VonMisesFisher,
-    "vmf": VonMisesFisher,
-    "mahalanobis": Mahalanobis,
-}
+#: Emission name -> :class:`~hmrf._registry.Spec` (``factory(**params)`` and a line of
+#: description): the names ``emission=`` and ``--emission`` accept besides ``"auto"``.
+#: :func:`register_emission` and the entry points of the group ``hmrf.emissions`` add to it.
+EMISSIONS = Registry("emission", "hmrf.emissions", {
+    "sqeuclidean": Spec(SquaredEuclidean, "squared Euclidean distance (Gaussian)"),
+    "euclidean": Spec(SquaredEuclidean, "the same as sqeuclidean"),
+    "kl": Spec(KL, "KL divergence of rows normalised to sum 1 (multinomial), smoothed centres"),
+    "idiv": Spec(IDivergence, "I-divergence of non-negative rows (Poisson)"),
+    "i-divergence": Spec(IDivergence, "the same as idiv"),
+    "itakura_saito": Spec(ItakuraSaito, "Itakura-Saito divergence of positive rows (exponential)"),
+    "itakura-saito": Spec(ItakuraSaito, "the same as itakura_saito"),
+    "cosine": Spec(VonMisesFisher, "1 - cosine similarity on the unit sphere (von Mises-Fisher)"),
+    "vmf": Spec(VonMisesFisher, "the same as cosine"),
+    "mahalanobis": Spec(Mahalanobis, "squared Mahalanobis distance with a learned metric"),
+})
+
+
+def register_emission(name: str, factory: Callable[..., Any], description: str | None = None, *,
+                      replace: bool = False) -> None:
+    """Give an emission family a name, usable wherever the library's own are.
+
+    After ``register_emission("bernoulli", Bernoulli)``, ``HMRFKMeans(emission="bernoulli")``,
+    ``get_emission("bernoulli(eps=1e-4)")`` and ``hmrf fit --plugin MODULE --emission
+    bernoulli`` build it. An installed package makes the name known without an import
+    through an entry point::
+
+        [project.entry-points."hmrf.emissions"]
+        bernoulli = "my_package.families:Bernoulli"
+
+    Parameters
+    ----------
+    name : str
+        Lower-case letters, digits and ``_ . + -``; case-insensitive when looked up.
+    factory : callable
+        ``factory(**params) -> EmissionFamily``: a family class or a function returning
+        a family.
+    description : str, optional
+        One line for ``hmrf <command> --help``; by default the first line of the
+        factory's docstring.
+    replace : bool, default=False
+        Redefine a name that exists.
+
+    Raises
+    ------
+    ValueError
+        A name already taken (without ``replace``) or not of the form above.
+    TypeError
+        A factory that is not callable.
+
+    See Also
+    --------
+    hmrf.testing.check_emission : the contracts a registered family should pass.
+    """
+    if isinstance(name, str) and name.strip().lower() == AUTO:
+        raise ValueError(f"{AUTO!r} is the emission chosen from the data; pick another name.")
+    EMISSIONS.register(name, factory, description, replace=replace)
 
 
 def data_emission(X: Any) -> str:
@@ -93,20 +143,32 @@ def _text_rows(block: Any) -> np.ndarray:
 
 
 def get_emission(spec: str | EmissionFamily, X: Any = None) -> EmissionFamily:
-    """Resolve an emission family from a name or return a family instance as is.
+    """Resolve an emission family from a name of :data:`EMISSIONS` (optionally with
+    keyword arguments, ``"kl(alpha=0.1)"``) or return a family instance as is.
 
     ``"auto"`` is chosen from the data ``X`` (:func:`data_emission`) and needs it.
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the names), ``"auto"`` without data, or
+        parameters the family refuses.
+    TypeError
+        A registered factory that does not build an :class:`EmissionFamily`.
     """
     if isinstance(spec, EmissionFamily):
         return spec
-    if isinstance(spec, str) and spec.lower() == AUTO:
+    if isinstance(spec, str) and spec.strip().lower() == AUTO:
         if X is None:
             raise ValueError("emission='auto' is chosen from the data (cosine for sparse non-negative "
                              "rows such as TF-IDF text, squared Euclidean otherwise) and no data was "
                              "given; fit the estimator first or name a family.")
         return get_emission(data_emission(X))
-    if isinstance(spec, str) and spec.lower() in _ALIASES:
-        return _ALIASES[spec.lower()]()
-    raise ValueError(
-        f"unknown emission {spec!r}; choose from {sorted(_ALIASES) + [AUTO]} or pass an EmissionFamily."
-    )
+    if not isinstance(spec, str):
+        raise ValueError(f"unknown emission {spec!r}; pass a name ({', '.join([*EMISSIONS, AUTO])}) "
+                         "or an EmissionFamily.")
+    family = EMISSIONS.build(spec)
+    if not isinstance(family, EmissionFamily):
+        raise TypeError(f"the factory of emission {spec!r} returned {type(family).__name__}, not an "
+                        "hmrf.emissions.EmissionFamily.")
+    return family

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,15 +35,14 @@ import scipy.sparse as sp
 from .stats import ClusterStats
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from numpy.typing import ArrayLike, DTypeLike, NDArray
     from scipy import sparse
 
     from .._typing import MatrixLike
 
-__all__ = ["EmissionFamily", "EmissionParams", "LinearCosts", "MStepContext", "MetricTerms", "cluster_sums",
-           "scale_rows", "inner_products", "NORMALIZERS", "M_STEP_NEEDS", "work_dtype", "check_squared_scale"]
+__all__ = ["EmissionFamily", "EmissionProtocol", "EmissionParams", "LinearCosts", "MStepContext",
+           "MetricTerms", "cluster_sums", "scale_rows", "inner_products", "NORMALIZERS", "M_STEP_NEEDS",
+           "REQUIRED_MEMBERS", "OPTIONAL_MEMBERS", "work_dtype", "check_squared_scale"]
 
 NORMALIZERS = ("constant", "closed_form")
 #: what an M-step may ask the EM loop for (``EmissionFamily.m_step_needs``)
@@ -278,6 +277,89 @@ class MetricTerms(ABC):
         their coefficients ``∂ penalty / ∂ ||x_i - x_j||²_A`` under ``labels``."""
 
 
+@runtime_checkable
+class EmissionProtocol(Protocol):
+    """Every member of an emission family that the model, the EM loop and the
+    initialisation call: what :class:`EmissionFamily` implements.
+
+    A new family subclasses :class:`EmissionFamily` and writes the two **required**
+    members, :meth:`EmissionFamily.divergence` and :meth:`EmissionFamily.update`; the base
+    class gives every other one a
+    default, correct for any family, and :data:`OPTIONAL_MEMBERS` says what overriding
+    each one buys (a fused GEMM pass, a one-pass data scale, ...).
+    :func:`hmrf.testing.check_emission` checks a family against this protocol.
+    """
+
+    name: str
+    has_closed_form_normalizer: bool
+    accepts_sparse: bool
+    exact_m_step: bool
+    m_step_needs: frozenset
+
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix: ...
+    def data_terms(self, X: MatrixLike) -> np.ndarray | None: ...
+    def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None) -> np.ndarray: ...
+    def divergence_to(self, X: MatrixLike, point: NDArray[np.floating]) -> NDArray[np.float64] | None: ...
+    def distortion(self, X: MatrixLike, params: EmissionParams, data: Any = None) -> np.ndarray: ...
+    def cluster_cost(self, params: EmissionParams, normalizer: str = "constant") -> np.ndarray: ...
+    def unary(self, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
+              data: Any = None) -> np.ndarray: ...
+    def linear_costs(self, params: EmissionParams, normalizer: str,
+                     dtype: DTypeLike) -> LinearCosts | None: ...
+    def summed_cost(self, params: EmissionParams, stats: ClusterStats,
+                    normalizer: str = "constant") -> float | None: ...
+    def second_moment(self, normalizer: str = "constant") -> str | None: ...
+    def statistics(self, X: MatrixLike, assignment: NDArray[np.intp], n_clusters: int,
+                   normalizer: str = "constant",
+                   shift: NDArray[np.floating] | None = None) -> ClusterStats: ...
+    def update(self, stats: ClusterStats, params: EmissionParams | None = None,
+               normalizer: str = "constant", context: MStepContext | None = None) -> EmissionParams: ...
+    def m_step(self, X: MatrixLike, assignment: NDArray[np.intp], params: EmissionParams | None = None,
+               normalizer: str = "constant") -> EmissionParams: ...
+    def default_shift(self, X: MatrixLike) -> NDArray[Any] | None: ...
+    def init_params(self, X: MatrixLike, centers: NDArray[np.floating]) -> EmissionParams: ...
+    def check_normalizer(self, normalizer: str) -> str: ...
+
+
+#: The members of :class:`EmissionProtocol` a family must write (abstract in
+#: :class:`EmissionFamily`).
+REQUIRED_MEMBERS = {
+    "divergence": "D(x_i, c_h) of every row and centre, (n, k), in X's precision",
+    "update": "the M-step: the parameters minimising the summed unary cost, from cluster statistics",
+}
+
+#: What overriding each optional member of :class:`EmissionProtocol` buys; without it the
+#: :class:`EmissionFamily` default applies.
+OPTIONAL_MEMBERS = {
+    "name": "the family's short name in reprs and messages; default 'emission'",
+    "prepare": "a domain check (ValueError naming the entry) or a normalisation; default: X as given",
+    "init_params": "centres projected into the domain (clipped, normalised); default: as given",
+    "data_terms": "per-row terms (φ(x_i)) computed once per model instead of at every E-step",
+    "linear_costs": "the fused GEMM pass: costs as one product per row block with the argmin fused, "
+                    "the compiled sparse pass, and the one-pass data scale of w='auto'; default: "
+                    "unary computed block by block, a second pass for the scale",
+    "divergence_to": "the Bregman information of the data terms in the one-pass data scale; needed "
+                     "with data_terms and linear_costs (default None: no information term)",
+    "summed_cost": "the data scale from the one-cluster statistics, for families without "
+                   "linear_costs; default: a second pass over the rows",
+    "cluster_cost": "a per-cluster term of every unary cost (log-normaliser, prior); default 0",
+    "distortion": "the distortion part of the cost that energy_terms reports, when it depends on "
+                  "more than the centres; default: divergence",
+    "unary": "costs other than distortion + cluster_cost (a scaled divergence); default: their sum",
+    "second_moment": "a second moment in the statistics ('norm', 'diagonal', 'full') for an update "
+                     "that learns a scale or a metric; default: counts and sums only",
+    "statistics": "other additive statistics; default: counts, sums and second_moment's moment",
+    "has_closed_form_normalizer": "normalizer='closed_form' accepted (and log Z_Θ learned)",
+    "accepts_sparse": "False refuses sparse X with a TypeError instead of failing inside",
+    "exact_m_step": "False: EM does not warn when the objective rises (an approximate M-step)",
+    "m_step_needs": "'data' (X and labels) or 'pairwise' (the potentials) in the M-step's context",
+    "default_shift": "the centre of the second moments; default: the data's mean (dense data)",
+    "m_step": "update on the statistics of all of X at once (for direct use); keep the default",
+    "check_normalizer": "refuses normalizer='closed_form' without has_closed_form_normalizer; keep "
+                        "the default",
+}
+
+
 class EmissionFamily(ABC):
     """Base class of emission families (see module docstring for the protocol).
 
@@ -384,6 +466,12 @@ class EmissionFamily(ABC):
         the data terms (:meth:`linear_costs` is ``None``) but quadratic in ``x`` gives
         it from the second moment (:class:`~hmrf.emissions.Mahalanobis`)."""
         return None
+
+    def prior_cost(self, params: EmissionParams) -> float:
+        """``-log p(Θ)`` of a prior under which :meth:`update` is the MAP step and that the
+        unary costs do not already carry (the multinomial's Dirichlet pseudo-counts); soft
+        EM adds it to its free energy (:mod:`hmrf.em.soft`). 0 by default."""
+        return 0.0
 
     # --------------------------------------------------------------- parameters
     def second_moment(self, normalizer: str = "constant") -> str | None:

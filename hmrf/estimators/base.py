@@ -24,11 +24,11 @@ from ..backend import InMemoryFit
 from ..constraints import Constraints
 from ..em import rise_tolerance, run_em
 from ..em.passes import nearest_clusters
-from ..em.soft import run_soft_em
+from ..em.soft import posterior_engine, run_soft_em
 from ..emissions import AUTO, EmissionFamily, VonMisesFisher, data_emission
 from ..exceptions import InfeasibleError
 from ..inference import InferenceEngine, get_engine
-from ..inference.meanfield import MeanField, softmax_free_energy
+from ..inference.posteriors import softmax_free_energy
 from ..initialization import INIT_METHODS, initial_centers
 from ..model import HMRF, block_unary
 from .supervision import as_constraints, emission_of
@@ -62,7 +62,7 @@ PARAMETERS = {
     "normalizer": [Options("constant", "closed_form")],
     "closure": [Options(True, False)],
     "init": [Options(*INIT_METHODS), Check(_is_array_init, "an array of initial centres (k, d)")],
-    "inference": [str, InferenceEngine, MeanField,
+    "inference": [str, InferenceEngine,
                   Check(lambda v: callable(getattr(v, "map", None)), "an object with a .map() method")],
     "emission": [str, EmissionFamily],
     "random_state": [Options(None), Interval(Integral, 0, 2**32 - 1), np.random.RandomState,
@@ -177,7 +177,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         initial centres of an earlier run or end in :class:`~hmrf.InfeasibleError`.
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
-        :meth:`hmrf.HMRF.data_scale`).
+        :meth:`hmrf.HMRF.data_scale`); NaN when the fit had no constraints. ``w`` weighs
+        the constraint factors only, never the ``potentials=`` of :meth:`fit`.
     emission_ : str or EmissionFamily
         The emission the fit used (``emission="auto"`` resolved by
         :func:`hmrf.emissions.data_emission`: ``"cosine"`` for sparse non-negative rows,
@@ -275,7 +276,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             Alternative to the pair lists (not both).
         potentials : PairwisePotential or list of them, optional
             Further pairwise potentials on the points of ``X`` (e.g. a
-            :class:`~hmrf.potentials.TablePotential`), added to the constraint factors.
+            :class:`~hmrf.potentials.TablePotential`), added to the constraint factors
+            with their own costs: ``w`` does not scale them.
 
         Returns
         -------
@@ -310,11 +312,10 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         """The EM loop this estimator runs, as ``em(model, params, rng) -> EMResult``
         (hard or soft by ``em``; the passes over the data default to the in-memory ones)."""
         kw = dict(max_iter=self.max_iter, tol=float(self.tol))
-        if self._setting("em") == "soft":
-            inference = self._spec_inference()
-            if isinstance(inference, str) and inference.strip().lower() == "auto":
-                inference = "mean_field"  # soft EM's posteriors by default (hmrf.em.soft)
-            return lambda model, params, rng: run_soft_em(model, params, inference, rng=rng,
+        if self._setting("em") == "soft":  # "auto", or no inference parameter: mean-field
+            own = "inference" in self._get_param_names()
+            engine = posterior_engine(self._spec_inference() if own else None)
+            return lambda model, params, rng: run_soft_em(model, params, engine, rng=rng,
                                                           data_pass=soft_pass, **kw)
         engine = get_engine(self._spec_inference())
         return lambda model, params, rng: run_em(model, params, engine, rng=rng, data_pass=hard_pass, **kw)
@@ -442,7 +443,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         self.converged_ = bool(best.converged)
         self.constraints_ = constraints
         self.em_result_ = best
-        self.w_ = float(model.w)
+        self.w_ = float(model.w) if constraints is not None and len(constraints) else float("nan")
         return self
 
     def fit_predict(self, X: MatrixLike, y: ArrayLike | None = None, **fit_params: Any) -> NDArray[np.intp]:

@@ -77,8 +77,8 @@ class HMRFKMeans(HMRFClusterMixin):
     em : {"hard", "soft"}, default="hard"
         ``"hard"``: MAP labels in every E-step (HMRF-KMeans, :mod:`hmrf.em`). ``"soft"``:
         posteriors and the variational free energy (:mod:`hmrf.em.soft`), with
-        ``inference`` naming the posterior method (``"auto"``, ``"icm"`` or
-        ``"mean_field"``: mean-field; ``"bp"``: sum-product); then ``predict_proba`` and, with
+        ``inference`` an engine that gives them (``"auto"`` or ``"mean_field"``:
+        mean-field; ``BeliefPropagation(mode="sum")``); then ``predict_proba`` and, with
         ``normalizer="closed_form"`` (which also learns mixing weights),
         ``score_samples``.
     random_state : int, RandomState or None, default=None

@@ -1,9 +1,10 @@
 """The engine study: E-step engines inside one estimator, on the same splits.
 
 :func:`compare_engines` runs the protocol of Basu (2005), §4.5.2 and Fig. 4.13 — random
-2-fold splits, random pairs from the training half, every engine on the same splits,
-constraints and initial state — and records, besides NMI, what distinguishes engines
-when their NMI curves coincide (as they do on Iris):
+2-fold splits, random pairs from the training half, every engine on the same splits and
+constraints and running EM once from the same initial state (``n_init=1``) — and
+records, besides NMI, what distinguishes engines when their NMI curves coincide (as
+they do on Iris):
 
 * the final objective J of each fit, and (:func:`summarise_engines`) its excess over the
   best engine on the same split, ``(J_e - min_e J_e) / |min_e J_e|``;
@@ -11,6 +12,10 @@ when their NMI curves coincide (as they do on Iris):
   available on that same problem: the engine's own bound (LP value, TRW-S bound,
   MILP bound) or, with ``bound="lp"``, the value of the Kleinberg–Tardos LP relaxation
   (Appendix A.2) solved on it. A gap of 0 proves the E-step optimal;
+* the E-steps whose labelling EM rejected as worse than the previous labels (an engine
+  that is not monotone from its ``init``, or ignores it, has them; EM then keeps the
+  constrained points' previous labels, so an engine whose every later E-step is rejected
+  moves them only once);
 * EM iterations, the time spent in the engine's ``map`` (E-step time) and the whole fit.
 
 Timings exclude compilation: before the first timed fit of each estimator in each
@@ -24,7 +29,9 @@ they are not timed either.
 
 from __future__ import annotations
 
+import hashlib
 import time
+from collections import OrderedDict
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -65,13 +72,15 @@ SUMMARY_COLUMNS = {
     "n_fits": "successful fits (runs x folds)",
     "n_failed": "fits that raised (e.g. InfeasibleError)",
     "nmi_mean": "mean NMI on the held-out half",
-    "nmi_std": "its sample standard deviation",
+    "nmi_std": "its sample standard deviation over the fits (ddof=1)",
+    "nmi_sem": "its standard error, nmi_std / sqrt(n_fits)",
     "objective_mean": "mean final objective J (eq. 4.10)",
     "objective_excess": "mean of (J - best J on the same split) / |best J| (0: best engine)",
     "best_share": "share of splits on which the engine reached the best J (rel. 1e-9)",
     "estep_gap": "mean over E-steps of energy - best lower bound on that E-step",
     "estep_gap_rel": "mean over E-steps of that gap / |bound|",
     "estep_optimal": "share of E-steps proven optimal (gap <= 1e-9 |bound|)",
+    "estep_rejected": "mean E-steps per fit whose labelling EM rejected (worse than the previous labels)",
     "n_iter_mean": "mean EM iterations",
     "estep_time_mean": "mean time in the engine per fit (s), all E-steps",
     "fit_time_mean": "mean time per fit (s)",
@@ -87,7 +96,9 @@ class RecordingEngine(InferenceEngine):
 
     Behaves exactly as ``engine`` (same arguments, same random stream); ``calls`` holds
     ``(unary, graph, result, seconds)`` per :meth:`map` (or E-step of a fit, through
-    :meth:`solve_validated`), ``seconds`` being the time of the wrapped engine's call.
+    :meth:`solve_validated`), ``seconds`` being the time of the wrapped engine's call, and
+    ``rejected`` whether EM's rule rejects that result: an energy above that of ``init``
+    (the previous labels; :func:`hmrf.em.loop.run_em` then keeps them).
 
     Parameters
     ----------
@@ -97,6 +108,11 @@ class RecordingEngine(InferenceEngine):
     def __init__(self, engine: InferenceEngine) -> None:
         self.engine = engine
         self.calls = []
+        self.rejected = []
+
+    def _record(self, unary, graph, init, res, seconds):
+        self.calls.append((unary, graph, res, seconds))
+        self.rejected.append(init is not None and res.energy > graph.energy(init, unary))
 
     @property
     def monotone_from_init(self) -> bool:
@@ -108,7 +124,7 @@ class RecordingEngine(InferenceEngine):
         engine = get_engine(self.engine)
         t0 = time.perf_counter()
         res = engine.map(unary, graph, init=init, rng=rng, callback=callback)
-        self.calls.append((unary, graph, res, time.perf_counter() - t0))
+        self._record(unary, graph, init, res, time.perf_counter() - t0)
         return res
 
     def solve_validated(self, unary: NDArray[np.float64], graph: PairwiseGraph,
@@ -121,7 +137,7 @@ class RecordingEngine(InferenceEngine):
             res = engine.solve_validated(unary, graph, init, rng, callback)
         else:
             res = engine.map(unary, graph, init=init, rng=rng, callback=callback)
-        self.calls.append((unary, graph, res, time.perf_counter() - t0))
+        self._record(unary, graph, init, res, time.perf_counter() - t0)
         return res
 
     def check_params(self) -> None:
@@ -133,12 +149,55 @@ class RecordingEngine(InferenceEngine):
         return f"RecordingEngine({self.engine!r})"
 
 
+#: per process: the LP bound of every E-step problem solved so far, by its digest
+#: (:func:`_problem_key`), at most ``_MAX_BOUNDS`` of them (the oldest are dropped)
+_BOUNDS: OrderedDict[bytes, float] = OrderedDict()
+_MAX_BOUNDS = 100_000
+
+
+def _problem_key(unary, graph) -> bytes:
+    """A digest of an E-step problem: its unary costs and every array of its graph."""
+    digest = hashlib.blake2b(digest_size=20)
+    arrays = (unary, graph.edges, graph.weight, graph.kind, graph.tables, graph.table_index)
+    for a in arrays:
+        if a is None:
+            digest.update(b"-")
+            continue
+        a = np.ascontiguousarray(a)
+        digest.update(f"{a.dtype.str}{a.shape}".encode())
+        digest.update(a.view(np.uint8).ravel())
+    return digest.digest()
+
+
 def _lp_bound(unary, graph) -> float:
-    """Value of the LP relaxation (Appendix A.2) of one E-step problem: a lower bound."""
-    red = reduce_problem(unary, graph)
-    if red.active.size == 0:
-        return float(red.offset)
-    return float(LPRelaxation().relax(red.unary, red.graph)[1] + red.offset)
+    """Value of the LP relaxation (Appendix A.2) of one E-step problem: a lower bound.
+
+    Solved once per distinct problem in a process: engines that start from the same
+    state meet the same first E-step, and a fit that has converged meets its last one
+    again. The relaxation of a graph stays loaded in HiGHS on the graph
+    (:func:`~hmrf.inference.lp.solve_lp`), so the E-steps of one fit start from the
+    previous E-step's optimal basis.
+    """
+    key = _problem_key(unary, graph)
+    value = _BOUNDS.get(key)
+    if value is None:
+        red = reduce_problem(unary, graph)
+        value = float(red.offset) if red.active.size == 0 else \
+            float(LPRelaxation().relax(red.unary, red.graph)[1] + red.offset)
+        _remember_bound(key, value)
+    return value
+
+
+def _remember_bound(key: bytes, value: float) -> None:
+    _BOUNDS[key] = value
+    if len(_BOUNDS) > _MAX_BOUNDS:
+        _BOUNDS.popitem(last=False)
+
+
+def _solves_reference_lp(engine) -> bool:
+    """Whether ``engine``'s lower bound is the value of the reference LP (:func:`_lp_bound`):
+    the Kleinberg–Tardos relaxation solved by HiGHS."""
+    return isinstance(engine, LPRelaxation) and engine.solver == "highs"
 
 
 def estep_stats(estimator: BaseEstimator, bound: str = "lp") -> dict:
@@ -146,13 +205,17 @@ def estep_stats(estimator: BaseEstimator, bound: str = "lp") -> dict:
 
     Returns ``n_estep``, ``estep_time`` (s; NaN when the engine never ran),
     ``estep_gap`` (mean of energy minus the best lower bound available),
-    ``estep_gap_rel`` (the same over ``|bound|``) and ``estep_optimal`` (share of
-    E-steps with a zero gap).
+    ``estep_gap_rel`` (the same over ``|bound|``), ``estep_optimal`` (share of
+    E-steps with a zero gap) and ``estep_rejected`` (E-steps whose labelling EM rejected,
+    :class:`RecordingEngine`).
     """
     recorder = estimator.inference
     engine = get_engine(recorder.engine)
     gaps, rel = [], []
+    reference = _solves_reference_lp(engine)
     for unary, graph, res, _ in recorder.calls:  # a handful of E-steps per fit
+        if reference:  # its bound is the reference bound of this problem: keep it
+            _remember_bound(_problem_key(unary, graph), res.lower_bound)
         bounds = [] if res.lower_bound is None else [res.lower_bound]
         proven = bounds and res.energy - bounds[0] <= _TOL * max(1.0, abs(bounds[0]))
         if bound == "lp" and not proven and not isinstance(engine, LPRelaxation):
@@ -168,7 +231,8 @@ def estep_stats(estimator: BaseEstimator, bound: str = "lp") -> dict:
                 estep_time=float(sum(c[3] for c in recorder.calls)) if recorder.calls else np.nan,
                 estep_gap=float(gaps.mean()) if gaps.size else np.nan,
                 estep_gap_rel=float(rel.mean()) if rel.size else np.nan,
-                estep_optimal=float(np.mean(rel <= _TOL)) if rel.size else np.nan)
+                estep_optimal=float(np.mean(rel <= _TOL)) if rel.size else np.nan,
+                estep_rejected=int(sum(recorder.rejected)))
 
 
 _WARMED = {}  # per process: estimator settings -> seconds of compilation measured
@@ -244,8 +308,8 @@ def compare_engines(X: MatrixLike, y: ArrayLike, engines: Any = ("icm", "bp", "l
                     estimator: str = "hmrf-kmeans", emission: str | EmissionFamily | None = None,
                     w: float | None = None, points: Sequence[int] = (0, 10, 25, 50, 100, 200, 400),
                     runs: int = 10, folds: int = 2, bound: Literal["lp", "none"] = "lp",
-                    random_state: int = 0, n_jobs: int | None = None,
-                    progress: bool | str = True) -> CurveTable:
+                    n_init: int | Literal["auto"] = 1, random_state: int = 0,
+                    n_jobs: int | None = None, progress: bool | str = True) -> CurveTable:
     """E-step engines inside one estimator on the protocol of Basu (2005), §4.5.2.
 
     Parameters
@@ -265,6 +329,11 @@ def compare_engines(X: MatrixLike, y: ArrayLike, engines: Any = ("icm", "bp", "l
         ``runs`` repetitions of ``folds``-fold cross-validation (the thesis: 2 folds).
     bound : {"lp", "none"}, default="lp"
         Reference lower bound of the E-step gap (:data:`BOUNDS`).
+    n_init : int or "auto", default=1
+        EM runs per fit. With 1 (the protocol of Fig. 4.13) every engine runs EM once
+        from the same initial state on a split, so that the engines alone differ;
+        ``"auto"`` (the estimators' default) lets each engine keep the best of several
+        starts.
     random_state : int, default=0
     n_jobs : int, optional
         Parallel fits (joblib); each worker warms up on its own.
@@ -295,13 +364,19 @@ def compare_engines(X: MatrixLike, y: ArrayLike, engines: Any = ("icm", "bp", "l
     k = int(np.unique(y).shape[0])
     nonzero = [int(p) for p in points if p]
     n_pairs = sorted({min(nonzero), max(nonzero)}) if nonzero else [0]
-    models = {name: make_estimator(estimator, k, emission, w, RecordingEngine(get_engine(eng)))
-              for name, eng in named.items()}
-    return learning_curve(models, X, y, supervision="constraints", points=points, runs=runs,
-                          folds=folds, metrics=("nmi", "objective", "n_iter"),
-                          random_state=random_state, n_jobs=n_jobs, progress=progress,
-                          errors="record", prepare=partial(_prepare, X=X, y=y, n_pairs=n_pairs),
-                          fit_stats=partial(_fit_stats, bound=bound))
+    engines = {name: get_engine(eng) for name, eng in named.items()}
+    # engines whose own bound is the reference LP fit first, so that the engines after
+    # them find the bounds of the E-steps they share (often all) already solved
+    first = sorted(engines, key=lambda name: not _solves_reference_lp(engines[name]))
+    models = {name: make_estimator(estimator, k, emission, w, RecordingEngine(engines[name]))
+              .set_params(n_init=n_init) for name in first}
+    table = learning_curve(models, X, y, supervision="constraints", points=points, runs=runs,
+                           folds=folds, metrics=("nmi", "objective", "n_iter"),
+                           random_state=random_state, n_jobs=n_jobs, progress=progress,
+                           errors="record", prepare=partial(_prepare, X=X, y=y, n_pairs=n_pairs),
+                           fit_stats=partial(_fit_stats, bound=bound))
+    order = {name: i for i, name in enumerate(named)}
+    return CurveTable(sorted(table, key=lambda r: order[r["estimator"]]))
 
 
 def summarise_engines(table: Any) -> list[dict[str, Any]]:
@@ -341,13 +416,16 @@ def summarise_engines(table: Any) -> list[dict[str, Any]]:
             Jb = np.array([best[(r["run"], r["fold"], r["point"])] for r in ok])
             excess = (J - Jb) / np.maximum(np.abs(Jb), np.finfo(float).tiny)
             nmi = col("nmi")
+            nmi_std = float(nmi.std(ddof=1)) if nmi.size > 1 else 0.0
             rows.append(dict(
                 engine=e, constraints=point, n_fits=len(ok), n_failed=len(group) - len(ok),
-                nmi_mean=mean(nmi), nmi_std=float(nmi.std(ddof=1)) if nmi.size > 1 else 0.0,
+                nmi_mean=mean(nmi), nmi_std=nmi_std, nmi_sem=nmi_std / np.sqrt(max(nmi.size, 1)),
                 objective_mean=mean(J), objective_excess=mean(excess),
                 best_share=mean((excess <= _TOL).astype(float)),
                 estep_gap=mean(col("estep_gap")), estep_gap_rel=mean(col("estep_gap_rel")),
-                estep_optimal=mean(col("estep_optimal")), n_iter_mean=mean(col("n_iter")),
+                estep_optimal=mean(col("estep_optimal")),
+                estep_rejected=mean(col("estep_rejected")) if ok and "estep_rejected" in ok[0] else np.nan,
+                n_iter_mean=mean(col("n_iter")),
                 estep_time_mean=mean(col("estep_time")), fit_time_mean=mean(col("fit_time", group)),
                 compile_time=compile_time[e], startup_time=startup))
     return rows
@@ -355,13 +433,16 @@ def summarise_engines(table: Any) -> list[dict[str, Any]]:
 
 #: printed columns of :func:`format_engine_summary`: (header, key, format, legend)
 _PRINTED = (
-    ("NMI", "nmi_mean", "{:.3f}", "mean NMI on the held-out half (± sample std)"),
+    ("NMI", "nmi_mean", "{:.3f}", "mean NMI on the held-out half ± s.e.m. (its standard error, "
+                                  "std / sqrt(fits); the CSV has both)"),
     ("J excess", "objective_excess", "{:.3%}", "final objective J above the best engine's on "
                                                "the same split (mean; 0 %: always the best)"),
     ("best J", "best_share", "{:.0%}", "share of splits on which the engine reached the best J"),
     ("E gap", "estep_gap_rel", "{:.3%}", "E-step energy above the best lower bound on the "
                                         "same problem (mean over E-steps, % of the bound)"),
     ("E opt.", "estep_optimal", "{:.0%}", "share of E-steps proven optimal (gap 0)"),
+    ("E rej.", "estep_rejected", "{:.1f}", "E-steps per fit whose labelling EM rejected as worse "
+                                          "than the previous labels (mean)"),
     ("EM it.", "n_iter_mean", "{:.1f}", "EM iterations (mean)"),
     ("E-step s", "estep_time_mean", "{:.4f}", "time in the engine per fit, all E-steps (mean)"),
     ("fit s", "fit_time_mean", "{:.4f}", "time per fit (mean), compilation excluded"),
@@ -379,7 +460,7 @@ def format_engine_summary(rows: list[dict[str, Any]]) -> str:
             v = r[key]
             text = "-" if not np.isfinite(v) else fmt.format(v)
             if key == "nmi_mean" and np.isfinite(v):
-                text += f" ± {r['nmi_std']:.3f}"
+                text += f" ± {r['nmi_sem']:.3f}"
             cells.append(text)
         if r["n_failed"]:
             cells[1] += f" ({r['n_failed']} failed)"
@@ -430,7 +511,7 @@ def plot_engine_summary(rows: list[dict[str, Any]], path: str | os.PathLike[str]
                 v[v <= 0] = np.nan  # the engine never ran
             (line,) = ax.plot(x, v, marker=mk, ms=5, mfc="none", label=e)
             if key == "nmi_mean":
-                sem = np.array([r["nmi_std"] / np.sqrt(max(r["n_fits"], 1)) for r in rs])
+                sem = np.array([r["nmi_sem"] for r in rs])
                 ax.errorbar(x, v, yerr=sem, fmt="none", ecolor=line.get_color(), capsize=2, lw=0.8)
             if key == "estep_time_mean":
                 ax.plot(x, [r["fit_time_mean"] for r in rs], marker=mk, ms=4, ls="--",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from matplotlib.axes import Axes
 
-__all__ = ["CurveTable", "METRICS"]
+__all__ = ["CurveTable", "METRICS", "LOWER_IS_BETTER", "SPREADS"]
 
 #: Scores and fit statistics a record can hold, with what each measures. External
 #: scores compare the clustering with the true classes on the points the protocol
@@ -41,6 +41,15 @@ METRICS = {
     "pairwise_f_unqueried": "pairwise F on the points that no query involved",
     "n_constraints": "constraints known after the queries (before the closure)",
 }
+
+#: Metrics of which lower is better (:meth:`CurveTable.compare`); higher is better for the
+#: others.
+LOWER_IS_BETTER = frozenset({"objective", "n_iter"})
+
+#: How the spread of a metric over the fits of one point is reported: the name printed
+#: after "±" in text tables, CSV column suffixes and plot labels alike.
+SPREADS = {"std": "sample standard deviation over the fits (ddof=1)",
+           "sem": "standard error of the mean over the fits, std / sqrt(n)"}
 
 #: Short column labels of printed tables and plots
 LABELS = {
@@ -145,10 +154,12 @@ class CurveTable:
         return out
 
     def summary(self, metrics: Sequence[str] | None = None) -> list:
-        """Mean and standard deviation of each metric per (estimator, point, noise).
+        """Mean, standard deviation and standard error of each metric per (estimator,
+        point, noise): columns ``<metric>_mean``, ``<metric>_std``, ``<metric>_sem``.
 
         Failed fits (``error`` not empty) are counted in ``n_failed`` and left out of
-        the statistics. ``std`` is the sample standard deviation (ddof=1; 0 for one fit).
+        the statistics. ``std`` is the sample standard deviation (ddof=1; 0 for one fit),
+        ``sem`` the standard error of the mean, ``std / sqrt(n)`` (:data:`SPREADS`).
         """
         metrics = self.metrics if metrics is None else list(metrics)
         rows = []
@@ -160,31 +171,47 @@ class CurveTable:
                 v = np.array([r[m] for r in ok], dtype=np.float64)
                 row[f"{m}_mean"] = float(v.mean()) if v.size else np.nan
                 row[f"{m}_std"] = float(v.std(ddof=1)) if v.size > 1 else 0.0
+                row[f"{m}_sem"] = row[f"{m}_std"] / np.sqrt(max(v.size, 1))
             rows.append(row)
         return rows
 
-    def format_summary(self, metrics: Sequence[str] | None = None) -> str:
-        """The summary as a fixed-width text table (``mean ± std``)."""
+    def format_summary(self, metrics: Sequence[str] | None = None,
+                       spread: Literal["std", "sem"] = "std") -> str:
+        """The summary as a fixed-width text table of ``mean ± spread`` (``spread`` one of
+        :data:`SPREADS`, named in the header and a last line)."""
+        if spread not in SPREADS:
+            raise ValueError(f"spread must be one of {tuple(SPREADS)}; got {spread!r}.")
         metrics = self.metrics if metrics is None else list(metrics)
         rows = self.summary(metrics)
-        head = ["estimator", "point", "noise", "n", *metrics]
+        head = ["estimator", "point", "noise", "n", *(f"{m} ± {spread}" for m in metrics)]
         body = [[r["estimator"], f"{r['point']:g}", f"{r['noise']:g}",
                  str(r["n"]) + (f" ({r['n_failed']} failed)" if r["n_failed"] else ""),
-                 *(f"{r[m + '_mean']:.4g} ± {r[m + '_std']:.2g}" for m in metrics)] for r in rows]
+                 *(f"{r[m + '_mean']:.4g} ± {r[m + '_' + spread]:.2g}" for m in metrics)] for r in rows]
         width = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
-        lines = ("  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True))
-                 for line in [head, *body])
-        return "\n".join(lines)
+        lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True))
+                 for line in [head, *body]]
+        return "\n".join([*lines, f"± {spread}: {SPREADS[spread]}"])
 
-    def compare(self, a: str, b: str, metric: str = "nmi") -> list:
+    def compare(self, a: str, b: str, metric: str = "nmi", rtol: float | None = None) -> list:
         """Paired comparison of estimators ``a`` and ``b`` at every (point, noise).
 
         Pairs the fits of the same (run, fold) (same split and supervision). Returns per
         point: ``mean_diff`` (a - b), ``wins`` / ``losses`` / ``ties`` of ``a`` and the
         two-tailed paired t-test p-value (the test of Basu 2005, §3.5.4 and §4.5.3;
-        1.0 when all differences are 0, 0.0 when they are all equal and non-zero).
+        1.0 when all differences are ties, 0.0 when they are all equal and non-zero).
+
+        A win is a better value of ``metric``: lower for the metrics of
+        :data:`LOWER_IS_BETTER` (the objective J), higher for the others (``direction``
+        in each row says which). Two values within ``rtol · max(1, |a|, |b|)`` of each
+        other are a tie: round-off of the working precision is not a win. By default
+        ``rtol`` is the EM loop's round-off tolerance
+        (``hmrf.em.loop.RISE_RTOL``, 1e-9).
         """
         from scipy.stats import ttest_rel
+
+        if rtol is None:
+            from ..em.loop import RISE_RTOL as rtol
+        sign = -1.0 if metric in LOWER_IS_BETTER else 1.0
 
         ga = self._groups(("estimator", "point", "noise", "run", "fold"))
         rows = []
@@ -199,20 +226,27 @@ class CurveTable:
                     db.append(other[0][metric])
             if not da:
                 continue
-            d = np.asarray(da) - np.asarray(db)
-            if np.ptp(d) == 0:
-                p = 1.0 if d[0] == 0 else 0.0
+            va, vb = np.asarray(da, dtype=np.float64), np.asarray(db, dtype=np.float64)
+            d = va - vb
+            tie = np.abs(d) <= rtol * np.maximum(1.0, np.maximum(np.abs(va), np.abs(vb)))
+            better = sign * d > 0
+            if tie.all():
+                p = 1.0
+            elif np.ptp(d) == 0:
+                p = 0.0
             else:
-                p = float(ttest_rel(da, db).pvalue)
+                p = float(ttest_rel(va, vb).pvalue)
             rows.append(dict(point=point, noise=noise, n=d.size, mean_diff=float(d.mean()),
-                             wins=int((d > 0).sum()), losses=int((d < 0).sum()),
-                             ties=int((d == 0).sum()), p_value=p))
+                             wins=int((better & ~tie).sum()), losses=int((~better & ~tie).sum()),
+                             ties=int(tie.sum()), p_value=p,
+                             direction="lower" if sign < 0 else "higher"))
         return rows
 
     def plot(self, metric: str | Sequence[str] = "nmi", *, x: Literal["point", "noise"] | None = None,
              ax: Axes | None = None, band: Literal["std", "sem"] = "std", title: str | None = None,
              path: str | os.PathLike[str] | None = None) -> Axes:
-        """Mean curve of each metric per estimator, with a ±std (or ±sem) band.
+        """Mean curve of each metric per estimator, with a ± std (or ± sem) band, named in
+        the axis label as :meth:`format_summary` names it.
 
         Parameters
         ----------
@@ -257,16 +291,15 @@ class CurveTable:
             xs = np.array([r[x] for r in rs], dtype=float)
             for m in metrics:
                 mu = np.array([r[f"{m}_mean"] for r in rs])
-                sd = np.array([r[f"{m}_std"] for r in rs])
-                if band == "sem":
-                    sd = sd / np.sqrt(np.maximum([r["n"] for r in rs], 1))
+                sd = np.array([r[f"{m}_{band}"] for r in rs]) if band else None
                 label = est if len(metrics) == 1 else (
                     LABELS.get(m, m) if len(self.estimators) == 1 else f"{est}: {LABELS.get(m, m)}")
                 (line,) = ax.plot(xs, mu, marker="o", ms=3, label=label)
                 if band:
                     ax.fill_between(xs, mu - sd, mu + sd, color=line.get_color(), alpha=0.15, lw=0)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(LABELS.get(metrics[0], metrics[0]) if len(metrics) == 1 else "score")
+        ylabel = LABELS.get(metrics[0], metrics[0]) if len(metrics) == 1 else "score"
+        ax.set_ylabel(f"{ylabel} (mean ± {band})" if band else ylabel)
         ax.grid(alpha=0.3)
         ax.legend()
         if title is not None:

@@ -3,7 +3,7 @@
 The same program as :func:`hmrf.inference.lp.build_program`, written the way the
 thesis writes it, so that users can add their own variables and constraints (e.g. a
 cluster-size constraint ``cp.sum(u, axis=0) >= m``) and re-solve. cvxpy is imported
-only when this module is used (``LPRelaxation(backend="cvxpy")``).
+only when this module is used (``LPRelaxation(solver="cvxpy")``).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ __all__ = ["kt_problem", "solve_kt_cvxpy"]
 
 def _cvxpy():
     """cvxpy, imported on first use; an ImportError with the install command without it."""
-    return load("cvxpy", purpose="LPRelaxation(backend='cvxpy') (hmrf.inference.lp_cvxpy)",
-                hint="or use backend='highs' (the same LP, solved by SciPy)")
+    return load("cvxpy", purpose="LPRelaxation(solver='cvxpy') (hmrf.inference.lp_cvxpy)",
+                hint="or use solver='highs' (the same LP, solved by SciPy)")
 
 
 def kt_problem(unary: NDArray[Any], graph: PairwiseGraph) -> tuple[Any, Any]:
@@ -99,7 +99,7 @@ def kt_problem(unary: NDArray[Any], graph: PairwiseGraph) -> tuple[Any, Any]:
 
 def solve_kt_cvxpy(unary: NDArray[np.floating], graph: PairwiseGraph,
                    solver: Any = None) -> tuple[np.ndarray, float, dict]:
-    """Solve :func:`kt_problem`; returns ``(u, value, info)`` like the HiGHS backend.
+    """Solve :func:`kt_problem`; returns ``(u, value, info)`` like the HiGHS solver.
 
     ``solver`` is passed to ``problem.solve`` (default: HiGHS if cvxpy has it).
     """
