@@ -347,13 +347,14 @@ def repaired_objective(ds, n_pairs, runs, max_labellings=4096):
 def seeded_criterion(ds, n_pairs, runs):
     """For a drop of Seeded-KMeans at ``n_pairs`` pairs: the mean over ``runs`` seeds of
     its ranking criterion (``J_kmeans`` plus each seed's lesser of ``w`` and its move
-    into its class's cluster, :meth:`SeededKMeans._supervision_cost`) at its own
+    into its class's cluster, :meth:`hmrf.estimators.seeded.SeedsKept.cost`) at its own
     labelling and at the labelling of its fit without seeds, and the runs in which its
     own is not higher (``(own, without seeds, not_higher)``): not higher is the
     criterion preferring what it chose, the model, not the search."""
     from types import SimpleNamespace
 
     from hmrf import HMRF, SeededKMeans
+    from hmrf.estimators.seeded import SeedsKept, _seed_clusters
     from hmrf.estimators.supervision import _seeds, emission_of
 
     X, y = load(ds)
@@ -364,11 +365,12 @@ def seeded_criterion(ds, n_pairs, runs):
         est = SeededKMeans(k, random_state=r).fit(X, seeds)
         plain = SeededKMeans(k, random_state=r).fit(X)
         model = HMRF(X, k, emission=emission_of(est))
+        criterion = SeedsKept(model, _seed_clusters(seeds, X.shape[0], k), k)
         for labels, out in ((est.labels_, own), (plain.labels_, alone)):
             labels = np.asarray(labels, dtype=np.int64)
             params = model.m_step(labels, est.params_)
             run = SimpleNamespace(labels=labels, params=params)
-            out.append(float(model.energy(labels, params)) + est._supervision_cost(model, run, seeds))
+            out.append(float(model.energy(labels, params)) + criterion.cost(run))
     ok = np.asarray(own) <= np.asarray(alone) * (1 + 1e-9)
     return float(np.mean(own)), float(np.mean(alone)), int(ok.sum())
 

@@ -26,9 +26,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._params import Check, Interval, Options, validate_params
 from .._validation import check_data, check_partial_labels, check_random_state
+from ..constraints import as_constraints
 from ..em.soft import run_soft_em, update_params
 from ..emissions import Multinomial, inner_products
-from ..estimators.supervision import as_constraints
 from ..inference.posteriors import softmax_free_energy
 from ..model import HMRF
 

@@ -44,7 +44,7 @@ def add_parser(sub):
                         "icm,bp(polish=icm),lp")
     p.add_argument("--estimator", default="hmrf-kmeans", metavar="NAME",
                    help="an estimator with an E-step engine: hmrf-kmeans, hmrf-kmeans-i, pckmeans, "
-                        "mpckmeans, mkmeans")
+                        "mpckmeans")
     p.add_argument("--constraints", default="0,10,25,50,100,200,400", metavar="LIST|A:B:STEP",
                    help="numbers of random pairs")
     p.add_argument("--runs", type=common.pos_int, default=10, help="runs of cross-validation")

@@ -1,6 +1,6 @@
 """Re-seeding an empty cluster of a Dask fit by reductions on the workers.
 
-The in-memory rule (:func:`hmrf.em.loop.reseed_empty_clusters`): an empty cluster ``h``
+The in-memory rule (:mod:`hmrf.em.loop`, "Empty clusters"): an empty cluster ``h``
 takes the point with the largest current cost among the points whose move alone does not
 raise the pairwise energy, whose cluster keeps a member, that may move (not clamped) and
 whose cost in ``h`` is finite; the first such point on ties. When none qualifies, a
@@ -79,7 +79,7 @@ def reseed_on_workers(model: Any, params: Any, pass_args: list, labels: ChunkLab
                       own_cost: Any, constrained_unary: NDArray[np.floating] | None = None,
                       kept_unary: list | None = None) -> tuple[ChunkLabels, int]:
     """Give empty clusters a point (module docstring): the choice of
-    :func:`hmrf.em.loop.reseed_empty_clusters`, with the costs on the workers.
+    the in-memory re-seeding of :mod:`hmrf.em.loop`, with the costs on the workers.
 
     Parameters
     ----------
@@ -93,7 +93,7 @@ def reseed_on_workers(model: Any, params: Any, pass_args: list, labels: ChunkLab
         The E-step's labels.
     graph : PairwiseGraph
     own_cost : callable or None
-        As for :func:`hmrf.em.loop.reseed_empty_clusters`.
+        As for the in-memory re-seeding (``hmrf.em.loop._reseed``).
     constrained_unary : ndarray (m, k), optional
         The constrained points' cost rows, when the client holds them ...
     kept_unary : list, optional

@@ -258,7 +258,7 @@ class AssignmentPass:
     reseed : callable or None
         Set by a pass whose costs stay where the data are: ``reseed(labels, graph,
         movable, own_cost) -> (labels, n_reseeded)``, the re-seeding of empty clusters
-        (:func:`hmrf.em.loop.reseed_empty_clusters`'s choice) as reductions there.
+        (the choice of :mod:`hmrf.em.loop`, "Empty clusters") as reductions there.
     """
 
     labels: np.ndarray
