@@ -19,7 +19,6 @@ __all__ = ["load", "available", "missing_message", "EXTRAS"]
 #: Top-level import name -> the extra of ``hmrf`` that installs it (pyproject.toml).
 EXTRAS = {
     "numba": "fast",
-    "maxflow": "graphcut",
     "cvxpy": "cvxpy",
     "matplotlib": "plot",
     "pyarrow": "parquet",
@@ -32,7 +31,7 @@ EXTRAS = {
 }
 
 #: Top-level import name -> its PyPI distribution, where the two differ.
-DISTRIBUTIONS = {"maxflow": "PyMaxflow", "PIL": "Pillow"}
+DISTRIBUTIONS = {"PIL": "Pillow"}
 
 
 def _top(name: str) -> str:

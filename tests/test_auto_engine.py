@@ -1,7 +1,7 @@
 """inference="auto": belief propagation, then α-expansion moves from its labelling."""
 
+import collections
 import itertools
-import sys
 
 import numpy as np
 import pytest
@@ -9,8 +9,6 @@ import pytest
 from hmrf import Constraints, PairwiseGraph
 from hmrf.inference import AlphaExpansion, BeliefPropagation
 from hmrf.inference.auto import AutoEngine
-
-pytest.importorskip("maxflow")
 
 
 def brute_force(unary, g):
@@ -89,21 +87,39 @@ def test_hard_constraints_are_honoured():
     assert np.isfinite(res.energy)
 
 
-def test_without_pymaxflow_auto_is_belief_propagation(monkeypatch):
+def test_the_parts_are_checked_once_per_fit_and_solved_on_the_reduced_problem(monkeypatch):
+    # auto composes BP and the α-expansion moves: their parameters are checked once per
+    # fit (AutoEngine.check_params, which EM calls once), and they solve the problem auto
+    # already reduced (their _solve), never through a map of their own
+    from sklearn.datasets import load_iris
+
+    from hmrf import HMRFKMeans
+
+    checks, solves = collections.Counter(), collections.Counter()
+    for cls in (BeliefPropagation, AlphaExpansion):
+        def check(self, cls=cls, check=cls.check_params):
+            checks[cls.__name__] += 1
+            check(self)
+
+        def solve(self, *args, cls=cls, solve=cls._solve):
+            solves[cls.__name__] += 1
+            return solve(self, *args)
+
+        def no_map(self, *args, cls=cls, **kwargs):
+            raise AssertionError(f"{cls.__name__}.map called")
+
+        monkeypatch.setattr(cls, "check_params", check)
+        monkeypatch.setattr(cls, "_solve", solve)
+        monkeypatch.setattr(cls, "map", no_map)
+    X, y = load_iris(return_X_y=True)
+    c = Constraints.sample_from_labels(y, 50, rng=0)
+    est = HMRFKMeans(3, inference=AutoEngine(), n_init=1, random_state=0).fit(X, constraints=c)
+    assert checks == {"BeliefPropagation": 1, "AlphaExpansion": 1}
+    assert solves["BeliefPropagation"] >= est.n_iter_ > 1 and solves["AlphaExpansion"] >= 1
+    checks.clear()
     rng = np.random.default_rng(2300)
-    unary, g = random_problem(rng, 30, 3, 50, 0.3)
-    bp = BeliefPropagation().map(unary, g, rng=0)
-    monkeypatch.setitem(sys.modules, "maxflow", None)  # "import maxflow" now fails
-    res = AutoEngine().map(unary, g, rng=0)
-    assert res.labels.tolist() == bp.labels.tolist() and res.info["expansion_sweeps"] is None
-    with pytest.raises(ImportError):
-        AutoEngine(expansion=True).map(unary, g, rng=0)
-    assert AutoEngine(expansion=False).map(unary, g, rng=0).labels.tolist() == bp.labels.tolist()
-
-
-def test_bad_parameter_is_named():
-    with pytest.raises(ValueError, match="expansion"):
-        AutoEngine(expansion="sometimes").map(np.zeros((2, 2)), Constraints.from_pairs(must_link=[(0, 1)], n=2))
+    AutoEngine().map(*random_problem(rng, 30, 3, 50, 0.3), rng=0)
+    assert checks == {"BeliefPropagation": 1, "AlphaExpansion": 1}
 
 
 def test_auto_is_a_registered_engine_name_for_the_estimators():
@@ -123,7 +139,6 @@ def test_large_must_link_components_go_to_expansion_alone():
     """The rule of the module docstring: a must-link-only component of at least
     LARGE_COMPONENT nodes is solved by α-expansion alone, every other component by BP
     followed by expansion moves; the labelling is the union of the two."""
-    pytest.importorskip("maxflow")
     from hmrf import PairwiseGraph
     from hmrf.inference import AlphaExpansion, BeliefPropagation
     from hmrf.inference.auto import LARGE_COMPONENT, AutoEngine
@@ -154,7 +169,6 @@ def test_large_must_link_components_go_to_expansion_alone():
 def test_tables_that_are_not_semi_metric_get_moves_too():
     # the moves start from BP's labelling and never raise its energy, so "auto" takes
     # any table (AlphaExpansion alone refuses a table that is not a semi-metric)
-    pytest.importorskip("maxflow")
     from mrf_problems import brute_force
 
     rng = np.random.default_rng(8)
@@ -172,7 +186,6 @@ def test_compiled_components_number_them_as_scipy_does(seed):
     # the union-find auto splits graphs with is the twin of PairwiseGraph.components
     # (SciPy's connected_components): the same partition with the same numbering,
     # isolated nodes, repeated edges and self-contained chains included
-    pytest.importorskip("numba")
     from hmrf import PairwiseGraph
     from hmrf.inference.graphcut_numba import components
 

@@ -65,7 +65,6 @@ def test_options_weight_connectivity_contrast(photo, tmp_path, capsys):
 
 
 def test_grey_image_and_default_engine(tmp_path, capsys):
-    pytest.importorskip("maxflow")
     grey = np.zeros((6, 9), dtype=np.uint8)
     grey[:, 4:] = 200
     path = write_image(tmp_path / "grey.png", grey)

@@ -5,19 +5,18 @@ moves) or ExactMILP, never against the engine itself.
 """
 
 import itertools
-import sys
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import graphcut_numpy as oracle
 
 from hmrf import Constraints, InfeasibleError, PairwiseGraph
 from hmrf.inference import ExactMILP, get_engine
-from hmrf.inference.expansion import AlphaExpansion, ExpansionMoves, classify_tables
-from hmrf.inference.qpbo import solve_binary
-
-pytest.importorskip("maxflow")
+from hmrf.inference.expansion import AlphaExpansion, ExpansionMoves, _arc_layout, classify_tables
+from hmrf.inference.graphcut_numba import move_problem
+from hmrf.inference.qpbo import solve_split
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -55,6 +54,15 @@ def binary_energy(x, delta, p, q, A, B, C, D):
     return float(delta[x].sum() + np.where(xp, np.where(xq, D, C), np.where(xq, B, A)).sum())
 
 
+def solve_binary(delta, p, q, A, B, C, D, method="qpbo"):
+    """The compiled solver on a problem given by its tables: ``(x, labelled, exact)``."""
+    up, uq, half = oracle.split_terms(A, B, C, D)
+    n = delta.shape[0]
+    u = delta + np.bincount(p, weights=up, minlength=n) + np.bincount(q, weights=uq, minlength=n)
+    x, labelled = solve_split(u, p, q, half, method == "truncate")
+    return x, labelled, not (half < 0).any()
+
+
 def random_binary(rng, n, m, submodular):
     delta = rng.normal(size=n)
     p = rng.integers(0, n, size=m)
@@ -71,10 +79,10 @@ def test_graph_cut_is_exact_on_submodular_binary_problems(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 9))
     prob = random_binary(rng, n, int(rng.integers(0, 3 * n + 1)) if n > 1 else 0, submodular=True)
-    cut = solve_binary(*prob)
-    assert cut.exact and cut.labelled.all()
-    best = min(binary_energy(x, *prob) for x in itertools.product([0, 1], repeat=n))
-    assert binary_energy(cut.x, *prob) == pytest.approx(best, abs=1e-9)
+    x, labelled, exact = solve_binary(*prob)
+    assert exact and labelled.all()
+    best = min(binary_energy(y, *prob) for y in itertools.product([0, 1], repeat=n))
+    assert binary_energy(x, *prob) == pytest.approx(best, abs=1e-9)
 
 
 @settings(max_examples=150, deadline=None)
@@ -85,17 +93,36 @@ def test_qpbo_labels_are_persistent_and_fusing_never_raises_the_energy(seed, n):
     labelling y never raises E(y) (autarky)."""
     rng = np.random.default_rng(seed)
     prob = random_binary(rng, n, int(rng.integers(1, 3 * n + 1)), submodular=False)
-    cut = solve_binary(*prob)
+    x, labelled, _ = solve_binary(*prob)
     xs = np.array(list(itertools.product([0, 1], repeat=n)), dtype=bool)
-    e = np.array([binary_energy(x, *prob) for x in xs])
-    agree = np.all(xs[:, cut.labelled] == cut.x[cut.labelled], axis=1)
+    e = np.array([binary_energy(y, *prob) for y in xs])
+    agree = np.all(xs[:, labelled] == x[labelled], axis=1)
     assert e[agree].min() == pytest.approx(e.min(), abs=1e-9)
     for y in xs[rng.permutation(len(xs))[:8]]:
-        fused = np.where(cut.labelled, cut.x, y)
+        fused = np.where(labelled, x, y)
         assert binary_energy(fused, *prob) <= binary_energy(y, *prob) + 1e-9
-    assert binary_energy(cut.x, *prob) <= binary_energy(np.zeros(n, bool), *prob) + 1e-9
-    truncated = solve_binary(*prob, method="truncate")
-    assert binary_energy(truncated.x, *prob) <= binary_energy(np.zeros(n, bool), *prob) + 1e-9
+    assert binary_energy(x, *prob) <= binary_energy(np.zeros(n, bool), *prob) + 1e-9
+    truncated, labelled_t, exact = solve_binary(*prob, method="truncate")
+    assert labelled_t.all() if exact else not labelled_t.any()  # truncation proves nothing
+    assert binary_energy(truncated, *prob) <= binary_energy(np.zeros(n, bool), *prob) + 1e-9
+
+
+@pytest.mark.parametrize("truncate", [False, True])
+@pytest.mark.parametrize("seed", range(10))
+def test_qpbo_is_the_numpy_and_scipy_qpbo(seed, truncate):
+    # integer split problems with non-submodular terms: the compiled QPBO graph, its cut
+    # and the truncated cut of the unlabelled variables give the oracle's labelling
+    rng = np.random.default_rng(800 + seed)
+    n, m = 200, 600
+    p = rng.integers(0, n, size=m)
+    q = (p + rng.integers(1, n, size=m)) % n
+    u = rng.integers(-6, 7, size=n).astype(float)
+    half = rng.integers(-2, 5, size=m) / 2.0
+    x, labelled = solve_split(u, p, q, half, truncate)
+    y, labelled_y = oracle.solve_split(u, p, q, half, truncate)
+    np.testing.assert_array_equal(labelled, labelled_y)
+    np.testing.assert_array_equal(x, y)
+    assert 0 < labelled.sum() < n or truncate
 
 
 # ------------------------------------------------------------------ single moves
@@ -403,7 +430,7 @@ def test_any_table_on_request_never_raises_the_energy(seed):
 
 
 # ---------------------------------------------------------- engine contract details
-def test_validated_parameters_and_missing_library(monkeypatch):
+def test_validated_parameters():
     with pytest.raises(ValueError, match=r"AlphaExpansion: max_sweeps must be an integer in \[1, inf\); got 0"):
         AlphaExpansion(max_sweeps=0).map(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="label_order must be one of 'fixed', 'random'; got 'up'"):
@@ -412,9 +439,8 @@ def test_validated_parameters_and_missing_library(monkeypatch):
         AlphaExpansion(nonsubmodular="ignore").map(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="tables must be one of 'semi-metric', 'any'"):
         AlphaExpansion(tables="metric").map(np.zeros((2, 2)))
-    monkeypatch.setitem(sys.modules, "maxflow", None)
-    with pytest.raises(ImportError, match=r"hmrf\[graphcut\]"):
-        AlphaExpansion().map(np.zeros((2, 2)), PairwiseGraph.potts(2, [(0, 1)], [1.0], [1]))
+    with pytest.raises(ValueError, match="cycles must be one of 'sweep', 'adaptive'"):
+        AlphaExpansion(cycles="queue").map(np.zeros((2, 2)))
 
 
 @pytest.mark.parametrize("order", ["fixed", "random"])
@@ -559,11 +585,14 @@ def test_the_engine_registry_knows_expansion():
     assert isinstance(engine, AlphaExpansion) and engine.nonsubmodular == "qpbo"
 
 
-# -------------------------------------------------- compiled moves = NumPy moves
-def _mixed_problem(rng, n, k, m, tables):
-    unary, g = random_graph(rng, n, k, m, p_cl=0.4, p_hard=0.3)
+# ----------------------------------------- compiled moves = the NumPy/SciPy oracle
+def _mixed_problem(rng, n, k, m, tables, p_hard=0.3, integer=False):
+    unary, g = random_graph(rng, n, k, m, p_cl=0.4, p_hard=p_hard)
+    if integer:
+        unary = np.floor(unary * 10)
+        g = PairwiseGraph.potts(n, g.edges, np.ceil(g.weight * 5), g.kind)
     if tables:
-        T = rng.random((2, k, k)) * 2
+        T = rng.integers(1, 10, size=(2, k, k)).astype(float) if integer else rng.random((2, k, k)) * 2
         T = T + T.transpose(0, 2, 1)
         T[:, np.arange(k), np.arange(k)] = 0.0  # semi-metric
         te = rng.integers(0, n, size=(m // 3 + 1, 2))
@@ -574,72 +603,65 @@ def _mixed_problem(rng, n, k, m, tables):
     return unary, g
 
 
+def _move_problem(moves, labels, alpha, reduce):
+    ptr, edge = _arc_layout(moves._graph)[:2]
+    return move_problem(labels, alpha, moves.unary, moves._alpha_allowed[alpha], moves.p, moves.q, moves.wc,
+                        moves.wk, moves.tab_of, moves.tab_cost, ptr, edge, reduce)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_a_compiled_move_builds_what_the_numpy_move_builds(seed):
-    # the compiled problem of a move, and the compiled fixing of its dominated variables
-    # (alone, and fused with the problem) equal the NumPy ones
-    pytest.importorskip("numba")
-    from hmrf.inference.graphcut_numba import fix_dominated as fix_numba
-    from hmrf.inference.graphcut_numba import incidence, move_problem_reduced
-    from hmrf.inference.qpbo import fix_dominated as fix_numpy
-
+    # the compiled problem of a move, with and without the fixing of its dominated
+    # variables, and its energy change equal the NumPy oracle's
     rng = np.random.default_rng(600 + seed)
     unary, g = _mixed_problem(rng, 30, 4, 60, tables=seed % 2 == 0)
-    moves = {kern: ExpansionMoves(unary, g, kernel=kern) for kern in ("numba", "numpy")}
+    moves = ExpansionMoves(unary, g)
     labels = rng.integers(0, 4, 30)
     for alpha in range(4):
-        a = moves["numba"].binary_problem(labels, alpha)
-        b = moves["numpy"].binary_problem(labels, alpha)
-        for x, y in zip(a, b):
+        forced, *whole, non_sub = _move_problem(moves, labels, alpha, False)
+        assert forced.size == 0
+        for x, y in zip(whole, oracle.binary_problem(moves, labels, alpha)):
             np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
-        nodes, u, ep, eq, half = b
-        s_np, u_np = fix_numpy(u, ep, eq, half)
-        s_nb, u_nb = fix_numba(u, ep, eq, half)
-        np.testing.assert_array_equal(s_np, s_nb)
-        free = s_np < 0
-        np.testing.assert_allclose(u_np[free], u_nb[free], rtol=1e-12, atol=1e-12)
-        mv = moves["numba"]
-        forced, left, u_left, lp, lq, lh, non_sub = move_problem_reduced(
-            labels, alpha, mv.unary, mv._alpha_allowed[alpha], mv.p, mv.q, mv.wc, mv.wk, mv.tab_of,
-            mv._tab_cost, *incidence(30, mv.p, mv.q))
-        np.testing.assert_array_equal(forced, nodes[s_np == 1])
-        np.testing.assert_array_equal(left, nodes[free])
-        np.testing.assert_allclose(u_left, u_np[free], rtol=1e-12, atol=1e-12)
-        keep = free[ep] & free[eq]
-        pos = np.cumsum(free) - 1
-        np.testing.assert_array_equal(lp, pos[ep[keep]])
-        np.testing.assert_array_equal(lq, pos[eq[keep]])
-        np.testing.assert_allclose(lh, half[keep])
-        assert non_sub == bool((half < 0).any())
+        assert non_sub == bool((whole[-1] < 0).any())
+        *reduced, non_sub_r = _move_problem(moves, labels, alpha, True)
+        for x, y in zip(reduced, oracle.reduced_problem(moves, labels, alpha)):
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+        assert non_sub_r == non_sub
         x = rng.random(30) < 0.4
-        assert moves["numba"].change(labels, alpha, x) == pytest.approx(moves["numpy"].change(labels, alpha, x))
+        assert moves.change(labels, alpha, x) == pytest.approx(oracle.change(moves, labels, alpha, x))
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_either_kernel_gives_the_same_labelling(seed):
-    pytest.importorskip("numba")
+@pytest.mark.parametrize("seed", range(8))
+def test_expansion_with_qpbo_moves_is_the_numpy_and_scipy_expansion(seed):
+    # cannot-links, semi-metric tables and forbidden labels (integer costs, so that every
+    # cut is unique): the engine's labelling is the oracle's, whose moves build their
+    # problems with NumPy and cut them, QPBO graphs included, with SciPy
     rng = np.random.default_rng(650 + seed)
-    unary, g = _mixed_problem(rng, 40, 4, 90, tables=seed % 2 == 1)
-    a = AlphaExpansion(kernel="numba").map(unary, g, rng=0)
-    b = AlphaExpansion(kernel="numpy").map(unary, g, rng=0)
-    assert a.energy == pytest.approx(b.energy)
+    unary, g = _mixed_problem(rng, 40, 4, 90, tables=seed % 2 == 1, p_hard=0.0, integer=True)
+    res = AlphaExpansion().map(unary, g, rng=0)
+    assert res.info["qpbo_moves"] > 0
+    expected = oracle.expansion(ExpansionMoves(unary, g), np.argmin(unary, axis=1), 4)
+    np.testing.assert_array_equal(res.labels, expected)
 
 
 @pytest.mark.parametrize("seed", range(30))
 def test_dominated_variables_are_fixed_as_every_minimiser_fixes_them(seed):
-    # enumerate every x of a small submodular or mixed problem: the variables
-    # fix_dominated fixes take the same value in every minimiser
-    from hmrf.inference.qpbo import fix_dominated, split_terms
-
+    # enumerate every switching set of a small move: the nodes the compiled dominance
+    # forces to switch do so in every minimiser, and the free nodes it keeps at their
+    # label in none
     rng = np.random.default_rng(700 + seed)
-    n = int(rng.integers(2, 9))
-    prob = random_binary(rng, n, int(rng.integers(1, 2 * n + 1)), submodular=seed % 2 == 0)
-    delta, p, q, A, B, C, D = prob
-    up, uq, half = split_terms(A, B, C, D)
-    u = delta + np.bincount(p, weights=up, minlength=n) + np.bincount(q, weights=uq, minlength=n)
-    state, _ = fix_dominated(u, p, q, half)
-    xs = np.array(list(itertools.product([0, 1], repeat=n)))
-    e = np.array([binary_energy(x, *prob) for x in xs])
-    minimisers = xs[np.isclose(e, e.min(), atol=1e-9)]
-    for i in np.flatnonzero(state >= 0):
-        assert np.all(minimisers[:, i] == state[i])
+    n, k = int(rng.integers(2, 9)), 3
+    unary, g = _mixed_problem(rng, n, k, int(rng.integers(1, 2 * n + 1)), tables=seed % 3 == 0)
+    moves = ExpansionMoves(unary, g)
+    labels = rng.integers(0, k, n)
+    labels[~moves.allowed[np.arange(n), labels]] = np.argmin(unary, axis=1)[~moves.allowed[np.arange(n), labels]]
+    switch = np.array(list(itertools.product([False, True], repeat=n)))
+    for alpha in range(k):
+        free = (labels != alpha) & moves.allowed[:, alpha]
+        forced, nodes = _move_problem(moves, labels, alpha, True)[:2]
+        kept = free.copy()
+        kept[forced] = kept[nodes] = False
+        xs = switch[~np.any(switch & ~free, axis=1)]
+        e = np.array([moves.energy(np.where(x, alpha, labels)) for x in xs])
+        minimisers = xs[np.isclose(e, e.min(), rtol=1e-12, atol=1e-9)]
+        assert minimisers[:, forced].all() and not minimisers[:, kept].any()

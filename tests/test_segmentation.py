@@ -115,8 +115,6 @@ def test_read_image_errors_name_the_file(tmp_path):
 @pytest.mark.parametrize("seed", [0, 2])
 @pytest.mark.parametrize("engine", ENGINES)
 def test_grid_prior_recovers_blocks_that_kmeans_mixes_up(engine, seed):
-    if engine in ("expansion", "auto"):
-        pytest.importorskip("maxflow")
     image, truth = two_blocks(seed)
     X = image_pixels(image)
     km = KMeans(2, init="k-means++", random_state=0).fit(X)
@@ -200,7 +198,6 @@ def test_a_cluster_emptied_on_a_grid_is_reseeded():
     """The default initialisation on a grid (one neighbourhood: the global centroid and
     small perturbations) lets an exact E-step put every pixel in one cluster; the other
     is re-seeded by a move that raises the pairwise energy but lowers the objective."""
-    pytest.importorskip("maxflow")
     image, truth = two_blocks(0)
     X = image_pixels(image)
 

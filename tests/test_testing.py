@@ -58,12 +58,7 @@ TABLE = np.full((3, 3), 2.0)
 np.fill_diagonal(TABLE, 0.5)
 
 ENGINES = [ICM(), BeliefPropagation(), BeliefPropagation(polish="icm"), TRWS(), LPRelaxation(),
-           LPRelaxation(polish="icm"), ExactMILP(), GreedyFeasible(), AutoEngine()]
-try:
-    import maxflow  # noqa: F401
-    ENGINES.append(AlphaExpansion())
-except ImportError:  # pragma: no cover - PyMaxflow is the graphcut extra
-    pass
+           LPRelaxation(polish="icm"), ExactMILP(), GreedyFeasible(), AutoEngine(), AlphaExpansion()]
 FAMILIES = [SquaredEuclidean(), KL(), IDivergence(), ItakuraSaito(), VonMisesFisher(), Mahalanobis(),
             Mahalanobis(metric="full")]
 POTENTIALS = [PottsConstraints(C6, 1.5), TablePotential(6, [(0, 1), (3, 4)], TABLE), DistanceScaledPotts(C6)]

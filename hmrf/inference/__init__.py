@@ -52,16 +52,15 @@ ENGINES = Registry("engine", "hmrf.engines", {
                      "Kleinberg-Tardos LP relaxation + randomized rounding (App. A.2); the LP "
                      "value is a lower bound; lp(polish=icm), lp(solver=cvxpy)"),
     "expansion": EngineSpec(AlphaExpansion,
-                            "alpha-expansion graph cuts, QPBO moves for cannot-links (needs "
-                            "PyMaxflow: hmrf[graphcut])"),
+                            "alpha-expansion graph cuts, QPBO moves for cannot-links"),
     "exact": EngineSpec(ExactMILP,
                         "exact MILP (HiGHS), 60 s limit per E-step: small problems only"),
     "mean_field": EngineSpec(MeanField,
                              "naive mean-field posteriors (coordinate descent on the free energy), "
                              "labels their argmax: soft EM's default"),
     "auto": EngineSpec(AutoEngine,
-                       "belief propagation, then alpha-expansion moves from its labelling (with "
-                       "PyMaxflow), the lower energy per component"),
+                       "belief propagation, then alpha-expansion moves from its labelling, "
+                       "the lower energy per component"),
     "greedy": EngineSpec(GreedyFeasible,
                          "COP-KMeans' greedy assignment: hard constraints only, soft ones ignored "
                          "(Wagstaff et al. 2001)"),

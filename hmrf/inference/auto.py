@@ -7,31 +7,23 @@
   small) gets belief propagation, then α-expansion moves started from BP's labelling,
   and keeps the lower energy: the moves never raise the energy (each is an exact or a
   QPBO-autarky minimisation, :class:`~hmrf.inference.AlphaExpansion`). The moves are
-  skipped when BP's lower bound already proves its labelling optimal (TRW-S on the
-  trees a sparse random graph leaves beside its giant component).
+  skipped when BP's lower bound already proves its labelling optimal.
 
-The measurements behind this rule and its threshold are in docs/inference.md ("The
-automatic choice", ``benchmarks/inference.py --scale``).
+docs/inference.md ("The automatic choice") has the measurements behind the rule.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from .._optional import available
-from .._params import Options, validate_params
 from ..graph import COMPONENTS, CacheKey
 from .base import InferenceEngine, Solution
 from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
 from .expansion import AlphaExpansion
+from .graphcut_numba import components
 
-if TYPE_CHECKING:
-    from typing import Literal
-
-__all__ = ["AutoEngine", "graph_cuts_available", "LARGE_COMPONENT"]
+__all__ = ["AutoEngine", "LARGE_COMPONENT"]
 
 #: the split of the graph by the rule (depends on which edges are hard)
 PARTS = CacheKey("auto.parts")
@@ -39,10 +31,9 @@ PARTS = CacheKey("auto.parts")
 #: Must-link-only components with at least this many (super-)nodes go to α-expansion alone.
 LARGE_COMPONENT = 1000
 
-
-def graph_cuts_available() -> bool:
-    """Whether PyMaxflow (``pip install hmrf[graphcut]``), which α-expansion needs, imports."""
-    return available("maxflow")
+#: BP's labelling is optimal when its energy exceeds its lower bound by at most this
+#: (relative) amount: what any move could still gain is below it
+_CERTIFIED_GAP = 1e-10
 
 
 class AutoEngine(InferenceEngine):
@@ -51,22 +42,19 @@ class AutoEngine(InferenceEngine):
     Large must-link-only components: :class:`~hmrf.inference.AlphaExpansion` from the
     previous labels (``init``) or the unary argmin. Every other component:
     :class:`~hmrf.inference.BeliefPropagation` (default settings), then α-expansion
-    moves started from BP's labelling, keeping in every connected component the
-    labelling of lower energy ``E_c(y) = sum_{i in c} U[i, y_i] + sum_{e in c} cost_e(y)``.
-
-    Parameters
-    ----------
-    expansion : {"auto", True, False}, default="auto"
-        Whether to run the α-expansion moves. ``"auto"``: when PyMaxflow is installed
-        (``pip install hmrf[graphcut]``); without it the engine is belief propagation.
+    moves (``AlphaExpansion(tables="any")``) started from BP's labelling, keeping in
+    every connected component the labelling of lower energy
+    ``E_c(y) = sum_{i in c} U[i, y_i] + sum_{e in c} cost_e(y)``. Both parts' solvers
+    run on the problem this engine was given, already reduced (no second check or
+    reduction).
 
     Notes
     -----
-    The lower bound is BP's TRW-S bound when BP solved every component and each has
-    one (α-expansion gives no bound). ``info`` holds BP's ``info`` (when BP ran) plus
+    The lower bound is BP's (TRW-S's where BP runs it) when BP solved every component
+    (α-expansion gives no bound). ``info`` holds BP's ``info`` (when BP ran) plus
     ``expansion_nodes`` (nodes solved by α-expansion alone), ``expansion_sweeps``
     (``None`` when no moves ran) and ``improved_components``, the components whose BP
-    labelling the moves lowered. docs/inference.md has the measurements behind the rule.
+    labelling the moves lowered.
 
     References
     ----------
@@ -85,95 +73,66 @@ class AutoEngine(InferenceEngine):
     [0, 0, 1]
     """
 
-    _parameter_constraints = {"expansion": [Options("auto", True, False)]}
-
-    def __init__(self, expansion: Literal["auto"] = "auto") -> None:
-        self.expansion = expansion
+    def check_params(self) -> None:
+        """Check the parts' parameters: belief propagation and the α-expansion moves."""
+        self._engines = BeliefPropagation(), AlphaExpansion(tables="any")
+        for engine in self._engines:
+            engine.check_params()
 
     def _solve(self, unary, graph, init, rng, notify):
-        validate_params(self)
-        use_moves = self.expansion is True or (self.expansion == "auto" and graph_cuts_available())
-        if not use_moves:
-            bp = BeliefPropagation().map(unary, graph, rng=rng, callback=lambda it, y, e, b: notify(it, y, b))
-            info = dict(bp.info, expansion_nodes=0, expansion_sweeps=None, improved_components=0)
-            return Solution(bp.labels, lower_bound=bp.lower_bound, n_iter=bp.n_iter,
-                            converged=bp.converged, info=info)
+        if "_engines" not in vars(self):  # _solve reached without map or a fit's check
+            self.check_params()
+        bp, moves = self._engines
         (cut_nodes, cut_graph), (bp_nodes, bp_graph) = _parts(graph)
-        labels = np.empty(unary.shape[0], dtype=np.int64)
+        n = unary.shape[0]
+        labels = np.empty(n, dtype=np.int64)
         info = dict(expansion_nodes=int(cut_nodes.size), expansion_sweeps=None, improved_components=0)
         bound, n_iter, converged = None, 0, True
-        if cut_nodes.size:
-            # the reduced problem's subgraph (no hard must-link, no isolated node): the
-            # moves run on it directly, without a second validation and reduction
-            whole = cut_nodes.size == unary.shape[0]
+        if cut_nodes.size:  # its subgraph has no table: `tables="any"` checks nothing there
+            whole = cut_nodes.size == n
             sub_init = None if init is None else (init if whole else init[cut_nodes])
-            res = AlphaExpansion()._solve(unary if whole else unary[cut_nodes], cut_graph, sub_init, rng,
-                                          _ignore)
+            res = moves._solve(unary if whole else unary[cut_nodes], cut_graph, sub_init, rng, _ignore)
             labels[cut_nodes] = res.labels
-            info["expansion_sweeps"] = res.n_iter
-            n_iter, converged = res.n_iter, res.converged
+            info["expansion_sweeps"] = n_iter = res.n_iter
+            converged = res.converged
         if bp_nodes.size:
-            u = unary[bp_nodes]
-            bp = BeliefPropagation().map(u, bp_graph, rng=rng)
-            info.update({k: v for k, v in bp.info.items() if k not in info})
-            if _proven_optimal(bp):
-                # BP's bound meets its energy (TRW-S on trees and forests of must-links):
-                # no move can lower it, so none is tried
-                labels[bp_nodes] = bp.labels
+            u = unary if bp_nodes.size == n else unary[bp_nodes]
+            out = bp._solve(u, bp_graph, None, rng, _ignore)
+            info.update({k: v for k, v in out.info.items() if k not in info})
+            energy, lb = bp_graph.energy(out.labels, u), out.lower_bound
+            if lb is not None and energy - lb <= _CERTIFIED_GAP * (1.0 + abs(energy)):
+                labels[bp_nodes] = out.labels  # BP's bound proves it optimal: no move can lower it
             else:
-                # moves from BP's labelling never raise its energy, whatever the tables: no
-                # semi-metric requirement here (QPBO moves where a term is not submodular)
-                moves = AlphaExpansion(tables="any").map(u, bp_graph, init=bp.labels, rng=rng)
-                energies = bp_graph.component_energies(u, np.array([bp.labels, moves.labels]))  # (n_comp, 2)
-                n_comp, comp = bp_graph.components()
-                best = np.where(energies[comp, 1] < energies[comp, 0], moves.labels, bp.labels)
-                labels[bp_nodes] = best
-                info["expansion_sweeps"] = max(info["expansion_sweeps"] or 0, moves.n_iter)
-                info["improved_components"] = int(np.count_nonzero(
-                    energies.min(axis=1) < energies[:, 0] - 1e-12))
-            bound = bp.lower_bound if not cut_nodes.size else None
-            n_iter, converged = max(n_iter, bp.n_iter), converged and bp.converged
+                mv = moves._solve(u, bp_graph, out.labels, rng, _ignore)
+                energies = bp_graph.component_energies(u, np.array([out.labels, mv.labels]))  # (n_comp, 2)
+                comp = bp_graph.components()[1]
+                labels[bp_nodes] = np.where(energies[comp, 1] < energies[comp, 0], mv.labels, out.labels)
+                info["expansion_sweeps"] = max(info["expansion_sweeps"] or 0, mv.n_iter)
+                improved = energies.min(axis=1) < energies[:, 0] - 1e-12
+                info["improved_components"] = int(np.count_nonzero(improved))
+            bound = lb if not cut_nodes.size else None
+            n_iter, converged = max(n_iter, out.n_iter), converged and out.converged
         notify(n_iter, labels, bound)
         return Solution(labels, lower_bound=bound, n_iter=n_iter, converged=converged, info=info)
 
 
-#: BP's labelling is optimal when its energy exceeds its lower bound by at most this
-#: (relative) amount: what any move could still gain is below it
-_CERTIFIED_GAP = 1e-10
-
-
-def _proven_optimal(result) -> bool:
-    """Whether ``result``'s lower bound proves its labelling optimal (up to ``_CERTIFIED_GAP``)."""
-    bound = result.lower_bound
-    return bound is not None and result.energy - bound <= _CERTIFIED_GAP * (1.0 + abs(result.energy))
-
-
-def _components(graph):
-    """``graph.components()``, computed by the compiled union–find when numba is installed
-    (:func:`~hmrf.inference.graphcut_numba.components`: the same numbering, without
-    SciPy's sparse-matrix build) and stored
-    in the graph's cache, where every later caller finds it."""
-    def build():
-        from .graphcut_numba import components
-
-        n_comp, comp = components(graph.n_nodes, graph.edges[:, 0], graph.edges[:, 1])
-        comp.flags.writeable = False
-        return int(n_comp), comp
-
-    if graph.cache.peek(COMPONENTS) is None and available("numba"):
-        graph.cache.get(COMPONENTS, build)
-    return graph.components()
-
-
 def _ignore(*progress):
-    """A ``notify`` for the parts' engines: the whole problem's progress is reported once."""
+    """A ``notify`` for the parts' solvers: the whole problem's progress is reported once."""
 
 
 def _parts(graph):
     """``((nodes, subgraph) for α-expansion alone, (nodes, subgraph) for BP + moves)``,
-    cached on the graph (EM solves the same graph in every E-step)."""
+    cached on the graph (EM solves the same graph in every E-step). The components come
+    from the compiled union–find (:func:`~hmrf.inference.graphcut_numba.components`,
+    numbered as :meth:`~hmrf.PairwiseGraph.components` numbers them), stored in the
+    graph's cache where every later caller finds them."""
     def build():
-        n_comp, comp = _components(graph)
+        def split():
+            n_comp, comp = components(graph.n_nodes, graph.edges[:, 0], graph.edges[:, 1])
+            comp.flags.writeable = False
+            return int(n_comp), comp
+
+        n_comp, comp = graph.cache.get(COMPONENTS, split)
         size = np.bincount(comp, minlength=n_comp)
         alone = ~frustrated_components(graph) & (size >= LARGE_COMPONENT)
         cut = np.flatnonzero(alone[comp])
@@ -183,4 +142,3 @@ def _parts(graph):
                 (rest, graph if whole[1] else graph.subgraph(rest)))
 
     return graph.cache.get(PARTS, build)
-

@@ -1,19 +1,12 @@
-"""The α-expansion move's binary problem, compiled with numba (optional, ``pip install hmrf[fast]``).
+"""The α-expansion move's binary problem and its cut, compiled with numba.
 
-The compiled twin of the NumPy code in :class:`~hmrf.inference.expansion.ExpansionMoves`
-(``tests/test_expansion.py`` checks that both compute the same move). For one move
-``(labels, α)`` it builds, in one pass over the edges, what the minimum cut needs: the
-free nodes (those that may switch to ``α``), their unary differences
-``E(x_i = 1) - E(x_i = 0)`` with every pairwise term that touches one free node folded
-in, and the split ``λ/2 [x_p != x_q]`` of the terms between two free nodes
-(:func:`~hmrf.inference.qpbo.split_terms`); after the cut, the energy change of the
-move from its terms. Written by hand because it is the move's hot path: vectorised,
-each move allocates and gathers a dozen arrays over all edges (about twice the time of
-the max-flow itself on a 273,000-pixel image grid), where one compiled loop reads each
-edge once.
-
-Numba is imported only when this module is (never by ``import hmrf``); the kernels are
-cached on disk (``cache=True``).
+For one move ``(labels, α)`` of :class:`~hmrf.inference.expansion.ExpansionMoves`: the
+free nodes (another label than ``α``, and ``α`` allowed), their unary differences
+``E(x_i = 1) - E(x_i = 0)`` with every term that touches one free node folded in, and
+the split ``λ/2 [x_p != x_q]`` of the terms between two free nodes (the split form of
+:mod:`~hmrf.inference.qpbo`), built in one pass over the edges and cut
+(:func:`move_cut` when every term is submodular, :func:`qpbo_move` otherwise).
+``tests/oracles/graphcut_numpy.py`` holds their NumPy form.
 """
 
 from __future__ import annotations
@@ -22,14 +15,14 @@ import numba
 import numpy as np
 
 from .._numba_cache import refresh
-from . import maxflow_numba
+from . import maxflow_numba, qpbo
 from .maxflow_numba import NO_PARENT, maxflow, maxflow_reuse
+from .qpbo import solve_split
 
-# the moves compile in the max-flow of maxflow_numba
-refresh(__file__, maxflow_numba.__file__)
+# the moves compile in the max-flow of maxflow_numba and the QPBO of qpbo
+refresh(__file__, maxflow_numba.__file__, qpbo.__file__)
 
-__all__ = ["move_problem", "move_change", "fix_dominated", "incidence", "components", "move_problem_reduced",
-           "move_cut"]
+__all__ = ["components", "move_change", "move_cut", "move_problem", "qpbo_move"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -42,67 +35,9 @@ def _terms(e, a, b, alpha, wc, wk, tab_of, tab_cost):
     return (c - s if a == b else c), (c - s if a == alpha else c), (c - s if b == alpha else c), c - s
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _free_nodes(labels, alpha, unary, allowed_alpha):
-    """The move's free nodes (another label than ``alpha``, and ``alpha`` allowed):
-    ``(pos, nodes, u)``, the position of every node among them (-1 if not free), the
-    free nodes in order and their unary differences ``U[i, alpha] - U[i, labels[i]]``."""
-    n = labels.shape[0]
-    pos = np.full(n, -1, dtype=np.int64)
-    nf = 0
-    for i in range(n):
-        if labels[i] != alpha and allowed_alpha[i]:
-            pos[i] = nf
-            nf += 1
-    nodes = np.empty(nf, dtype=np.int64)
-    u = np.empty(nf)
-    for i in range(n):
-        if pos[i] >= 0:
-            nodes[pos[i]] = i
-            u[pos[i]] = unary[i, alpha] - unary[i, labels[i]]
-    return pos, nodes, u
-
-
-@numba.njit(cache=True, nogil=True)
-def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost):
-    """The binary problem of the α-expansion of ``labels`` in split form.
-
-    Returns ``(nodes, u, ep, eq, half_lambda)``: the free nodes, their unary
-    differences, and the endpoints (positions in ``nodes``) and ``[x_p != x_q]``
-    weights of the terms between two free nodes. ``E(x) - E(0) = sum u x + sum
-    half_lambda [x_p != x_q]`` (:func:`~hmrf.inference.qpbo.solve_split`).
-    """
-    m = p.shape[0]
-    pos, nodes, u = _free_nodes(labels, alpha, unary, allowed_alpha)
-    ep = np.empty(m, dtype=np.int64)
-    eq = np.empty(m, dtype=np.int64)
-    hl = np.empty(m)
-    nb = 0
-    for e in range(m):
-        i, j = p[e], q[e]
-        fi, fj = pos[i], pos[j]
-        if fi < 0 and fj < 0:
-            continue
-        A, B, C, D = _terms(e, labels[i], labels[j], alpha, wc, wk, tab_of, tab_cost)
-        if fi >= 0 and fj >= 0:
-            half = 0.5 * (B + C - A - D)
-            if half < 0.0 and half >= -1e-12 * (abs(A) + abs(B) + abs(C) + abs(D)):
-                half = 0.0  # rounding noise on a term submodular with equality
-            u[fi] += 0.5 * (D - A + C - B)
-            u[fj] += 0.5 * (D - A + B - C)
-            ep[nb], eq[nb], hl[nb] = fi, fj, half
-            nb += 1
-        elif fi >= 0:
-            u[fi] += C - A
-        else:
-            u[fj] += B - A
-    return nodes, u, ep[:nb], eq[:nb], hl[:nb]
-
-
 @numba.njit(cache=True, nogil=True)
 def move_change(labels, alpha, x, unary, p, q, wc, wk, tab_of, tab_cost):
-    """Energy change of switching the nodes ``x`` (bool, all nodes) of ``labels`` to ``alpha``,
-    from the move's terms."""
+    """Energy change of switching the nodes ``x`` (bool) of ``labels`` to ``alpha``."""
     change = 0.0
     for i in range(labels.shape[0]):
         if x[i]:
@@ -129,32 +64,11 @@ def _dominated(u, s):
 
 
 @numba.njit(cache=True, nogil=True)
-def incidence(n, p, q):
-    """Edges incident to each node, CSR ``(ptr, edge)`` (a counting sort of both endpoints)."""
-    m = p.shape[0]
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    for e in range(m):
-        ptr[p[e] + 1] += 1
-        ptr[q[e] + 1] += 1
-    for i in range(n):
-        ptr[i + 1] += ptr[i]
-    fill = ptr[:-1].copy()
-    edge = np.empty(2 * m, dtype=np.int64)
-    for e in range(m):
-        edge[fill[p[e]]] = e
-        fill[p[e]] += 1
-        edge[fill[q[e]]] = e
-        fill[q[e]] += 1
-    return ptr, edge
-
-
-@numba.njit(cache=True, nogil=True)
 def components(n, p, q):
     """Connected components of the graph with edges ``(p[e], q[e])``: ``(n_components,
-    component of every node)``, numbered in the order of their smallest node, as
-    :meth:`~hmrf.PairwiseGraph.components` (SciPy's ``connected_components``) numbers
-    them; the compiled twin used by ``inference="auto"`` to split a graph (a union–find
-    with path halving, linear in practice, without SciPy's sparse-matrix build)."""
+    component of every node)``, numbered in the order of their smallest node as
+    :meth:`~hmrf.PairwiseGraph.components` numbers them (a union–find with path halving,
+    without a sparse matrix; ``inference="auto"`` splits its graphs with it)."""
     root = np.arange(n)
     for e in range(p.shape[0]):
         a, b = p[e], q[e]
@@ -185,16 +99,17 @@ def components(n, p, q):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _fix_by_dominance(u, s, half, p, q, var_of, node_of, inc_ptr, inc_edge):
-    """The dominance worklist shared by :func:`fix_dominated` and :func:`move_problem_reduced`.
+    """Fix the variables that every minimiser fixes, by dominance.
 
-    Variables ``f`` with unary differences ``u[f]`` and couplings ``s[f]`` (the sum of
-    ``|half|`` over their terms), over a graph of nodes: variable ``f`` is node
-    ``node_of[f]``, node ``i`` is variable ``var_of[i]``, the edges of node ``i`` are
-    ``inc_edge[inc_ptr[i]:inc_ptr[i + 1]]`` and edge ``e`` is a term ``half[e] [x_p != x_q]``
-    between two variables, or not a term when ``half[e]`` is NaN. A variable is fixed
-    as soon as it is dominated, its terms become unary terms of its free neighbours
-    (``u`` and ``s`` are updated in place), and those are checked again. Returns the
-    state of every variable: -1 (free), 0 or 1.
+    Switching ``x_f`` changes ``E(x) = const + sum_f u_f x_f + sum_e h_e [x_p != x_q]``
+    by ``±u_f`` plus at most ``s_f = sum_{e ∋ f} |h_e|``: ``u_f > s_f`` forces ``x_f = 0``
+    and ``u_f < -s_f`` forces ``x_f = 1`` in every minimiser (cf. Kovtun 2003; the
+    "reduce" step of Alahari, Kohli & Torr 2008; a relative margin of ``1e-9`` leaves
+    near-ties to the cut). A fixed variable's terms become unary terms of its free
+    neighbours (``u``, ``s`` updated in place), which are checked again: the fixed point
+    does not depend on the order. Variable ``f`` is node ``node_of[f]`` (node ``i``
+    variable ``var_of[i]``), edge ``e`` a term ``half[e] [x_p != x_q]`` (none where NaN).
+    Returns the state of every variable: -1 (free), 0 or 1.
     """
     nf = u.shape[0]
     state = np.full(nf, -1, dtype=np.int64)
@@ -230,37 +145,35 @@ def _fix_by_dominance(u, s, half, p, q, var_of, node_of, inc_ptr, inc_edge):
 
 
 @numba.njit(cache=True, nogil=True)
-def fix_dominated(u, p, q, half_lambda):
-    """The variables whose value every minimiser shares, by dominance; the compiled twin of
-    :func:`~hmrf.inference.qpbo.fix_dominated` (same arguments, same result).
+def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr, inc_edge,
+                 reduce):
+    """The α-expansion of ``labels`` in split form (:mod:`~hmrf.inference.qpbo`):
+    ``(forced, nodes, u, ep, eq, half_lambda, non_submodular)``.
 
-    A worklist (``_fix_by_dominance``): a variable is fixed as soon as it is
-    dominated, its terms become unary terms of its free neighbours, and those are
-    checked again. Returns ``(state, u)``: ``state`` -1 (free), 0 or 1 per variable,
-    and the unary differences with the terms towards fixed variables folded in.
+    The free nodes (another label than ``alpha``, and ``alpha`` allowed) have unary
+    differences ``E(x_i = 1) - E(x_i = 0)``, every term with one free end folded in;
+    with ``reduce`` those that every minimiser fixes by dominance
+    (:func:`_fix_by_dominance`) are taken out, the ones that switch in ``forced``.
+    ``nodes`` are the free nodes left, ``u`` their unary differences, ``ep, eq`` and
+    ``half_lambda`` the terms between two of them (positions in ``nodes``), and
+    ``non_submodular`` whether a term of the move is not submodular. ``wc, wk, tab_of,
+    tab_cost``: the edge costs of :class:`~hmrf.inference.expansion.ExpansionMoves`;
+    ``inc_ptr, inc_edge``: the incidence of :func:`~.maxflow_numba.arc_layout`.
     """
-    n, m = u.shape[0], p.shape[0]
-    inc_ptr, inc_edge = incidence(n, p, q)
-    s = np.zeros(n)
-    for e in range(m):
-        a = abs(half_lambda[e])
-        s[p[e]] += a
-        s[q[e]] += a
-    uu = u.copy()
-    ids = np.arange(n)
-    state = _fix_by_dominance(uu, s, half_lambda, p, q, ids, ids, inc_ptr, inc_edge)
-    return state, uu
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _move_terms(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost):
-    """The move's free nodes and terms: ``(pos, node_of, u, s, half, non_submodular)``
-    (:func:`_free_nodes`; ``s`` the coupling of every free node, ``half`` the
-    ``[x_p != x_q]`` weight of every edge between two free nodes, NaN elsewhere)."""
-    m = p.shape[0]
-    pos, node_of, u = _free_nodes(labels, alpha, unary, allowed_alpha)
-    nf = node_of.shape[0]
-    s = np.zeros(nf)
+    n, m = labels.shape[0], p.shape[0]
+    pos = np.full(n, -1, dtype=np.int64)  # of every node among the free ones, or -1
+    nf = 0
+    for i in range(n):
+        if labels[i] != alpha and allowed_alpha[i]:
+            pos[i] = nf
+            nf += 1
+    node_of = np.empty(nf, dtype=np.int64)
+    u = np.empty(nf)
+    for i in range(n):
+        if pos[i] >= 0:
+            node_of[pos[i]] = i
+            u[pos[i]] = unary[i, alpha] - unary[i, labels[i]]
+    s = np.zeros(nf)  # the coupling sum |half| of every free node
     half = np.full(m, np.nan)  # the [x_p != x_q] weight of the terms between two free nodes
     non_sub = False
     for e in range(m):
@@ -272,55 +185,24 @@ def _move_terms(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_c
         if fi >= 0 and fj >= 0:
             h = 0.5 * (B + C - A - D)
             if h < 0.0 and h >= -1e-12 * (abs(A) + abs(B) + abs(C) + abs(D)):
-                h = 0.0
+                h = 0.0  # rounding noise on a term submodular with equality
             non_sub |= h < 0.0
             half[e] = h
             u[fi] += 0.5 * (D - A + C - B)
             u[fj] += 0.5 * (D - A + B - C)
             s[fi] += abs(h)
             s[fj] += abs(h)
-        elif fi >= 0:
+        elif fi >= 0:  # a term with one free end is a unary term on it
             u[fi] += C - A
         else:
             u[fj] += B - A
-    return pos, node_of, u, s, half, non_sub
-
-
-@numba.njit(cache=True, nogil=True)
-def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr,
-                         inc_edge):
-    """:func:`move_problem` followed by :func:`fix_dominated` and the reduction to the
-    free variables, in one pass and without the intermediate arrays over all nodes.
-
-    Returns ``(forced, nodes, u, ep, eq, half_lambda, non_submodular)``: the nodes
-    every minimiser switches to ``alpha``, the nodes left to the cut with their unary
-    differences, the terms between two of them (positions in ``nodes``), and whether
-    any term of the move was not submodular. ``inc_ptr, inc_edge``: :func:`incidence`.
-    """
-    m = p.shape[0]
-    pos, node_of, u, s, half, non_sub = _move_terms(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of,
-                                                     tab_cost)
-    nf = node_of.shape[0]
-    state = _fix_by_dominance(u, s, half, p, q, pos, node_of, inc_ptr, inc_edge)
-    r = np.full(nf, -1, dtype=np.int64)
-    n_left, n_forced = 0, 0
-    for f in range(nf):
-        if state[f] < 0:
-            r[f] = n_left
-            n_left += 1
-        elif state[f] == 1:
-            n_forced += 1
-    nodes = np.empty(n_left, dtype=np.int64)
-    u_left = np.empty(n_left)
-    forced = np.empty(n_forced, dtype=np.int64)
-    c = 0
-    for f in range(nf):
-        if r[f] >= 0:
-            nodes[r[f]] = node_of[f]
-            u_left[r[f]] = u[f]
-        elif state[f] == 1:
-            forced[c] = node_of[f]
-            c += 1
+    if reduce:
+        state = _fix_by_dominance(u, s, half, p, q, pos, node_of, inc_ptr, inc_edge)
+    else:
+        state = np.full(nf, -1, dtype=np.int64)
+    left = np.flatnonzero(state < 0)
+    r = np.full(nf, -1, dtype=np.int64)  # the position of every free variable among those left
+    r[left] = np.arange(left.shape[0])
     ep = np.empty(m, dtype=np.int64)
     eq = np.empty(m, dtype=np.int64)
     hl = np.empty(m)
@@ -332,7 +214,27 @@ def move_problem_reduced(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_
         if a >= 0 and b >= 0:
             ep[nb], eq[nb], hl[nb] = a, b, half[e]
             nb += 1
-    return forced, nodes, u_left, ep[:nb], eq[:nb], hl[:nb], non_sub
+    return node_of[state == 1], node_of[left], u[left], ep[:nb], eq[:nb], hl[:nb], non_sub
+
+
+@numba.njit(cache=True, nogil=True)
+def qpbo_move(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr, inc_edge,
+              truncate):
+    """A move with terms that are not submodular: ``(x, n_free, n_unlabelled)``.
+
+    QPBO on the problem left after dominance (:func:`move_problem`), or with
+    ``truncate`` the truncated cut of the whole problem
+    (:func:`~hmrf.inference.qpbo.solve_split`). ``x``: the nodes that switch to
+    ``alpha`` (bool, all nodes); ``n_free``: the free nodes dominance did not keep (no
+    cut when 0); ``n_unlabelled``: those QPBO left unlabelled (all under truncation).
+    """
+    forced, nodes, u, ep, eq, half, _ = move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk,
+                                                    tab_of, tab_cost, inc_ptr, inc_edge, not truncate)
+    x = np.zeros(labels.shape[0], dtype=np.bool_)
+    x[forced] = True
+    sub, labelled = solve_split(u, ep, eq, half, truncate)
+    x[nodes] = sub
+    return x, forced.shape[0] + nodes.shape[0], nodes.shape[0] - np.count_nonzero(labelled)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -346,63 +248,29 @@ def _mark(i, marked, is_marked, nm):
 
 
 @numba.njit(cache=True, nogil=True)
-def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr, inc_edge, head,
-             sister, arc_pq, arc_qp, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
-             prev_labels, recycle, marked, is_marked):
-    """The whole move of a submodular α-expansion, its cut included.
+def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost, inc_ptr, head, sister,
+             arc_pq, arc_qp, rcap, trcap, parent, stamp, dist, in_sink_tree, prev_labels, next_active,
+             orphans, marked, is_marked, recycle):
+    """A move whose terms are all submodular, cut: ``(x, n_free, non_submodular)``.
 
-    One pass over the nodes and one over the edges write the move's binary problem
-    (:func:`move_problem`'s terms) into the capacities of the E-step graph's arc
-    layout (``inc_ptr, head, sister, arc_pq, arc_qp``:
-    :func:`~hmrf.inference.maxflow_numba.arc_layout`), in place in the workspace arrays
-    ``rcap`` to ``orphans`` (:class:`~hmrf.inference.maxflow_numba.MaxflowWorkspace`);
-    then :func:`~hmrf.inference.maxflow_numba.maxflow` cuts it. A free node has its
-    unary difference ``E(x_i = 1) - E(x_i = 0)`` (with the terms towards non-free
-    neighbours folded in) as terminal capacity, an edge between two free nodes
-    ``half_lambda`` both ways, every other node and arc capacity zero: nodes labelled
-    ``alpha`` are never reached by the search trees and stay on the source side.
-
-    **Recycled flow** (``recycle``: Kohli & Torr 2007, §3; for the moves of one label
-    in successive sweeps, Alahari, Kohli & Torr 2010, §4). ``rcap`` and ``trcap``
-    then hold the residual network that the last cut of this ``alpha`` left, built from
-    the labels ``prev_labels``; only what changed since is rewritten. An edge whose
-    ``[x_i != x_j]`` weight changes by ``d`` gets ``d`` more residual both ways; where
-    that leaves a negative residual (its flow exceeds the new capacity) the flow is
-    lowered to the capacity and the excess ``δ`` it leaves at one end and the deficit
-    at the other are sent through their terminal arcs (``δ`` more to the sink from the
-    one, from the source to the other: a reparametrisation, the same cuts). A node's
-    terminal capacity changes by the difference of its new and old capacities. The
-    residual network is then that of a valid flow of the new problem. The nodes whose
-    capacities changed (and the ends of the arcs that did) are marked (``marked``,
-    ``is_marked``: scratch arrays over the nodes, ``is_marked`` all false on entry and
-    on return) and :func:`~hmrf.inference.maxflow_numba.maxflow_reuse` completes the
-    flow from them, keeping the search trees that ``parent``, ``dist`` and
-    ``in_sink_tree`` hold from that last cut: the work is about that of what the labels
-    changed. The cut is the same as from zero flow: the sink side returned is the set
-    of nodes with a residual path to the sink, which every maximum flow leaves the same
-    (up to rounding where the minimum is tied). Ends with ``prev_labels = labels``.
-    Without ``recycle`` every capacity is written afresh and the max-flow starts from
-    zero flow (:func:`~hmrf.inference.maxflow_numba.maxflow`).
-
-    Nothing is fixed by dominance first (:func:`move_problem_reduced` does that for
-    the QPBO moves): the max-flow settles a dominated node in one growth or
-    augmentation step, cheaper than the worklist that would find it
-    (docs/inference.md, "α-expansion").
-    ``inc_edge`` is unused (the incidence is in the arc layout); it keeps the argument
-    order of :func:`move_problem_reduced`.
-
-    Returns ``(x, n_free, non_submodular)``: the nodes that switch to ``alpha`` (bool,
-    all nodes), the number of free nodes and whether a term was not submodular; then
-    no cut is computed, ``x`` is empty, ``rcap`` and ``trcap`` are left part-written
-    (the caller runs the QPBO move and does not recycle them).
+    The move's problem (:func:`move_problem`'s terms, unreduced) is written into the
+    capacities ``rcap``, ``trcap`` of the E-step graph's arc layout (``inc_ptr, head,
+    sister, arc_pq, arc_qp``: :func:`~.maxflow_numba.arc_layout`) and cut by
+    :func:`~.maxflow_numba.maxflow` (``parent`` to ``orphans``: its per-node arrays);
+    nodes that are not free keep zero capacities and stay on the source side. With
+    ``recycle`` the arrays hold the residual network and trees of this label's last cut,
+    built from ``prev_labels`` (Kohli & Torr 2007, §3; Alahari, Kohli & Torr 2010, §4):
+    only what changed is rewritten (a lowered arc capacity below its flow sends the
+    excess through the terminals, a reparametrisation), the nodes touched are marked
+    (``is_marked`` all false on entry and return) and
+    :func:`~.maxflow_numba.maxflow_reuse` resumes from them: the same sink side as from
+    zero flow, up to rounding where the minimum is tied. ``x``: the nodes that switch
+    (bool, all nodes); ``n_free``: the free nodes. When a term is not submodular no cut
+    runs, ``x`` is empty and ``rcap``, ``trcap`` are part-written.
     """
     m, n = p.shape[0], labels.shape[0]
-    x = np.zeros(n, dtype=np.bool_)  # the free nodes until the cut
-    nf = 0
-    for i in range(n):
-        if labels[i] != alpha and allowed_alpha[i]:
-            x[i] = True
-            nf += 1
+    x = (labels != alpha) & allowed_alpha  # the free nodes until the cut
+    nf = np.count_nonzero(x)
     if nf == 0:
         return x, nf, False
     nm = 0
@@ -417,10 +285,9 @@ def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost
             trcap[i] += t
             nm = _mark(i, marked, is_marked, nm)
     for e in range(m):
-        # what the edge adds to its ends' terminal capacities (ti, tj) and its
-        # [x_i != x_j] weight h (between two free nodes); with recycle, the change of
-        # both from the last cut's labels (written out: a tuple-returning helper here
-        # compiles to code several times slower)
+        # what the edge adds to its ends' terminal capacities (ti, tj) and its weight h;
+        # with recycle, their change since the last cut (written out: a tuple-returning
+        # helper here compiles to code several times slower)
         i, j = p[e], q[e]
         fi, fj = x[i], x[j]
         h, ti, tj = 0.0, 0.0, 0.0
@@ -493,7 +360,5 @@ def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost
                       orphans, marked, nm, is_marked)
     else:
         maxflow(inc_ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans)
-    for i in range(n):
-        x[i] = x[i] and parent[i] != NO_PARENT and in_sink_tree[i]
-        prev_labels[i] = labels[i]
-    return x, nf, False
+    prev_labels[:] = labels
+    return x & (parent != NO_PARENT) & in_sink_tree, nf, False

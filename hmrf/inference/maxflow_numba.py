@@ -1,47 +1,32 @@
 """Boykov–Kolmogorov max-flow compiled with numba, on a graph whose arcs are laid out once.
 
-The α-expansion moves of :class:`~hmrf.inference.expansion.ExpansionMoves` solve one
-minimum s–t cut per move, every one on the same graph (the E-step's edges) with other
-capacities. This solver keeps the arcs of that graph in one layout built once
-(:func:`arc_layout`: the arcs of node ``i`` are ``ptr[i]:ptr[i + 1]``, arc ``a`` goes
-to ``head[a]``, its reverse is ``sister[a]``) and its working arrays in a
-:class:`MaxflowWorkspace`; a move only writes capacities, so nothing is built or
-allocated per move. What a move leaves out of its cut (nodes already labelled ``α``,
-nodes that may not take it) keeps terminal and arc capacities zero: the search
-trees only cross arcs with residual capacity, so such a node is never reached and
-stays on the source side (``x = 0``), as if absent.
+Every cut of :mod:`~hmrf.inference.expansion` runs here. A graph's arcs are laid out
+once (:func:`arc_layout`); a cut writes capacities, residual ``rcap`` per arc and
+terminal ``trcap`` per node (positive from the source, negative to the sink; a node
+with none stays on the source side). Boykov & Kolmogorov (2004), §3: a search tree
+grows from each terminal over non-saturated arcs (growth); an arc joining the trees
+gives an augmenting path, pushed by its bottleneck (augmentation), which orphans the
+nodes whose tree arc it saturates; each orphan looks for a new parent in its tree whose
+root is a terminal, the closest (adoption; distances cached with time stamps), or
+becomes free and makes its tree neighbours active. Active nodes form a FIFO queue, and
+the node that found the last augmenting path grows again first (as in maxflow-v3). The
+sink side of the minimum cut, the sink's tree at the end, is the set of nodes with a
+residual path to the sink, the same for every maximum flow. :func:`maxflow_reuse`
+resumes from a previous cut after some capacities changed (Kohli & Torr 2007).
 
-The algorithm is Boykov & Kolmogorov (2004), "An experimental comparison of
-min-cut/max-flow algorithms for energy minimization in vision", IEEE TPAMI 26(9),
-§3: a search tree grows from each terminal over non-saturated arcs (growth stage); an
-arc joining the trees gives an augmenting path, pushed by its bottleneck
-(augmentation stage), which orphans the nodes whose tree arc it saturates; each orphan
-looks for a new parent in its tree whose root is a terminal, preferring the shortest
-distance to it (adoption stage; the distances are cached with time stamps), or
-becomes free and makes its tree neighbours active again. Nodes are taken from a FIFO
-queue of active nodes, and the node that found the last augmenting path is grown
-again first (as in the authors' reference implementation, maxflow-v3).
-:func:`maxflow_reuse` resumes from the residual network and the trees of a previous cut
-after some capacities changed (dynamic graph cuts, Kohli & Torr 2007): the α-expansion
-moves of one label in successive sweeps differ where the labels changed.
-
-It is the compiled twin of the PyMaxflow cut (:func:`~hmrf.inference.qpbo.solve_split`,
-the same BK algorithm behind a C++ binding, used by the NumPy kernel and for QPBO
-moves); ``tests/test_maxflow.py`` checks that both find cuts of the same value and
-that the value is the minimum, by enumeration on small graphs. Written by hand
-because the moves need what a binding cannot give: the graph built once and its
-capacities written in place by the compiled move kernel, without a Python call per
-move to build a graph of half a million arcs (docs/inference.md has the measurements).
+References
+----------
+Boykov & Kolmogorov (2004), "An experimental comparison of min-cut/max-flow algorithms
+for energy minimization in vision", IEEE TPAMI 26(9), §3. Kohli & Torr (2007), "Dynamic
+graph cuts for efficient inference in Markov random fields", IEEE TPAMI 29(12), §3.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numba
 import numpy as np
 
-__all__ = ["arc_layout", "MaxflowWorkspace", "maxflow", "maxflow_reuse", "sink_side"]
+__all__ = ["arc_layout", "maxflow", "maxflow_reuse", "min_cut"]
 
 #: parent of a free node (in neither tree)
 NO_PARENT = -1
@@ -54,70 +39,54 @@ _INF_DIST = 1 << 60
 
 
 @numba.njit(cache=True, nogil=True)
-def arc_layout(n, p, q, ptr, edge):
-    """The arcs of the graph with edges ``(p[e], q[e])``: ``(head, sister, arc_pq, arc_qp)``.
+def arc_layout(n, p, q):
+    """The arcs of the graph with edges ``(p[e], q[e])``: ``(ptr, edge, head, sister, arc_pq, arc_qp)``.
 
-    ``ptr, edge``: the incidence of every node (:func:`~hmrf.inference.graphcut_numba.incidence`):
-    arc ``a`` in ``ptr[i]:ptr[i + 1]`` leaves node ``i`` along edge ``edge[a]``.
-    ``head[a]`` is the node it enters, ``sister[a]`` the reverse arc, and
-    ``arc_pq[e]``, ``arc_qp[e]`` the arcs ``p -> q`` and ``q -> p`` of edge ``e``.
+    Arc ``a`` in ``ptr[i]:ptr[i + 1]`` leaves node ``i`` along edge ``edge[a]`` (a
+    counting sort of both endpoints: the incidence of every node) and enters
+    ``head[a]``; ``sister[a]`` is the reverse arc, and ``arc_pq[e]``, ``arc_qp[e]`` are
+    the arcs ``p -> q`` and ``q -> p`` of edge ``e``.
     """
     m = p.shape[0]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for e in range(m):
+        ptr[p[e] + 1] += 1
+        ptr[q[e] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    edge = np.empty(2 * m, dtype=np.int64)
     head = np.empty(2 * m, dtype=np.int64)
     sister = np.empty(2 * m, dtype=np.int64)
     arc_pq = np.empty(m, dtype=np.int64)
     arc_qp = np.empty(m, dtype=np.int64)
-    for i in range(n):
-        for a in range(ptr[i], ptr[i + 1]):
-            e = edge[a]
-            if p[e] == i:
-                head[a] = q[e]
-                arc_pq[e] = a
-            else:
-                head[a] = p[e]
-                arc_qp[e] = a
     for e in range(m):
-        sister[arc_pq[e]] = arc_qp[e]
-        sister[arc_qp[e]] = arc_pq[e]
-    return head, sister, arc_pq, arc_qp
+        a, b = fill[p[e]], fill[q[e]]
+        fill[p[e]] += 1
+        fill[q[e]] += 1
+        edge[a], edge[b] = e, e
+        head[a], head[b] = q[e], p[e]
+        sister[a], sister[b] = b, a
+        arc_pq[e], arc_qp[e] = a, b
+    return ptr, edge, head, sister, arc_pq, arc_qp
 
 
-@dataclass
-class MaxflowWorkspace:
-    """The working arrays of :func:`maxflow` for a graph of ``n`` nodes and ``n_arcs``
-    arcs, allocated once and reused by every cut.
-
-    ``rcap`` (residual capacity of every arc) and ``trcap`` (terminal capacity of
-    every node: positive from the source, negative to the sink) are the input, written
-    by the caller before each cut and consumed by it.
-    """
-
-    n: int
-    n_arcs: int
-    rcap: np.ndarray = field(init=False)
-    trcap: np.ndarray = field(init=False)
-    parent: np.ndarray = field(init=False)
-    next_active: np.ndarray = field(init=False)
-    stamp: np.ndarray = field(init=False)
-    dist: np.ndarray = field(init=False)
-    in_sink_tree: np.ndarray = field(init=False)
-    orphans: np.ndarray = field(init=False)
-
-    def __post_init__(self):
-        n = max(int(self.n), 1)
-        self.rcap = np.zeros(self.n_arcs)
-        self.trcap = np.zeros(n)
-        self.parent = np.empty(n, dtype=np.int64)
-        self.next_active = np.empty(n, dtype=np.int64)
-        self.stamp = np.empty(n, dtype=np.int64)
-        self.dist = np.empty(n, dtype=np.int64)
-        self.in_sink_tree = np.empty(n, dtype=np.bool_)
-        self.orphans = np.empty(n, dtype=np.int64)
-
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        """The arrays in :func:`maxflow`'s argument order after ``ptr, head, sister``."""
-        return (self.rcap, self.trcap, self.parent, self.next_active, self.stamp, self.dist,
-                self.in_sink_tree, self.orphans)
+@numba.njit(cache=True, nogil=True)
+def min_cut(u, p, q, half):
+    """The sink side (``x = 1``) of the minimum cut of ``E(x) = sum_i u_i x_i + sum_e
+    half_e [x_p != x_q]`` (``half >= 0``): terminal capacities ``u``, arcs ``half`` both
+    ways."""
+    n = u.shape[0]
+    ptr, _, head, sister, arc_pq, arc_qp = arc_layout(n, p, q)
+    rcap = np.empty(2 * p.shape[0])
+    rcap[arc_pq] = half
+    rcap[arc_qp] = half
+    trcap = u.copy()
+    parent = np.empty(n, dtype=np.int64)
+    in_sink_tree = np.empty(n, dtype=np.bool_)
+    maxflow(ptr, head, sister, rcap, trcap, parent, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+            np.empty(n, dtype=np.int64), in_sink_tree, np.empty(n, dtype=np.int64))
+    return (parent != NO_PARENT) & in_sink_tree
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -136,13 +105,10 @@ def _push_active(i, next_active, queue):
 @numba.njit(cache=True, nogil=True)
 def maxflow(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans):
     """Maximum s–t flow of the graph ``ptr, head, sister`` (:func:`arc_layout`) with
-    residual capacities ``rcap`` and terminal capacities ``trcap`` (module docstring).
-
-    ``rcap`` and ``trcap`` become the residual network; the other arrays (of a
-    :class:`MaxflowWorkspace`) are scratch, overwritten. Returns the flow value. The
-    minimum cut: a node is on the sink side when it ends in the sink's tree
-    (:func:`sink_side`); a node in neither tree is on the source side.
-    """
+    residual capacities ``rcap`` and terminal capacities ``trcap``, which become the
+    residual network (the other arrays, one entry per node, are scratch). Returns the
+    flow value; the sink side of the minimum cut is ``(parent != NO_PARENT) &
+    in_sink_tree``."""
     n = trcap.shape[0]
     queue = np.full(2, NO_PARENT, dtype=np.int64)
     for i in range(n):
@@ -165,23 +131,17 @@ def maxflow(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in
 def maxflow_reuse(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
                   marked, n_marked, is_marked):
     """:func:`maxflow` that keeps the search trees of the last cut on the same arrays
-    (Kohli & Torr 2007, §3.3; the ``reuse_trees`` option of Boykov and Kolmogorov's
-    maxflow-v3).
+    (Kohli & Torr 2007, §3.3; the ``reuse_trees`` option of maxflow-v3).
 
     ``rcap``, ``trcap``, ``parent``, ``in_sink_tree``, ``stamp`` and ``dist`` are what
-    the last :func:`maxflow` or :func:`maxflow_reuse` on these arrays left (the time
-    stamps keep a parent's stamp at least its child's, and its distance below the
-    child's at equal stamps, so that the growth's re-parenting never closes a cycle),
-    after which the
-    capacities of the nodes ``marked[:n_marked]`` (``is_marked`` true for them, false
-    for every other node) and of the arcs between them were changed, into the residual
-    network of a valid flow (``trcap`` and ``rcap`` of any sign on a node, non-negative
-    on an arc). Every marked node becomes a child of its terminal when it keeps
-    terminal capacity (its children become orphans if it changes tree), or an orphan;
-    the orphans are adopted, and the search resumes from the marked nodes (made active):
-    the trees elsewhere are kept, so the work is about that of the changes. The cut is
-    read as after :func:`maxflow` (:func:`sink_side`). ``is_marked`` is cleared.
-    Returns the flow added.
+    the last cut left (a parent's stamp at least its child's, its distance below the
+    child's at equal stamps: re-parenting never closes a cycle), after which the
+    capacities of the nodes ``marked[:n_marked]`` (``is_marked`` true for them only)
+    and of the arcs between them were changed into the residual network of a valid
+    flow (``trcap`` of any sign, ``rcap`` non-negative). A marked node becomes a child
+    of its terminal if it keeps terminal capacity (its children orphans if it changes
+    tree), else an orphan; the orphans are adopted and the search resumes from the
+    marked nodes. ``is_marked`` is cleared. Returns the flow added.
     """
     n = trcap.shape[0]
     queue = np.full(2, NO_PARENT, dtype=np.int64)
@@ -291,13 +251,55 @@ def _adopt(ptr, head, sister, rcap, parent, next_active, stamp, dist, in_sink_tr
     return o_first
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _bottleneck(k, bottleneck, to_sink, parent, head, sister, rcap, trcap):
+    """The least of ``bottleneck`` and the residual capacities on the tree path from ``k``
+    to its terminal (flow from parent to child in the source tree, from child to
+    parent in the sink tree: ``to_sink``)."""
+    while True:
+        a = parent[k]
+        if a == TERMINAL:
+            break
+        c = rcap[a] if to_sink else rcap[sister[a]]
+        if c < bottleneck:
+            bottleneck = c
+        k = head[a]
+    c = -trcap[k] if to_sink else trcap[k]
+    return c if c < bottleneck else bottleneck
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _push(k, flow, to_sink, parent, head, sister, rcap, trcap, orphans, o_first, o_len):
+    """Push ``flow`` along the tree path from ``k`` to its terminal (as in
+    :func:`_bottleneck`); a node whose tree arc it saturates becomes an orphan, at the
+    front of the deque ``orphans[o_first:]`` of ``o_len`` nodes. Returns ``(o_first, o_len)``."""
+    n = trcap.shape[0]
+    while True:
+        a = parent[k]
+        if a == TERMINAL:
+            trcap[k] += flow if to_sink else -flow
+            saturated = trcap[k] == 0.0
+        else:
+            along, back = (a, sister[a]) if to_sink else (sister[a], a)
+            rcap[back] += flow
+            rcap[along] -= flow
+            saturated = rcap[along] == 0.0
+        if saturated:
+            parent[k] = ORPHAN
+            o_first = o_first - 1 if o_first > 0 else n - 1
+            orphans[o_first] = k
+            o_len += 1
+        if a == TERMINAL:
+            return o_first, o_len
+        k = head[a]
+
+
 @numba.njit(cache=True, nogil=True)
 def _search(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans, queue,
             o_first, o_len, time):
     """Growth, augmentation and adoption (module docstring) from the active nodes in
     ``queue`` and the orphans ``orphans[o_first:o_first + o_len]`` (adopted first),
     until no active node is left. Returns the flow pushed."""
-    n = trcap.shape[0]
     flow = 0.0
     if o_len:
         o_first = _adopt(ptr, head, sister, rcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
@@ -326,42 +328,25 @@ def _search(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in
                     break
             if i < 0:
                 break
-        # growth
+        # growth over the residual arcs out of a source-tree node (into a sink-tree node)
         mid = NO_PARENT
-        if not in_sink_tree[i]:
-            for a in range(ptr[i], ptr[i + 1]):
-                if rcap[a] != 0.0:
-                    j = head[a]
-                    if parent[j] == NO_PARENT:
-                        in_sink_tree[j] = False
-                        parent[j] = sister[a]
-                        stamp[j] = stamp[i]
-                        dist[j] = dist[i] + 1
-                        _push_active(j, next_active, queue)
-                    elif in_sink_tree[j]:
-                        mid = a
-                        break
-                    elif stamp[j] <= stamp[i] and dist[j] > dist[i]:
-                        parent[j] = sister[a]
-                        stamp[j] = stamp[i]
-                        dist[j] = dist[i] + 1
-        else:
-            for a in range(ptr[i], ptr[i + 1]):
-                if rcap[sister[a]] != 0.0:
-                    j = head[a]
-                    if parent[j] == NO_PARENT:
-                        in_sink_tree[j] = True
-                        parent[j] = sister[a]
-                        stamp[j] = stamp[i]
-                        dist[j] = dist[i] + 1
-                        _push_active(j, next_active, queue)
-                    elif not in_sink_tree[j]:
-                        mid = sister[a]
-                        break
-                    elif stamp[j] <= stamp[i] and dist[j] > dist[i]:
-                        parent[j] = sister[a]
-                        stamp[j] = stamp[i]
-                        dist[j] = dist[i] + 1
+        sink = in_sink_tree[i]
+        for a in range(ptr[i], ptr[i + 1]):
+            if (rcap[sister[a]] if sink else rcap[a]) != 0.0:
+                j = head[a]
+                if parent[j] == NO_PARENT:
+                    in_sink_tree[j] = sink
+                    parent[j] = sister[a]
+                    stamp[j] = stamp[i]
+                    dist[j] = dist[i] + 1
+                    _push_active(j, next_active, queue)
+                elif in_sink_tree[j] != sink:
+                    mid = sister[a] if sink else a  # from the source tree to the sink tree
+                    break
+                elif stamp[j] <= stamp[i] and dist[j] > dist[i]:
+                    parent[j] = sister[a]
+                    stamp[j] = stamp[i]
+                    dist[j] = dist[i] + 1
         time += 1
         if mid < 0:
             current = NO_PARENT
@@ -369,83 +354,17 @@ def _search(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in
         next_active[i] = i  # keep i active: it is current
         current = i
         # augment along mid (an arc from the source tree to the sink tree)
-        s_end = head[sister[mid]]
-        t_end = head[mid]
-        bottleneck = rcap[mid]
-        k = s_end
-        while True:
-            a = parent[k]
-            if a == TERMINAL:
-                break
-            c = rcap[sister[a]]
-            if c < bottleneck:
-                bottleneck = c
-            k = head[a]
-        if trcap[k] < bottleneck:
-            bottleneck = trcap[k]
-        k = t_end
-        while True:
-            a = parent[k]
-            if a == TERMINAL:
-                break
-            c = rcap[a]
-            if c < bottleneck:
-                bottleneck = c
-            k = head[a]
-        if -trcap[k] < bottleneck:
-            bottleneck = -trcap[k]
+        s_end, t_end = head[sister[mid]], head[mid]
+        bottleneck = _bottleneck(t_end, rcap[mid], True, parent, head, sister, rcap, trcap)
+        bottleneck = _bottleneck(s_end, bottleneck, False, parent, head, sister, rcap, trcap)
         rcap[sister[mid]] += bottleneck
         rcap[mid] -= bottleneck
-        k = s_end
-        while True:
-            a = parent[k]
-            if a == TERMINAL:
-                break
-            rcap[a] += bottleneck
-            rcap[sister[a]] -= bottleneck
-            if rcap[sister[a]] == 0.0:
-                parent[k] = ORPHAN
-                o_first = o_first - 1 if o_first > 0 else n - 1
-                orphans[o_first] = k
-                o_len += 1
-            k = head[a]
-        trcap[k] -= bottleneck
-        if trcap[k] == 0.0:
-            parent[k] = ORPHAN
-            o_first = o_first - 1 if o_first > 0 else n - 1
-            orphans[o_first] = k
-            o_len += 1
-        k = t_end
-        while True:
-            a = parent[k]
-            if a == TERMINAL:
-                break
-            rcap[sister[a]] += bottleneck
-            rcap[a] -= bottleneck
-            if rcap[a] == 0.0:
-                parent[k] = ORPHAN
-                o_first = o_first - 1 if o_first > 0 else n - 1
-                orphans[o_first] = k
-                o_len += 1
-            k = head[a]
-        trcap[k] += bottleneck
-        if trcap[k] == 0.0:
-            parent[k] = ORPHAN
-            o_first = o_first - 1 if o_first > 0 else n - 1
-            orphans[o_first] = k
-            o_len += 1
+        o_first, o_len = _push(s_end, bottleneck, False, parent, head, sister, rcap, trcap, orphans, o_first,
+                               o_len)
+        o_first, o_len = _push(t_end, bottleneck, True, parent, head, sister, rcap, trcap, orphans, o_first,
+                               o_len)
         flow += bottleneck
         o_first = _adopt(ptr, head, sister, rcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
                          queue, o_first, o_len, time)
         o_len = 0
     return flow
-
-
-@numba.njit(cache=True, nogil=True)
-def sink_side(parent, in_sink_tree):
-    """The sink side of the minimum cut :func:`maxflow` found (bool per node)."""
-    n = parent.shape[0]
-    x = np.empty(n, dtype=np.bool_)
-    for i in range(n):
-        x[i] = parent[i] != NO_PARENT and in_sink_tree[i]
-    return x

@@ -74,19 +74,18 @@ class ExactMILP(InferenceEngine):
     engine decides feasibility exactly.
 
     Anytime behaviour. Before HiGHS runs, a warm start is computed: the ``"auto"``
-    engine's labelling (:class:`~hmrf.inference.auto.AutoEngine`; belief propagation
-    without PyMaxflow) and ``init`` if given, each polished by ICM, the cheaper of them
-    in every connected component. For every batch of components HiGHS does not solve to
-    optimality, the result is the cheaper of the warm start and HiGHS' incumbent on that
-    batch. With the same ``rng`` the warm start does not depend on ``time_limit`` and
-    HiGHS' search does not either (its incumbent only improves as it runs), so the
-    returned energy never increases with ``time_limit``, and it is never worse than the
-    warm start. The bound is the larger of HiGHS' dual bound and the strengthened LP's
-    value (HiGHS reports a trivial bound when stopped before its root relaxation).
-    ``info`` holds ``warm_energy``, ``highs_incumbents`` (batches where HiGHS' labelling
-    was kept), ``mip_nodes`` and ``anytime_batches``. The warm start and the finishing
-    steps take time on top of ``time_limit`` (milliseconds on the problems this engine
-    is for).
+    engine's labelling (:class:`~hmrf.inference.auto.AutoEngine`) and ``init`` if given,
+    each polished by ICM, the cheaper of them in every connected component. For every
+    batch of components HiGHS does not solve to optimality, the result is the cheaper of
+    the warm start and HiGHS' incumbent on that batch. With the same ``rng`` the warm
+    start does not depend on ``time_limit`` and HiGHS' search does not either (its
+    incumbent only improves as it runs), so the returned energy never increases with
+    ``time_limit``, and it is never worse than the warm start. The bound is the larger
+    of HiGHS' dual bound and the strengthened LP's value (HiGHS reports a trivial bound
+    when stopped before its root relaxation). ``info`` holds ``warm_energy``,
+    ``highs_incumbents`` (batches where HiGHS' labelling was kept), ``mip_nodes`` and
+    ``anytime_batches``. The warm start and the finishing steps take time on top of
+    ``time_limit`` (milliseconds on the problems this engine is for).
 
     References
     ----------
