@@ -46,9 +46,7 @@ def test_a_fit_checks_its_inputs_once_whatever_its_runs_and_iterations(n_init, m
     assert counts == {"validate_params": 2, "check_random_state": 1, "check_data": 1}
 
 
-@pytest.mark.parametrize("n_init", [1, pytest.param("auto", marks=pytest.mark.xfail(
-    strict=True, reason="BP's settings (inference/bp/settings.py) are checked inside its solves "
-                        "until branch bp is merged"))])
+@pytest.mark.parametrize("n_init", [1, "auto"])
 def test_a_fit_at_the_defaults_checks_its_inputs_a_few_times(n_init):
     """The default engine (``inference="auto"``) included: at most 6 parameter checks and
     3 random states in a fit, however many runs and E-steps it makes."""
