@@ -57,10 +57,8 @@ def _row_max_abs(A) -> np.ndarray:
 
 
 def _unit_rows(A, what: str):
-    """Rows of ``A`` scaled to unit L2 norm, computed without overflow or underflow:
-    each row is first divided by its largest absolute entry (an exact rescaling of its
-    direction), so rows of any magnitude representable in floating point keep their
-    direction."""
+    """Rows of ``A`` scaled to unit L2 norm, each first divided by its largest absolute
+    entry (no overflow or underflow)."""
     top = _row_max_abs(A)
     if np.any(top <= 0):
         r = int(np.flatnonzero(top <= 0)[0])
@@ -158,13 +156,8 @@ class VonMisesFisher(EmissionFamily):
         return LinearCosts.build(C, np.ones(k), offset, dtype, scale=scale, lo=0.0, hi=2.0, factor=-1.0)
 
     def init_params(self, X: MatrixLike, centers: NDArray[np.floating]) -> EmissionParams:
-        """Centres projected onto the unit sphere.
-
-        A centre with no direction (the zero vector, e.g. the mean of a must-link
-        neighbourhood of two opposite points) takes the direction of the data's mean
-        resultant, or of the first row of ``X`` if that is zero too: any unit vector is
-        as good a start, and these are deterministic.
-        """
+        """Centres projected onto the unit sphere; a zero centre takes the direction of
+        the data's mean resultant (or of the first row of ``X``)."""
         C = np.array(centers, dtype=np.float64)
         top = np.max(np.abs(C), axis=1)
         zero = ~(top > 0)
@@ -189,11 +182,8 @@ class VonMisesFisher(EmissionFamily):
         """Centres ``Σ x / ||Σ x||`` (Basu 2005, eq. 4.13) and, with the closed-form
         normaliser, κ from the mean resultant length ``||Σ x|| / n``.
 
-        A cluster whose resultant is zero keeps its previous centre, or, on a first
-        M-step, takes the direction of the data's mean resultant; when that is zero too
-        (e.g. two opposite points in one cluster), the first coordinate axis. Every unit
-        vector is then an optimal centre, since ``Σ_i (1 - x_iᵀμ) = n - (Σ_i x_i)ᵀμ = n``
-        for all of them, and this one is deterministic.
+        A cluster whose resultant is zero (every unit vector is then optimal) keeps its
+        previous centre, else takes the data's mean resultant or the first axis.
         """
         self.check_normalizer(normalizer)
         k = stats.n_clusters
