@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import csv
 import os
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._optional import load
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["DataFileError", "TextTable", "read_text_table", "numeric_columns", "parquet_columns",
            "load_array", "check_exists", "check_finite", "check_unique_ids", "extension", "is_number"]
