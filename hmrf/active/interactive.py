@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sklearn.base import clone
 
+from .._pairs import parse_kind as _parse_kind
 from .._validation import check_data
 from ..constraints import CANNOT_LINK, MUST_LINK, Constraints, check_constraints
 from .oracles import BudgetExhausted, Query, _check_budget, check_answer
@@ -31,11 +32,6 @@ __all__ = ["InteractiveSession", "parse_kind"]
 
 _STOP = object()  # sent instead of an answer: the oracle stops the selection
 
-_KINDS = {
-    "must": MUST_LINK, "must_link": MUST_LINK, "must-link": MUST_LINK, "ml": MUST_LINK,
-    "cannot": CANNOT_LINK, "cannot_link": CANNOT_LINK, "cannot-link": CANNOT_LINK, "cl": CANNOT_LINK,
-}
-
 
 def parse_kind(kind: str | bool | int) -> int:
     """``+1`` (must-link) or ``-1`` (cannot-link) from the ways a caller may say it.
@@ -48,12 +44,9 @@ def parse_kind(kind: str | bool | int) -> int:
     >>> parse_kind("must"), parse_kind(False), parse_kind(-1)
     (1, -1, -1)
     """
-    if isinstance(kind, (bool, np.bool_)):
-        return MUST_LINK if kind else CANNOT_LINK
-    if isinstance(kind, str) and kind.strip().lower() in _KINDS:
-        return _KINDS[kind.strip().lower()]
-    if isinstance(kind, numbers.Integral) and int(kind) in (MUST_LINK, CANNOT_LINK):
-        return int(kind)
+    sign = _parse_kind(kind)
+    if sign is not None:
+        return sign
     raise ValueError(f"kind must be 'must' / 'cannot' (or True / False, +1 / -1); got {kind!r}.")
 
 
