@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._optional import load
-from ._tables import DataFileError, check_exists
+from .files import DataFileError, check_exists
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

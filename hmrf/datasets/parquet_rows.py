@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._tables import DataFileError
+from .files import DataFileError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
