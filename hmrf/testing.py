@@ -283,16 +283,16 @@ def _default_data(n: int = 30, d: int = 4, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0.05, 0.95, size=(n, d))
 
 
-def _labels(n: int, k: int, seed: int = 1) -> np.ndarray:
-    y = np.random.default_rng(seed).integers(0, k, n)
-    y[:k] = np.arange(k)  # no empty cluster
-    return y
-
-
-def _fitted(family, X, y, k, normalizer="constant"):
-    shift = family.default_shift(X) if family.second_moment(normalizer) is not None else None
-    stats = family.statistics(X, y, k, normalizer, shift)
-    return family.update(stats, None, normalizer, MStepContext(X=X, labels=y, n_clusters=k)), stats, shift
+def _fitted(family, X, k=3):
+    """``X`` prepared, random labels (no empty cluster), and the M-step's parameters, the
+    statistics and their shift."""
+    X = family.prepare(X)
+    y = np.random.default_rng(1).integers(0, k, X.shape[0])
+    y[:k] = np.arange(k)
+    shift = family.default_shift(X) if family.second_moment("constant") is not None else None
+    stats = family.statistics(X, y, k, "constant", shift)
+    params = family.update(stats, None, "constant", MStepContext(X=X, labels=y, n_clusters=k))
+    return X, y, params, stats, shift
 
 
 def _summed(family, X, params, y) -> float:
@@ -318,9 +318,8 @@ def _emission_prepare(family, X, bad_X):
 
 def _emission_costs(family, X, bad_X):
     """Costs (n, k), non-negative divergences; unary = distortion + cluster cost."""
-    X = family.prepare(X)
     k = 3
-    params, _, _ = _fitted(family, X, _labels(X.shape[0], k), k)
+    X, _, params, _, _ = _fitted(family, X, k)
     D = family.divergence(X, params.centers)
     c = _Contract("divergence: (n, k), finite, >= 0", family)
     c.holds(D.shape == (X.shape[0], k), f"shape {D.shape}, not {(X.shape[0], k)}")
@@ -340,10 +339,9 @@ def _emission_costs(family, X, bad_X):
 
 def _emission_m_step(family, X, bad_X):
     """The M-step minimises the summed costs of the labels, from additive statistics."""
-    X = family.prepare(X)
-    k, n = 3, X.shape[0]
-    y = _labels(n, k)
-    params, stats, shift = _fitted(family, X, y, k)
+    k = 3
+    X, y, params, stats, shift = _fitted(family, X, k)
+    n = X.shape[0]
     c = _Contract("statistics add up over blocks of rows", family)
     half = n // 2
     parts = (family.statistics(X[:half], y[:half], k, "constant", shift)
@@ -372,10 +370,8 @@ def _emission_m_step(family, X, bad_X):
 
 def _emission_optional(family, X, bad_X):
     """The optional members, where given, agree with ``unary`` and ``divergence``."""
-    X = family.prepare(X)
     k = 3
-    y = _labels(X.shape[0], k)
-    params, stats, _ = _fitted(family, X, y, k)
+    X, y, params, stats, _ = _fitted(family, X, k)
     U = np.asarray(family.unary(X, params, "constant"), dtype=np.float64)
     lin = family.linear_costs(params, "constant", np.float64)
     point = np.asarray(params.centers[0], dtype=np.float64)  # a point inside the domain
@@ -410,9 +406,7 @@ def _emission_optional(family, X, bad_X):
 
 def _emission_float32(family, X, bad_X):
     """float32 data give float32 costs; sparse data, where accepted, the dense costs."""
-    X = family.prepare(X)
-    k = 3
-    params, _, _ = _fitted(family, X, _labels(X.shape[0], k), k)
+    X, _, params, _, _ = _fitted(family, X)
     X32 = family.prepare(X.astype(np.float32))
     U32 = family.unary(X32, params, "constant")
     _Contract("float32 kept", family).holds(U32.dtype == np.float32, f"float32 data gave {U32.dtype} costs")
