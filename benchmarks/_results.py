@@ -54,3 +54,41 @@ def write_result(name: str, body: str, command: str | None = None, notes: str = 
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(text) + "\n")
     return path
+
+
+def package_at(revision: str) -> str:
+    """A folder holding the package ``hmrf/`` as it is at git ``revision`` of this
+    repository (``git archive``; no bytecode, no numba cache), to put on ``PYTHONPATH``
+    for a before/after measurement: the command line names a revision, not a checkout."""
+    import subprocess
+    import tarfile
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    folder = tempfile.mkdtemp(prefix="hmrf_at_")
+    archive = os.path.join(folder, "hmrf.tar")
+    subprocess.run(["git", "-C", here, "archive", "--format=tar", "-o", archive, revision, "hmrf"],
+                   check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(folder, filter="data")
+    os.remove(archive)
+    return folder
+
+
+def write_readme_section(name: str, text: str) -> str:
+    """Replace what stands between the README's markers ``<!-- <name>: written by ... -->``
+    and ``<!-- end of <name> -->`` by ``text``: a README figure comes from the script that
+    measured it, as a results file does."""
+    path = os.path.join(ROOT, "README.md")
+    with open(path, encoding="utf-8") as f:
+        readme = f.read()
+    start = next((line for line in readme.splitlines() if line.startswith(f"<!-- {name}: written by ")), None)
+    end = f"<!-- end of {name} -->"
+    if start is None or end not in readme:
+        raise SystemExit(f"README.md has no '<!-- {name}: written by ...' ... '{end}' markers "
+                         "to write between.")
+    head, rest = readme.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + start + "\n" + text + "\n" + end + tail)
+    return path

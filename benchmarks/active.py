@@ -70,6 +70,7 @@ from hmrf.active import (  # noqa: E402
     fit_clusterer,
 )
 from hmrf.datasets import load_dataset  # noqa: E402
+from hmrf.emissions import Mahalanobis  # noqa: E402
 from hmrf.experiments import active_curve  # noqa: E402
 
 XIONG_DATASETS = ("wine", "iris", "breast_cancer", "digits389")
@@ -98,8 +99,8 @@ XIONG_BUDGETS = (20, 40, 60, 80, 100)
 #: one run; PCKMeans' greedy (ICM) assignment, MPCKMeans' E-step by BP as in
 #: docs/active_learning.md. The library's defaults differ (docs/choosing.md).
 PAPER = {"PCKMeans": dict(w=1.0, emission="sqeuclidean", inference="icm", init="pckmeans", n_init=1),
-         "MPCKMeans": dict(w=1.0, inference="bp", init="pckmeans", n_init=1, metric="diagonal",
-                           shrinkage=0.01)}
+         "MPCKMeans": dict(w=1.0, inference="bp", init="pckmeans", n_init=1,
+                           emission=Mahalanobis("diagonal", shrinkage=0.01))}
 
 
 def standardised(X):

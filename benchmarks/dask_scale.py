@@ -11,7 +11,8 @@ classes (``Constraints.sample_from_labels``).
 Per iteration: every path starts from the same ``k`` centres (random rows) and runs
 ``--iters`` iterations with ``tol=0``.
 
-* hmrf (in memory and Dask): HMRFKMeans with ICM; the EM loop's own time per iteration
+* hmrf (in memory and Dask): HMRFKMeans at its default engine (``inference="auto"``)
+  from the same start, far from the optimum; the EM loop's own time per iteration
   (``em_result_.trace``: the pass over the data, the engine on the constrained points,
   the M-step), the median over the iterations. The Dask fit's model building (the
   summary pass and keeping the prepared chunks) is not an iteration and is reported as
@@ -27,7 +28,7 @@ included (about 300 MB before any data).
 
 Out of core: a Zarr store of float32 rows, ``--ooc-factor`` times one worker's
 ``--ooc-memory`` (600 MiB: the documented minimum worker memory), fit by HMRFKMeans
-(100,000 constraints by default, its default initialisation) on two workers; the peak
+(100,000 constraints by default, its default engine and initialisation) on two workers; the peak
 resident memory of every worker against its limit, and whether a worker was restarted.
 
     python benchmarks/dask_scale.py                          # n = 1e6, out of core, the fault run
@@ -505,8 +506,9 @@ def main(argv=None):
                   "dask-ml 1 worker", "dask-ml 2 workers", "setup (2 workers)", "peak in memory",
                   "peak/worker 1", "peak/worker 2", "load"]
         notes = (f"Seconds per EM iteration (median of {a.iters}; dask-ml: (fit of {a.iters} iterations - "
-                 f"fit of 1) / {a.iters - 1}, median of two interleaved pairs), d = {a.d}, k = {a.k}, the "
-                 f"same start centres, `tol=0`; chunks of {a.chunk:,} rows persisted on the workers "
+                 f"fit of 1) / {a.iters - 1}, median of two interleaved pairs), d = {a.d}, k = {a.k}; "
+                 "HMRFKMeans at its default engine (`inference=\"auto\"`), the same start centres "
+                 f"(random rows), `tol=0`; chunks of {a.chunk:,} rows persisted on the workers "
                  "(one thread each); `setup`: the Dask fit's time outside the iterations (s); peak: the "
                  "largest worker's (or the in-memory process's) peak resident memory in MB, libraries "
                  "included; dask-ml runs without constraints; load: the machine's 1-minute load "
@@ -552,7 +554,7 @@ def main(argv=None):
         write_result("dask_out_of_core", table, notes=(
             f"{r['n']:,} x {a.d} float32 rows in a Zarr store, {r['gb']:.2f} GB = "
             f"{r['gb'] * 1e9 / (r['limit_mb'] * 2**20):.1f} x a worker's memory limit; HMRFKMeans "
-            f"(ICM, its default initialisation, at most {a.iters} iterations), k = {a.k}, "
+            f"(its default engine and initialisation, at most {a.iters} iterations), k = {a.k}, "
             f"{pairs[-1]:,} constraints; two worker processes (one thread each) reading the store "
             f"in chunks of {a.ooc_chunk:,} rows at every pass; peak/worker: each worker's peak "
             f"resident memory, libraries included; the machine's 1-minute load average {load:.1f} "

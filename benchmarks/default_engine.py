@@ -1,4 +1,4 @@
-"""The default E-step engine, and what ``pip install hmrf`` needs for it.
+"""The default E-step engine, and how long a fit at the defaults takes.
 
 Two tables (docs/choosing.md includes both):
 
@@ -11,29 +11,21 @@ Two tables (docs/choosing.md includes both):
    the must-link component is large and α-expansion solves it. ``J`` is reported
    relative to the lowest of the engines on the same run.
 
-3. ``fit_time``: how long a fit at the defaults takes at a given size, and what
+2. ``fit_time``: how long a fit at the defaults takes at a given size, and what
    ``n_init="auto"`` costs: synthetic data (10 classes, 50 features, 1 % of n random
    labelled pairs) from 10^3 to 10^5 points (10^6 with ``--large``), the fit time with
    ``n_init=1`` and with the default, interleaved, median over ``--repeats``.
 
-2. ``install_options``: the fit time of the defaults under the four installs that
-   ``numba`` (compiled passes and BP kernels) and ``PyMaxflow`` (α-expansion) make, each
-   in a fresh process with the missing package blocked, interleaved (A, B, C, D, A, ...),
-   median over ``--repeats``; whether the result (objective) changes.
-
     python benchmarks/default_engine.py                  # both tables -> docs/results/
-    flock /tmp/bench.lock python benchmarks/default_engine.py --installs-only
+    python benchmarks/default_engine.py --fit-time-only  # the timed table alone
 
-Timing: run under ``flock /tmp/bench.lock`` on a machine as idle as you can get; the
-ratios against the full install are what to read.
+Timing: run the fit-time table on a machine as idle as you can get.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -104,70 +96,6 @@ def quality(runs):
     return markdown_table(header, rows, ["---", "---:", *["---:"] * len(ENGINES)])
 
 
-INSTALLS = {"numba + PyMaxflow": (), "numba": ("maxflow",), "PyMaxflow": ("numba",),
-            "neither (pip install hmrf)": ("numba", "maxflow")}
-
-CHILD = r"""
-import json, sys, time
-for name in {blocked!r}:
-    sys.modules[name] = None
-import numpy as np
-sys.path.insert(0, {bench!r})
-from default_engine import grid_image
-from hmrf import Constraints, HMRFKMeans
-from hmrf.datasets import load_dataset
-case = {case!r}
-if case == "synthetic":
-    from sklearn.datasets import make_blobs
-    X, y = make_blobs(100_000, 50, centers=10, random_state=0)
-    c, kw = Constraints.sample_from_labels(y, 10_000, np.random.default_rng(0)), {{}}
-elif case == "grid":
-    X, y, c = grid_image()
-    kw = dict(w=0.05, n_init=1)
-else:
-    X, y = load_dataset(case, random_state=0)
-    c, kw = Constraints.sample_from_labels(y, 500, np.random.default_rng(0)), {{}}
-k = int(np.unique(y).size)
-out = []
-for _ in range(2):  # the first fit loads (or compiles) the kernels
-    t0 = time.perf_counter()
-    est = HMRFKMeans(k, random_state=0, **kw).fit(X, constraints=c)
-    out.append(time.perf_counter() - t0)
-print(json.dumps(dict(first=out[0], second=out[1], objective=est.objective_)))
-"""
-
-
-def installs(repeats):
-    bench = os.path.dirname(os.path.abspath(__file__))
-    cases = {"digits389, 500 pairs": "digits389", "3-news-similar, 500 pairs": "3-news-similar",
-             "10^5 x 50, 10,000 pairs": "synthetic", "grid 150x150": "grid"}
-    rows = []
-    for label, case in cases.items():
-        times = {i: [] for i in INSTALLS}
-        first = {i: [] for i in INSTALLS}
-        objective = {}
-        for _ in range(repeats):  # interleaved: A, B, C, D, A, ...
-            for inst, blocked in INSTALLS.items():
-                code = CHILD.format(blocked=blocked, bench=bench, case=case)
-                proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                      check=True, env=os.environ.copy())
-                res = json.loads(proc.stdout.strip().splitlines()[-1])
-                times[inst].append(res["second"])
-                first[inst].append(res["first"])
-                objective[inst] = res["objective"]
-        ref = np.asarray(times["numba + PyMaxflow"])
-        for inst in INSTALLS:
-            ratio = float(np.median(np.asarray(times[inst]) / ref))
-            same = np.isclose(objective[inst], objective["numba + PyMaxflow"], rtol=1e-9)
-            rows.append([label, inst, f"{np.median(times[inst]):.2f}", f"{np.median(first[inst]):.2f}",
-                         f"{ratio:.2f}", "same" if same else
-                         f"{(objective[inst] / objective['numba + PyMaxflow'] - 1):+.1e}"])
-            print(rows[-1], flush=True)
-    header = ["problem", "installed", "fit (s)", "first fit in a process (s)", "time / full install",
-              "objective vs full install"]
-    return markdown_table(header, rows, ["---", "---", "---:", "---:", "---:", "---:"])
-
-
 def fit_time(repeats, large):
     import time
 
@@ -204,32 +132,22 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--installs-only", action="store_true")
     p.add_argument("--quality-only", action="store_true")
     p.add_argument("--fit-time-only", action="store_true")
     p.add_argument("--large", action="store_true", help="also 10^6 points in the fit-time table")
     args = p.parse_args(argv)
-    if args.fit_time_only or not (args.installs_only or args.quality_only):
+    if not args.quality_only:
         body = fit_time(args.repeats, args.large)
         print("wrote", write_result("fit_time", body, notes=(
             f"HMRF-KMeans at its defaults (`inference=\"auto\"`, `w=\"auto\"`, `init=\"pckmeans++\"`) "
             f"with `n_init=1` and with the default `n_init=\"auto\"`, interleaved, median of "
             f"{args.repeats}; `make_blobs` data, 1 % of n random labelled pairs.")))
-        if args.fit_time_only:
-            return
-    if not args.installs_only:
+    if not args.fit_time_only:
         body = quality(args.runs)
         print("wrote", write_result("default_engine", body, notes=(
             f"HMRF-KMeans at its defaults but for the engine; mean over {args.runs} runs of random "
             "labelled pairs (the grid: one image, w = 0.05, one run). `J above best`: the objective "
             "relative to the lowest of the four engines on the same run (0 = the lowest).")))
-    if not args.quality_only:
-        body = installs(args.repeats)
-        print("wrote", write_result("install_options", body, notes=(
-            f"HMRF-KMeans at its defaults (`inference=\"auto\"`), each in a fresh process with the "
-            f"missing packages blocked; median of {args.repeats} interleaved repeats of the second fit "
-            "in the process (the first also loads or compiles numba's kernels, cached on disk after "
-            "the first run).")))
 
 
 if __name__ == "__main__":

@@ -155,7 +155,7 @@ def run_extras():
     c = Constraints.sample_from_labels(y, 10_000, rng=1)
     warm_up()
     t0 = time.perf_counter()
-    est = MPCKMeans(20, metric="diagonal", random_state=0).fit(X, constraints=c)
+    est = MPCKMeans(20, emission="mahalanobis", random_state=0).fit(X, constraints=c)
     return dict(init_time=init_time, init_mem=init_mem, mpck_fit=time.perf_counter() - t0,
                 mpck_iter=int(est.n_iter_))
 
@@ -250,7 +250,7 @@ def run_mpckmeans(n, d, k, n_constraints, iters, repeats, threads):
     for engine in ("icm", "bp"):
         fits = {
             "pck": lambda e=engine: PCKMeans(k, inference=e, random_state=0, max_iter=iters, tol=0.0),
-            "mpck": lambda e=engine: MPCKMeans(k, metric="diagonal", inference=e, random_state=0,
+            "mpck": lambda e=engine: MPCKMeans(k, emission="mahalanobis", inference=e, random_state=0,
                                                max_iter=iters, tol=0.0),
         }
         Xs, ys = make_data(3000, d, k, seed=1)  # compile this engine's kernels before timing

@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _results import command_line, markdown_table, write_result  # noqa: E402
+from _results import command_line, markdown_table, write_readme_section, write_result  # noqa: E402
 
 from hmrf import Constraints  # noqa: E402
 from hmrf.datasets import load_dataset  # noqa: E402
@@ -347,13 +347,14 @@ def repaired_objective(ds, n_pairs, runs, max_labellings=4096):
 def seeded_criterion(ds, n_pairs, runs):
     """For a drop of Seeded-KMeans at ``n_pairs`` pairs: the mean over ``runs`` seeds of
     its ranking criterion (``J_kmeans`` plus each seed's lesser of ``w`` and its move
-    into its class's cluster, :meth:`SeededKMeans._supervision_cost`) at its own
+    into its class's cluster, :meth:`hmrf.estimators.seeded.SeedsKept.cost`) at its own
     labelling and at the labelling of its fit without seeds, and the runs in which its
     own is not higher (``(own, without seeds, not_higher)``): not higher is the
     criterion preferring what it chose, the model, not the search."""
     from types import SimpleNamespace
 
     from hmrf import HMRF, SeededKMeans
+    from hmrf.estimators.seeded import SeedsKept, _seed_clusters
     from hmrf.estimators.supervision import _seeds, emission_of
 
     X, y = load(ds)
@@ -364,11 +365,12 @@ def seeded_criterion(ds, n_pairs, runs):
         est = SeededKMeans(k, random_state=r).fit(X, seeds)
         plain = SeededKMeans(k, random_state=r).fit(X)
         model = HMRF(X, k, emission=emission_of(est))
+        criterion = SeedsKept(model, _seed_clusters(seeds, X.shape[0], k), k)
         for labels, out in ((est.labels_, own), (plain.labels_, alone)):
             labels = np.asarray(labels, dtype=np.int64)
             params = model.m_step(labels, est.params_)
             run = SimpleNamespace(labels=labels, params=params)
-            out.append(float(model.energy(labels, params)) + est._supervision_cost(model, run, seeds))
+            out.append(float(model.energy(labels, params)) + criterion.cost(run))
     ok = np.asarray(own) <= np.asarray(alone) * (1 + 1e-9)
     return float(np.mean(own)), float(np.mean(alone)), int(ok.sum())
 
@@ -448,11 +450,6 @@ def table(results, datasets, estimators):
     return markdown_table(header, rows, ["---", "---", *["---:"] * 6])
 
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
-README_MARKERS = ("<!-- supervision table: written by benchmarks/supervision.py --readme -->",
-                  "<!-- end of the supervision table -->")
-
-
 def recorded_command() -> str:
     """The command line, without ``--cache PATH`` (where finished cells are kept on this
     machine: it does not change a number)."""
@@ -485,20 +482,6 @@ def readme_summary(results, datasets, runs, fails):
                f"{'; '.join(map(str, fails))})." if fails else "(every target met)."),
             f"Written by `{recorded_command()}`."]
     return "\n".join(text)
-
-
-def write_readme_summary(results, datasets, runs, fails) -> str:
-    """Replace the text between the README's two markers by :func:`readme_summary`."""
-    with open(README, encoding="utf-8") as f:
-        readme = f.read()
-    start, end = README_MARKERS
-    if start not in readme or end not in readme:
-        raise SystemExit(f"README.md has no {start!r} ... {end!r} markers to write between.")
-    head, rest = readme.split(start, 1)
-    tail = rest.split(end, 1)[1]
-    with open(README, "w", encoding="utf-8") as f:
-        f.write(head + start + "\n" + readme_summary(results, datasets, runs, fails) + "\n" + end + tail)
-    return README
 
 
 def main(argv=None):
@@ -548,7 +531,8 @@ def main(argv=None):
         print("wrote", write_result(args.write or "supervision", table(results, datasets, estimators),
                                     command=recorded_command(), notes="\n".join(lines)))
         if args.readme:
-            print("wrote", write_readme_summary(results, datasets, runs, fails))
+            summary = readme_summary(results, datasets, runs, fails)
+            print("wrote", write_readme_section("supervision table", summary))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,14 @@ missing.
 The "how to add an emission family / a potential" pages and the other pages written
 as executable MyST notebooks (``file_format: mystnb`` front matter with
 ``execution_mode: force``) are executed by every build.
+
+Facts about the code (every estimator's and engine's parameters and defaults, every
+command's options, defaults in the prose) are written into the pages by the extension
+``_ext/hmrf_facts.py`` from the code itself, at build time.
+
+While writing, a build that executes nothing (no page, no notebook) is much faster::
+
+    HMRF_DOCS_NO_EXECUTE=1 sphinx-build -b html docs /tmp/docs_fast
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # the package, also when it is not installed
+sys.path.insert(0, os.path.join(HERE, "_ext"))  # this documentation's own extension
 
 import hmrf  # noqa: E402
 
@@ -44,10 +53,11 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "myst_nb",
+    "hmrf_facts",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "README.md",
+exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "README.md",
                     "jupyter_execute",
                     # tables written by benchmark scripts (benchmarks/_results.py), included by pages
                     "results"]
@@ -100,6 +110,9 @@ def _missing_requirements() -> list:
 
 
 nb_execution_excludepatterns = _missing_requirements()
+if os.environ.get("HMRF_DOCS_NO_EXECUTE"):  # the fast build of the module docstring
+    nb_execution_excludepatterns = ["*.md", "*.ipynb"]
+    suppress_warnings = ["myst-nb.lexer"]  # the lexer comes from an executed kernel
 
 # ------------------------------------------------------------ API reference
 autosummary_generate = True

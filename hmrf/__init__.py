@@ -9,29 +9,12 @@ Quick start::
 
 Layers (ARCHITECTURE.md): :class:`Constraints` → :mod:`hmrf.emissions` →
 :mod:`hmrf.potentials` → :class:`HMRF` → :mod:`hmrf.inference` → :mod:`hmrf.em` →
-:mod:`hmrf.estimators`. The estimators (and scikit-learn, which is slow to import) are
-loaded on first use, so ``import hmrf`` stays fast.
+:mod:`hmrf.estimators`. Every public name is loaded on first use
+(PEP 562), so ``import hmrf`` imports neither SciPy nor scikit-learn.
 """
 
 from ._lazy import lazy_names
-from .constraints import Constraints
 from .estimators.registry import ESTIMATOR_CLASSES
-from .exceptions import InconsistentConstraintsError, InfeasibleError
-from .graph import PairwiseGraph
-from .model import HMRF
-
-
-def _version() -> str:
-    """The installed distribution's version (pyproject.toml is its one source)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("hmrf")
-    except PackageNotFoundError:  # a source tree on sys.path, not installed
-        return "0+unknown"
-
-
-__version__ = _version()
 
 #: submodules loaded on first attribute access (``hmrf.inference.ICM`` works after
 #: ``import hmrf``), as SciPy does (PEP 562)
@@ -39,13 +22,31 @@ _SUBMODULES = ("active", "classic", "constraints", "datasets", "em", "emissions"
                "experiments", "graph", "inference", "initialization", "interop", "metrics", "model",
                "model_selection", "potentials", "testing")
 
-#: public name -> the subpackage that defines it (the estimators from their table,
-#: :data:`hmrf.estimators.ESTIMATORS`)
-_LAZY = {**dict.fromkeys(ESTIMATOR_CLASSES, "estimators"), "NaiveBayesEM": "classic", "HAC": "classic",
+#: public name -> the submodule that defines it (the estimators from their table,
+#: :data:`hmrf.estimators.ESTIMATORS`), each imported on first use
+_LAZY = {"Constraints": "constraints", "PairwiseGraph": "graph", "HMRF": "model",
+         "InconsistentConstraintsError": "exceptions", "InfeasibleError": "exceptions",
+         "ConstraintSearchError": "exceptions",
+         **dict.fromkeys(ESTIMATOR_CLASSES, "estimators"), "NaiveBayesEM": "classic", "HAC": "classic",
          "register_engine": "inference", "register_emission": "emissions"}
 
-__all__ = ["Constraints", "PairwiseGraph", "HMRF", "InconsistentConstraintsError",
-           "InfeasibleError", *_LAZY]
+__all__ = list(_LAZY)
+
+_getattr, _dir = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)
 
 
-__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)
+def __getattr__(name: str):
+    if name == "__version__":  # importlib.metadata costs more than the rest of the package
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:  # the installed distribution's version (pyproject.toml is its one source)
+            value = version("hmrf")
+        except PackageNotFoundError:  # a source tree on sys.path, not installed
+            value = "0+unknown"
+        globals()[name] = value
+        return value
+    return _getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*_dir(), "__version__"})

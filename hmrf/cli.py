@@ -30,19 +30,38 @@ Compare the E-step engines on Iris (thesis Fig. 4.13):
   hmrf compare --dataset iris --engines icm,bp,lp --runs 10"""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every sub-command (imports neither scikit-learn nor matplotlib)."""
-    from . import __version__
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every sub-command (imports neither scikit-learn nor matplotlib).
 
+    With ``only`` (a name of :data:`COMMANDS`, or ``""`` for none), only that
+    sub-command gets its arguments and help; the others are listed by name and
+    summary. That is all one run of :func:`main` needs, and ``hmrf --help`` then
+    imports nothing that a command's help text draws on (the engine table, the data
+    sets).
+    """
     parser = argparse.ArgumentParser(
         prog="hmrf", description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Run 'hmrf <command> --help' for a command's options and their defaults.")
-    parser.add_argument("--version", action="version", version=f"hmrf {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command", metavar="command", required=True)
     for name in COMMANDS:
         module = importlib.import_module(f"hmrf.commands.{name}")
-        module.add_parser(sub).set_defaults(_run=module.run)
+        if only is None or only == name:
+            module.add_parser(sub).set_defaults(_run=module.run)
+        else:
+            sub.add_parser(name, help=module.SUMMARY)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when asked for."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+
+        print(f"hmrf {__version__}")
+        parser.exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,12 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments and to ``--help``."""
     from .commands._common import import_plugins, plugin_names
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        import_plugins(plugin_names(sys.argv[1:] if argv is None else argv))
+        import_plugins(plugin_names(argv))
     except ImportError as exc:
         print(f"hmrf: error: {exc}", file=sys.stderr)
         return 2
-    parser = build_parser()
+    command = next((a for a in argv if not a.startswith("-")), "")
+    parser = build_parser(command if command in COMMANDS else "")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed

@@ -13,7 +13,6 @@ import numbers
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._pairs import (
     CANNOT_LINK,
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
 
     from ._typing import PairsLike, RandomLike
 
-__all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK", "check_constraints"]
+__all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK", "check_constraints", "as_constraints"]
 
 _CONFLICT_POLICIES = ("raise", "warn", "soften", "drop")
 
@@ -439,7 +438,9 @@ class Constraints:
     @classmethod
     def empty(cls, n: int) -> Self:
         """No constraints on ``n`` points."""
-        return cls(n, np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.int8), 1.0)
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"n must be a non-negative integer; got {n!r}.")
+        return cls._from_validated(n, np.empty((0, 2)), np.empty(0), np.empty(0))
 
     # ----------------------------------------------------------------- accessors
     @property
@@ -580,7 +581,7 @@ class Constraints:
             first member first).
         """
         members, starts, _ = self.neighborhood_layout(include_singletons=include_singletons)
-        return np.split(members, starts[1:]) if members.size else []
+        return np.split(members.copy(), starts[1:]) if members.size else []  # the layout is cached, read-only
 
     def neighborhood_layout(self, *, include_singletons: bool = False) -> tuple[NDArray[Any], NDArray[Any]]:
         """Neighbourhoods as flat arrays, in the order of :meth:`neighborhoods` (largest
@@ -593,6 +594,15 @@ class Constraints:
         starts, sizes : ndarray (g,)
             Where each neighbourhood's members begin in ``members``, and how many.
         """
+        key = "layout", include_singletons
+        if key not in self._cache:  # O(constrained points): every start of a fit reads it
+            layout = self._layout(include_singletons)
+            for a in layout:
+                a.flags.writeable = False
+            self._cache[key] = layout
+        return self._cache[key]
+
+    def _layout(self, include_singletons):
         members = self.constrained_points if include_singletons else np.unique(self.must_link)
         if members.size == 0:
             empty = np.empty(0, dtype=np.int64)
@@ -671,28 +681,6 @@ class Constraints:
         new_mask = ~np.isin(keys(pairs, kind), keys(self._pairs, self._kind))
         return self + Constraints(self._n, pairs[new_mask], kind[new_mask], weight, conflicts="soften")
 
-    def adjacency(self, which: str = "signed") -> sp.csr_matrix:
-        """Symmetric sparse (n, n) adjacency of the constraint graph.
-
-        Parameters
-        ----------
-        which : {"signed", "must_link", "cannot_link"}
-            ``"signed"``: ``+w`` for must-links, ``-w`` for cannot-links (a pair carrying
-            both gets the difference). The others hold the weights of one kind only.
-        """
-        if which == "signed":
-            vals = self._kind.astype(np.float64) * self._weight
-            mask = np.ones(len(self), dtype=bool)
-        elif which in ("must_link", "cannot_link"):
-            mask = self._kind == (MUST_LINK if which == "must_link" else CANNOT_LINK)
-            vals = self._weight
-        else:
-            raise ValueError(f"which must be 'signed', 'must_link' or 'cannot_link'; got {which!r}.")
-        p, v = self._pairs[mask], vals[mask]
-        a = sp.coo_matrix((np.r_[v, v], (np.r_[p[:, 0], p[:, 1]], np.r_[p[:, 1], p[:, 0]])),
-                          shape=(self._n, self._n))
-        return a.tocsr()
-
     def violations(self, labels: NDArray[np.intp]) -> np.ndarray:
         """Boolean mask (m,) of the constraints a labelling violates."""
         labels = np.asarray(labels)
@@ -751,3 +739,17 @@ def check_constraints(constraints: Constraints | None, n: int | None = None) -> 
         raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
     if n is not None and constraints.n != n:
         raise ValueError(f"constraints refer to {constraints.n} points but X has {n} samples.")
+
+
+def as_constraints(constraints: Constraints | None = None, must_link: PairsLike | None = None,
+                   cannot_link: PairsLike | None = None, n: int | None = None,
+                   weight: float | ArrayLike = 1.0) -> Constraints:
+    """The supervision an estimator's ``fit`` takes, as one :class:`Constraints`: the
+    ``constraints`` given (checked against ``n``), or the pair lists (each pair with
+    ``weight``); both at once is an error rather than one of them silently ignored."""
+    if constraints is not None:
+        if must_link is not None or cannot_link is not None:
+            raise ValueError("pass either constraints= or must_link=/cannot_link=, not both.")
+        check_constraints(constraints, n)
+        return constraints
+    return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)

@@ -225,11 +225,6 @@ class CacheKey:
         if not (self.on_reweight in ("keep", "drop") or callable(self.on_reweight)):
             raise ValueError(f"on_reweight must be 'keep', 'drop' or a callable; got {self.on_reweight!r}.")
 
-    @property
-    def structural(self) -> bool:
-        """Whether the entry depends on the edges and kinds alone (kept on re-weighting)."""
-        return self.on_reweight == "keep"
-
     def __repr__(self) -> str:
         return f"CacheKey({self.name!r})"
 

@@ -45,7 +45,6 @@ import scipy.sparse as sp
 
 from ._validation import check_random_state
 from .backend import first_lowest, kmeanspp_candidates, rows_of
-from .constraints import Constraints
 from .emissions.base import EmissionFamily
 
 if TYPE_CHECKING:
@@ -55,9 +54,10 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from scipy import sparse
 
-    from ._typing import MatrixLike
+    from ._typing import MatrixLike, RandomLike
+    from .constraints import Constraints
 
-__all__ = ["initial_centers", "neighborhood_centroids", "weighted_farthest_first", "INIT_METHODS",
+__all__ = ["initial_centers", "weighted_farthest_first", "INIT_METHODS",
            "centers_from_constraints", "kmeanspp_candidates", "neighborhood_representatives",
            "distinct_representatives", "seeded_centers"]
 
@@ -77,17 +77,6 @@ def _global_mean(X) -> np.ndarray:
     return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
 
 
-def neighborhood_centroids(X: MatrixLike,
-                           hoods: list[np.ndarray]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Centroid and size of each neighbourhood (one sparse indicator product for all in
-    memory; :meth:`hmrf.backend.RowBackend.group_centroids`)."""
-    if not hoods:
-        return np.empty((0, X.shape[1])), np.empty(0)
-    members = np.concatenate(hoods)
-    which = np.repeat(np.arange(len(hoods)), [h.shape[0] for h in hoods])
-    return _group_centroids(X, members, which, len(hoods))
-
-
 def _group_centroids(X, members, which, n_groups):
     """Means of the rows ``members`` grouped by ``which`` (n_groups, d) and group sizes
     (:meth:`hmrf.backend.RowBackend.group_centroids`)."""
@@ -96,11 +85,20 @@ def _group_centroids(X, members, which, n_groups):
     return rows_of(X).group_centroids(members, which, n_groups)
 
 
-def _neighbourhood_groups(constraints: Constraints, include_singletons: bool):
+def _neighbourhood_groups(constraints: Constraints | None, include_singletons: bool):
     """Neighbourhoods as ``(members, group of each member, number of groups)``
-    (:meth:`~hmrf.Constraints.neighborhood_layout`)."""
+    (:meth:`~hmrf.Constraints.neighborhood_layout`; none without constraints)."""
+    if constraints is None:
+        none = np.empty(0, dtype=np.int64)
+        return none, none, 0
     members, _, sizes = constraints.neighborhood_layout(include_singletons=include_singletons)
     return members, np.repeat(np.arange(sizes.size), sizes), int(sizes.size)
+
+
+def _generator(rng) -> np.random.Generator:
+    """``rng`` itself when it is a Generator (a fit's, passed down as is); else a Generator
+    seeded from it as the estimators' ``random_state`` is."""
+    return rng if isinstance(rng, np.random.Generator) else check_random_state(rng, "rng")
 
 
 def weighted_farthest_first(centroids: NDArray[Any], sizes: NDArray[Any], k: int, family: EmissionFamily,
@@ -218,7 +216,7 @@ def _cannot_linked_to_all(constraints: Constraints, members, group, n_groups) ->
 
 def initial_centers(X: NDArray[Any] | sparse.csr_matrix, n_clusters: int, family: EmissionFamily,
                     constraints: Constraints | None = None, method: str = "neighborhoods",
-                    rng: np.random.Generator | None = None) -> np.ndarray:
+                    rng: RandomLike = None) -> np.ndarray:
     """Initial centre vectors (k, d), before the family projects them into its domain.
 
     Parameters
@@ -231,13 +229,14 @@ def initial_centers(X: NDArray[Any] | sparse.csr_matrix, n_clusters: int, family
         Supplies the divergence used for farthest-first and k-means++.
     constraints : Constraints, optional
     method : {"pckmeans++", "neighborhoods", "pckmeans", "k-means++", "buckshot", "random"} or array (k, d)
-    rng : numpy Generator
+    rng : numpy Generator, int, RandomState or None
+        A Generator is drawn on as is (a fit passes its own); anything else seeds one.
 
     Returns
     -------
     ndarray of shape (k, d)
     """
-    rng = check_random_state(rng, "rng")
+    rng = _generator(rng)
     k, n = n_clusters, X.shape[0]
     if not isinstance(method, str):
         C = np.array(method, dtype=np.float64)
@@ -263,9 +262,8 @@ def centers_from_constraints(X: MatrixLike, k: int, family: EmissionFamily, cons
     """The neighbourhood-based rules of :func:`initial_centers` (module docstring); the
     steps that read the data go through the backend of ``X`` (:mod:`hmrf.backend`), so
     data held elsewhere (a Dask array) gives the same centres."""
-    c = constraints if constraints is not None else Constraints.empty(X.shape[0])
-    members, group, lam = _neighbourhood_groups(c, include_singletons=method not in ("pckmeans",
-                                                                                     "pckmeans++"))
+    members, group, lam = _neighbourhood_groups(constraints, include_singletons=method not in ("pckmeans",
+                                                                                               "pckmeans++"))
     cents, sizes = _group_centroids(X, members, group, lam)
     if method == "pckmeans++":
         represent = neighborhood_representatives(X, members, group, cents)
@@ -274,7 +272,7 @@ def centers_from_constraints(X: MatrixLike, k: int, family: EmissionFamily, cons
         if lam >= k:
             return cents[:k]  # neighbourhoods are sorted largest first
         parts = [cents]
-        x = _cannot_linked_to_all(c, members, group, lam)
+        x = _cannot_linked_to_all(constraints, members, group, lam)
         if x is not None:
             parts.append(_rows(X, [x]))
         filled = sum(p.shape[0] for p in parts)
@@ -291,7 +289,7 @@ def centers_from_constraints(X: MatrixLike, k: int, family: EmissionFamily, cons
 
 
 def seeded_centers(X: NDArray[Any] | sparse.csr_matrix, seeds: NDArray[Any], n_clusters: int,
-                   rng: np.random.Generator | None = None, *, fill: str = "perturbed",
+                   rng: RandomLike = None, *, fill: str = "perturbed",
                    family: EmissionFamily | None = None) -> np.ndarray:
     """Centres from labelled seeds (Basu 2005, Figs. 3.1-3.2).
 
@@ -302,7 +300,8 @@ def seeded_centers(X: NDArray[Any] | sparse.csr_matrix, seeds: NDArray[Any], n_c
         Cluster index ``0..k-1`` of each seed, ``-1`` for unlabelled points; the seeded
         clusters are ``0..c-1``.
     n_clusters : int
-    rng : numpy Generator
+    rng : numpy Generator, int, RandomState or None
+        As for :func:`initial_centers`.
     fill : {"perturbed", "k-means++"}, default="perturbed"
         Centres of the clusters without seeds (incomplete seeding, §3.5.4):
         ``"perturbed"``, random perturbations of the global centroid (the thesis,
@@ -316,7 +315,7 @@ def seeded_centers(X: NDArray[Any] | sparse.csr_matrix, seeds: NDArray[Any], n_c
     ndarray (k, d)
         Seed-class means, then the centres of the clusters without seeds.
     """
-    rng = check_random_state(rng, "rng")
+    rng = _generator(rng)
     lab = np.flatnonzero(seeds >= 0)
     if fill == "k-means++":
         means = np.empty((0, X.shape[1]))

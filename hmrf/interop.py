@@ -18,12 +18,12 @@ from ._optional import load
 from .graph import PairwiseGraph, as_graph
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike, NDArray
+    from numpy.typing import ArrayLike
     from pgmpy.models import DiscreteMarkovNetwork, FactorGraph
 
     from .constraints import Constraints
 
-__all__ = ["to_pgmpy", "variable_name", "labels_from_assignment", "pgmpy_map"]
+__all__ = ["to_pgmpy", "variable_name", "labels_from_assignment"]
 
 
 def variable_name(i: int) -> str:
@@ -116,19 +116,3 @@ def to_pgmpy(unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
 def labels_from_assignment(assignment: dict, n: int) -> np.ndarray:
     """Labels (n,) from a pgmpy assignment ``{"y0": h0, "y1": h1, ...}``."""
     return np.array([int(assignment[variable_name(i)]) for i in range(n)], dtype=np.int64)
-
-
-def pgmpy_map(unary: NDArray[np.floating], graph: PairwiseGraph | None = None) -> np.ndarray:
-    """Exact MAP labelling by pgmpy's variable elimination (small problems only).
-
-    Returns
-    -------
-    labels : ndarray of shape (n,)
-    """
-    VariableElimination = load("pgmpy.inference", purpose="pgmpy_map").VariableElimination
-
-    model = to_pgmpy(unary, graph)
-    n = np.asarray(unary).shape[0]
-    assignment = VariableElimination(model).map_query(
-        variables=[variable_name(i) for i in range(n)], show_progress=False)
-    return labels_from_assignment(assignment, n)

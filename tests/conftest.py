@@ -178,6 +178,7 @@ SLOW = {
         "test_cli_files.py::test_readme_own_data_command_runs",
         "test_interop.py::test_submodules_load_on_attribute_access",
         "test_lazy.py::test_submodules_load_on_first_access",
+        "test_lazy.py::test_import_and_help_start_fast",
         "test_widget_model.py::test_import_hmrf_does_not_import_the_widgets",
         "test_widget_model.py::test_without_anywidget_the_model_works_and_the_widget_says_what_to_install",
         "test_plugins.py::test_the_hmrf_command_imports_a_plugin")},

@@ -69,7 +69,7 @@ def test_sum_product_marginals_cover_contracted_and_isolated_points():
     p /= p.sum()
     exact = np.stack([[p[ys[:, i] == h].sum() for h in range(2)] for i in range(4)])
     res = BeliefPropagation(mode="sum", tol=1e-12).map(unary, g)
-    np.testing.assert_allclose(res.info["marginals"], exact, atol=1e-9)
+    np.testing.assert_allclose(res.marginals, exact, atol=1e-9)
     assert res.labels.tolist() == np.argmax(exact, 1).tolist()
 
 

@@ -8,9 +8,17 @@ dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
 from hmrf.distributed import ChunkedData, ChunkLabels  # noqa: E402
+from hmrf.distributed.data import label_dtype  # noqa: E402
 from hmrf.emissions import get_emission  # noqa: E402
 
 K = 4
+
+
+def from_numpy(data, labels, n_clusters, nodes):
+    """Labels held by the client (n,) as per-chunk tasks on the workers, knowing ``nodes``."""
+    small = labels.astype(label_dtype(n_clusters))
+    return ChunkLabels(data, data.send(data.pieces(small)), nodes, labels[nodes],
+                       np.bincount(labels, minlength=n_clusters))
 
 
 @pytest.fixture
@@ -23,7 +31,7 @@ def data():
 def test_reads_writes_and_counts_as_the_numpy_vector(data):
     with dask.config.set(scheduler="synchronous"):
         y = np.random.default_rng(1).integers(0, K, 50)
-        lab = ChunkLabels.from_numpy(data, y, K, nodes=np.array([3, 10, 40]))
+        lab = from_numpy(data, y, K, np.array([3, 10, 40]))
         np.testing.assert_array_equal(lab.compute(), y)
         np.testing.assert_array_equal(lab[np.array([40, 0, 26, 3])], y[[40, 0, 26, 3]])  # known and fetched
         rows, values = np.array([1, 8, 10, 27, 49]), np.array([3, 0, 2, 1, 0])

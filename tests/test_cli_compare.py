@@ -170,6 +170,55 @@ def test_unwritable_out_fails_before_any_fit(tmp_path, capsys, monkeypatch):
     assert blocker.read_text() == "not a directory"
 
 
+def test_every_engine_runs_em_once_from_the_same_initial_state(monkeypatch):
+    from hmrf.datasets import load_dataset
+
+    def stats(estimator, bound):  # the study's statistics, and the fit's start and runs
+        first_unary = estimator.inference.calls[0][0]
+        return {**study.estep_stats(estimator, bound), "n_runs": estimator.n_runs_,
+                "start": hash(first_unary.tobytes())}
+
+    monkeypatch.setattr(study, "_fit_stats", stats)
+    X, y = load_dataset("iris")
+    for n_init in (1, "auto"):
+        table = study.compare_engines(X, y, ["icm", "bp", "lp"], points=[30], runs=1,
+                                      bound="none", n_init=n_init, progress=False)
+        starts = {}
+        for r in table:
+            starts.setdefault((r["run"], r["fold"]), set()).add(r["start"])
+        assert len(table) == 6 and all(len(s) == 1 for s in starts.values())
+        runs = {r["n_runs"] for r in table}
+        assert runs == {1} if n_init == 1 else max(runs) > 1
+    assert [r["estimator"] for r in table] == ["icm"] * 2 + ["bp"] * 2 + ["lp"] * 2
+
+
+def test_the_reference_bound_is_solved_once_per_problem(monkeypatch):
+    from hmrf import Constraints, HMRFKMeans
+    from hmrf.datasets import load_dataset
+
+    solved = []
+    relax = LPRelaxation.relax
+    monkeypatch.setattr(LPRelaxation, "relax", lambda self, u, g: solved.append(1) or relax(self, u, g))
+    monkeypatch.setattr(study, "_BOUNDS", type(study._BOUNDS)())
+    X, y = load_dataset("iris")
+    c = Constraints.sample_from_labels(y, 60, np.random.default_rng(0))
+    fits = {}
+    for name in ("lp", "bp"):
+        est = HMRFKMeans(3, inference=study.RecordingEngine(make_engine(name)), n_init=1, random_state=0)
+        fits[name] = est.fit(X, constraints=c)
+    problems = [(u, g) for u, g, _, _ in fits["bp"].inference.calls]
+    distinct = len({study._problem_key(u, g) for u, g in problems})
+    bounds = [study._lp_bound(u, g) for u, g in problems]
+    assert len(solved) == distinct  # each distinct problem solved once ...
+    assert [study._lp_bound(u, g) for u, g in problems] == bounds and len(solved) == distinct
+    # ... and one whose LP the LP engine solved is not solved again: its bound is the LP's
+    solved.clear()
+    study.estep_stats(fits["lp"])
+    lp_steps = fits["lp"].inference.calls
+    assert [study._lp_bound(u, g) for u, g, _, _ in lp_steps] == [r.lower_bound for _, _, r, _ in lp_steps]
+    assert solved == []
+
+
 class FirstCallCompiles(ICM):
     """ICM whose first solve in a process takes 2 s longer, as a numba compilation does
     (long enough that the timing noise of a loaded machine cannot hide it)."""

@@ -20,9 +20,10 @@ def test_every_row_builds_what_it_declares(name):
     est = make_estimator(name, 3, random_state=0)
     params = est.get_params(deep=False)
     assert type(est) is spec.load() and est.n_clusters == 3 and params["random_state"] == 0
-    assert spec.takes_engine == ("inference" in params)
+    # COP-KMeans' inference is its own greedy assignment (a GreedyFeasible), no engine of ENGINES
+    assert spec.takes_engine == ("inference" in params and name != "copkmeans")
     assert spec.takes_w == ("w" in params and "w" not in spec.params)
-    assert (spec.emissions is None) == ("emission" in params)
+    assert (spec.emissions is None or spec.named_emission) == ("emission" in params)
     assert all(params[k] == v for k, v in spec.params.items())
     assert supervision_kind(est) == spec.supervision
     # the declared kind is what fit accepts: pairs are refused by label and unsupervised rows

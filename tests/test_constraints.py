@@ -135,12 +135,11 @@ def test_long_must_link_chain_closure_is_not_recursive():
     assert c.neighborhoods()[0].shape[0] == n
 
 
-def test_adjacency_signed_symmetric():
-    c = Constraints.from_pairs(must_link=[(0, 1)], cannot_link=[(1, 2)], n=3, weight=[2.0, 3.0])
-    a = c.adjacency().toarray()
-    assert np.array_equal(a, a.T)
-    assert a[0, 1] == 2.0 and a[1, 2] == -3.0 and a[0, 2] == 0.0
-    assert c.adjacency("cannot_link").toarray()[1, 2] == 3.0
+def test_pairs_keep_their_kind_and_weight():
+    c = Constraints.from_pairs(must_link=[(1, 0)], cannot_link=[(2, 1)], n=3, weight=[2.0, 3.0])
+    signed = {tuple(p): k * w for p, k, w in zip(c.pairs.tolist(), c.kind.tolist(), c.weight.tolist())}
+    assert signed == {(0, 1): 2.0, (1, 2): -3.0}  # i < j; +w must-link, -w cannot-link
+    assert c.cannot_link.tolist() == [[1, 2]] and c.must_link.tolist() == [[0, 1]]
 
 
 def test_from_labels_all_and_spanning_imply_same_partition():

@@ -51,13 +51,16 @@ def test_wagstaffs_algorithm_aborts_and_the_options_rescue_feasible_problems(see
         COPKMeans(k, n_init=1, random_state=0).fit(X, must_link=ml, cannot_link=cl)
     assert info.value.point in range(len(X))
     if rescued_by_restarts:
-        est = COPKMeans(k, n_restarts=10, n_init=1, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+        est = COPKMeans(k, inference=GreedyFeasible(n_restarts=10), n_init=1, random_state=0).fit(
+            X, must_link=ml, cannot_link=cl)
         assert est.assignment_ == "restarts" and honours(est.labels_, ml, cl)
     else:
         with pytest.raises(InfeasibleError, match="other point orders"):
-            COPKMeans(k, n_restarts=10, n_init=1, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+            COPKMeans(k, inference=GreedyFeasible(n_restarts=10), n_init=1, random_state=0).fit(
+                X, must_link=ml, cannot_link=cl)
     for restarts in (0, 10):
-        est = COPKMeans(k, n_restarts=restarts, repair="milp", n_init=1, random_state=0).fit(
+        est = COPKMeans(k, inference=GreedyFeasible(n_restarts=restarts, repair="milp"), n_init=1,
+                        random_state=0).fit(
             X, must_link=ml, cannot_link=cl)
         assert honours(est.labels_, ml, cl)
         assert est.assignment_ == ("restarts" if rescued_by_restarts and restarts else "milp")
@@ -69,7 +72,8 @@ def test_milp_repair_aborts_only_on_infeasible_problems():
     for seed in range(40):
         X, k, ml, cl = dense_cannot_link_problem(1000 + seed, p_ml=0.05, pairs_per_point=(0.5, 1.5))
         try:
-            est = COPKMeans(k, repair="milp", random_state=0).fit(X, must_link=ml, cannot_link=cl)
+            est = COPKMeans(k, inference=GreedyFeasible(repair="milp"), random_state=0).fit(
+                X, must_link=ml, cannot_link=cl)
         except InconsistentConstraintsError:
             continue
         except InfeasibleError as exc:
@@ -90,9 +94,15 @@ def test_assignment_is_greedy_without_dead_ends_and_parameters_are_checked():
     assert est.assignment_ == "greedy" and honours(est.labels_, [(2, 3)], [(0, 2)])
     assert COPKMeans(2, random_state=0).fit(X).assignment_ == "greedy"
     with pytest.raises(ValueError, match=r"n_restarts must be an integer in \[0, inf\); got -1"):
-        COPKMeans(2, n_restarts=-1).fit(X)
+        COPKMeans(2, inference=GreedyFeasible(n_restarts=-1)).fit(X)
     with pytest.raises(ValueError, match="repair must be one of None, 'milp'; got 'sat'"):
-        COPKMeans(2, repair="sat").fit(X)
+        COPKMeans(2, inference=GreedyFeasible(repair="sat")).fit(X)
+    with pytest.raises(ValueError, match="inference must be one of 'greedy' or a GreedyFeasible instance"):
+        COPKMeans(2, inference="icm").fit(X)
+    # the arguments of the engine are the engine's: the old spelling names the new one
+    with pytest.raises(TypeError, match=r"COPKMeans\(n_restarts=3, repair='milp'\) is spelled "
+                                        r"COPKMeans\(inference=GreedyFeasible\(n_restarts=3, repair='milp'\)\)"):
+        COPKMeans(2, n_restarts=3, repair="milp")
 
 
 @pytest.mark.parametrize("seed", range(30))

@@ -273,6 +273,49 @@ def test_one_neighbourhood_of_all_points_seeds_one_centre():
     assert np.sum(np.isclose(C[:, 0], X.mean())) == 1
 
 
+def _objectives_of_runs(monkeypatch):
+    """The objective of every EM run on the constrained model of a fit, in order (a start
+    from the data alone also runs EM on the model without its potentials first)."""
+    from hmrf.estimators import base
+
+    found, real = [], base.run_em
+
+    def spy(model, params, *a, **kw):
+        res = real(model, params, *a, **kw)
+        if model.potentials:
+            found.append(res.objective)
+        return res
+
+    monkeypatch.setattr(base, "run_em", spy)
+    return found
+
+
+@pytest.mark.parametrize("data, runs", [("blobs", 3), ("wine", 9)])
+def test_auto_stops_once_two_seedings_reach_the_lowest_objective(monkeypatch, data, runs):
+    """``n_init="auto"`` makes the first runs of the fit without the stopping rule (the same
+    generator, the same starts: the supervision's seeding and the data alone in turn),
+    stops at the first run where two runs from the supervision's seeding reach the lowest
+    objective (round-off apart) and keeps that objective: on well-separated blobs every
+    start finds the classes, so three runs; on wine with a few pairs more."""
+    from hmrf.em import rise_tolerance
+    from hmrf.estimators import base
+
+    X, y = make_blobs(600, 5, centers=4, random_state=0) if data == "blobs" else (X_WINE, Y_WINE)
+    k, c = len(np.unique(y)), Constraints.sample_from_labels(y, 20, rng=2)
+    found = _objectives_of_runs(monkeypatch)
+    est = HMRFKMeans(k, random_state=0).fit(X, constraints=c)
+    stopped = list(found)
+    monkeypatch.setattr(base, "AUTO_AGREE", base.AUTO_MAX_RUNS + 1)  # every run
+    found.clear()
+    full = HMRFKMeans(k, random_state=0).fit(X, constraints=c)
+    assert full.n_runs_ == base.AUTO_MAX_RUNS == len(found)
+    assert est.n_runs_ == len(stopped) == runs and stopped == found[:runs]
+    best = min(stopped)
+    seeded = [j <= best + rise_tolerance(best, np.float64) for j in stopped[::2]]  # the seedings
+    assert sum(seeded) == 2 and seeded[-1] and runs % 2 == 1  # the last run was the second
+    assert est.objective_ == pytest.approx(best, rel=1e-12) and full.objective_ <= best * (1 + 1e-12)
+
+
 def test_auto_runs_shrink_with_the_work_and_skip_repeated_starts():
     from hmrf.estimators.base import AUTO_MAX_RUNS, auto_n_init
 

@@ -28,6 +28,8 @@ from hmrf import (  # noqa: E402
     SeededKMeans,
     SphericalKMeans,
 )
+from hmrf.emissions import Mahalanobis  # noqa: E402
+from hmrf.inference import BeliefPropagation  # noqa: E402
 from hmrf.metrics import nmi  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("dask_client", "few_auto_runs")
@@ -91,7 +93,7 @@ CASES = {
     "hmrf-sqeuclidean": (lambda inf: HMRFKMeans(K, inference=inf, random_state=0), _blobs),
     "hmrf-kl": (lambda inf: HMRFKMeans(K, emission="kl", inference=inf, random_state=0), _counts),
     "pckmeans": (lambda inf: PCKMeans(K, inference=inf, random_state=0), _blobs),
-    "mpckmeans-diagonal": (lambda inf: MPCKMeans(K, metric="diagonal", inference=inf, random_state=0), _blobs),
+    "mpckmeans-diagonal": (lambda inf: MPCKMeans(K, emission="mahalanobis", inference=inf, random_state=0), _blobs),
     "spherical-sparse": (lambda inf: (SphericalKMeans if inf == "icm" else _SphericalBP)(K, random_state=0),
                          _sparse_text),
     # the compiled sparse sweep per chunk, for every family it serves
@@ -143,10 +145,12 @@ def test_auto_makes_as_many_runs_on_dask_as_in_memory(monkeypatch):
 
 @pytest.mark.parametrize("estimator", [
     SeededKMeans(K, random_state=0), ConstrainedKMeans(K, random_state=0), COPKMeans(K, random_state=0),
-    MKMeans(K, random_state=0), HMRFKMeans(K, em="soft", inference="bp", random_state=0),
+    MKMeans(K, random_state=0),
+    HMRFKMeans(K, em="soft", inference=BeliefPropagation(mode="sum"), random_state=0),
     HMRFKMeans(K, em="soft", normalizer="closed_form", random_state=0),
     HMRFKMeans(K, init="k-means++", inference="bp", random_state=0),
-    MPCKMeans(K, metric="full", random_state=0), HMRFKMeans(K, emission="itakura_saito", random_state=0),
+    MPCKMeans(K, emission=Mahalanobis("full"), random_state=0),
+    HMRFKMeans(K, emission="itakura_saito", random_state=0),
 ], ids=["seeded", "constrained", "cop", "mkmeans", "soft-bp", "soft-closed-form", "kmeans++", "mpck-full",
         "itakura-saito"])
 def test_every_estimator_takes_a_dask_array(estimator):
@@ -197,9 +201,9 @@ def test_statistics_added_up_by_a_tree_on_the_workers(monkeypatch):
 
     X, y = _blobs(seed=8)
     c = _constraints(y)
-    gathered = MPCKMeans(K, metric="full", random_state=0).fit(_chunked(X), constraints=c)
+    gathered = MPCKMeans(K, emission=Mahalanobis("full"), random_state=0).fit(_chunked(X), constraints=c)
     monkeypatch.setattr(passes, "TREE_ABOVE", 0)
-    tree = MPCKMeans(K, metric="full", random_state=0).fit(_chunked(X), constraints=c)
+    tree = MPCKMeans(K, emission=Mahalanobis("full"), random_state=0).fit(_chunked(X), constraints=c)
     np.testing.assert_array_equal(tree.labels_.compute(), gathered.labels_.compute())
     assert tree.objective_ == pytest.approx(gathered.objective_, rel=1e-12)
 

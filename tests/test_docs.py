@@ -62,6 +62,17 @@ def test_docs_build_without_warnings(tmp_path, notebook_cache_dir):
         page = (html / "notebooks" / f"{nb.stem}.html").read_text(encoding="utf-8")
         assert "cell_output" in page and ("<img" in page or "output text_plain" in page
                                           or "output stream" in page), nb.name
+    # the facts the build writes from the code are on the pages: every estimator's and
+    # engine's defaults, every command's options (docs/_ext/hmrf_facts.py)
+    from hmrf.cli import COMMANDS
+    from hmrf.inference import ENGINES
+
+    choosing = (html / "choosing.html").read_text(encoding="utf-8")
+    assert "MPCKMeans − HMRFKMeans" in choosing and "NaiveBayesEM" in choosing
+    inference = (html / "inference.html").read_text(encoding="utf-8")
+    assert all(f"&quot;{name}&quot;" in inference for name in ENGINES)
+    cli = (html / "cli.html").read_text(encoding="utf-8")
+    assert all(f"hmrf {command}" in cli for command in COMMANDS) and "--engine" in cli
     # the landing page shows a picture of what the library does, and the picture exists
     index = (html / "index.html").read_text(encoding="utf-8")
     images = re.findall(r'<img[^>]+src="([^"]+)"', index)

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.datasets import load_iris, make_blobs
 
 from hmrf import HMRF, Constraints, PairwiseGraph
-from hmrf.em import reseed_empty_clusters, run_em
+from hmrf.em import loop, run_em
 from hmrf.emissions import EmissionParams, SquaredEuclidean
 from hmrf.inference import ICM
 from hmrf.initialization import initial_centers, weighted_farthest_first
@@ -88,20 +88,26 @@ def test_empty_cluster_is_reseeded_not_raised():
     assert np.all(np.diff(res.history) <= 1e-9)
 
 
+def _reseed(labels, unary, graph, k):
+    """The EM loop's re-seeding of empty clusters given every point's cost rows."""
+    cost = unary[np.arange(labels.shape[0]), labels]
+    return loop._reseed(labels, cost, graph, k, lambda rows, h: np.isfinite(unary[rows, h]))
+
+
 def test_reseeding_never_moves_a_point_whose_move_costs_pairwise_energy():
     labels = np.array([0, 0, 0, 1, 1])
     unary = np.array([[0, 5, 5], [0, 5, 5], [9, 5, 5], [5, 0, 5], [5, 1, 5]], dtype=float)
     # point 2 is the farthest but is must-linked to 0 (same label): moving it costs 3
     g = PairwiseGraph.potts(5, [[0, 2]], [3.0], [1])
-    new, n = reseed_empty_clusters(labels, unary, g, 3)
+    new, n = _reseed(labels, unary, g, 3)
     assert n == 1 and new[2] == 0 and new[4] == 2  # point 4 (cost 1) moves instead
     # a violated cannot-link is repaired by a move: allowed
     g2 = PairwiseGraph.potts(5, [[0, 2]], [3.0], [-1])
-    new2, _ = reseed_empty_clusters(labels, unary, g2, 3)
+    new2, _ = _reseed(labels, unary, g2, 3)
     assert new2[2] == 2
     # nobody qualifies: the cluster stays empty instead of raising the objective
     g3 = PairwiseGraph.potts(5, [[0, 1], [0, 2], [3, 4]], [1.0, 1.0, 1.0], [1, 1, 1])
-    new3, n3 = reseed_empty_clusters(labels, unary, g3, 3)
+    new3, n3 = _reseed(labels, unary, g3, 3)
     assert n3 == 0 and np.array_equal(new3, labels)
 
 

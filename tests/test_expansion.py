@@ -526,7 +526,7 @@ def test_no_edges_and_isolated_nodes():
 
 
 # ------------------------------------------------------------ through the estimators
-ESTIMATORS_WITH_ENGINES = ["HMRFKMeans", "PCKMeans", "MPCKMeans", "MKMeans"]
+ESTIMATORS_WITH_ENGINES = ["HMRFKMeans", "PCKMeans", "MPCKMeans"]  # M-KMeans has no engine
 
 
 @pytest.mark.parametrize("spec", ["instance", "expansion"])
@@ -544,8 +544,7 @@ def test_every_estimator_runs_with_alpha_expansion(name, spec):
     c = Constraints(150, c.pairs, c.kind, weight)
     cls = getattr(hmrf, name)
     engine = AlphaExpansion() if spec == "instance" else spec
-    # one run (n_init=1): M-KMeans' history may rise with constraints (its docstring), and
-    # the run this checks is the one it always checked
+    # one run (n_init=1): the run this checks is the one it always checked
     fits = [cls(3, inference=engine, n_init=1, random_state=0).fit(X, constraints=c) for _ in range(2)]
     est = fits[0]
     assert np.array_equal(est.labels_, fits[1].labels_)

@@ -83,7 +83,7 @@ def test_reweighted_graph_keeps_structure_and_drops_weighted_caches():
     g.components()
     w = _new_weights(g, rng)
     h = g.with_weights(w)
-    structural = [key for key in g.cache.keys() if key.structural]
+    structural = [key for key in g.cache.keys() if key.on_reweight == "keep"]  # edges and kinds alone
     assert graph_module.COMPONENTS in structural
     for key in structural:
         assert h.cache.peek(key) is g.cache.peek(key)

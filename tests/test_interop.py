@@ -11,7 +11,15 @@ from pgmpy.inference import VariableElimination  # noqa: E402
 
 from hmrf import HMRF, Constraints, PairwiseGraph  # noqa: E402
 from hmrf.inference import BeliefPropagation, ExactMILP  # noqa: E402
-from hmrf.interop import labels_from_assignment, pgmpy_map, to_pgmpy, variable_name  # noqa: E402
+from hmrf.interop import labels_from_assignment, to_pgmpy, variable_name  # noqa: E402
+
+
+def pgmpy_map(unary, graph):
+    """Exact MAP labelling by pgmpy's variable elimination on our export (small problems)."""
+    n = np.asarray(unary).shape[0]
+    assignment = VariableElimination(to_pgmpy(unary, graph)).map_query(
+        variables=[variable_name(i) for i in range(n)], show_progress=False)
+    return labels_from_assignment(assignment, n)
 
 
 def loopy_problem(seed, n=6, k=3, tables=True, hard=False):

@@ -8,7 +8,7 @@ from mrf_problems import brute_force, random_problem
 
 from hmrf import Constraints, PairwiseGraph
 from hmrf.inference import ExactMILP, LPRelaxation
-from hmrf.inference.lp import build_program
+from hmrf.inference.lp import build_program, solve_lp, solve_relaxation
 from hmrf.inference.rounding import best_per_component, kleinberg_tardos_rounding
 
 # --------------------------------------------- the program and its bound
@@ -74,6 +74,42 @@ def test_lp_callback_and_info():
     res = LPRelaxation(polish="icm").map(unary, g, rng=0, callback=lambda it, y, e, b: bounds.append(b))
     assert bounds and all(b == pytest.approx(res.lower_bound) for b in bounds)
     assert {"lp_time", "rounding_time", "integral_fraction"} <= set(res.info)
+
+
+def test_the_e_steps_of_one_graph_start_from_the_last_basis_and_equal_cold_solves():
+    # the E-steps of a fit: one graph, new unary costs each time, a label forbidden at
+    # one step and allowed again after it
+    rng = np.random.default_rng(5)
+    unary, g = random_problem(rng, 12, 3, 30)
+    for step in range(6):
+        u = unary + rng.random(unary.shape) * step
+        if step == 3:
+            u[[0, 4], [1, 2]] = np.inf
+        cold_u, cold, _ = solve_relaxation(build_program(u, g))
+        warm_u, warm, info = solve_lp(u, g)
+        assert warm == pytest.approx(cold, abs=1e-9)
+        assert info["lp_warm"] == (step > 0)
+        np.testing.assert_allclose(warm_u.sum(axis=1), 1.0, atol=1e-9)
+        assert np.all(warm_u[np.isinf(u)] == 0.0)
+        # the value is the program's at the returned u, z^(M) and z^(C) at their optimum
+        # given u (A.4-A.8): the solution is this step's, not a stale one
+        a, b, w = g.edges[:, 0], g.edges[:, 1], g.weight
+        ml = g.kind == 1
+        pairwise = (w[ml] / 2 * np.abs(warm_u[a[ml]] - warm_u[b[ml]]).sum(axis=1)).sum() + \
+            (w[~ml] * np.maximum(warm_u[a[~ml]] + warm_u[b[~ml]] - 1, 0).sum(axis=1)).sum()
+        assert warm == pytest.approx(np.sum(np.where(np.isinf(u), 0.0, u) * warm_u) + pairwise, abs=1e-7)
+
+
+def test_a_graph_with_a_loaded_relaxation_pickles_and_solves_again():
+    import pickle
+
+    rng = np.random.default_rng(6)
+    unary, g = random_problem(rng, 9, 3, 14)
+    value = solve_lp(unary, g)[1]
+    copy = pickle.loads(pickle.dumps(g))
+    u, again, info = solve_lp(unary, copy)
+    assert again == pytest.approx(value, abs=1e-9) and not info["lp_warm"]
+    assert solve_lp(unary + 1.0, copy)[1] == pytest.approx(value + 9.0, abs=1e-9)
 
 
 # -------------------------------------------------------------- rounding

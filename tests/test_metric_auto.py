@@ -61,12 +61,12 @@ def test_auto_metric_rule():
     assert MPCKMeans(3, random_state=0).fit(Xs, constraints=many).metric_kind_ == "cosine"
     signed = sp.csr_matrix(WINE_X - WINE_X.mean(axis=0))
     assert MPCKMeans(3, random_state=0).fit(signed, constraints=many).metric_kind_ == "identity"
-    assert MPCKMeans(3, metric="diagonal", random_state=0).fit(Xs, constraints=many).metric_kind_ == "diagonal"
+    assert MPCKMeans(3, emission="mahalanobis", random_state=0).fit(Xs, constraints=many).metric_kind_ == "diagonal"
 
 
 def test_auto_metric_on_iris_without_constraints_equals_identity():
     a = MPCKMeans(3, random_state=0).fit(IRIS_X)
-    b = MPCKMeans(3, metric="identity", random_state=0).fit(IRIS_X)
+    b = MPCKMeans(3, emission="sqeuclidean", random_state=0).fit(IRIS_X)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-12)
 
@@ -117,21 +117,21 @@ def test_auto_shrinkage_bounds_the_metric_against_constraint_terms():
     """``shrinkage="auto"``: whatever the violated-pair terms subtract, ``a_d t_d <= 1 / λ``
     (the floor of ``A⁻¹`` is the prior's share); the papers' floor lets weights explode."""
     c = Constraints.sample_from_labels(WINE_Y, 500, rng=np.random.default_rng(3))
-    auto = MKMeans(3, metric="diagonal", penalty="distance", random_state=0).fit(WINE_X, constraints=c)
+    auto = MKMeans(3, emission="mahalanobis", penalty="distance", random_state=0).fit(WINE_X, constraints=c)
     assert np.all(auto.metric_ * auto.params_.prior <= 1 / auto.shrinkage_ * (1 + 1e-9))
-    paper = MKMeans(3, metric="diagonal", penalty="distance", shrinkage=0.01, w=1.0,
+    paper = MKMeans(3, emission=Mahalanobis(shrinkage=0.01), penalty="distance", w=1.0,
                     random_state=0).fit(WINE_X, constraints=c)
     assert np.max(paper.metric_ * paper.params_.prior) > 1e3
 
 
 @pytest.mark.parametrize("Est", [MPCKMeans, MKMeans])
 def test_auto_shrinkage_rule(Est):
-    """``shrinkage="auto"``: for MPCKMeans ``λ = d / (n + d)`` (``λ' n = d``
+    """The shrinkage of a named metric: for MPCKMeans ``λ = d / (n + d)`` (``λ' n = d``
     pseudo-points), for M-KMeans 0.9; used as the shrinkage and the floor of the
-    range-target family the fit ran. A number is kept."""
+    range-target family the fit ran. A Mahalanobis family's own is kept."""
     c = Constraints.sample_from_labels(WINE_Y, 100, rng=np.random.default_rng(0))
     n, d = WINE_X.shape
-    est = Est(3, metric="diagonal", random_state=0).fit(WINE_X, constraints=c)
+    est = Est(3, emission="mahalanobis", random_state=0).fit(WINE_X, constraints=c)
     lam = est.shrinkage_
     if Est is MPCKMeans:
         assert lam == auto_shrinkage(n, d) == pytest.approx(d / (n + d))
@@ -141,7 +141,7 @@ def test_auto_shrinkage_rule(Est):
         assert lam == MKMEANS_AUTO_SHRINKAGE
     fam = emission_of(est)
     assert (fam.shrinkage, fam.eig_floor, fam.target) == (lam, lam, "range")
-    assert Est(3, metric="diagonal", shrinkage=0.01, random_state=0).fit(
+    assert Est(3, emission=Mahalanobis(shrinkage=0.01), random_state=0).fit(
         WINE_X, constraints=c).shrinkage_ == 0.01
 
 
@@ -181,7 +181,7 @@ def test_mkmeans_keeps_the_metric_that_satisfies_more_constraints():
     n = len(est.constraints_)
     if est.metric_kind_ == "identity":
         assert s["diagonal"] <= s["identity"] + np.sqrt(s["identity"] * (1 - s["identity"]) / n)
-        plain = MKMeans(3, metric="identity", random_state=0).fit(IRIS_X, constraints=ci)
+        plain = MKMeans(3, emission="sqeuclidean", random_state=0).fit(IRIS_X, constraints=ci)
         np.testing.assert_array_equal(est.labels_, plain.labels_)
     else:
         assert s["diagonal"] > s["identity"]
@@ -189,19 +189,19 @@ def test_mkmeans_keeps_the_metric_that_satisfies_more_constraints():
 
 def test_mkmeans_auto_w_weighs_constraints_at_most_as_the_points():
     c = Constraints.sample_from_labels(WINE_Y, 500, rng=np.random.default_rng(0))
-    est = MKMeans(3, metric="diagonal", random_state=0).fit(WINE_X, constraints=c)
+    est = MKMeans(3, emission="mahalanobis", random_state=0).fit(WINE_X, constraints=c)
     assert est.w_ == pytest.approx(min(1.0, len(WINE_X) / len(est.constraints_)))
-    assert MKMeans(3, metric="diagonal", w=2.0, random_state=0).fit(WINE_X, constraints=c).w_ == 2.0
+    assert MKMeans(3, emission="mahalanobis", w=2.0, random_state=0).fit(WINE_X, constraints=c).w_ == 2.0
 
 
 # ---------------------------------------------------------- the papers' setting
 def test_paper_setting_is_the_paper_model():
-    """``metric="diagonal", shrinkage=0.01`` (and ``w=1``, the paper's seeding, one run)
-    is Mahalanobis' own defaults (the variance target, the 1e-6 floor) with the
+    """``emission=Mahalanobis("diagonal", shrinkage=0.01)`` (and ``w=1``, the paper's
+    seeding, one run) is Mahalanobis' own defaults (the variance target, the 1e-6 floor) with the
     distance-scaled potentials of eq. 4, run by the EM loop: the same labels and J."""
     c = Constraints.sample_from_labels(WINE_Y, 80, rng=np.random.default_rng(5)).closure()
     centers = initial_centers(WINE_X, 3, Mahalanobis(), c, "pckmeans", np.random.default_rng(0))
-    est = MPCKMeans(3, metric="diagonal", shrinkage=0.01, w=1.0, init=centers, n_init=1,
+    est = MPCKMeans(3, emission=Mahalanobis("diagonal", shrinkage=0.01), w=1.0, init=centers, n_init=1,
                     inference="icm", closure=False, random_state=0).fit(WINE_X, constraints=c)
     model = HMRF(WINE_X, 3, emission=Mahalanobis(), potentials=[DistanceScaledPotts(c, 1.0)], w=1.0)
     res = run_em(model, model.emission.init_params(WINE_X, centers), get_engine("icm"),
@@ -263,12 +263,13 @@ def test_cosine_mpckmeans_finds_the_enumerated_optimum_of_eq4_on_the_sphere():
     """Seven documents, two clusters, two must-links and a cannot-link that move the
     optimum away from the data's own: the fit's labelling is the minimum of eq. 4 on the
     unit sphere over all labellings (enumerated with the hand-written objective), and
-    its ``objective_`` is that minimum."""
+    its ``objective_`` is that minimum. The optimum's basin is small on seven documents:
+    twenty starts find it (``n_init="auto"`` stops once two runs agree on another)."""
     from itertools import product
 
     X = sp.csr_matrix(np.array([[5, 1, 3, 4], [1, 1, 1, 2], [2, 4, 2, 2], [3, 4, 2, 1],
                                 [0, 3, 4, 3], [0, 0, 4, 1], [4, 0, 5, 1]], dtype=np.float64))
-    est = MPCKMeans(2, random_state=0).fit(X, must_link=[(3, 6), (2, 3)], cannot_link=[(0, 2)])
+    est = MPCKMeans(2, n_init=20, random_state=0).fit(X, must_link=[(3, 6), (2, 3)], cannot_link=[(0, 2)])
     assert est.metric_kind_ == "cosine"
     # the transitive closure the fit uses (§3.1): (2, 6) must-linked, (0, 3), (0, 6) cannot-linked
     c = est.constraints_

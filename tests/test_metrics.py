@@ -55,3 +55,6 @@ def test_objective_and_evaluate():
     assert objective(X, [0, 0, 1], [[0.5], [10.0]], c, w=2.0) == pytest.approx(0.5 + 6.0)
     res = evaluate([0, 0, 1, 1], [1, 1, 0, 0], mask=[True, True, True, False])
     assert res["nmi"] == pytest.approx(1.0) and res["pairwise_f"] == pytest.approx(1.0)
+    # only the scores asked for (a learning curve's metrics; other names are not scores here)
+    some = evaluate([0, 0, 1, 1], [1, 1, 0, 0], mask=[True, True, True, False], scores=["nmi", "objective"])
+    assert some == {"nmi": res["nmi"]}

@@ -185,7 +185,7 @@ def _hand_objective(X, est, c):
 def test_reported_objective_is_eq4_and_history_never_increases(metric, per_cluster):
     for seed in range(3):
         c = Constraints.sample_from_labels(IRIS_Y, 60, rng=seed)
-        est = MPCKMeans(3, metric=metric, per_cluster=per_cluster, random_state=seed)
+        est = MPCKMeans(3, emission=Mahalanobis(metric, per_cluster=per_cluster), random_state=seed)
         est.fit(IRIS_X, constraints=c)
         assert len(est.constraints_) >= len(c)  # the transitive closure (§3.1)
         assert est.objective_ == pytest.approx(_hand_objective(IRIS_X, est, est.constraints_),
@@ -201,7 +201,7 @@ def test_identity_metric_and_unit_penalties_give_pckmeans(engine):
     for X, Y in ((IRIS_X, IRIS_Y), (WINE_X, WINE_Y)):
         for seed in range(2):
             c = Constraints.sample_from_labels(Y, 80, rng=seed)
-            a = MPCKMeans(3, metric="identity", penalty="constant", inference=engine,
+            a = MPCKMeans(3, emission="sqeuclidean", penalty="constant", inference=engine,
                           random_state=seed)
             a.fit(X, constraints=c)
             b = PCKMeans(3, inference=engine, random_state=seed).fit(X, constraints=c)
@@ -245,7 +245,7 @@ def test_paper_update_is_not_a_descent_step_because_alpha_max_moves():
 
 def test_mkmeans_without_constraints_descends_and_predict_matches():
     for metric in ("diagonal", "full"):
-        est = MKMeans(3, metric=metric, random_state=0).fit(WINE_X)
+        est = MKMeans(3, emission=Mahalanobis(metric), random_state=0).fit(WINE_X)
         h = est.history_
         assert np.all(np.diff(h) <= 1e-9 * np.abs(h[:-1]))
         assert est.converged_
@@ -287,15 +287,15 @@ def test_default_e_step_reaches_a_lower_objective_than_icm():
 
 
 # --------------------------------------------------------------- engines and inputs
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("cls", [MPCKMeans, MKMeans])
+@pytest.mark.parametrize("cls, engine", [(MPCKMeans, e) for e in ENGINES] + [(MKMeans, None)])
 def test_every_engine(engine, cls):
     rng = np.random.default_rng(2)
     idx = np.r_[rng.choice(50, 15, replace=False), 50 + rng.choice(50, 15, replace=False),
                 100 + rng.choice(50, 15, replace=False)]
     X, y = IRIS_X[idx], IRIS_Y[idx]
     c = Constraints.sample_from_labels(y, 25, rng=3)
-    est = cls(3, inference=getattr(inference, engine)(), random_state=0).fit(X, constraints=c)
+    kw = {} if engine is None else {"inference": getattr(inference, engine)()}  # M-KMeans: no engine
+    est = cls(3, random_state=0, **kw).fit(X, constraints=c)
     assert est.labels_.shape == (45,) and set(est.labels_) <= {0, 1, 2}
     if cls is MPCKMeans:
         h = est.history_
@@ -312,38 +312,38 @@ def test_more_features_than_points_and_sparse_input(metric):
     c = Constraints.sample_from_labels(y, 20, rng=5)
     for cls in (MPCKMeans, MKMeans):
         for data in (X, sp.csr_matrix(np.where(X > 1.0, X, 0.0))):
-            est = cls(2, metric=metric, random_state=0).fit(data, constraints=c)
+            est = cls(2, emission=Mahalanobis(metric), random_state=0).fit(data, constraints=c)
             assert np.all(np.isfinite(est.history_))
             assert est.predict(data).shape == (24,)
     shapes = {(False, "diagonal"): (30,), (False, "full"): (30, 30),
               (True, "diagonal"): (2, 30), (True, "full"): (2, 30, 30)}
     for pc in (False, True):
-        est = MPCKMeans(2, metric=metric, per_cluster=pc, random_state=0).fit(X, constraints=c)
+        est = MPCKMeans(2, emission=Mahalanobis(metric, per_cluster=pc), random_state=0).fit(X, constraints=c)
         assert est.metric_.shape == shapes[pc, metric]
 
 
 def test_sklearn_conventions():
     c = Constraints.sample_from_labels(IRIS_Y, 40, rng=0)
-    est = MPCKMeans(3, metric="full", random_state=7)
+    est = MPCKMeans(3, emission=Mahalanobis("full"), random_state=7)
     X = IRIS_X.copy()
     X.flags.writeable = False
     a = est.fit(X, constraints=c).labels_
     b = clone(est).fit(X.tolist(), constraints=c).labels_
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(X, IRIS_X)
-    assert clone(est).get_params()["metric"] == "full"
+    assert clone(est).get_params()["emission"].metric == "full"
     ml = c.must_link.tolist()
     cl = c.cannot_link.tolist()
-    again = MPCKMeans(3, random_state=7, metric="full").fit_predict(X, must_link=ml, cannot_link=cl)
+    again = MPCKMeans(3, random_state=7, emission=Mahalanobis("full")).fit_predict(X, must_link=ml, cannot_link=cl)
     np.testing.assert_array_equal(again, a)
     MPCKMeans(3, random_state=0).fit(IRIS_X)  # no constraints needed
     MPCKMeans(3, w=np.inf, random_state=0).fit(IRIS_X, constraints=c)
 
 
 @pytest.mark.parametrize("bad,match", [
-    (dict(penalty="linear"), "penalty"), (dict(metric="geodesic"), "metric"),
-    (dict(shrinkage=1.5), "shrinkage"), (dict(alpha_min=-1.0), "alpha_min"),
-    (dict(alpha_max="largest"), "alpha_max.*auto"), (dict(per_cluster="no"), "per_cluster"),
+    (dict(penalty="linear"), "penalty"), (dict(emission="geodesic"), "emission"),
+    (dict(emission="kl"), "emission"), (dict(alpha_min=-1.0), "alpha_min"),
+    (dict(alpha_max="largest"), "alpha_max.*auto"),
 ])
 def test_bad_parameters_raise_at_fit(bad, match):
     c = Constraints.from_pairs(must_link=[(0, 1)], n=150)
@@ -352,8 +352,36 @@ def test_bad_parameters_raise_at_fit(bad, match):
         est.fit(IRIS_X, constraints=c)
 
 
+@pytest.mark.parametrize("old, new", [
+    (dict(metric="full"), "MPCKMeans(emission=Mahalanobis('full'))"),
+    (dict(metric="diagonal"), "MPCKMeans(emission='mahalanobis')"),
+    (dict(metric="identity"), "MPCKMeans(emission='sqeuclidean')"),
+    (dict(metric="cosine"), "MPCKMeans(emission='cosine')"),
+    (dict(metric="full", per_cluster=True, shrinkage=0.01),
+     "MPCKMeans(emission=Mahalanobis('full', per_cluster=True, shrinkage=0.01))"),
+])
+def test_the_metric_arguments_are_the_emissions_and_the_old_spelling_names_it(old, new):
+    import re
+
+    with pytest.raises(TypeError, match=re.escape(f"is spelled {new}")):
+        MPCKMeans(3, **old)
+    with pytest.raises(TypeError, match="MKMeans takes no inference engine"):
+        MKMeans(3, inference="bp")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'metrics'"):
+        MPCKMeans(3, metrics="full")
+    # the new spelling fits the same model as the name it stands for
+    c = Constraints.sample_from_labels(IRIS_Y, 60, rng=0)
+    named = MPCKMeans(3, emission="mahalanobis", n_init=1, random_state=0).fit(IRIS_X, constraints=c)
+    lam = named.shrinkage_
+    given = MPCKMeans(3, emission=Mahalanobis("diagonal", shrinkage=lam, eig_floor=lam, target="range"),
+                      n_init=1, random_state=0).fit(IRIS_X, constraints=c)
+    np.testing.assert_array_equal(named.labels_, given.labels_)
+    assert named.objective_ == pytest.approx(given.objective_, rel=1e-12)
+    assert (given.metric_kind_, given.shrinkage_) == ("diagonal", lam)
+
+
 @pytest.mark.usefixtures("few_auto_runs")  # API checks: two runs show them (tests/conftest.py)
-@parametrize_with_checks([MPCKMeans(3, random_state=0), MKMeans(3, metric="full", random_state=0)])
+@parametrize_with_checks([MPCKMeans(3, random_state=0), MKMeans(3, emission=Mahalanobis("full"), random_state=0)])
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
 

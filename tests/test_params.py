@@ -1,12 +1,11 @@
-"""The declarative parameter checks (hmrf._params) and the one random-state helper."""
+"""The declarative parameter checks and the one random-state helper (hmrf._validation)."""
 
 from numbers import Integral, Real
 
 import numpy as np
 import pytest
 
-from hmrf._params import Check, Interval, Options, validate_params
-from hmrf._validation import check_random_state
+from hmrf._validation import Check, Interval, Options, check_random_state, validate_params
 
 
 class _Thing:

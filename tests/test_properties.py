@@ -72,8 +72,8 @@ ESTIMATORS = [
     Estimator("HMRFKMeans", takes_engine=True),
     Estimator("PCKMeans", takes_engine=True),
     Estimator("MPCKMeans", takes_engine=True),
-    # constraints enter only the metric update (documented: history_ can rise)
-    Estimator("MKMeans", takes_engine=True, enforces_pairs=False, monotone=False),
+    # constraints enter only the metric update (documented: history_ can rise); no engine
+    Estimator("MKMeans", enforces_pairs=False, monotone=False),
     Estimator("COPKMeans"),
     Estimator("SphericalKMeans"),
     Estimator("SeededKMeans", supervision="seeds", enforces_pairs=False),

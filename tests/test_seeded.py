@@ -87,8 +87,8 @@ def test_every_run_starts_the_seeded_clusters_at_their_seed_means(monkeypatch):
 def test_auto_adds_the_seed_means_to_the_runs_of_the_fit_without_seeds(monkeypatch):
     """``n_init="auto"`` with every cluster seeded: the seed means start one run, first
     (the others would repeat it); then come the runs of the fit without seeds, from
-    the same starts, so that the seeds take no start away."""
-    from hmrf.estimators.base import AUTO_MAX_RUNS
+    the same starts and as many, so that the seeds take no start away."""
+    from hmrf.estimators import base
 
     X, y = make_blobs(200, 3, centers=3, random_state=2)
     seeds = _partial(y, 5, [0, 1, 2])
@@ -97,13 +97,19 @@ def test_auto_adds_the_seed_means_to_the_runs_of_the_fit_without_seeds(monkeypat
     np.testing.assert_array_equal(est.seed_classes_, [0, 1, 2])
     means = np.vstack([X[seeds == c].mean(axis=0) for c in (0, 1, 2)])
     assert np.allclose(starts[0], means) and not any(np.allclose(C, means) for C in starts[1:])
-    assert len(starts) == est.n_runs_ == 1 + AUTO_MAX_RUNS
     with_seeds = starts[1:]
     starts.clear()
-    assert SeededKMeans(3, random_state=0).fit(X).n_runs_ == AUTO_MAX_RUNS
-    assert len(starts) == AUTO_MAX_RUNS and len({C.tobytes() for C in starts}) == len(starts)
+    plain = SeededKMeans(3, random_state=0).fit(X)
+    assert est.n_runs_ == 1 + plain.n_runs_ and len(starts) == plain.n_runs_ == len(with_seeds)
     for a, b in zip(with_seeds, starts):
         np.testing.assert_array_equal(a, b)
+    # without the stopping rule the fit without seeds makes its AUTO_MAX_RUNS runs, from
+    # distinct starts, and the fit with seeds one more
+    monkeypatch.setattr(base, "AUTO_AGREE", base.AUTO_MAX_RUNS + 1)
+    starts.clear()
+    assert SeededKMeans(3, random_state=0).fit(X).n_runs_ == base.AUTO_MAX_RUNS
+    assert len(starts) == base.AUTO_MAX_RUNS and len({C.tobytes() for C in starts}) == len(starts)
+    assert SeededKMeans(3, random_state=0).fit(X, seeds).n_runs_ == 1 + base.AUTO_MAX_RUNS
 
 
 def test_seeds_never_end_above_the_fit_without_them():
@@ -216,6 +222,10 @@ def test_seeds_that_pay_for_a_higher_objective_win():
         assert est.n_runs_ > 1
         assert nmi(y, est.labels_) == pytest.approx(1.0)
         est = SeededKMeans(2, random_state=state).fit(X, few)
+        assert nmi(y, est.labels_) < 0.5
+        assert est.objective_ == pytest.approx(alone.objective_, rel=1e-3)
+        # selection="objective": the seeds only start runs, the lowest J_kmeans wins
+        est = SeededKMeans(2, selection="objective", random_state=state).fit(X, many)
         assert nmi(y, est.labels_) < 0.5
         assert est.objective_ == pytest.approx(alone.objective_, rel=1e-3)
 
@@ -351,39 +361,54 @@ def test_a_run_beaten_in_both_objective_and_seeds_kept_never_wins():
         assert _seeds_missed(est.labels_, y, 3) == _seeds_missed(alone.labels_, y, 3)
 
 
-def test_the_pareto_rule_keeps_the_lowest_score_among_unbeaten_runs():
-    """``_best_run`` on made-up runs: the lowest score wins unless another run is no
-    worse in both ``J`` and missed seeds and better in one; ties go to the first run."""
+def _seeds_kept(precision=np.float64):
+    """Seeded-KMeans' rule (``selection="seeds"``) for runs given as ``(result, score,
+    missed)``: only the working precision of the model is read."""
     from types import SimpleNamespace
 
-    from hmrf.estimators.base import _best_run
+    from hmrf.estimators.seeded import SeedsKept
 
-    def runs(*rows):
-        return [(SimpleNamespace(objective=J, name=i), score, missed)
-                for i, (J, score, missed) in enumerate(rows)]
+    return SeedsKept(SimpleNamespace(X=np.zeros((1, 1), dtype=precision)),
+                     (np.array([-1]), np.empty(0, dtype=np.int64)), 2)
 
-    f64 = np.float64
+
+def _winner(rows, precision=np.float64):
+    from types import SimpleNamespace
+
+    rule = _seeds_kept(precision)
+    for i, (J, score, missed) in enumerate(rows):
+        rule.offer((SimpleNamespace(objective=J, name=i), score, missed))
+    return rule.best.name
+
+
+def test_the_pareto_rule_keeps_the_lowest_score_among_unbeaten_runs():
+    """``selection="seeds"`` on made-up runs: the lowest score wins unless another run is
+    no worse in both ``J`` and missed seeds and better in one; ties go to the first run."""
     # the lowest score is beaten in both J and missed by run 1: run 1 (next score) wins
-    assert _best_run(runs((10.0, 11.0, 5), (9.0, 12.0, 4), (8.0, 13.0, 6)), f64).name == 1
+    assert _winner([(10.0, 11.0, 5), (9.0, 12.0, 4), (8.0, 13.0, 6)]) == 1
     # lower J but more missed seeds: not beaten, its lower score wins
-    assert _best_run(runs((10.0, 11.0, 3), (9.0, 12.0, 4)), f64).name == 0
+    assert _winner([(10.0, 11.0, 3), (9.0, 12.0, 4)]) == 0
     # equal J and equal missed: a tie, the first run
-    assert _best_run(runs((10.0, 11.0, 3), (10.0, 11.0, 3)), f64).name == 0
+    assert _winner([(10.0, 11.0, 3), (10.0, 11.0, 3)]) == 0
     # equal missed, lower J beats a lower score
-    assert _best_run(runs((10.0, 11.0, 3), (9.0, 12.0, 3)), f64).name == 1
+    assert _winner([(10.0, 11.0, 3), (9.0, 12.0, 3)]) == 1
     # J within round-off of float32 and fewer missed seeds: beaten
-    assert _best_run(runs((10.0 * (1 + 1e-6), 11.0, 4), (10.0, 12.0, 3)), np.float32).name == 1
+    assert _winner([(10.0 * (1 + 1e-6), 11.0, 4), (10.0, 12.0, 3)], np.float32) == 1
     # without supervision (missed all 0) the lowest J wins, as the lowest score
-    assert _best_run(runs((10.0, 10.0, 0), (9.0, 9.0, 0), (9.5, 9.5, 0)), f64).name == 1
+    assert _winner([(10.0, 10.0, 0), (9.0, 9.0, 0), (9.5, 9.5, 0)]) == 1
 
 
 def test_a_fit_keeps_the_labels_of_the_runs_that_can_still_win_only():
-    """``_contenders``: of runs equal in ``J`` and missed seeds only the one ``_best_run``
-    takes is kept, beaten runs are dropped, and the winner is the same as over all runs;
-    without supervision (missed all 0) one run is left."""
+    """Of runs equal in ``J`` and missed seeds only the one the rule would take is kept,
+    beaten runs are dropped, and the winner is the same as over all runs at once (the
+    Pareto front of all runs, the lowest score on it, the first on a tie); without
+    supervision (missed all 0) one run is left."""
     from types import SimpleNamespace
 
-    from hmrf.estimators.base import _best_run, _contenders
+    def at_once(runs):
+        front = [r for r in runs if not any(q[0].objective <= r[0].objective and q[2] <= r[2] and
+                                            (q[0].objective < r[0].objective or q[2] < r[2]) for q in runs)]
+        return min(front, key=lambda r: (r[1], r[0].name))[0].name
 
     rng = np.random.default_rng(0)
     for trial in range(200):
@@ -393,10 +418,10 @@ def test_a_fit_keeps_the_labels_of_the_runs_that_can_still_win_only():
         score = J + (rng.choice([0.0, 0.5, 1.0], n) if trial % 2 else 0.0)
         runs = [(SimpleNamespace(objective=float(J[i]), name=i), float(score[i]), int(missed[i]))
                 for i in range(n)]
-        front = []
-        for run in runs:  # as a fit keeps them, one run at a time
-            front = _contenders([*front, run], np.float64)
-        assert _best_run(front, np.float64).name == _best_run(runs, np.float64).name
-        assert len({(r[0].objective, r[2]) for r in front}) == len(front)
+        rule = _seeds_kept()
+        for run in runs:  # as a fit offers them, one run at a time
+            rule.offer(run)
+        assert rule.best.name == at_once(runs)
+        assert len({(r[0].objective, r[2]) for r in rule.front}) == len(rule.front)
         if trial % 2 == 0:
-            assert len(front) == 1
+            assert len(rule.front) == 1

@@ -1,4 +1,5 @@
-"""Soft (variational) HMRF-EM and mean-field posteriors (hmrf.em.soft, hmrf.inference.meanfield)."""
+"""Soft (variational) HMRF-EM and mean-field posteriors (hmrf.em.soft, hmrf.inference.meanfield,
+hmrf.inference.posteriors)."""
 
 import itertools
 import warnings
@@ -10,10 +11,11 @@ from sklearn.datasets import load_iris, make_blobs
 from sklearn.mixture import GaussianMixture
 
 from hmrf import HMRF, ConstrainedKMeans, Constraints, HMRFKMeans, KMeans, PairwiseGraph, SphericalKMeans
-from hmrf.em.soft import run_soft_em
+from hmrf.em.soft import posterior_engine, run_soft_em
 from hmrf.emissions import EmissionParams
-from hmrf.inference import BeliefPropagation
-from hmrf.inference.meanfield import MeanField, factorised_free_energy
+from hmrf.inference import ICM, BeliefPropagation, MeanField
+from hmrf.inference.base import InferenceEngine, Solution
+from hmrf.inference.posteriors import free_energy, softmax_free_energy
 
 X_IRIS, Y_IRIS = load_iris(return_X_y=True)
 
@@ -45,12 +47,12 @@ def _tiny(seed, tree):
 def test_mean_field_free_energy_bounds_the_exact_one(seed, tree):
     unary, g = _tiny(seed, tree)
     exact, neg_logz = _enumerate(unary, g)
-    res = MeanField(tol=1e-10, max_iter=500).marginals(unary, g)
+    res = MeanField(tol=1e-10, max_iter=500).map(unary, g)
     np.testing.assert_allclose(res.marginals.sum(axis=1), 1.0)
     assert res.free_energy >= neg_logz - 1e-12
-    assert res.free_energy == pytest.approx(factorised_free_energy(unary, g, res.marginals))
+    assert res.free_energy == pytest.approx(free_energy(unary, g, res.marginals))
     # the exact marginals are a factorised q too: their F bounds -log Z as well
-    assert factorised_free_energy(unary, g, exact) >= neg_logz - 1e-12
+    assert free_energy(unary, g, exact) >= neg_logz - 1e-12
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -63,12 +65,12 @@ def test_sum_product_marginals_are_exact_on_a_tree(seed):
 
 def test_mean_field_without_factors_is_exact_and_hard_must_links_share_a_posterior():
     unary = np.array([[0.0, 1.0, 2.0], [2.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
-    res = MeanField().marginals(unary, PairwiseGraph.empty(3))
+    res = MeanField().map(unary, PairwiseGraph.empty(3))
     exact = np.exp(-unary) / np.exp(-unary).sum(1, keepdims=True)
     np.testing.assert_allclose(res.marginals, exact)
     assert res.free_energy == pytest.approx(-logsumexp(-unary, axis=1).sum())
     g = PairwiseGraph.potts(3, [(0, 1)], [np.inf], [1])
-    res = MeanField().marginals(unary, g)
+    res = MeanField().map(unary, g)
     np.testing.assert_allclose(res.marginals[0], res.marginals[1])
     exact, neg_logz = _enumerate(unary, PairwiseGraph.potts(3, [(0, 1)], [50.0], [1]))
     np.testing.assert_allclose(res.marginals, exact, atol=1e-12)  # nodes 0-1 vs 2 independent
@@ -86,7 +88,7 @@ def test_free_energy_never_rises_from_the_first_iteration_with_learned_weights()
         assert np.all(np.diff(h) <= 1e-9 * np.maximum(1.0, np.abs(h[:-1])))
 
 
-@pytest.mark.parametrize("posterior", ["mean_field", "bp"])
+@pytest.mark.parametrize("posterior", ["mean_field", BeliefPropagation(mode="sum")], ids=["mean_field", "bp-sum"])
 def test_soft_em_free_energy_history(posterior):
     c = Constraints.sample_from_labels(Y_IRIS, 60, rng=0)
     est = HMRFKMeans(3, em="soft", inference=posterior, normalizer="closed_form", random_state=0,
@@ -141,8 +143,12 @@ def test_hard_em_stays_the_default_and_soft_only_methods_are_absent():
 
 
 def test_soft_em_refuses_map_only_engines():
-    with pytest.raises(ValueError, match="em='soft' needs posteriors"):
+    with pytest.raises(ValueError, match="em='soft' needs posteriors, and LPRelaxation"):
         HMRFKMeans(3, em="soft", inference="lp").fit(X_IRIS)
+    # max-product BP is named, with the engine that gives posteriors
+    with pytest.raises(ValueError, match=r"BeliefPropagation\(mode='max'.*BeliefPropagation\(mode='sum'\)"):
+        HMRFKMeans(3, em="soft", inference="bp").fit(X_IRIS)
+    assert isinstance(posterior_engine("auto"), MeanField)
     with pytest.raises(ValueError, match="em must be one of 'hard', 'soft'"):
         HMRFKMeans(3, em="fuzzy").fit(X_IRIS)
 
@@ -167,3 +173,86 @@ def test_soft_em_same_seed_same_result_and_input_untouched():
     assert a.objective_ == b.objective_
     np.testing.assert_array_equal(X, X_IRIS)
     assert isinstance(a.params_, EmissionParams)
+
+
+# ------------------------------------------------ mean-field through the engine interface
+@pytest.mark.parametrize("seed", range(4))
+def test_mean_field_posteriors_equal_enumeration_where_it_is_exact(seed):
+    """One node, two nodes joined by a hard must-link (one super-node) or by a factor of
+    weight 0: the factorised posterior is the exact one, and F is -log Z."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 5))
+    problems = [
+        (rng.random((1, k)) * 3, PairwiseGraph.empty(1)),
+        (rng.random((2, k)) * 3, PairwiseGraph.potts(2, [(0, 1)], [np.inf], [1])),
+        (rng.random((2, k)) * 3, PairwiseGraph.potts(2, [(0, 1)], [0.0], [-1])),
+    ]
+    for unary, g in problems:
+        finite = PairwiseGraph.potts(2, [(0, 1)], [200.0], [1]) if np.isinf(g.weight).any() else g
+        exact, neg_logz = _enumerate(unary, finite)
+        res = MeanField(tol=1e-12).map(unary, g)
+        np.testing.assert_allclose(res.marginals, exact, atol=1e-12)
+        assert res.free_energy == pytest.approx(neg_logz, abs=1e-10)
+        np.testing.assert_array_equal(res.labels, np.argmax(exact, axis=1))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mean_field_free_energy_never_increases(seed):
+    """Sweep after sweep (each run of t sweeps repeats the first t of a longer one), and
+    from given posteriors: F never rises, on loopy graphs with cannot-links and tables."""
+    from mrf_problems import random_problem
+
+    rng = np.random.default_rng(40 + seed)
+    unary, g = random_problem(rng, 12, 3, 30, tables=seed % 2 == 0)
+    F = [MeanField(max_iter=t, tol=0.0).map(unary, g).free_energy for t in range(1, 15)]
+    assert np.all(np.diff(F) <= 1e-10 * np.maximum(1.0, np.abs(F[:-1])))
+    q0 = rng.dirichlet(np.ones(3), size=12)
+    res = MeanField(max_iter=3).map(unary, g, init=q0)
+    assert res.free_energy <= free_energy(unary, g, q0) + 1e-10
+
+
+class _Independent(InferenceEngine):
+    """A user engine that declares marginals: each node's posterior from its own costs."""
+
+    gives_marginals = True
+
+    def _solve(self, unary, graph, init, rng, notify):
+        q = softmax_free_energy(unary)[0]
+        return Solution(np.argmax(q, axis=1), marginals=q)
+
+
+def test_soft_em_runs_a_user_engine_that_declares_marginals_and_refuses_one_that_does_not():
+    c = Constraints.sample_from_labels(Y_IRIS, 40, rng=2)
+    model = HMRF(X_IRIS, 3, constraints=c, w=5.0)
+    free = HMRF(X_IRIS, 3)
+    params = model.emission.init_params(model.X, X_IRIS[[0, 50, 100]])
+    ours = run_soft_em(model, params, _Independent(), max_iter=6, tol=0.0)
+    # posteriors that ignore the factors: the parameters of soft EM without constraints,
+    # and F counts the factors' expected cost on top
+    plain = run_soft_em(free, params, max_iter=6, tol=0.0)
+    np.testing.assert_allclose(ours.params.centers, plain.params.centers, rtol=1e-12)
+    assert ours.objective > plain.objective
+    with pytest.raises(ValueError, match="em='soft' needs posteriors, and ICM"):
+        run_soft_em(model, params, ICM())
+    with pytest.raises(ValueError, match="_Independent"):
+        run_soft_em(model, params, type("_Independent", (ICM,), {})())
+
+
+class _ForgetsMarginals(ICM):
+    gives_marginals = True
+
+
+def test_the_marginal_contract_is_checked():
+    unary = np.array([[0.0, 1.0], [1.0, 0.0]])
+    c = Constraints.from_pairs(cannot_link=[(0, 1)], n=2, weight=1.0)
+    with pytest.raises(TypeError, match="_ForgetsMarginals declares gives_marginals but its _solve returned no"):
+        _ForgetsMarginals().map(unary, c)
+    with pytest.raises(ValueError, match=r"init posteriors must have shape \(2, 2\) with rows summing to one"):
+        MeanField().map(unary, c, init=np.array([[0.5, 0.6], [0.5, 0.5]]))
+    # max-product engines carry no posteriors; sum-product BP and mean-field do, F included
+    assert BeliefPropagation().map(unary, c).marginals is None
+    for eng in (BeliefPropagation(mode="sum", tol=1e-12), MeanField(tol=1e-12)):
+        res = eng.map(unary, c)
+        assert res.marginals.shape == (2, 2) and res.free_energy == pytest.approx(
+            free_energy(unary, PairwiseGraph.from_constraints(c),
+                        res.marginals))

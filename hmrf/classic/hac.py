@@ -16,8 +16,7 @@ from sklearn.utils.validation import validate_data
 
 from .._params import Interval, Options, validate_params
 from .._validation import check_data, check_n_clusters, check_partial_labels
-from ..constraints import Constraints
-from ..estimators.supervision import as_constraints
+from ..constraints import Constraints, as_constraints
 from ..exceptions import InfeasibleError
 from .linkage import (
     LINKAGES,

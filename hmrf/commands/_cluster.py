@@ -12,8 +12,6 @@ import json
 import os
 import time
 
-import numpy as np
-
 HELP = """\
 Data on a Dask cluster (pip install "hmrf[dask]" zarr; for Parquet also "dask[dataframe]" pyarrow):
   --data ROWS.zarr   a Zarr array of shape (n, d), chunked along the rows, read on the workers
@@ -128,6 +126,8 @@ def write_labels(labels, path, labels_format) -> None:
     """Write ``labels`` (a Dask array chunked like the rows) by the workers, chunk by chunk:
     a Zarr array, or a directory of Parquet files (one a chunk: ``part.<i>.parquet``) with
     the columns ``row`` (the row's 0-based position in --data) and ``label``."""
+    import numpy as np
+
     if labels_format == "zarr":
         labels.to_zarr(path, overwrite=True)
         return
@@ -141,6 +141,8 @@ def write_labels(labels, path, labels_format) -> None:
 
 def run(args) -> int:
     """Fit ``args.data`` (a Zarr store or Parquet files) on a Dask cluster; returns the exit code."""
+    import numpy as np
+
     from .. import __version__
     from ..datasets import DataFileError, read_pairs
     from ..estimators import ESTIMATORS, make_estimator

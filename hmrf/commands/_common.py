@@ -1,9 +1,10 @@
 """What the ``hmrf`` commands share: data options, run options, checked argument types,
 the output directory, help formatting.
 
-Kept light: building the parser (``hmrf --help``) imports neither scikit-learn nor
-matplotlib; the tables it prints come from :data:`hmrf.estimators.ESTIMATORS`,
-:data:`hmrf.inference.ENGINES` and :data:`hmrf.datasets.DATASETS`.
+Kept light: importing the commands (``hmrf --help``) loads neither NumPy nor
+scikit-learn nor matplotlib; the tables a command's help prints come from
+:data:`hmrf.estimators.ESTIMATORS`, :data:`hmrf.inference.ENGINES` and
+:data:`hmrf.datasets.DATASETS`, read when that help is built.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import argparse
 import os
 import tempfile
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .._optional import available
-from ..datasets import DATASETS, PACKAGES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 # ------------------------------------------------------------------ help text
@@ -117,6 +119,8 @@ def import_plugins(modules) -> None:
 
 
 def dataset_listing() -> str:
+    from ..datasets.loaders import DATASETS, PACKAGES
+
     needs = {name: next((p for p in PACKAGES if p in spec[4]), None) for name, spec in DATASETS.items()}
     rows = {name: f"n={spec[1]}, {spec[3]} classes" + (f"; needs {needs[name]}" if needs[name] else "")
             for name, spec in DATASETS.items()}
@@ -173,9 +177,69 @@ def weight(text):
     return "auto" if text.strip().lower() == "auto" else nonneg_float(text)
 
 
-#: Help of every command's ``--w``.
+def signature_default(spec, param: str):
+    """The default of ``param`` in the constructor of the estimator of ``spec`` (a row of
+    :data:`hmrf.estimators.ESTIMATORS`), read from the source of its module without
+    importing it (building a help text must not import scikit-learn)."""
+    import ast
+    import importlib.util
+
+    origin = importlib.util.find_spec(f"hmrf.estimators.{spec.module}").origin
+    with open(origin, encoding="utf-8") as f:
+        classes = {n.name: n for n in ast.parse(f.read()).body if isinstance(n, ast.ClassDef)}
+    name = spec.class_name
+    while name in classes:
+        init = next((n for n in classes[name].body
+                     if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is not None:
+            args = init.args.args + init.args.kwonlyargs
+            defaults = [None] * (len(init.args.args) - len(init.args.defaults)) + init.args.defaults
+            defaults += init.args.kw_defaults
+            for arg, default in zip(args, defaults):
+                if arg.arg == param and default is not None:
+                    return ast.literal_eval(default)
+            break
+        name = next((b.id for b in classes[name].bases if isinstance(b, ast.Name)), None)
+    raise LookupError(f"{spec.class_name}.__init__ has no default for {param!r}")
+
+
+class EstimatorDefault:
+    """The default of an estimator parameter, for a help text (``%(own)s``): read from
+    the signatures of the estimators of :data:`hmrf.estimators.ESTIMATORS` that take it
+    (``takes``, an attribute of their row) when the help is printed, so that no help
+    text repeats a default by hand."""
+
+    def __init__(self, param: str, takes: str) -> None:
+        self.param, self.takes = param, takes
+
+    def __str__(self) -> str:
+        from ..estimators import ESTIMATORS
+
+        rows = {}  # default -> estimator names
+        for key, spec in ESTIMATORS.items():
+            if not getattr(spec, self.takes):
+                continue
+            value = spec.params.get(self.param, signature_default(spec, self.param))
+            rows.setdefault(value if isinstance(value, str) else f"{value:g}", []).append(key)
+        (common, _), *others = sorted(rows.items(), key=lambda kv: -len(kv[1]))
+        rest = "; ".join(f"{v} for {', '.join(keys)}" for v, keys in others)
+        return f"{common} ({rest})" if rest else common
+
+
+def own_default(action, param: str, takes: str):
+    """Give ``action`` the attribute ``own`` that its help names as ``%(own)s``."""
+    action.own = EstimatorDefault(param, takes)
+    return action
+
+
+#: Help of every command's ``--w`` (with :func:`own_default`).
 W_HELP = ("constraint weight: a number (inf = hard) or auto, twice the mean cost of a point "
-          "when all the data form one cluster (default: the estimator's own, auto)")
+          "when all the data form one cluster (default: the estimator's own, %(own)s)")
+
+
+def add_w_option(p):
+    """The ``--w`` option of every command."""
+    return own_default(p.add_argument("--w", type=weight, metavar="W", help=W_HELP), "w", "takes_w")
 
 
 def fraction(text):
@@ -194,6 +258,8 @@ def parse_range(text: str, integer: bool) -> list:
     >>> parse_range("0:1:0.25", integer=False)
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
+    import numpy as np
+
     conv = int if integer else float
     try:
         if ":" in text:
@@ -268,6 +334,8 @@ class Data:
 
 def load(args, *, need_labels: bool, complete_labels: bool = False) -> Data:
     """The data of ``--dataset`` / ``--data`` (+ ``--labels``), validated, standardised."""
+    import numpy as np
+
     from ..datasets import load_dataset, read_data, read_labels
 
     if args.data is None:
@@ -303,6 +371,8 @@ def load(args, *, need_labels: bool, complete_labels: bool = False) -> Data:
 def standardize(X):
     """Zero mean and unit variance per feature (constant features are centred only);
     sparse data is returned as is (centring would densify it)."""
+    import numpy as np
+
     if not isinstance(X, np.ndarray):
         return X
     sd = X.std(axis=0)
@@ -347,6 +417,8 @@ def emission_text(given, resolved) -> str:
 
 
 def describe(data: Data) -> str:
+    import numpy as np
+
     X = data.X
     kind = "sparse" if not isinstance(X, np.ndarray) else "dense"
     k = "" if data.y is None else f", {int(np.unique(data.y[data.y >= 0]).size)} classes"

@@ -14,8 +14,6 @@ import json
 import os
 import time
 
-import numpy as np
-
 from . import _common as common
 
 #: ``λ``, the weight of a label change between two neighbouring pixels, when ``--w`` is
@@ -100,6 +98,8 @@ def _estimator(args):
 
 def run(args) -> int:
     """Segment ``args.image`` (see :data:`HELP`); returns the exit code."""
+    import numpy as np
+
     from .. import __version__
     from ..constraints import Constraints
     from ..datasets.images import image_pixels, label_image, read_image, segmented_image, write_image

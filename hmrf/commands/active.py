@@ -31,9 +31,9 @@ its super-instances) and is scored against the true classes, on all points and o
 points no query involved. The oracle answers from the true classes (bundled data set,
 or --labels with --data), or you answer at the terminal with --interactive.
 
-The default, COBRAS's queries clustered by MPCKMeans, is the pipeline that measured
-best on every data set and budget of docs/active_learning.md; --estimator own scores
-COBRAS's own clustering instead.
+The default, COBRAS's queries clustered by MPCKMeans, is at or above the reference
+implementation of COBRAS (cobras-ts) at every data set and budget of the table in
+docs/active_learning.md; --estimator own scores COBRAS's own clustering instead.
 
 Writes in --out: active-<data>-<selector>-<estimator>.csv (one row per run and budget)
 and .png.
@@ -67,7 +67,7 @@ def add_parser(sub):
                         "(default: cosine for text, a .txt file or sparse non-negative rows, where "
                         "the estimator's family is free; else the estimator's own, sqeuclidean "
                         "for most)")
-    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
+    common.add_w_option(p)
     p.add_argument("--noise", type=common.fraction, default=0.0, help="oracle error rate")
     p.add_argument("--no-closure", action="store_true",
                    help="cluster with the answered pairs only, not their transitive closure")

@@ -27,6 +27,10 @@ Example:
       --constraints 0:1000:100 --runs 20 --folds 2"""
 
 
+#: what runs without --estimator, --constraints / --seeds, --folds / --test-fraction
+DEFAULT_ESTIMATOR, DEFAULT_CONSTRAINTS, DEFAULT_FOLDS = "hmrf-kmeans", "0:500:100", 10
+
+
 def add_parser(sub):
     def epilog():
         return "\n\n".join([common.estimator_listing(), common.engine_listing(),
@@ -36,7 +40,7 @@ def add_parser(sub):
     common.add_data_options(p, labels_help="true class of every row of --data (needed with --data)")
     p.add_argument("--estimator", action="append", metavar="NAME",
                    help="estimator(s), listed below; repeat or comma-separate to compare several "
-                        "(default hmrf-kmeans)")
+                        f"(default {DEFAULT_ESTIMATOR})")
     p.add_argument("--emission", metavar="NAME",
                    help="emission family, listed below (default: cosine for text, a .txt file or sparse "
                         "non-negative rows, where the family is free; else each estimator's own, "
@@ -44,19 +48,20 @@ def add_parser(sub):
     how = p.add_mutually_exclusive_group()
     how.add_argument("--constraints", metavar="LIST|A:B:STEP",
                      help="numbers of random pairs, e.g. 0:1000:100 (both ends included) or "
-                          "0,50,200 (default 0:500:100)")
+                          f"0,50,200 (default {DEFAULT_CONSTRAINTS})")
     how.add_argument("--seeds", metavar="LIST|A:B:STEP",
                      help="seed fractions instead of pairs, e.g. 0:1:0.1")
     p.add_argument("--noise", default="0", metavar="F|LIST|A:B:STEP",
                    help="fraction(s) of the supervision made wrong")
     p.add_argument("--runs", type=common.pos_int, default=1, help="repetitions of the cross-validation")
     p.add_argument("--folds", type=common.pos_int, default=None,
-                   help="k-fold cross-validation (default 10)")
+                   help=f"k-fold cross-validation (default {DEFAULT_FOLDS})")
     p.add_argument("--test-fraction", type=common.fraction, default=None,
                    help="instead of --folds: one random split per run holding out this fraction")
-    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
-    p.add_argument("--engine", metavar="NAME",
-                   help="E-step engine, listed below (default: each estimator's own)")
+    common.add_w_option(p)
+    common.own_default(p.add_argument("--engine", metavar="NAME",
+                                      help="E-step engine, listed below (default: each estimator's "
+                                           "own, %(own)s)"), "inference", "takes_engine")
     p.add_argument("--metrics", default="nmi,pairwise_f,objective",
                    help="comma-separated, from nmi, ari, pairwise_f, pairwise_precision, "
                         "pairwise_recall, objective, n_iter")
@@ -76,7 +81,7 @@ def run(args) -> int:
     from ..experiments.learning import SCORES
     from ..experiments.table import legend
 
-    given = args.estimator or ["hmrf-kmeans"]
+    given = args.estimator or [DEFAULT_ESTIMATOR]
     names = [estimator_key(n) for a in given for n in a.split(",") if n.strip()]
     for n in names:
         if n not in ESTIMATORS:
@@ -85,13 +90,13 @@ def run(args) -> int:
     if args.seeds is not None:
         supervision, points = "labels", parse_range(args.seeds, integer=False)
     else:
-        points = parse_range(args.constraints or "0:500:100", integer=True)
+        points = parse_range(args.constraints or DEFAULT_CONSTRAINTS, integer=True)
         supervision = "constraints"
     label_only = sorted(n for n in names if ESTIMATORS[n].supervision == "labels")
     if supervision == "constraints" and label_only:
         raise ValueError(f"{label_only} take labelled seeds: use --seeds instead of --constraints.")
     noise = parse_range(args.noise, integer=False)
-    folds = args.folds if args.folds is not None or args.test_fraction is not None else 10
+    folds = args.folds if args.folds is not None or args.test_fraction is not None else DEFAULT_FOLDS
     if args.folds is not None and args.test_fraction is not None:
         raise ValueError("give --folds or --test-fraction, not both.")
     # --engine and --w apply to the estimators that have them; settings are checked

@@ -6,8 +6,6 @@ import csv
 import json
 import time
 
-import numpy as np
-
 from ..estimators import ESTIMATORS, estimator_key
 from . import _cluster, _image
 from . import _common as common
@@ -57,9 +55,10 @@ def add_parser(sub):
                    help="emission family, listed below (default: cosine for text, a .txt file or "
                         "sparse non-negative rows, when the estimator's family is free; else the "
                         "estimator's own, sqeuclidean for most)")
-    p.add_argument("--engine", metavar="NAME",
-                   help="E-step engine, listed below (default: the estimator's own, icm)")
-    p.add_argument("--w", type=common.weight, metavar="W", help=common.W_HELP)
+    common.own_default(p.add_argument("--engine", metavar="NAME",
+                                      help="E-step engine, listed below (default: the estimator's "
+                                           "own, %(own)s)"), "inference", "takes_engine")
+    common.add_w_option(p)
     sup = p.add_mutually_exclusive_group()
     sup.add_argument("--pairs", metavar="FILE", help="your constraints (see above)")
     sup.add_argument("--constraints", type=common.nonneg_int, metavar="N",
@@ -78,6 +77,8 @@ def add_parser(sub):
 
 def _supervision(args, spec, y, n, rng):
     """``(supervision, description, points used)`` from the flags (see DESCRIPTION)."""
+    import numpy as np
+
     from ..constraints import Constraints
     from ..datasets import read_pairs
 
@@ -111,6 +112,8 @@ def _supervision(args, spec, y, n, rng):
 
 
 def _json_safe(value):
+    import numpy as np
+
     if isinstance(value, dict):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
@@ -143,6 +146,8 @@ def _w_text(est, spec) -> str:
 
 
 def run(args) -> int:
+    import numpy as np
+
     from .. import __version__
     from ..estimators import fit_supervised, make_estimator
     from ..metrics import evaluate

@@ -88,19 +88,6 @@ class ChunkLabels:
             np.asarray(free_except, dtype=np.int64)
 
     @classmethod
-    def from_numpy(cls, data: Any, labels: NDArray[np.intp], n_clusters: int,
-                   nodes: NDArray[np.intp] | None = None) -> ChunkLabels:
-        """Labels held by the client (n,) as per-chunk tasks on the workers, knowing
-        ``nodes`` (none by default)."""
-        from .data import label_dtype
-
-        labels = np.asarray(labels)
-        nodes = np.empty(0, dtype=np.int64) if nodes is None else np.asarray(nodes, dtype=np.int64)
-        small = labels.astype(label_dtype(n_clusters))
-        return cls(data, data.send(data.pieces(small)), nodes, labels[nodes],
-                   np.bincount(labels, minlength=n_clusters))
-
-    @classmethod
     def constant(cls, data: Any, label: int, n_clusters: int) -> ChunkLabels:
         """Every point labelled ``label``, each chunk's labels made on its worker."""
         from .data import label_dtype

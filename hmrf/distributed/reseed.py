@@ -1,6 +1,6 @@
 """Re-seeding an empty cluster of a Dask fit by reductions on the workers.
 
-The rule of :func:`hmrf.em.loop.reseed_empty_clusters`, with each point's cost kept with
+The rule of :mod:`hmrf.em.loop` ("Empty clusters"), with each point's cost kept with
 its chunk: per empty cluster one task a chunk returns its best candidate ``(cost,
 row)`` and the client takes the largest (the first on ties, as in memory). The
 constrained points enter with their cost under their label and whether their move
@@ -68,7 +68,7 @@ def reseed_on_workers(model: Any, params: Any, pass_args: list, labels: ChunkLab
                       own_cost: Any, constrained_unary: NDArray[np.floating] | None = None,
                       kept_unary: list | None = None) -> tuple[ChunkLabels, int]:
     """Give empty clusters a point (module docstring): the choice of
-    :func:`hmrf.em.loop.reseed_empty_clusters`, with the costs on the workers.
+    the in-memory re-seeding of :mod:`hmrf.em.loop`, with the costs on the workers.
 
     Parameters
     ----------
@@ -82,7 +82,7 @@ def reseed_on_workers(model: Any, params: Any, pass_args: list, labels: ChunkLab
         The E-step's labels.
     graph : PairwiseGraph
     own_cost : callable or None
-        As for :func:`hmrf.em.loop.reseed_empty_clusters`.
+        As for the in-memory re-seeding (``hmrf.em.loop._reseed``).
     constrained_unary : ndarray (m, k), optional
         The constrained points' cost rows, when the client holds them ...
     kept_unary : list, optional

@@ -14,8 +14,7 @@ read (blocks, threads, a Dask cluster), :mod:`hmrf.em.passes` and
 :mod:`hmrf.distributed`.
 """
 
-from .loop import EMResult, reseed_empty_clusters, rise_tolerance, run_em
+from .loop import EMResult, rise_tolerance, run_em
 from .soft import posterior_engine, run_soft_em
 
-__all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "run_soft_em",
-           "posterior_engine"]
+__all__ = ["EMResult", "run_em", "rise_tolerance", "run_soft_em", "posterior_engine"]

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._validation import check_random_state
 from ..inference.base import InferenceEngine
 from .passes import assignment_pass
 
@@ -56,8 +55,8 @@ if TYPE_CHECKING:
     from ..inference.base import InferenceResult
     from ..model import HMRF
 
-__all__ = ["EMResult", "run_em", "reseed_empty_clusters", "rise_tolerance", "check_engine", "solve_e_step",
-           "move_cost", "OWN_COST_TRIALS"]
+__all__ = ["EMResult", "run_em", "rise_tolerance", "check_engine", "solve_e_step", "move_cost",
+           "OWN_COST_TRIALS"]
 
 #: Relative rise of the objective below which it counts as round-off: at least this ...
 RISE_RTOL = 1e-9
@@ -120,19 +119,18 @@ def solve_e_step(engine: InferenceEngine, unary: NDArray[np.floating], graph: Pa
                  rng: np.random.Generator) -> InferenceResult:
     """``engine``'s labelling of one E-step problem of a fit: costs (n_c, k), a
     :class:`~hmrf.graph.PairwiseGraph` and the previous labels (or ``None``) that the model
-    produced from inputs checked at the fit's entrance, so an
+    produced from inputs checked at the fit's entrance, and the fit's generator, so an
     :class:`~hmrf.inference.InferenceEngine` solves them without checking them again
     (:meth:`~hmrf.inference.InferenceEngine.solve_validated`); another object with a
     ``map`` method is called as usual."""
     if isinstance(engine, InferenceEngine):
-        return engine.solve_validated(np.asarray(unary, dtype=np.float64), graph, init,
-                                      check_random_state(rng, "rng"))
+        return engine.solve_validated(np.asarray(unary, dtype=np.float64), graph, init, rng)
     return engine.map(unary, graph, init=init, rng=rng)
 
 
 def move_cost(labels: NDArray[np.intp], graph: PairwiseGraph, target: int) -> np.ndarray:
     """Change of the pairwise energy if each node alone moved to the empty cluster
-    ``target`` (n,), for :func:`reseed_empty_clusters`."""
+    ``target`` (n,), for the re-seeding of empty clusters (module docstring)."""
     n = labels.shape[0]
     delta = np.zeros(n)
     if graph.n_edges == 0:
@@ -167,50 +165,24 @@ def _inf_safe_sum(rows, values, n):
     return np.where(np.isnan(out), np.inf, out)
 
 
-def reseed_empty_clusters(labels: NDArray[Any], unary: NDArray[Any], graph: PairwiseGraph,
-                          n_clusters: int) -> tuple[np.ndarray, int]:
-    """Give empty clusters a point without increasing the objective (module docstring).
-
-    Candidates are points whose move alone does not raise the pairwise energy (every
-    unconstrained point qualifies), whose cluster keeps at least one member and whose
-    unary cost in the empty cluster is finite; the one with the largest current cost
-    moves. With an exact M-step its new cost cannot exceed its old one, so the
-    objective after the M-step cannot rise. A cluster stays empty only when no point
-    qualifies (every point constrained so that any move costs).
-
-    Parameters
-    ----------
-    labels : ndarray (n,)
-    unary : ndarray (n, k)
-    graph : PairwiseGraph
-    n_clusters : int
-
-    Returns
-    -------
-    labels : ndarray (n,)
-        New labels (a copy when something moved).
-    n_reseeded : int
-    """
-    n = labels.shape[0]
-    unary = np.asarray(unary)
-    cost = np.asarray(unary[np.arange(n), labels], dtype=np.float64)
-    return _reseed(labels, cost, graph, n_clusters, lambda rows, h: np.isfinite(unary[rows, h]))
-
-
 #: Candidates whose own-cluster cost the re-seeding of an empty cluster evaluates (largest
-#: gain first) before it leaves a cluster empty (:func:`reseed_empty_clusters`).
+#: gain first) before it leaves a cluster empty (:func:`_reseed`).
 OWN_COST_TRIALS = 8
 
 
 def _reseed(labels, cost, graph, n_clusters, allowed, movable=None, own_cost=None) -> tuple[np.ndarray, int]:
-    """:func:`reseed_empty_clusters` given each point's current cost (n,) and
-    ``allowed(rows, h) -> bool array``, which says whether cluster ``h`` may take those
-    points (finite cost); ``movable`` (n,) bool excludes points that may never move.
+    """Give empty clusters a point without increasing the objective (module docstring):
+    ``(labels, number re-seeded)``, the labels a copy when something moved.
 
-    ``own_cost(i, h)``, when given, is point ``i``'s cost in cluster ``h`` fitted to it
-    alone: a point whose move raises the pairwise energy by ``Δ_i`` then qualifies if
-    ``c_i - own_cost(i, h) > Δ_i`` (module docstring), tried for the
-    ``OWN_COST_TRIALS`` largest ``c_i - Δ_i`` when no free point qualifies."""
+    Candidates are points whose move alone does not raise the pairwise energy (every
+    unconstrained point qualifies), whose cluster keeps at least one member and that
+    ``allowed(rows, h) -> bool array`` lets cluster ``h`` take (finite cost); of those,
+    the one with the largest current ``cost`` (n,) moves. ``movable`` (n,) bool excludes
+    points that may never move (clamped labels). ``own_cost(i, h)``, when given, is
+    point ``i``'s cost in cluster ``h`` fitted to it alone: a point whose move raises the
+    pairwise energy by ``Δ_i`` then qualifies if ``c_i - own_cost(i, h) > Δ_i``, tried
+    for the ``OWN_COST_TRIALS`` largest ``c_i - Δ_i`` when no free point qualifies. A
+    cluster stays empty only when no point qualifies."""
     counts = np.bincount(labels, minlength=n_clusters)
     empty = np.flatnonzero(counts == 0)
     if empty.size == 0:
@@ -271,7 +243,7 @@ def _move_statistics(model, stats, rows, new, old):
 def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_iter: int = 100,
            tol: float = 1e-4, rng: np.random.Generator | None = None,
            callback: Callable[..., Any] | None = None,
-           data_pass: Callable[..., Any] | None = None) -> EMResult:
+           data_pass: Callable[..., Any] | None = None, validated: bool = False) -> EMResult:
     """Alternate E- and M-steps on ``model`` from ``params``.
 
     Each iteration is one pass over the data (:func:`hmrf.em.passes.assignment_pass`) under
@@ -296,6 +268,7 @@ def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_
         (as scikit-learn's KMeans does), kept only if it does not worsen the objective
         or empty a cluster.
     rng : numpy Generator
+        Drawn on as is by every E-step (``None``: a fresh one).
     callback : callable, optional
         ``callback(iteration, labels, params, objective)`` after each M-step.
     data_pass : callable, optional
@@ -303,16 +276,21 @@ def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_
         :func:`hmrf.em.passes.assignment_pass` (the default); a distributed model supplies
         its own. When ``model.incremental_statistics`` is false the statistics are
         accumulated by every pass instead of updated from the points that moved.
+    validated : bool, default=False
+        Whether ``max_iter``, ``tol`` and the engine's parameters were checked by the
+        caller (an estimator checks them once per fit, whatever its number of runs).
 
     Returns
     -------
     EMResult
     """
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1; got {max_iter}.")
-    if not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
-    check_engine(engine)
+    if not validated:
+        if int(max_iter) < 1:
+            raise ValueError(f"max_iter must be >= 1; got {max_iter}.")
+        if not np.isfinite(tol) or tol < 0:
+            raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
+        check_engine(engine)
+    rng = np.random.default_rng() if rng is None else rng
     k = model.n_clusters
     family = model.emission
     data_pass = assignment_pass if data_pass is None else data_pass

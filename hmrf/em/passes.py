@@ -258,7 +258,7 @@ class AssignmentPass:
     reseed : callable or None
         Set by a pass whose costs stay where the data are: ``reseed(labels, graph,
         movable, own_cost) -> (labels, n_reseeded)``, the re-seeding of empty clusters
-        (:func:`hmrf.em.loop.reseed_empty_clusters`'s choice) as reductions there.
+        (the choice of :mod:`hmrf.em.loop`, "Empty clusters") as reductions there.
     """
 
     labels: np.ndarray
@@ -315,11 +315,12 @@ def assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[Any] 
 
 def block_arguments(n: int, width: int, data: Any = None, clamped: NDArray[np.intp] | None = None,
                     previous: NDArray[np.intp] | None = None, constrained: NDArray[np.bool_] | None = None,
-                    block: int | None = None) -> Iterator[Any]:
+                    block: int | None = None, weights: NDArray[np.floating] | None = None) -> Iterator[Any]:
     """The row blocks of a pass over ``n`` rows and each block's per-row arguments: yields
     ``(rows, keywords, previous)`` with ``rows`` a slice, ``keywords`` the ``data``,
     ``clamped`` and ``constrained_mask`` slices for :func:`assign_block` /
-    :func:`soft_assign_block` (``None`` where not given) and ``previous`` the slice of the
+    :func:`soft_assign_block` (``None`` where not given; and the ``weights`` slice, when
+    given, for :func:`soft_assign_block`) and ``previous`` the slice of the
     previous labels. ``constrained``: sorted indices of the rows with pairwise factors;
     ``block``: rows per block (default :func:`hmrf._blocks.block_rows` for ``width``
     columns of temporaries)."""
@@ -330,10 +331,12 @@ def block_arguments(n: int, width: int, data: Any = None, clamped: NDArray[np.in
     step = block or _blocks.block_rows(n, width)
     for start in range(0, n, step):  # a loop over blocks of rows; each block is vectorised
         rows = slice(start, min(start + step, n))
-        yield rows, dict(data=None if data is None else data[rows],
-                         clamped=None if clamped is None else clamped[rows],
-                         constrained_mask=None if mask is None else mask[rows]), \
-            None if previous is None else previous[rows]
+        kw = dict(data=None if data is None else data[rows],
+                  clamped=None if clamped is None else clamped[rows],
+                  constrained_mask=None if mask is None else mask[rows])
+        if weights is not None:
+            kw["weights"] = weights[rows]
+        yield rows, kw, None if previous is None else previous[rows]
 
 
 def collect_blocks(results: Any, labels: NDArray[np.intp], cost: NDArray[Any],
@@ -400,12 +403,14 @@ class SoftPass:
 def soft_assign_block(family: EmissionFamily, X_block: MatrixLike, params: EmissionParams, normalizer: str,
                       n_clusters: int, *, data: Any = None, clamped: NDArray[np.intp] | None = None,
                       constrained_mask: NDArray[np.bool_] | None = None,
-                      shift: NDArray[np.floating] | None = None) -> BlockResult:
+                      shift: NDArray[np.floating] | None = None,
+                      weights: NDArray[np.floating] | None = None) -> BlockResult:
     """Soft E-step of one block: posteriors ``q_ih ∝ exp(-U_ih)`` of its unconstrained
     rows (never stored beyond the block), their free energy and weighted statistics, and
     the cost rows of its constrained rows, as a :class:`BlockResult` whose ``cost`` is each
     row's free-energy term ``Σ_h q_ih (U_ih + log q_ih)`` (0 for constrained rows, whose
-    term the engine's posteriors give) and whose ``previous_cost`` is 0."""
+    term the engine's posteriors give) and whose ``previous_cost`` is 0. Row weights
+    ``weights`` (b,), when given, multiply each row's free-energy term and statistics."""
     U = block_unary(family, X_block, params, normalizer, data, clamped)
     labels = reduce_rows(U)[0]
     q, f = softmax_free_energy(U)
@@ -414,13 +419,18 @@ def soft_assign_block(family: EmissionFamily, X_block: MatrixLike, params: Emiss
         rows = np.asarray(U[constrained_mask], dtype=np.float64)
         q[constrained_mask] = 0.0  # the engine's posteriors replace these
         f[constrained_mask] = 0.0
+    if weights is not None:
+        q *= weights[:, None]
+        f *= weights
     stats = family.statistics(X_block, q, n_clusters, normalizer, shift)
     return BlockResult(labels, np.asarray(f, dtype=np.float64), 0.0, rows, stats)
 
 
 def soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.bool_] | None = None,
-              shift: NDArray[np.floating] | None = None) -> SoftPass:
-    """:func:`soft_assign_block` over ``model.X`` in row blocks."""
+              shift: NDArray[np.floating] | None = None,
+              weights: NDArray[np.floating] | None = None) -> SoftPass:
+    """:func:`soft_assign_block` over ``model.X`` in row blocks (with row ``weights`` (n,),
+    when given)."""
     n, k = model.n_samples, model.n_clusters
     labels, free = np.empty(n, dtype=np.int64), np.empty(n)
 
@@ -429,7 +439,9 @@ def soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.bool_
         return rows, soft_assign_block(model.emission, model.X[rows], params, model.normalizer, k,
                                        shift=shift, **kw)
 
-    width = max(k, model.X.shape[1])
-    blocks = block_arguments(n, width, model.data_terms, model.clamped, None, constrained)
+    # CSR rows form no (rows x d) temporary: costs are sparse-dense products, the
+    # statistics one (k, d) array per block (fewer blocks, fewer of those)
+    width = k if sp.issparse(model.X) else max(k, model.X.shape[1])
+    blocks = block_arguments(n, width, model.data_terms, model.clamped, None, constrained, weights=weights)
     _, unary_c, stats = collect_blocks(run_blocks(work, blocks, n * width), labels, free, k)
     return SoftPass(labels, float(free.sum()), unary_c, stats)

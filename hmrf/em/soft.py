@@ -1,38 +1,30 @@
 """Soft (variational) EM for the HMRF: posteriors instead of MAP labels.
 
-Hard EM (:mod:`hmrf.em.loop`) alternates MAP labels and parameters. Soft EM alternates
-posteriors ``q`` over the labels and parameters, descending the variational free energy
-(Neal & Hinton 1998; for MRFs with a mean-field E-step, Zhang 1992)
+Soft EM alternates posteriors ``q`` and parameters ``Θ``, descending the variational free
+energy (Neal & Hinton 1998; for MRFs with a mean-field E-step, Zhang 1992)
 
-    F(q, Θ) = E_q[J(y, Θ)] - H(q)
-            = Σ_i Σ_h q_i(h) U_ih(Θ) + Σ_e E_q[cost_e] + Σ_i Σ_h q_i(h) log q_i(h),
+    F(q, Θ) = Σ_i Σ_h q_ih (λ_i U_ih(Θ) + τ_i log q_ih) + Σ_e E_q[cost_e] + R(Θ)
 
-with ``U_ih = -log p(x_i | h, Θ)`` (plus ``-log π_h`` when mixing weights are learned).
-``F >= -log Z(Θ)``, the negative log-likelihood of the data up to the MRF normaliser.
+with ``U_ih = -log p(x_i | h, Θ) - log π_h``, row weights ``λ_i`` (default 1), ``τ_i =
+λ_i`` for a point with no pairwise factor and 1 for a constrained one, and ``R(Θ) = -log
+p(Θ)`` the prior of a MAP M-step: the family's
+:meth:`~hmrf.emissions.EmissionFamily.prior_cost`, plus ``-β Σ_h log π_h`` for mixing
+weights with Dirichlet pseudo-count ``β``. With unit weights ``F - R >= -log Z(Θ)``.
 
-* **E-step**, in one pass over the data (:func:`hmrf.em.passes.soft_pass`): a point with no
-  pairwise factor has the exact posterior ``q_i(h) ∝ exp(-U_ih)`` and contributes
-  ``-log Σ_h exp(-U_ih)`` to ``F``; it is never stored beyond its block of rows. The
-  constrained points get approximate posteriors from the chosen method:
+* **E-step** (:func:`hmrf.em.passes.soft_pass`): a point with no pairwise factor has the
+  exact posterior ``q_ih ∝ exp(-U_ih)`` and contributes ``-λ_i log Σ_h exp(-U_ih)``; the
+  constrained points' posteriors and free energy come from an engine that gives marginals
+  (``gives_marginals``; default :class:`~hmrf.inference.MeanField`) on the costs
+  ``λ_i U_ih`` and the factors, started from the previous posteriors. With an engine that
+  descends ``F`` from there (``descends_free_energy``: mean-field) the history of ``F``
+  never increases; with sum-product BP's Bethe marginals it may rise slightly.
+* **M-step**: the family's update on the statistics weighted by ``λ_i q_ih``
+  (:mod:`hmrf.emissions.stats`) and, when mixing weights are learned,
+  ``π_h = (β + n_h) / (k β + Σ_g n_g)`` with ``n_h = Σ_i λ_i q_ih``.
 
-  - ``MeanField`` (:mod:`hmrf.inference.meanfield`): factorised ``q`` minimising ``F``
-    by coordinate descent from the previous posteriors. ``F`` is then exactly the
-    objective both steps descend, so its history never increases.
-  - ``BeliefPropagation(mode="sum")``: the sum-product marginals (exact on trees, the
-    Bethe approximation on loopy graphs). The reported ``F`` is the factorised free
-    energy at those marginals (still an upper bound on ``-log Z``); BP does not minimise
-    it, so its history may rise slightly.
-
-* **M-step**: the family's update on posterior-weighted statistics
-  (:mod:`hmrf.emissions.stats`). With ``normalizer="closed_form"`` this fits the
-  per-cluster variance (Gaussian) or concentration (vMF), and the mixing weights
-  ``π_h = Σ_i q_i(h) / n`` are learned too; with ``"constant"`` the costs are the
-  divergences and ``q_i(h) ∝ exp(-D(x_i, μ_h))`` (soft k-means at unit temperature).
-
-What each approximation drops: the MRF normaliser ``log Z`` of the potentials (constant
-in Θ for potentials that do not depend on Θ, which is why soft EM refuses MPCKMeans'
-distance-scaled penalties); with mean-field, the correlations between constrained
-points; with BP, the guarantee that ``F`` is what the E-step minimises.
+Dropped: the MRF normaliser ``log Z`` of the potentials (constant in Θ unless they
+depend on Θ, which is why soft EM refuses MPCKMeans' distance-scaled penalties); with
+mean-field, the correlations between constrained points.
 """
 
 from __future__ import annotations
@@ -43,8 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..inference.bp import BeliefPropagation
-from ..inference.meanfield import MeanField, factorised_free_energy
+from ..inference import MeanField, get_engine
 from .loop import EMResult, check_engine, rise_tolerance, solve_e_step
 from .passes import soft_pass
 
@@ -52,111 +43,123 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from numpy.typing import NDArray
+
     from ..emissions.base import EmissionParams
+    from ..emissions.stats import ClusterStats
     from ..inference.base import InferenceEngine
     from ..model import HMRF
 
-__all__ = ["run_soft_em", "posterior_engine", "POSTERIORS"]
-
-#: names of the posterior methods of soft EM (``"icm"`` maps to its soft analogue)
-POSTERIORS = ("mean_field", "bp")
+__all__ = ["run_soft_em", "posterior_engine", "update_params"]
 
 
-def posterior_engine(spec: str | InferenceEngine) -> InferenceEngine:
-    """The posterior method of soft EM from an estimator's ``inference`` setting.
-
-    ``"mean_field"`` (and ``"icm"``, whose sequential coordinate updates mean-field
-    makes soft) gives :class:`~hmrf.inference.meanfield.MeanField`; ``"bp"`` gives
-    sum-product :class:`~hmrf.inference.BeliefPropagation`; instances of either are used
-    as they are (a max-product BP instance is switched to sum-product).
-    """
-    if isinstance(spec, MeanField):
-        return spec
-    if isinstance(spec, BeliefPropagation):
-        return spec if spec.mode == "sum" else BeliefPropagation(
-            "sum", spec.max_iter, spec.damping, spec.tol, spec.reweight, schedule=spec.schedule)
-    if isinstance(spec, str) and spec.lower() in ("mean_field", "meanfield", "icm"):
+def posterior_engine(spec: str | InferenceEngine | None = None) -> InferenceEngine:
+    """Soft EM's engine for the constrained points' posteriors: ``None`` or ``"auto"``:
+    :class:`~hmrf.inference.MeanField`; else :func:`~hmrf.inference.get_engine`'s, which
+    must give marginals (``gives_marginals``), or a ``ValueError`` names it. A max-product
+    ``BeliefPropagation`` is refused, not switched: its settings mean nothing to
+    sum-product; ``BeliefPropagation(mode="sum")`` gives marginals."""
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() == "auto"):
         return MeanField()
-    if isinstance(spec, str) and spec.lower() == "bp":
-        return BeliefPropagation(mode="sum")
-    raise ValueError(
-        f"em='soft' needs posteriors: inference must be 'mean_field' (or 'icm', its soft "
-        f"analogue), 'bp' (sum-product), or a MeanField / BeliefPropagation instance; got {spec!r}."
-    )
+    engine = get_engine(spec)
+    if not getattr(engine, "gives_marginals", False):
+        raise ValueError(
+            f"em='soft' needs posteriors, and {engine!r} gives none (gives_marginals is false); "
+            "use inference='mean_field' (MeanField) or BeliefPropagation(mode='sum')."
+        )
+    return engine
 
 
-def _posteriors(engine, unary, graph, init, rng):
-    """(posteriors, free energy) of the constrained points."""
-    if isinstance(engine, MeanField):
-        res = engine.marginals(unary, graph, init=init)
-        return res.marginals, res.free_energy
-    q = solve_e_step(engine, unary, graph, None, rng).info["marginals"]
-    return q, factorised_free_energy(unary, graph, q)
+def update_params(model: HMRF, stats: ClusterStats, labels: NDArray[np.intp] | None,
+                  params: EmissionParams | None, mixing: float | None = None) -> EmissionParams:
+    """The M-step: the family's update on posterior-weighted statistics and, with
+    ``mixing = β``, the mixing weights ``π_h = (β + n_h) / (k β + Σ_g n_g)`` of the
+    statistics' counts ``n_h`` (module docstring)."""
+    new = model.update(stats, labels, params)
+    if mixing is None:
+        return new
+    counts = stats.counts
+    pi = (counts + mixing) / (counts.sum() + mixing * counts.shape[0])
+    return new.replace(weights=np.maximum(pi, np.finfo(float).tiny))
 
 
 def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngine | None = None, *,
                 max_iter: int = 100, tol: float = 1e-4, rng: np.random.Generator | None = None,
-                callback: Callable[..., Any] | None = None,
-                data_pass: Callable[..., Any] | None = None) -> EMResult:
+                callback: Callable[..., Any] | None = None, data_pass: Callable[..., Any] | None = None,
+                row_weights: NDArray[np.floating] | None = None, mixing: float | None = None) -> EMResult:
     """Soft EM on ``model`` from ``params`` (module docstring).
 
     Parameters
     ----------
     model : HMRF
     params : EmissionParams
-    engine : MeanField or BeliefPropagation or str, optional
-        Posterior method of the constrained points (default mean-field).
+    engine : str or InferenceEngine, optional
+        Posteriors of the constrained points (:func:`posterior_engine`; mean-field).
     max_iter : int
+        Maximum E-steps.
     tol : float
-        Stop when the relative decrease of the free energy is at most ``tol``.
+        Stop when the relative decrease of the objective is at most ``tol``.
     rng : numpy Generator
     callback : callable, optional
-        ``callback(iteration, labels, params, free_energy)`` after each E-step.
+        ``callback(iteration, labels, params, objective)`` after each E-step.
     data_pass : callable, optional
-        The pass over the data, with the signature and result of
-        :func:`hmrf.em.passes.soft_pass` (the default); a distributed model supplies its own.
+        The pass over the data, as :func:`hmrf.em.passes.soft_pass` (the default).
+    row_weights : ndarray (n,), optional
+        ``λ_i >= 0`` (finite; > 0 on rows with an infinite cost).
+    mixing : float, optional
+        Learn mixing weights with pseudo-count ``β = mixing``; default: ``β = 0`` under
+        ``normalizer="closed_form"``, none otherwise.
 
     Returns
     -------
     EMResult
-        ``labels``: the most probable label of every point under its posterior;
-        ``objective`` and ``history``: the free energy after each E-step; ``params``: the
-        parameters those posteriors were computed with; ``posteriors`` in ``trace[-1]``
-        for the constrained points (with their indices, ``nodes``).
+        ``labels``: the most probable label of every point (the engine's labels where
+        constrained); ``objective``, ``history``: ``F`` after each E-step; ``params``: those
+        of the last E-step; ``trace[-1]``: the constrained points' ``posteriors``, ``nodes``.
     """
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be >= 1; got {max_iter}.")
     if not np.isfinite(tol) or tol < 0:
         raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
     if "pairwise" in model.emission.m_step_needs and model.depends_on_params:
-        raise ValueError(
-            f"soft EM is not available for {model.emission!r} with parameter-dependent "
-            "potentials (MPCKMeans' metric update needs MAP labels); use em='hard'."
-        )
-    engine = posterior_engine("mean_field" if engine is None else engine)
+        raise ValueError(f"soft EM is not available for {model.emission!r} with parameter-dependent "
+                         "potentials (MPCKMeans' metric update needs MAP labels); use em='hard'.")
+    engine = posterior_engine(engine)
     check_engine(engine)
-    monotone = isinstance(engine, MeanField) and model.emission.exact_m_step
-    learn_weights = model.normalizer == "closed_form"
-    if learn_weights and params.weights is None:  # uniform π: the prior's log k is part of F
+    extra = {} if row_weights is None else {"weights": np.asarray(row_weights, dtype=np.float64)}
+    if extra and (extra["weights"].shape != (model.n_samples,) or not np.all(extra["weights"] >= 0)
+                  or not np.all(np.isfinite(extra["weights"]))):
+        raise ValueError(f"row_weights must be {model.n_samples} finite numbers >= 0.")
+    if mixing is None:
+        mixing = 0.0 if model.normalizer == "closed_form" else None
+    elif not np.isfinite(mixing) or mixing < 0:
+        raise ValueError(f"mixing must be a finite number >= 0; got {mixing}.")
+    if mixing is not None and params.weights is None:  # uniform π: the prior's log k is part of F
         params = params.replace(weights=np.full(model.n_clusters, 1.0 / model.n_clusters))
+    monotone = bool(getattr(engine, "descends_free_energy", False)) and model.emission.exact_m_step
+    data_pass = soft_pass if data_pass is None else data_pass
     history, trace = [], []
     q_c, prev, converged, labels, it = None, np.inf, False, None, 0
     for it in range(1, int(max_iter) + 1):  # noqa: B007 (it is reported)
         t0 = time.perf_counter()
         graph = model.graph(params)
         nodes, sub = graph.constrained_part()
-        step = (soft_pass if data_pass is None else data_pass)(model, params, nodes, model.statistics_shift)
-        free = step.free_energy
-        labels = step.labels
-        stats = step.stats
+        step = data_pass(model, params, nodes, model.statistics_shift, **extra)
+        free, labels, stats = step.free_energy, step.labels, step.stats
         if nodes.size:
-            q_c, f_c = _posteriors(engine, step.constrained_unary, sub, q_c, rng)
-            free += f_c
+            w_c = extra["weights"][nodes, None] if extra else None
+            unary_c = step.constrained_unary if w_c is None else step.constrained_unary * w_c
+            res = solve_e_step(engine, unary_c, sub, q_c, rng)
+            q_c = res.marginals
+            free += res.free_energy
             if isinstance(labels, np.ndarray):  # the pass's own vector
-                labels[nodes] = np.argmax(q_c, axis=1)
+                labels[nodes] = res.labels
             else:  # labels kept where the rows are (hmrf.distributed.ChunkLabels)
-                labels = labels.with_rows(nodes, np.argmax(q_c, axis=1))
-            stats = stats + model.statistics(q_c, rows=nodes)
+                labels = labels.with_rows(nodes, res.labels)
+            stats = stats + model.statistics(q_c if w_c is None else q_c * w_c, rows=nodes)
+        free += model.emission.prior_cost(params)  # R(Θ)
+        if mixing:
+            free -= mixing * float(np.log(params.weights).sum())
         history.append(free)
         t1 = time.perf_counter()
         trace.append(dict(objective=free, e_time=t1 - t0, m_time=0.0, n_changed=None,
@@ -170,11 +173,7 @@ def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngi
         if converged or it == int(max_iter):
             break
         prev = free
-        new = model.update(stats, labels, params)
-        if learn_weights:
-            total = stats.counts.sum()
-            new = new.replace(weights=np.maximum(stats.counts / total, np.finfo(float).tiny))
-        params = new
+        params = update_params(model, stats, labels, params, mixing)
         trace[-1]["m_time"] = time.perf_counter() - t1
     return EMResult(labels=labels, params=params, objective=float(history[-1]), history=history,
                     n_iter=it, converged=converged, trace=trace)

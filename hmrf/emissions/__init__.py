@@ -2,9 +2,10 @@
 
 Built in: :class:`SquaredEuclidean`, :class:`KL`, :class:`IDivergence`,
 :class:`ItakuraSaito` (all :class:`BregmanFamily`), :class:`VonMisesFisher`
-(cosine) and :class:`Mahalanobis` (learned metric, MPCKMeans). Define a new Bregman
-family with ``BregmanFamily(phi, grad_phi)``; give a family a name with
-:func:`register_emission` (or the entry-point group ``hmrf.emissions``).
+(cosine), :class:`Mahalanobis` (learned metric, MPCKMeans) and :class:`Multinomial`
+(word counts, naive Bayes). Define a new Bregman family with ``BregmanFamily(phi,
+grad_phi)``; give a family a name with :func:`register_emission` (or the entry-point
+group ``hmrf.emissions``).
 """
 
 
@@ -28,7 +29,7 @@ from .base import (
 from .bregman import BregmanFamily
 from .euclidean import SquaredEuclidean
 from .itakura_saito import ItakuraSaito
-from .kl import KL, IDivergence, SmoothedParams
+from .kl import KL, IDivergence, Multinomial, MultinomialParams, SmoothedParams
 from .mahalanobis import Mahalanobis, MahalanobisParams
 from .stats import ClusterStats
 from .vmf import VonMisesFisher, log_vmf_normalizer
@@ -39,6 +40,7 @@ __all__ = [
     "log_vmf_normalizer", "get_emission", "register_emission", "EMISSIONS", "Mahalanobis",
     "MahalanobisParams", "MStepContext", "ClusterStats", "LinearCosts", "MetricTerms",
     "inner_products", "AUTO", "data_emission",
+    "Multinomial", "MultinomialParams",
 ]
 
 #: The emission name that is chosen from the data (:func:`data_emission`).

@@ -283,7 +283,8 @@ class EmissionProtocol(Protocol):
     initialisation call: what :class:`EmissionFamily` implements.
 
     A new family subclasses :class:`EmissionFamily` and writes the two **required**
-    members, :meth:`divergence` and :meth:`update`; the base class gives every other one a
+    members, :meth:`EmissionFamily.divergence` and :meth:`EmissionFamily.update`; the base
+    class gives every other one a
     default, correct for any family, and :data:`OPTIONAL_MEMBERS` says what overriding
     each one buys (a fused GEMM pass, a one-pass data scale, ...).
     :func:`hmrf.testing.check_emission` checks a family against this protocol.
@@ -465,6 +466,12 @@ class EmissionFamily(ABC):
         the data terms (:meth:`linear_costs` is ``None``) but quadratic in ``x`` gives
         it from the second moment (:class:`~hmrf.emissions.Mahalanobis`)."""
         return None
+
+    def prior_cost(self, params: EmissionParams) -> float:
+        """``-log p(Θ)`` of a prior under which :meth:`update` is the MAP step and that the
+        unary costs do not already carry (the multinomial's Dirichlet pseudo-counts); soft
+        EM adds it to its free energy (:mod:`hmrf.em.soft`). 0 by default."""
+        return 0.0
 
     # --------------------------------------------------------------- parameters
     def second_moment(self, normalizer: str = "constant") -> str | None:

@@ -4,6 +4,8 @@ Both are the Bregman divergence of ``φ(x) = Σ_f x_f log x_f - x_f``:
 ``D_I(x, μ) = Σ_f x_f log(x_f / μ_f) - x_f + μ_f``; on the probability simplex the
 last two terms cancel and it is the KL divergence (Basu 2005, §4.3.4). Sparse count
 or TF-IDF matrices stay sparse: ``φ`` only touches stored entries (0 log 0 = 0).
+:class:`Multinomial` is the same family on rows of counts, each scored at its length
+(naive Bayes).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_nonnegative
-from .base import EmissionParams, LinearCosts, inner_products, scale_rows, work_dtype
+from .base import EmissionFamily, EmissionParams, LinearCosts, inner_products, scale_rows, work_dtype
 from .bregman import BregmanFamily
+from .stats import ClusterStats
 
 if TYPE_CHECKING:
     from typing import Any
@@ -25,9 +28,8 @@ if TYPE_CHECKING:
     from scipy import sparse
 
     from .._typing import MatrixLike
-    from .stats import ClusterStats
 
-__all__ = ["KL", "IDivergence", "SmoothedParams"]
+__all__ = ["KL", "IDivergence", "SmoothedParams", "Multinomial", "MultinomialParams"]
 
 
 @dataclass(frozen=True)
@@ -195,3 +197,79 @@ class KL(IDivergence):
         C = np.maximum(C, 0.0)
         s = C.sum(axis=1, keepdims=True)
         return np.where(s > 0, C / np.where(s > 0, s, 1.0), 1.0 / C.shape[1])
+
+
+@dataclass(frozen=True)
+class MultinomialParams(EmissionParams):
+    """Word distributions ``θ_h`` (``centers``) with their logarithms (k, d)."""
+
+    log_centers: np.ndarray | None = None
+
+
+class Multinomial(EmissionFamily):
+    """Multinomial emission on rows of counts (naive Bayes; Nigam et al. 2000).
+
+    A row ``x`` of word counts drawn word by word from the cluster's distribution
+    ``θ_h`` costs::
+
+        -log P(x | θ_h) = -Σ_w x_w log θ_hw  =  |x| KL(x / |x| ‖ θ_h) - |x| Σ_w p_w log p_w
+
+    (the multinomial coefficient, the same for every cluster, left out): :class:`KL` on
+    the row's distribution ``p = x / |x|``, scaled by its length, up to a per-row
+    constant (Banerjee et al. 2005). The M-step is the MAP estimate under a symmetric
+    Dirichlet(α + 1) prior on every ``θ_h``::
+
+        θ_hw = (α + N_hw) / (α d + Σ_w' N_hw'),    N_h = Σ_i r_ih x_i,
+
+    whose ``-log p(θ) = -α Σ_h Σ_w log θ_hw`` (up to a constant) is :meth:`prior_cost`.
+
+    Parameters
+    ----------
+    pseudo_count : float, default=1.0
+        ``α`` (1: Laplace smoothing); ``> 0`` keeps every ``θ_hw > 0``.
+    """
+
+    name = "multinomial"
+
+    def __init__(self, pseudo_count: float = 1.0) -> None:
+        self.pseudo_count = pseudo_count
+
+    def _alpha(self) -> float:
+        a = float(self.pseudo_count)
+        if not np.isfinite(a) or a <= 0:
+            raise ValueError(f"pseudo_count must be a finite number > 0; got {self.pseudo_count!r}.")
+        return a
+
+    def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
+        check_nonnegative(X, "Negative values in data: the multinomial emission needs non-negative "
+                             "word counts")
+        return X
+
+    def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None) -> np.ndarray:
+        return inner_products(X, -np.log(np.asarray(centers, dtype=np.float64)))
+
+    @staticmethod
+    def _log_centers(params: EmissionParams) -> np.ndarray:
+        if isinstance(params, MultinomialParams) and params.log_centers is not None:
+            return params.log_centers
+        return np.log(np.asarray(params.centers, dtype=np.float64))
+
+    def unary(self, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
+              data: Any = None) -> np.ndarray:
+        self.check_normalizer(normalizer)
+        return inner_products(X, -self._log_centers(params))
+
+    def prior_cost(self, params: EmissionParams) -> float:
+        return -self._alpha() * float(self._log_centers(params).sum())
+
+    def update(self, stats: ClusterStats, params: EmissionParams | None = None, normalizer: str = "constant",
+               context: Any = None) -> MultinomialParams:
+        self.check_normalizer(normalizer)
+        a, N = self._alpha(), stats.sums
+        log_theta = np.log(N + a) - np.log(N.sum(axis=1) + a * N.shape[1])[:, None]
+        return MultinomialParams(np.exp(log_theta), log_centers=log_theta)
+
+    def init_params(self, X: MatrixLike, centers: NDArray[np.floating]) -> MultinomialParams:
+        """Centre rows read as counts and smoothed as the M-step does."""
+        C = np.maximum(np.asarray(centers, dtype=np.float64), 0.0)
+        return self.update(ClusterStats(np.ones(C.shape[0]), C))

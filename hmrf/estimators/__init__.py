@@ -8,14 +8,13 @@ supervision it takes.
 
 from .._lazy import lazy_names
 from .registry import ESTIMATOR_CLASSES, ESTIMATORS, EstimatorSpec, estimator_key, make_estimator
-from .supervision import fit_supervised, supervision_kind
 
-#: class name -> module of this package that defines it (the estimators from the table)
-_CLASSES = {"HMRFClusterMixin": "base", **ESTIMATOR_CLASSES}
+#: public name -> module of this package that defines it (the estimators from the table)
+_CLASSES = {"HMRFClusterMixin": "base", **ESTIMATOR_CLASSES,
+            "fit_supervised": "supervision", "supervision_kind": "supervision"}
 
 __all__ = [
-    *_CLASSES, "ESTIMATORS", "EstimatorSpec", "estimator_key", "make_estimator", "fit_supervised",
-    "supervision_kind",
+    *_CLASSES, "ESTIMATORS", "EstimatorSpec", "estimator_key", "make_estimator",
 ]
 
 

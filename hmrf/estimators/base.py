@@ -1,16 +1,17 @@
 """Shared machinery of the scikit-learn estimators (ARCHITECTURE.md, layer 8).
 
-Estimators are thin: ``fit`` validates, builds an :class:`~hmrf.HMRF`, picks initial
-centres (:mod:`hmrf.initialization`) and delegates to :func:`hmrf.em.run_em`, as
-scikit-learn's KMeans delegates to ``_kmeans_single_lloyd``. ``__init__`` only stores
-its arguments; all validation happens in ``fit``; randomness comes only from
-``random_state``; no global NumPy state is touched.
+``fit`` checks ``X``, the parameters, the engine and the supervision once, builds an
+:class:`~hmrf.HMRF`, and runs :func:`hmrf.em.run_em` from ``n_init`` starts on one
+generator (as scikit-learn's KMeans delegates to ``_kmeans_single_lloyd``); the lowest
+objective wins (:class:`LowestObjective`). ``__init__`` only stores its arguments;
+randomness comes only from ``random_state``; no global NumPy state is touched.
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from numbers import Integral, Real
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -18,20 +19,28 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._blocks import row_blocks
-from .._params import Check, Interval, Options, validate_params
-from .._validation import check_data, check_partial_labels, check_random_state, is_dask_collection
+from .._validation import (
+    Check,
+    Interval,
+    Options,
+    check_data,
+    check_partial_labels,
+    check_random_state,
+    is_dask_collection,
+    validate_params,
+)
 from ..backend import InMemoryFit
-from ..constraints import Constraints
+from ..constraints import Constraints, as_constraints
 from ..em import rise_tolerance, run_em
+from ..em.loop import check_engine
 from ..em.passes import nearest_clusters
-from ..em.soft import run_soft_em
-from ..emissions import AUTO, EmissionFamily, VonMisesFisher, data_emission
+from ..em.soft import posterior_engine, run_soft_em
+from ..emissions import AUTO, EmissionFamily, VonMisesFisher, data_emission, get_emission
 from ..exceptions import InfeasibleError
 from ..inference import InferenceEngine, get_engine
-from ..inference.meanfield import MeanField, softmax_free_energy
+from ..inference.posteriors import softmax_free_energy
 from ..initialization import INIT_METHODS, initial_centers
 from ..model import HMRF, block_unary
-from .supervision import as_constraints, emission_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,9 +50,10 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from .._typing import MatrixLike, PairsLike
+    from ..em import EMResult
     from ..potentials import PairwisePotential
 
-__all__ = ["HMRFClusterMixin"]
+__all__ = ["HMRFClusterMixin", "LowestObjective", "Start"]
 
 
 def _is_array_init(value) -> bool:
@@ -62,7 +72,7 @@ PARAMETERS = {
     "normalizer": [Options("constant", "closed_form")],
     "closure": [Options(True, False)],
     "init": [Options(*INIT_METHODS), Check(_is_array_init, "an array of initial centres (k, d)")],
-    "inference": [str, InferenceEngine, MeanField,
+    "inference": [str, InferenceEngine,
                   Check(lambda v: callable(getattr(v, "map", None)), "an object with a .map() method")],
     "emission": [str, EmissionFamily],
     "random_state": [Options(None), Interval(Integral, 0, 2**32 - 1), np.random.RandomState,
@@ -78,15 +88,18 @@ AUTO_MAX_RUNS = 10
 AUTO_MAX_RUNS_SPARSE = 30
 #: ... as many as fit in this much work per EM iteration summed over the runs, counted
 #: as entries of ``X`` (non-zeros when sparse) and constraint edges, each times ``k``
-#: (docs/choosing.md has the measured cost).
+#: (docs/choosing.md has the measured cost) ...
 AUTO_WORK = 2e8
-#: An E-step costs about this many times more per edge of a constrained point than per
-#: entry of ``X`` (message passing sweeps over the edges).
+#: ... an E-step costing about this many times more per edge of a constrained point than
+#: per entry of ``X`` (message passing sweeps over the edges) ...
 EDGE_COST = 50
+#: ... and no more once this many runs of a series' first kind of start have reached its
+#: lowest objective (:func:`settled`).
+AUTO_AGREE = 2
 
 
 def auto_n_init(model) -> int:
-    """The number of runs ``n_init="auto"`` makes on ``model``: ``AUTO_MAX_RUNS``
+    """The most runs ``n_init="auto"`` makes on ``model``: ``AUTO_MAX_RUNS``
     (``AUTO_MAX_RUNS_SPARSE`` for sparse rows) where a run is cheap, fewer as
     ``k (entries of X + EDGE_COST · constraint edges)`` grows, and at least one."""
     X = model.X
@@ -98,61 +111,73 @@ def auto_n_init(model) -> int:
     return int(min(cap, max(1, AUTO_WORK // max(work, 1.0))))
 
 
-def _unbeaten(runs, precision):
-    """The runs among ``runs``, ``(EMResult, score, missed)`` in the order they ran, that
-    no other run beats in both ``J`` (the run's objective) and ``missed`` (supervision
-    left unkept that ``J`` does not count): the Pareto front of the two, in the same
-    order. Run ``q`` beats run ``r`` when ``J_q <= J_r`` and ``missed_q <= missed_r``,
-    one of them strictly; differences within round-off of the working ``precision``
-    are ties."""
-    J = np.array([res.objective for res, _, _ in runs], dtype=np.float64)
-    missed = np.array([m for _, _, m in runs])
-    slack = np.array([rise_tolerance(j, precision) for j in J])
-    no_worse = (J[:, None] <= J[None, :] + slack[None, :]) & (missed[:, None] <= missed[None, :])
-    better = (J[:, None] < J[None, :] - slack[None, :]) | (missed[:, None] < missed[None, :])
-    beaten = (no_worse & better).any(axis=0)
-    return [run for run, out in zip(runs, beaten) if not out]
+def settled(runs: Sequence[tuple], precision: Any) -> bool:
+    """Whether a series of runs of ``n_init="auto"`` stops, given its runs as ``(start,
+    objective)``: ``AUTO_AGREE`` runs from its first kind of start reached its lowest
+    objective ``J*`` (within round-off of the working ``precision``,
+    :func:`hmrf.em.rise_tolerance`). A minimum that several seedings reach is one further
+    starts mostly find again; the other kinds pass through the model of the data alone,
+    whose few optima many of them share, so their agreement is weak evidence."""
+    best = min(j for _, j in runs)
+    first = runs[0][0]
+    return sum(s is first and j <= best + rise_tolerance(best, precision) for s, j in runs) >= AUTO_AGREE
 
 
-def _contenders(runs, precision):
-    """The runs of ``runs`` (as :func:`_unbeaten`) that can still win :func:`_best_run`
-    once more runs come, so that a fit keeps one run's labels in memory, not ``n_init``
-    of them: the unbeaten runs, and of those equal in ``J`` (within round-off) and in
-    ``missed``, only the one :func:`_best_run` would take (the lowest score, the earlier
-    on a tie). Without a count of unkept supervision, the run of least ``J`` alone."""
-    kept = []
-    for run in _unbeaten(runs, precision):
-        res, score, missed = run
-        slack = rise_tolerance(res.objective, precision)
-        tie = next((q for q in kept if q[2] == missed and abs(q[0].objective - res.objective) <= slack), None)
-        if tie is None:
-            kept.append(run)
-        elif score < tie[1] - rise_tolerance(tie[1], precision):
-            kept[kept.index(tie)] = run
-    return kept
+class LowestObjective:
+    """The rule that picks among the runs of ``n_init``: the lowest objective ``J``
+    (the model's, constraints included: Basu 2005, eq. 4.10 plus the normaliser terms
+    kept); a tie within round-off of the working ``precision`` goes to the earlier run,
+    so that equal optima (the same clustering relabelled) give the first run whatever
+    the order of the sums (threads, Dask chunks). One run's labels are kept (``best``)."""
+
+    def __init__(self, precision: Any) -> None:
+        self.precision = precision
+        self.best: EMResult | None = None
+
+    def add(self, result: EMResult) -> None:
+        """Offer the result of one more run."""
+        best = self.best
+        if best is None or result.objective < best.objective - rise_tolerance(best.objective, self.precision):
+            self.best = result
 
 
-def _best_run(runs, precision):
-    """The winner among ``runs`` (as :func:`_unbeaten`): the lowest ``score`` among the
-    unbeaten runs (a run of higher ``J`` that also keeps fewer seeds is never chosen,
-    whatever its ``score``). A tie within round-off goes to the earlier run: equal
-    optima (the same clustering, relabelled) go to the first run, whatever the order
-    of the sums (threads, Dask chunks)."""
-    best, best_score = None, np.inf
-    for res, score, _ in _unbeaten(runs, precision):
-        if best is None or score < best_score - rise_tolerance(best_score, precision):
-            best, best_score = res, score
-    return best
+class Start(Enum):
+    """Where a run of ``n_init`` starts."""
+
+    #: ``init`` given the supervision (the constraints' neighbourhoods, the seeds)
+    SUPERVISION = "supervision"
+    #: ``init`` on the data alone, then EM on the model without its pairwise potentials:
+    #: supervision that agrees with the data's own clusters keeps them
+    DATA = "data"
+    #: the data alone through Lloyd's iterations on the unit rows first (the cosine model,
+    #: :meth:`HMRFClusterMixin._chordal`)
+    CHORD = "chord"
+
+
+class Series(NamedTuple):
+    """``count`` runs of ``n_init``, from the ``starts`` in turn, drawing on ``rng``;
+    with ``n_init="auto"`` a series ends early once :func:`settled`."""
+
+    starts: tuple
+    count: int
+    rng: np.random.Generator
+
+
+def moved_parameters(owner: str, given: dict, new: str) -> TypeError:
+    """The error for keyword arguments ``given`` that configure an object ``owner`` takes:
+    ``owner(given) is spelled owner(new)``."""
+    old = ", ".join(f"{k}={v!r}" for k, v in given.items())
+    return TypeError(f"{owner}({old}) is spelled {owner}({new}).")
 
 
 class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     """Common ``fit``/``predict`` for estimators that run EM on an HMRF.
 
     Subclasses declare their hyper-parameters in ``__init__`` (checked against
-    ``PARAMETERS`` and their own ``_parameter_constraints``) and fix the settings they
-    do not expose in ``_fixed`` (PCKMeans fixes the emission and the initialisation,
-    SphericalKMeans the emission). The methods ``_spec_emission``, ``_supervision``,
-    ``_model`` and ``_initial_params`` are the places a subclass changes the model.
+    ``PARAMETERS`` and their ``_parameter_constraints``) and fix the settings they do not
+    expose in ``_fixed``; ``_spec_emission``, ``_supervision``, ``_model``,
+    ``_initial_params``, ``_series`` and ``_choice`` are where a subclass changes the
+    model, its starts and the choice among its runs.
 
     Attributes
     ----------
@@ -172,17 +197,14 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     em_result_ : EMResult
         The full EM trace of the best run.
     n_runs_ : int
-        EM runs made: ``n_init``, or with ``n_init="auto"`` up to 10 (30 on sparse rows)
-        where a run is cheap (``AUTO_WORK`` of work per iteration in all), fewer when some repeat the
-        initial centres of an earlier run or end in :class:`~hmrf.InfeasibleError`.
+        EM runs made (:meth:`_best_of_runs`).
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
         :meth:`hmrf.HMRF.data_scale`); NaN when the fit had no constraints. ``w`` weighs
         the constraint factors only, never the ``potentials=`` of :meth:`fit`.
     emission_ : str or EmissionFamily
         The emission the fit used (``emission="auto"`` resolved by
-        :func:`hmrf.emissions.data_emission`: ``"cosine"`` for sparse non-negative rows,
-        ``"sqeuclidean"`` otherwise).
+        :func:`hmrf.emissions.data_emission`).
     n_features_in_ : int
     """
 
@@ -192,6 +214,17 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
                   normalizer="constant", n_init=1, closure=False, em="hard")
     #: Checks of a subclass's own parameters, beyond ``PARAMETERS``.
     _parameter_constraints: dict = {}
+    #: Keyword arguments that configure an object the estimator takes (its ``_moved_error``
+    #: names the new spelling).
+    _moved: tuple = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        """Refuse the keyword arguments of ``_moved``, naming their new spelling; the
+        others go to ``__init__``, whose signature scikit-learn reads."""
+        given = {k: kwargs[k] for k in cls._moved if k in kwargs}
+        if given:
+            raise cls._moved_error(given)
+        return super().__new__(cls)
 
     # ------------------------------------------------------------------- hooks
     def _setting(self, name):
@@ -224,17 +257,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     def _spec_init(self):
         return self._setting("init")
 
-    def _spec_w(self):
-        return self._setting("w")
-
     def _spec_normalizer(self):
         return self._setting("normalizer")
-
-    def _spec_n_init(self):
-        return self._setting("n_init")
-
-    def _spec_closure(self):
-        return self._setting("closure")
 
     def _supervision(self, n, y, must_link, cannot_link, constraints) -> Constraints:
         """All supervision as one Constraints object (partial labels -> pairs)."""
@@ -243,21 +267,54 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
             labels = check_partial_labels(y, n)
             if np.any(labels >= 0):
                 c = c + Constraints.from_labels(labels)
-        if self._spec_closure():
-            c = c.closure()
-        return c
+        return c.closure() if self._setting("closure") else c
 
     def _model(self, X, constraints, y, potentials=None):
         """The HMRF to fit (subclasses may clamp labels or add potentials), on ``X`` and
         ``constraints`` checked by ``fit``."""
         return HMRF(X, self.n_clusters, emission=self._spec_emission(), constraints=constraints,
-                    w=self._spec_w(), normalizer=self._spec_normalizer(), potentials=potentials,
+                    w=self._setting("w"), normalizer=self._spec_normalizer(), potentials=potentials,
                     validated=True)
 
     def _initial_params(self, model, constraints, y, rng):
         centers = initial_centers(model.X, model.n_clusters, model.emission, constraints,
                                   self._spec_init(), rng)
         return model.emission.init_params(model.X, centers)
+
+    def _choice(self, model, y):
+        """The rule that picks among the runs (:class:`LowestObjective`)."""
+        return LowestObjective(getattr(model.X, "dtype", np.float64))
+
+    def _series(self, n_init, auto, data_alone, chord, rng) -> list[Series]:
+        """The runs to make: one series of ``n_init`` runs on the fit's generator, from
+        the supervision's seeding and, with ``n_init="auto"`` where there is supervision
+        beyond the data (``data_alone``), from the data alone in turn (through the
+        chord on the cosine model: ``chord``)."""
+        starts = (Start.SUPERVISION,)
+        if chord:
+            starts += (Start.CHORD,)
+        elif auto and data_alone:
+            starts += (Start.DATA,)
+        return [Series(starts, n_init, rng)]
+
+    def _chordal(self, model):
+        """The squared-Euclidean model of the data alone on the unit rows of a cosine
+        model, whose optimum is :attr:`Start.CHORD` (``None`` for other families, soft EM
+        or rows not in memory). SP-KMeans on small sets of sparse rows stops in poor local
+        optima (Basu 2005, §4.5.1, after Dhillon & Guan 2003); on unit rows
+        ``||x - m||² = 1 - 2 xᵀm + ||m||²``, so Lloyd's iterations on the chord keep a
+        diffuse cluster's centre short, where the nearest direction ``xᵀm / ||m||`` does
+        not. Its normalised means start SP-KMeans (§2.3.2)."""
+        if (self._setting("em") != "hard" or type(model) is not HMRF
+                or not isinstance(model.emission, VonMisesFisher)):
+            return None
+        return HMRF(model.X, model.n_clusters, emission="sqeuclidean", validated=True)
+
+    def _data_alone(self, model):
+        """The model of the data alone, whose optimum starts :attr:`Start.DATA` (the model
+        without its pairwise potentials), or ``None`` when there is no supervision beyond
+        the model itself."""
+        return model.without_potentials() if model.potentials else None
 
     # --------------------------------------------------------------------- API
     def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
@@ -293,10 +350,10 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
 
     def _fit(self, backend, X, y=None, *, must_link=None, cannot_link=None, constraints=None,
              potentials=None):
-        """The fit, written once against a fit backend (:mod:`hmrf.backend`): where the rows
-        are decides how ``X`` is checked, where the model keeps them, the passes over them
-        and how ``labels_`` is kept; the supervision, the model, the initialisation and the
-        EM loop are the estimator's own on both."""
+        """The fit, written once against a fit backend (:mod:`hmrf.backend`: how ``X`` is
+        checked, where the model keeps the rows, the passes over them, how ``labels_`` is
+        kept). Everything is checked here, once: ``X``, the parameters, the engine's
+        parameters, the supervision; ``random_state`` becomes the one generator of the fit."""
         self._validate_params()
         Xc = backend.data(X)
         validate_data(self, X, skip_check_array=True, reset=True)
@@ -305,133 +362,74 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         em = self._em(backend.hard_pass, backend.soft_pass)
         c = self._supervision(Xc.shape[0], y, must_link, cannot_link, constraints)
         model = backend.model(self._model, Xc, c, y, potentials)
-        best = self._best_of_runs(model, c, y, em, self._initial_params)
+        best = self._best_of_runs(model, c, y, em, check_random_state(self.random_state))
         return self._set_fitted(best, model, c, backend.labels(best, model))
 
     def _em(self, hard_pass=None, soft_pass=None):
         """The EM loop this estimator runs, as ``em(model, params, rng) -> EMResult``
-        (hard or soft by ``em``; the passes over the data default to the in-memory ones)."""
+        (hard or soft by ``em``; the passes over the data default to the in-memory ones).
+        The engine is resolved and its parameters checked here, once per fit."""
         kw = dict(max_iter=self.max_iter, tol=float(self.tol))
-        if self._setting("em") == "soft":
-            inference = self._spec_inference()
-            if isinstance(inference, str) and inference.strip().lower() == "auto":
-                inference = "mean_field"  # soft EM's posteriors by default (hmrf.em.soft)
-            return lambda model, params, rng: run_soft_em(model, params, inference, rng=rng,
+        if self._setting("em") == "soft":  # "auto", or no inference parameter: mean-field
+            own = "inference" in self._get_param_names()
+            engine = posterior_engine(self._spec_inference() if own else None)
+            return lambda model, params, rng: run_soft_em(model, params, engine, rng=rng,
                                                           data_pass=soft_pass, **kw)
         engine = get_engine(self._spec_inference())
-        return lambda model, params, rng: run_em(model, params, engine, rng=rng, data_pass=hard_pass, **kw)
+        check_engine(engine)
+        return lambda model, params, rng: run_em(model, params, engine, rng=rng, data_pass=hard_pass,
+                                                 validated=True, **kw)
 
-    def _best_of_runs(self, model, constraints, y, em, initial_params):
-        """The run with the lowest objective of ``n_init`` runs of ``em`` from
-        ``initial_params(model, constraints, y, rng)``, all drawing on one generator.
-
-        ``n_init="auto"``: ``auto_n_init(model)`` runs (one for an array ``init``) from two
-        kinds of start in turn when there is supervision (``_data_alone``): the seeding
-        from the supervision (``init`` given the constraints or labelled seeds), and the
-        clustering of the data alone (``init`` without them, then EM on the model without
-        its potentials where it has any), from whose parameters the supervised EM
-        starts, so that supervision which agrees with the data's own clusters keeps them.
-        On the cosine model the clustering of the data alone starts from Lloyd's
-        iterations on the unit rows (``_chordal``), and every other run is of this kind,
-        with or without supervision: how many runs start from the data alone does not
-        depend on whether a few pairs were given. A run whose seeding repeats an earlier run's of its
-        kind is skipped (a deterministic seeding has nothing to
-        vary). The objective ``J`` of the model, constraints included, decides, plus what
-        the run costs in supervision that ``J`` leaves out (``_supervision_cost``:
-        Seeded-KMeans' seeds outside their class's cluster), among the runs that no
-        other run beats in both ``J`` and that supervision's count
-        (``_supervision_missed``; :func:`_best_run`). A run
-        that ends in :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g.
-        COP-KMeans' greedy assignment) is skipped; the error is raised when every run
-        ends in it.
-        """
-        rng = check_random_state(self.random_state)
-        self.n_runs_ = 0
-        n_init = self._spec_n_init()
+    def _best_of_runs(self, model, constraints, y, em, rng):
+        """The run :meth:`_choice` keeps of the runs of ``em`` (:meth:`_series`), all on
+        the fit's generator ``rng``, each from its :class:`Start`: ``n_init`` runs, or
+        with ``n_init="auto"`` up to :func:`auto_n_init` (one for an array ``init``), a
+        series ending once :func:`settled`, a run whose seeding repeats an earlier one of
+        its kind skipped (a deterministic seeding has nothing to vary). A run ending in
+        :class:`~hmrf.InfeasibleError` (a heuristic's dead end, e.g. COP-KMeans' greedy
+        assignment) is skipped; the error is raised when every run ends in it."""
+        n_init = self._setting("n_init")
         auto = isinstance(n_init, str)
         if auto:
             n_init = 1 if _is_array_init(self._spec_init()) else auto_n_init(model)
         alone = self._data_alone(model)
-        chordal = self._chordal(model) if auto else None
-        # the kinds of start: 0 the supervision's seeding, 1 the data alone, 2 the data
-        # alone through Lloyd's iterations on the chord first (the cosine model's kind 1)
-        if chordal is not None:
-            kinds = [0, 2]
-        else:
-            kinds = [0] + ([1] if auto and alone is not None else [])
-        schedule = self._schedule(int(n_init), kinds, rng, auto, y)
-        runs, seen = [], {kind: [] for kind, _ in schedule}
+        chord = self._chordal(model) if auto else None
+        choice = self._choice(model, y)
         precision = getattr(model.X, "dtype", np.float64)
-        for kind, gen in schedule:
-            if kind == 0:
-                params = initial_params(model, constraints, y, gen)
-            else:  # the data alone: neither the pairs nor the labelled seeds
-                params = initial_params(model, Constraints.empty(model.n_samples), None, gen)
-            if auto:
-                centers = np.asarray(params.centers)
-                if any(np.array_equal(centers, c) for c in seen[kind]):
+        free = failed = None  # free: the supervision of a start from the data alone (none)
+        self.n_runs_ = 0
+        for series in self._series(int(n_init), auto, alone is not None, chord is not None, rng):
+            seen, done = [], []
+            for run in range(series.count):
+                start, gen = series.starts[run % len(series.starts)], series.rng
+                if start is Start.SUPERVISION:
+                    params = self._initial_params(model, constraints, y, gen)
+                else:
+                    free = Constraints.empty(model.n_samples) if free is None else free
+                    params = self._initial_params(model, free, None, gen)
+                if auto:
+                    centers = np.asarray(params.centers)
+                    if any(kind is start and np.array_equal(centers, c) for kind, c in seen):
+                        continue
+                    seen.append((start, centers.copy()))
+                if start is Start.CHORD:
+                    means = em(chord, chord.emission.init_params(chord.X, params.centers), gen).params
+                    params = model.emission.init_params(model.X, means.centers)
+                if start is not Start.SUPERVISION and alone is not None and alone is not model:
+                    params = em(alone, params, gen).params
+                try:
+                    result = em(model, params, gen)
+                except InfeasibleError as exc:  # a heuristic's dead end in this run; others may not
+                    failed = exc
                     continue
-                seen[kind].append(centers.copy())
-            if kind == 2:
-                means = em(chordal, chordal.emission.init_params(chordal.X, params.centers), gen).params
-                params = model.emission.init_params(model.X, means.centers)
-            if kind > 0 and alone is not None and alone is not model:
-                params = em(alone, params, gen).params
-            try:
-                res = em(model, params, gen)
-            except InfeasibleError as exc:  # a heuristic's dead end in this run; others may not
-                failed = exc
-                continue
-            self.n_runs_ += 1
-            runs = _contenders([*runs, (res, res.objective + self._supervision_cost(model, res, y),
-                                        self._supervision_missed(model, res, y))], precision)
-        if not runs:
+                self.n_runs_ += 1
+                choice.add(result)
+                done.append((start, result.objective))
+                if auto and settled(done, precision):
+                    break
+        if choice.best is None:
             raise failed
-        return _best_run(runs, precision)
-
-    def _schedule(self, n_init, kinds, rng, auto, y):
-        """The runs to make, as ``(kind of start, generator)``: ``n_init`` runs, the
-        kinds in turn, all on the fit's generator ``rng``."""
-        return [(kinds[run % len(kinds)], rng) for run in range(n_init)]
-
-    def _supervision_cost(self, model, result, y) -> float:
-        """What a run (its ``EMResult``: labels and parameters) costs in supervision its
-        objective does not count, added to the objective to rank the runs of
-        ``n_init``; 0 here: the objective of a model with pairwise potentials counts its
-        constraints."""
-        return 0.0
-
-    def _supervision_missed(self, model, result, y) -> int:
-        """How many pieces of supervision a run leaves unkept that its objective does
-        not count (Seeded-KMeans' seeds outside their class's cluster): a run that is
-        beaten by another in both this count and its objective ``J`` never wins
-        (:func:`_best_run`); 0 here."""
-        return 0
-
-    def _chordal(self, model):
-        """The squared-Euclidean model of the data alone on the unit rows of a cosine
-        (von Mises-Fisher) model, whose optimum starts the third kind of run of
-        ``n_init="auto"``; ``None`` for other families, soft EM or rows not in memory.
-
-        SP-KMeans on small sets of sparse high-dimensional rows relocates few documents
-        from most starts and stops in a poor local optimum (Basu 2005, §4.5.1, after
-        Dhillon & Guan 2003). On unit rows ``||x - m||^2 = 1 - 2 x^T m + ||m||^2``:
-        Lloyd's iterations on the chord keep each centre at its cluster's mean, whose
-        length (the mean resultant) is small for a diffuse cluster, where SP-KMeans'
-        assignment to the nearest direction ``x^T m / ||m||`` does not shrink it. The
-        normalised means of that clustering start SP-KMeans (§2.3.2), and the cosine
-        objective decides between the runs, as for every other start.
-        """
-        if (self._setting("em") != "hard" or type(model) is not HMRF
-                or not isinstance(model.emission, VonMisesFisher)):
-            return None
-        return HMRF(model.X, model.n_clusters, emission="sqeuclidean", validated=True)
-
-    def _data_alone(self, model):
-        """The model of the data alone, whose optimum is the second kind of start of
-        ``n_init="auto"`` (the model without its pairwise potentials), or ``None`` when
-        there is no second kind (no supervision beyond the model itself)."""
-        return model.without_potentials() if model.potentials else None
+        return choice.best
 
     def _set_fitted(self, best, model, constraints, labels):
         """Store the fitted attributes of the best run (``labels`` as the caller keeps them)."""
@@ -471,7 +469,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         return nearest_clusters(family, Xp, self.params_, self._spec_normalizer())
 
     def _prepared(self, X):
-        family = emission_of(self)
+        family = get_emission(self._spec_emission())
         Xc = check_data(X, accept_sparse=family.accepts_sparse, keep_float32=True)
         validate_data(self, X, skip_check_array=True, reset=False)
         return family, family.prepare(Xc)
@@ -481,6 +479,18 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
 
     def _has_density(self) -> bool:
         return self._is_soft() and self._spec_normalizer() == "closed_form"
+
+    def _posterior(self, X, which):
+        """``softmax_free_energy`` of the unary costs of new points, block by block:
+        ``which=0`` the posteriors (n, k), ``1`` the free energies (n,)."""
+        check_is_fitted(self, "params_")
+        family, Xp = self._prepared(X)
+        k = self.params_.n_clusters
+        out = np.empty((Xp.shape[0], k) if which == 0 else Xp.shape[0])
+        for rows in row_blocks(Xp.shape[0], max(k, Xp.shape[1])):
+            out[rows] = softmax_free_energy(block_unary(family, Xp[rows], self.params_,
+                                                        self._spec_normalizer()))[which]
+        return out
 
     @available_if(_is_soft)
     def predict_proba(self, X):
@@ -495,13 +505,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_clusters)
         """
-        check_is_fitted(self, "params_")
-        family, Xp = self._prepared(X)
-        out = np.empty((Xp.shape[0], self.params_.n_clusters))
-        for rows in row_blocks(Xp.shape[0], max(out.shape[1], Xp.shape[1])):  # blocks of rows
-            out[rows] = softmax_free_energy(block_unary(family, Xp[rows], self.params_,
-                                                        self._spec_normalizer()))[0]
-        return out
+        return self._posterior(X, 0)
 
     @available_if(_has_density)
     def score_samples(self, X):
@@ -517,17 +521,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        check_is_fitted(self, "params_")
-        family, Xp = self._prepared(X)
-        out = np.empty(Xp.shape[0])
-        for rows in row_blocks(Xp.shape[0], max(self.params_.n_clusters, Xp.shape[1])):
-            out[rows] = -softmax_free_energy(block_unary(family, Xp[rows], self.params_,
-                                                         self._spec_normalizer()))[1]
-        return out
+        return -self._posterior(X, 1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         emission = self._spec_emission()
         auto = isinstance(emission, str) and emission.lower() == AUTO  # both candidates take sparse
-        tags.input_tags.sparse = auto or emission_of(self).accepts_sparse
+        tags.input_tags.sparse = auto or get_emission(emission).accepts_sparse
         return tags

@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import Check, Interval, Options
+from .._validation import Check, Options
 from ..exceptions import InconsistentConstraintsError
 from ..inference.greedy import METHODS, GreedyFeasible
 from ..initialization import initial_centers
-from .base import HMRFClusterMixin
+from .base import HMRFClusterMixin, moved_parameters
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Literal
-
     from numpy.typing import ArrayLike
-    from typing_extensions import Self
 
-    from .._typing import MatrixLike, PairsLike, RandomLike
-    from ..constraints import Constraints
+    from .._typing import RandomLike
     from ..emissions.base import EmissionFamily
-    from ..potentials import PairwisePotential
 
 __all__ = ["COPKMeans"]
 
@@ -42,55 +35,42 @@ class COPKMeans(HMRFClusterMixin):
     ----------
     n_clusters : int, default=8
     emission : str or EmissionFamily, default="auto"
-        As :class:`~hmrf.HMRFKMeans`: ``"auto"`` is cosine for sparse non-negative rows
-        (text, the thesis's SP-KMeans variant of every method on text, §3.5) and squared
-        Euclidean otherwise; ``emission_`` is the family used.
+        As :class:`~hmrf.HMRFKMeans` (cosine on text, §3.5).
     init : {"k-means++", "random"} or array of shape (k, d), default="k-means++"
-        ``"k-means++"``: greedy k-means++ (Arthur & Vassilvitskii 2007) in which drawing
-        a point of a must-link component seeds the component's centroid, each component
-        at most once (:func:`~hmrf.initialization.initial_centers`, ``"pckmeans++"``).
-        ``"random"``: the paper's, random data points as centres, never two from the
-        same must-link component (as each centre is chosen, its must-links are enforced;
-        Wagstaff et al. 2001; thesis §3.5.3).
-    max_iter : int, default=100
-    tol : float, default=1e-4
-    n_restarts : int, default=0
-        At a dead end of an assignment step, re-assign the constraint components that
-        hold one in up to this many other point orders (the points that hit dead ends
-        first). The default 0 is the paper's algorithm (abort at the first dead end).
-    repair : {None, "milp"}, default=None
-        ``"milp"``: components still at a dead end after the restarts are assigned
-        exactly by :class:`~hmrf.inference.ExactMILP` (the closest-centre labelling
-        that honours all their constraints). Then the fit aborts only when the
-        constraints cannot all hold, which the MILP proves; it is exponential in the
-        worst case, so meant for small or moderately constrained problems.
-    time_limit : float, default=60.0
-        Seconds for each MILP repair (with ``repair="milp"``).
+        ``"k-means++"``: greedy k-means++ in which drawing a point of a must-link
+        component seeds the component's centroid (``"pckmeans++"`` of
+        :func:`~hmrf.initialization.initial_centers`). ``"random"``: the paper's, random
+        data points from distinct must-link components (thesis §3.5.3).
+    max_iter, tol, random_state :
+        As :class:`~hmrf.HMRFKMeans`.
+    inference : "greedy" or GreedyFeasible, default="greedy"
+        The assignment step, ``"greedy"`` being ``GreedyFeasible()``, the paper's (abort
+        at the first dead end); ``GreedyFeasible(n_restarts=10, repair="milp")`` retries
+        dead ends in other point orders, then solves them exactly (aborting only when
+        the constraints cannot all hold; :class:`~hmrf.inference.greedy.GreedyFeasible`).
     n_init : int or "auto", default="auto"
-        Runs from different random initialisations; the lowest objective among the runs
-        that find a labelling wins, and :class:`~hmrf.InfeasibleError` is raised only
-        when every run hits a dead end. ``"auto"``: as :class:`~hmrf.HMRFKMeans` (up to
-        10 runs where they are cheap, half of them started from the clustering of the
-        data alone). The paper makes one run (``n_init=1``).
-    random_state : int, RandomState or None, default=None
+        As :class:`~hmrf.HMRFKMeans`, among the runs that find a labelling;
+        :class:`~hmrf.InfeasibleError` only when every run hits a dead end.
 
     Attributes
     ----------
     assignment_ : {"greedy", "restarts", "milp"}
-        What produced the labels: ``"greedy"`` when every assignment step of the fit
-        succeeded in its first point order (the paper's algorithm), ``"restarts"`` when
-        one needed another point order, ``"milp"`` when one needed the exact repair.
+        What produced the labels: every assignment step in its first point order (the
+        paper's algorithm), one in another order, or one by the exact repair.
     labels_, cluster_centers_, objective_, history_, n_iter_, converged_, constraints_ :
         As :class:`~hmrf.HMRFKMeans`.
 
+    Raises
+    ------
+    InfeasibleError
+        From ``fit``: every run met a point with no legal cluster.
+
     Notes
     -----
-    All given weights are replaced by ``inf``; contradictory constraints raise
-    :class:`~hmrf.InconsistentConstraintsError` when the set is built. Must-link
-    components are assigned as a unit by their summed distance, most constrained first
-    (see :class:`~hmrf.inference.greedy.GreedyFeasible`). EM keeps the previous
-    labelling when an assignment step would increase the objective, so the SSE never
-    rises.
+    Every weight becomes ``inf`` (contradictions raise
+    :class:`~hmrf.InconsistentConstraintsError`). Must-link components are assigned as a
+    unit, most constrained first (:class:`~hmrf.inference.greedy.GreedyFeasible`); EM
+    keeps the previous labelling when an assignment would raise the SSE.
 
     References
     ----------
@@ -111,53 +91,36 @@ class COPKMeans(HMRFClusterMixin):
         "init": [Options("k-means++", "random"),
                  Check(lambda v: not isinstance(v, str) and np.ndim(v) == 2,
                        "an array of initial centres (k, d)")],
-        "n_restarts": [Interval(Integral, 0, None)],
-        "repair": [Options(None, "milp")],
-        "time_limit": [Interval(Real, 0, None, closed="neither")],
+        "inference": [Options("greedy"), GreedyFeasible],
     }
 
     def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
                  init: str | ArrayLike = "k-means++", max_iter: int = 100, tol: float = 1e-4,
-                 n_restarts: int = 0, repair: Literal["milp"] | None = None, time_limit: float = 60.0,
-                 n_init: int | str = "auto", random_state: RandomLike = None) -> None:
+                 inference: str | GreedyFeasible = "greedy", n_init: int | str = "auto",
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.init = init
         self.max_iter = max_iter
         self.tol = tol
-        self.n_restarts = n_restarts
-        self.repair = repair
-        self.time_limit = time_limit
+        self.inference = inference
         self.n_init = n_init
         self.random_state = random_state
 
-    def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
-            cannot_link: PairsLike | None = None, constraints: Constraints | None = None,
-            potentials: PairwisePotential | Sequence[PairwisePotential] | None = None) -> Self:
-        """Cluster ``X`` with every constraint hard; sets ``assignment_``.
-
-        Parameters
-        ----------
-        X, y, must_link, cannot_link, constraints, potentials
-            As for :class:`~hmrf.HMRFKMeans` (``fit``); every constraint becomes hard.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        InfeasibleError
-            An assignment step found no legal cluster for a point (see ``n_restarts``
-            and ``repair``).
-        """
-        super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints,
-                    potentials=potentials)
-        self.assignment_ = max(_methods(self.em_result_), key=METHODS.index, default="greedy")
+    def _set_fitted(self, best, model, constraints, labels):
+        super()._set_fitted(best, model, constraints, labels)
+        self.assignment_ = max(_methods(best), key=METHODS.index, default="greedy")
         return self
 
+    _moved = ("n_restarts", "repair", "time_limit")
+
+    @classmethod
+    def _moved_error(cls, given):
+        args = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        return moved_parameters("COPKMeans", given, f"inference=GreedyFeasible({args})")
+
     def _spec_inference(self):
-        return GreedyFeasible(self.n_restarts, self.repair, self.time_limit)
+        return GreedyFeasible() if isinstance(self.inference, str) else self.inference
 
     def _supervision(self, n, y, must_link, cannot_link, constraints):
         c = super()._supervision(n, y, must_link, cannot_link, constraints)

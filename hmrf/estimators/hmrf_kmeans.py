@@ -30,38 +30,34 @@ class HMRFKMeans(HMRFClusterMixin):
     n_clusters : int, default=8
     emission : str or EmissionFamily, default="auto"
         ``"sqeuclidean"``, ``"kl"``, ``"idiv"``, ``"itakura_saito"``, ``"cosine"``,
-        ``"mahalanobis"`` or a family object (see :mod:`hmrf.emissions`). ``"auto"``:
-        cosine (the von Mises-Fisher model of §4.3.4) for sparse rows with no negative
-        entry, i.e. text as TF-IDF or term counts, as the thesis clusters text (§3.5,
-        §4.5); squared Euclidean otherwise (:func:`hmrf.emissions.data_emission`). The
-        family used is ``emission_``.
+        ``"mahalanobis"`` or a family object (:mod:`hmrf.emissions`). ``"auto"``: cosine
+        (the von Mises-Fisher model, §4.3.4) for sparse rows with no negative entry
+        (text, §3.5, §4.5), squared Euclidean otherwise
+        (:func:`hmrf.emissions.data_emission`); the family used is ``emission_``.
     inference : str or InferenceEngine, default="auto"
         E-step engine: a name of :data:`hmrf.inference.ENGINES` or an engine instance.
         ``"auto"`` (:class:`~hmrf.inference.auto.AutoEngine`): belief propagation, then
-        α-expansion moves per connected component, the lower energy kept; it reaches
-        the lowest objective of the engines (measurements in :doc:`/choosing`).
-        ``"icm"`` is the thesis's engine (§4.4.4).
+        α-expansion moves per connected component, the lower energy kept
+        (:doc:`/choosing`). ``"icm"`` is the thesis's engine (§4.4.4).
     w : float or "auto", default="auto"
-        Global multiplier of the constraint weights (``np.inf``: all hard). ``"auto"``:
-        twice the mean emission cost of a point when all the data form one cluster, so
-        that a violated constraint costs about what moving a point across the data
-        costs; for squared Euclidean distance ``2 mean_i ||x_i - x̄||²``, the expected
-        squared distance between two random points (:meth:`hmrf.HMRF.data_scale`). A
-        number is the thesis's ``w`` (eq. 4.10). The resolved value is ``w_``.
+        Global multiplier of the constraint weights (``np.inf``: all hard), the thesis's
+        ``w`` (eq. 4.10). ``"auto"``: twice the mean emission cost of a point when all the
+        data form one cluster, for squared Euclidean distance ``2 mean_i ||x_i - x̄||²``,
+        the expected squared distance between two random points
+        (:meth:`hmrf.HMRF.data_scale`). The resolved value is ``w_``.
     init : str or array of shape (k, d), default="pckmeans++"
         ``"pckmeans++"``: k-means++ over the data in which drawing a point of a must-link
-        neighbourhood seeds the neighbourhood's centroid (size-weighted k-means++ over
-        the neighbourhoods when they cover the data); ``"neighborhoods"`` (thesis
+        neighbourhood seeds the neighbourhood's centroid; ``"neighborhoods"`` (thesis
         §4.4.3), ``"pckmeans"`` (ICML 2004 §3.1, the k largest neighbourhoods),
-        ``"k-means++"``, ``"buckshot"``, ``"random"`` or initial centres; see
-        :mod:`hmrf.initialization`.
+        ``"k-means++"``, ``"buckshot"``, ``"random"`` or initial centres
+        (:mod:`hmrf.initialization`).
     n_init : int or "auto", default="auto"
-        Runs from different initialisations; the lowest objective wins. ``"auto"``:
-        up to 10 runs where a run is cheap, 30 on sparse rows (text, whose EM is easily
-        caught in local optima, Basu 2005, §4.5.1) (fewer as ``k`` times the entries of
-        ``X`` and the constraints grow; one for an array ``init``), alternating the
-        seeding from the constraints with a start from the clustering of the data
-        alone; ``n_runs_`` says how many ran (:doc:`/choosing` has the cost).
+        Runs from different initialisations; the lowest objective wins. ``"auto"``: up to
+        10 runs where a run is cheap, 30 on sparse rows (Basu 2005, §4.5.1), fewer as
+        ``k`` times the entries of ``X`` and the constraints grow, one for an array
+        ``init``; the seeding from the constraints and a start from the clustering of
+        the data alone in turn, until two seedings reach the lowest objective. ``n_runs_``
+        says how many ran (:doc:`/choosing` has the cost).
     max_iter : int, default=100
     tol : float, default=1e-4
         Relative decrease of the objective below which EM stops.
@@ -69,16 +65,13 @@ class HMRFKMeans(HMRFClusterMixin):
         Keep the emission normaliser where it has a closed form (per-cluster variance,
         vMF concentration), or drop it as the thesis's HMRF-KMeans does.
     closure : bool, default=False
-        Add the constraints implied by transitivity (must-links within neighbourhoods,
-        cannot-links between neighbourhoods joined by one) with unit weight, as the
-        thesis's experiments do ("unit constraint costs for all constraints, original
-        and inferred", §4.5.2). Off by default so that the energy is exactly that of the
-        constraints given.
+        Add the constraints implied by transitivity with unit weight, as the thesis's
+        experiments do (§4.5.2).
     em : {"hard", "soft"}, default="hard"
         ``"hard"``: MAP labels in every E-step (HMRF-KMeans, :mod:`hmrf.em`). ``"soft"``:
         posteriors and the variational free energy (:mod:`hmrf.em.soft`), with
-        ``inference`` naming the posterior method (``"auto"``, ``"icm"`` or
-        ``"mean_field"``: mean-field; ``"bp"``: sum-product); then ``predict_proba`` and, with
+        ``inference`` an engine that gives them (``"auto"`` or ``"mean_field"``:
+        mean-field; ``BeliefPropagation(mode="sum")``); then ``predict_proba`` and, with
         ``normalizer="closed_form"`` (which also learns mixing weights),
         ``score_samples``.
     random_state : int, RandomState or None, default=None
@@ -126,41 +119,23 @@ class HMRFKMeans(HMRFClusterMixin):
 class PCKMeans(HMRFClusterMixin):
     """Pairwise Constrained KMeans (Basu, Bilenko & Mooney 2004, eq. 1).
 
-    HMRF-KMeans with unit Potts penalties scaled by ``w``, with squared Euclidean
-    distance (the paper's) on points and cosine on text (``emission="auto"``). As in
-    the paper, the constraint sets are augmented by their transitive closure before
-    clustering (``closure=True``). The paper's algorithm is ``PCKMeans(w=1,
-    emission="sqeuclidean", inference="icm", init="pckmeans", n_init=1)``: the ICML 2004
-    initialisation (§3.1: centroids of the largest must-link neighbourhoods, then a
-    point cannot-linked to all of them, then perturbations of the global centroid) and
-    greedy assignment; the defaults are a scale-aware weight, the best engine and
-    initialisations that cannot seed two clusters in one class (:doc:`/choosing`).
+    HMRF-KMeans with unit Potts penalties scaled by ``w``, squared Euclidean distance
+    (the paper's) on points and cosine on text (``emission="auto"``), and the constraint
+    sets augmented by their transitive closure (``closure=True``, ICML 2004 §3.1). The
+    paper's algorithm is ``PCKMeans(w=1, emission="sqeuclidean", inference="icm",
+    init="pckmeans", n_init=1)`` (§3.1 seeding, greedy assignment).
 
     Parameters
     ----------
     n_clusters : int, default=8
     emission : {"auto", "sqeuclidean", "cosine"} or EmissionFamily, default="auto"
-        As :class:`HMRFKMeans`: ``"auto"`` is cosine for sparse non-negative rows (text)
-        and squared Euclidean, the paper's, otherwise.
     w : float or "auto", default="auto"
-        Weight of a violated constraint against ``||x - μ||²`` (no ½; an implementation
-        that uses ``½||x - μ||²`` with weight ``w`` has the same optimum as ours with
-        ``2w``). ``"auto"``: ``2 mean_i ||x_i - x̄||²``, the expected squared distance
-        between two random points (see :class:`HMRFKMeans`); the paper uses ``w = 1``.
-        The resolved value is ``w_``.
-    inference : str or InferenceEngine, default="auto"
-        As :class:`HMRFKMeans`; the paper's engine is ``"icm"``.
-    init : str or array of shape (k, d), default="pckmeans++"
-        As :class:`HMRFKMeans`; ``"pckmeans"`` is the paper's seeding (ICML 2004, §3.1).
-    n_init : int or "auto", default="auto"
-        As :class:`HMRFKMeans`; the paper makes one run.
+        Weight of a violated constraint against ``||x - μ||²`` (no ½: an implementation
+        with ``½||x - μ||²`` and weight ``w`` has the optimum of ours with ``2w``).
+    inference, init, n_init, max_iter, tol, em, random_state :
+        As :class:`HMRFKMeans`.
     closure : bool, default=True
         Augment the constraints by their transitive closure (ICML 2004, §3.1).
-    max_iter : int, default=100
-    tol : float, default=1e-4
-    em : {"hard", "soft"}, default="hard"
-        As :class:`HMRFKMeans`.
-    random_state : int, RandomState or None, default=None
     """
 
     def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
@@ -192,17 +167,13 @@ class KMeans(HMRFClusterMixin):
     n_clusters : int, default=8
     emission : str or EmissionFamily, default="sqeuclidean"
     init : {"k-means++", "neighborhoods", "random"} or array, default="k-means++"
-    n_init : int or "auto", default="auto"
-        Runs; ``"auto"``: up to 10 where a run is cheap, 30 on sparse rows (as
-        :class:`HMRFKMeans`).
+    n_init, tol, normalizer, random_state :
+        As :class:`HMRFKMeans`.
     max_iter : int, default=300
-    tol : float, default=1e-4
-    normalizer : {"constant", "closed_form"}, default="constant"
     em : {"hard", "soft"}, default="hard"
         ``"soft"`` with ``normalizer="closed_form"`` is the EM of a mixture of isotropic
         Gaussians (or vMF), mixing weights included (the "spherical" model of
         scikit-learn's ``GaussianMixture``).
-    random_state : int, RandomState or None, default=None
     """
 
     def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "sqeuclidean",
@@ -238,18 +209,13 @@ class SphericalKMeans(HMRFClusterMixin):
     w : float or "auto", default="auto"
         As :class:`HMRFKMeans`: ``"auto"`` is ``2 mean_i (1 - x_iᵀ μ̂)`` with ``μ̂`` the
         normalised mean direction of the data.
-    init : str or array, default="pckmeans++"
-        As :class:`HMRFKMeans` (without constraints: k-means++).
-    n_init : int or "auto", default="auto"
-        As :class:`HMRFKMeans`.
-    max_iter : int, default=100
-    tol : float, default=1e-4
+    init, n_init, max_iter, tol, random_state :
+        As :class:`HMRFKMeans` (without constraints ``init`` is k-means++).
     normalizer : {"constant", "closed_form"}, default="constant"
         ``"closed_form"`` fits a von Mises-Fisher concentration per cluster.
     em : {"hard", "soft"}, default="hard"
-        ``"soft"``: a mixture of von Mises-Fisher distributions fitted by EM (Banerjee et
-        al. 2005, soft-moVMF with ``normalizer="closed_form"``).
-    random_state : int, RandomState or None, default=None
+        ``"soft"``: a mixture of von Mises-Fisher distributions (Banerjee et al. 2005,
+        soft-moVMF with ``normalizer="closed_form"``).
     """
 
     _fixed = dict(HMRFClusterMixin._fixed, emission="cosine", inference="auto")

@@ -9,20 +9,21 @@ without it (§4.2).
 
 from __future__ import annotations
 
+import copy
 from numbers import Real
 from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import Interval, Options
+from .._validation import Interval, Options
 from ..constraints import MUST_LINK
-from ..emissions import VonMisesFisher, data_emission
-from ..emissions.mahalanobis import METRICS, Mahalanobis
+from ..emissions import EmissionFamily, VonMisesFisher, data_emission
+from ..emissions.mahalanobis import Mahalanobis
 from ..initialization import initial_centers
 from ..model import HMRF
 from ..potentials import DistanceScaledPotts
-from .base import HMRFClusterMixin
+from .base import HMRFClusterMixin, moved_parameters
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -40,35 +41,44 @@ PENALTIES = ("distance", "mirrored", "constant")
 ALPHA_MAX = ("auto", "must_link", "data")
 
 
-#: ``metric="cosine"``: ``A = I`` on the unit sphere (rows and centres L2-normalised)
+#: ``emission="cosine"``: ``A = I`` on the unit sphere (rows and centres L2-normalised)
 COSINE = "cosine"
 
-#: ``shrinkage="auto"`` of M-KMeans: the weight ``λ`` of the range target in its metric
+#: The family names the metric learners' ``emission`` takes, as the metric each stands for
+#: (the shrinkage then follows the estimator's rule, ``shrinkage_``)
+METRIC_OF = {"mahalanobis": "diagonal", "sqeuclidean": "identity", "euclidean": "identity", COSINE: COSINE}
+
+#: The arguments of :class:`~hmrf.emissions.Mahalanobis` that ``emission=`` takes
+MOVED = ("metric", "per_cluster", "shrinkage")
+
+
+def _moved_emission(owner, moved):
+    """The error naming the ``emission`` that old metric arguments stand for."""
+    metric = moved.get("metric", "auto")
+    rest = {k: v for k, v in moved.items() if k != "metric" and v not in ("auto", False)}
+    named = {"auto": "auto", COSINE: COSINE, "diagonal": "mahalanobis", "identity": "sqeuclidean"}
+    if not rest and metric in named:
+        new = f"emission={named[metric]!r}"
+    else:
+        args = [repr(metric if metric in ("full", "identity") else "diagonal")]
+        new = "emission=Mahalanobis({})".format(", ".join(args + [f"{k}={v!r}" for k, v in rest.items()]))
+    return moved_parameters(owner, moved, new)
+
+
+#: The shrinkage of M-KMeans' named metrics: the weight ``λ`` of the range target in its metric
 #: update, and the floor of ``A⁻¹`` in units of the target (so ``a_d t_d <= 1 / λ``)
 MKMEANS_AUTO_SHRINKAGE = 0.9
 
 
 def auto_shrinkage(n_samples: int, n_features: int) -> float:
-    """``λ`` of ``shrinkage="auto"``: ``d / (n + d)``, a prior worth ``d`` points.
+    """``λ`` of MPCKMeans' named metrics: ``d / (n + d)``, a prior worth ``d`` points.
 
     The prior term of the Mahalanobis emission is worth ``λ' = λ / (1 - λ)``
-    pseudo-points per point (:class:`~hmrf.emissions.Mahalanobis`; the parameter prior
-    ``-log Pr(Θ)`` of Basu 2005, eq. 4.9), ``n λ'`` in all; ``λ = d / (n + d)`` makes
-    that ``d``, as many points as a diagonal metric has parameters. The regularisation
-    Basu, Bilenko & Mooney (2004, §5) call for where ``A`` would be singular is then
-    strong when the data are few for their dimension and vanishes as ``n`` grows, so
-    the metric of plentiful data is the paper's update of the data alone.
-
-    Parameters
-    ----------
-    n_samples, n_features : int
-        ``n`` and ``d`` of the data the metric is learned from.
-
-    Returns
-    -------
-    float
-        ``λ`` in ``(0, 1)``; also the floor of ``A⁻¹`` in units of the target (so
-        ``a_d t_d <= 1 / λ = (n + d) / d``).
+    pseudo-points per point (the parameter prior ``-log Pr(Θ)`` of Basu 2005, eq. 4.9),
+    ``n λ'`` in all; ``λ = d / (n + d)`` makes that ``d``, as many as a diagonal metric
+    has parameters: the regularisation Basu, Bilenko & Mooney (2004, §5) call for where
+    ``A`` would be singular, strong for few data and vanishing as ``n`` grows. ``λ`` is
+    also the floor of ``A⁻¹`` in units of the target (``a_d t_d <= (n + d) / d``).
 
     Examples
     --------
@@ -82,24 +92,31 @@ class _MetricLearner(HMRFClusterMixin):
     """Shared parts: the emission family and the ``metric_`` attribute."""
 
     _parameter_constraints = {
-        "metric": [Options("auto", COSINE, *METRICS)],
-        "per_cluster": [Options(True, False)],
+        "emission": [Options("auto", *METRIC_OF), Mahalanobis, VonMisesFisher],
         "alpha_min": [Interval(Real, 0, None, closed="left")],
         "alpha_max": [Options(*ALPHA_MAX), Interval(Real, 0, None, closed="left")],
         "penalty": [Options(*PENALTIES)],
-        "shrinkage": [Options("auto"), Interval(Real, 0, 1, closed="left")],
     }
 
     #: M-KMeans has no ``penalty`` parameter: its potentials are the paper's distance-scaled ones
     _fixed = dict(HMRFClusterMixin._fixed, penalty="distance")
+    _moved = MOVED
+
+    @classmethod
+    def _moved_error(cls, given):
+        return _moved_emission(cls.__name__, given)
 
     def _resolved_metric(self, X=None, n_constraints=None) -> str:
-        """``metric``, with ``"auto"`` resolved (see the class docstring): ``"cosine"``
-        for text (sparse non-negative rows, :func:`hmrf.emissions.data_emission`),
-        ``"identity"`` for other sparse ``X`` or fewer constraints than features, else
-        ``"diagonal"`` (without ``X``: what the last fit resolved it to)."""
-        if self.metric != "auto":
-            return self.metric
+        """The metric of ``emission``, with ``"auto"`` resolved (see the class
+        docstring): ``"cosine"`` for text (sparse non-negative rows,
+        :func:`hmrf.emissions.data_emission`), ``"identity"`` for other sparse ``X`` or
+        fewer constraints than features, else ``"diagonal"`` (without ``X``: what the
+        last fit resolved it to)."""
+        emission = self.emission
+        if isinstance(emission, EmissionFamily):
+            return getattr(emission, "metric", COSINE)
+        if emission != "auto":
+            return METRIC_OF[emission]
         if X is None:
             return getattr(self, "metric_kind_", "diagonal")
         if data_emission(X) == "cosine":
@@ -114,29 +131,32 @@ class _MetricLearner(HMRFClusterMixin):
         if X is not None:
             self._spec_emission_metric = metric
             self._spec_emission_shrinkage = self._resolved_shrinkage(X)
+        if isinstance(self.emission, EmissionFamily):  # as given, with the metric update's terms
+            family = copy.copy(self.emission)
+            if metric_potential is not None and isinstance(family, Mahalanobis):
+                family.metric_potential = metric_potential
+            return family
         if metric == COSINE:
             # κ = 2: the cost 2 (1 - xᵀμ) is ||x - μ||² for unit x and μ, so the
             # emission and the distance-scaled penalties (squared distances between
             # the unit rows) keep eq. 4's common units, as A = I does off the sphere
             return VonMisesFisher(kappa=2.0)
-        if self.shrinkage == "auto":
-            lam = self._resolved_shrinkage(X)
-            return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=lam,
-                               eig_floor=lam, target="range", metric_potential=metric_potential)
-        return Mahalanobis(metric, per_cluster=self.per_cluster, shrinkage=self.shrinkage,
+        lam = self._resolved_shrinkage(X)
+        return Mahalanobis(metric, shrinkage=lam, eig_floor=lam, target="range",
                            metric_potential=metric_potential)
 
     def _resolved_shrinkage(self, X=None) -> float:
-        """``shrinkage``, with ``"auto"`` resolved by :func:`auto_shrinkage` from the
-        shape of ``X`` (without ``X``: what the last fit resolved it to; before any
-        fit ``1 / 2``, its value for ``n = d``, which only names the family)."""
-        if self.shrinkage != "auto":
-            return float(self.shrinkage)
+        """The shrinkage of ``emission``: a Mahalanobis family's own, else the
+        estimator's rule from the shape of ``X`` (without ``X``: what the last fit
+        resolved it to; before any fit ``1 / 2``, its value for ``n = d``, which only
+        names the family)."""
+        if isinstance(self.emission, Mahalanobis):
+            return self.emission.shrinkage
         if X is None:
             return getattr(self, "shrinkage_", 0.5)
         return self._auto_shrinkage(X.shape[0], getattr(self, "n_features_in_", None) or X.shape[1])
 
-    #: ``λ`` of ``shrinkage="auto"`` from ``(n, d)``
+    #: ``λ`` of a named metric from ``(n, d)``
     _auto_shrinkage = staticmethod(auto_shrinkage)
 
     def _distance_w(self) -> float:
@@ -154,21 +174,15 @@ class _MetricLearner(HMRFClusterMixin):
         return DistanceScaledPotts(constraints, w, alpha_min=self.alpha_min,
                                    alpha_max=alpha_max, mirrored=mirrored)
 
-    def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
-            cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
-        """Cluster ``X`` and learn the metric (arguments as ``HMRFKMeans.fit``).
-
-        Returns
-        -------
-        self
-        """
-        super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
+    def _set_fitted(self, best, model, constraints, labels):
+        super()._set_fitted(best, model, constraints, labels)
         self.metric_kind_ = self._spec_emission_metric
         self.shrinkage_ = self._spec_emission_shrinkage
+        per_cluster = getattr(self.emission, "per_cluster", False)
         m = getattr(self.params_, "metric", None)
         if m is None:  # the cosine model: A = I on the unit sphere
-            m = np.ones((self.n_clusters if self.per_cluster else 1, self.n_features_in_))
-        self.metric_ = m[0] if m.shape[0] == 1 and not self.per_cluster else m
+            m = np.ones((self.n_clusters if per_cluster else 1, self.n_features_in_))
+        self.metric_ = m[0] if m.shape[0] == 1 and not per_cluster else m
         return self
 
 
@@ -190,84 +204,47 @@ class MPCKMeans(_MetricLearner):
     Parameters
     ----------
     n_clusters : int, default=8
-    metric : {"auto", "diagonal", "full", "identity", "cosine"}, default="auto"
-        Learned diagonal or full ``A``; ``"identity"`` fixes ``A = I`` (no metric
-        learning); ``"cosine"`` is ``A = I`` on the unit sphere: rows and centres
-        L2-normalised (the thesis's text model, SP-KMeans, Basu 2005, §2.3.2 and
-        §4.3.4), the cost ``2 (1 - xᵀμ̂) = ||x - μ̂||²``
-        (:class:`~hmrf.emissions.VonMisesFisher` with ``κ = 2``, so that the
-        distance-scaled penalties, squared distances between the unit rows, keep the
-        units of eq. 4). ``"auto"``: ``"cosine"`` for text, sparse rows with no
-        negative entry (:func:`hmrf.emissions.data_emission`); ``"identity"`` when there
-        are fewer constraints (after the closure) than features, or ``X`` is otherwise
-        sparse; ``"diagonal"`` otherwise. The rule follows the paper's findings that
-        metric learning "requires sufficient labeled data to be beneficial" and that a
-        learned ``A`` "is likely to be singular for high-dimensional data" (Basu,
-        Bilenko & Mooney 2004, §1, §5): a diagonal metric has ``d`` parameters, so it is
-        learned from at least ``d`` constraints; without them the fit is KMeans'
-        (squared Euclidean) model. The value used is ``metric_kind_``; the measurements
-        are in :doc:`/metric_learning`.
-    per_cluster : bool, default=False
-        One metric per cluster (penalties then use their mean, keeping them Potts).
+    emission : {"auto", "mahalanobis", "sqeuclidean", "cosine"} or EmissionFamily, default="auto"
+        The metric. A :class:`~hmrf.emissions.Mahalanobis` family is used as given
+        (``Mahalanobis("full", per_cluster=True, shrinkage=0.01)``). A name stands for a
+        metric with this estimator's shrinkage: ``"mahalanobis"`` a learned diagonal
+        ``A``, ``"sqeuclidean"`` ``A = I``, ``"cosine"`` ``A = I`` on the unit sphere
+        (SP-KMeans, Basu 2005, §2.3.2, §4.3.4: :class:`~hmrf.emissions.VonMisesFisher`
+        with ``κ = 2``, whose cost ``2 (1 - xᵀμ̂) = ||x - μ̂||²`` keeps the units of the
+        penalties). ``"auto"``: ``"cosine"`` for sparse rows with no negative entry
+        (text), ``"sqeuclidean"`` for other sparse ``X`` or fewer constraints (after the
+        closure) than features (a diagonal ``A`` has ``d`` parameters: Basu, Bilenko &
+        Mooney 2004, §1, §5), ``"mahalanobis"`` otherwise. The shrinkage of a name is
+        ``λ = d / (n + d)`` (:func:`auto_shrinkage`) toward the squared feature ranges
+        (``target="range"``), with ``A⁻¹`` floored at ``λ`` (every weight within
+        ``a_d t_d <= (n + d) / d`` of the target's). ``metric_kind_`` and ``shrinkage_``
+        are what the fit used (:doc:`/metric_learning`).
     w : float or "auto", default="auto"
-        Global constraint weight (``np.inf``: hard constraints). ``"auto"``: 1 for the
-        distance-scaled penalties (``penalty="distance"`` or ``"mirrored"``), which are
-        squared distances under the learned metric, in the units of the emission
-        already; for ``penalty="constant"`` the scale-aware weight of
-        :class:`~hmrf.HMRFKMeans` (:meth:`hmrf.HMRF.data_scale` under the metric fitted
-        to all the data as one cluster). The resolved value is ``w_``.
+        Global constraint weight (``np.inf``: hard). ``"auto"``: 1 for the distance-scaled
+        penalties (squared distances under the metric, in the emission's units); for
+        ``penalty="constant"`` the weight of :class:`~hmrf.HMRFKMeans`. Resolved: ``w_``.
     alpha_min : float, default=0.0
     alpha_max : {"auto", "must_link", "data"} or float, default="auto"
-        ``"must_link"``: the largest squared must-link distance under the current
-        metric (the paper's experiments, §4.1); ``"data"``: the squared diameter of
-        ``X`` under it (see :class:`~hmrf.potentials.DistanceScaledPotts`).
-        ``"auto"`` is ``"must_link"`` for ``penalty="distance"`` and ``"data"`` for
-        ``penalty="mirrored"``, whose cannot-link penalty is Bilenko et al.'s
-        ``f_C = ||x' - x''||²_A - ||x_i - x_j||²_A`` with ``(x', x'')`` the farthest
-        pair of points of the data set (then ``f_M = ||x_i - x_j||²_A`` is never capped).
+        ``"must_link"``: the largest squared must-link distance under the current metric
+        (§4.1); ``"data"``: the squared diameter of ``X`` under it
+        (:class:`~hmrf.potentials.DistanceScaledPotts`). ``"auto"``: ``"must_link"`` for
+        ``penalty="distance"``, ``"data"`` for ``"mirrored"`` (Bilenko et al.'s
+        ``f_C = ||x' - x''||²_A - ||x_i - x_j||²_A``, ``(x', x'')`` the farthest pair).
     penalty : {"distance", "mirrored", "constant"}, default="distance"
-        ``"distance"``: eq. 4 above. ``"mirrored"``: the two functions exchanged,
-        ``f_M = min(α_min + d², α_max)`` and ``f_C = max(α_min, α_max - d²)`` (far
-        must-links and close cannot-links cost more), the MPCK-Means of Bilenko, Basu &
-        Mooney (ICML 2004), whose metric update stretches the directions of violated
-        cannot-links and contracts those of violated must-links as §3.3 of the paper
-        describes. ``"constant"`` uses ``f ≡ 1`` (plain Potts, as PCKMeans).
-    shrinkage : "auto" or float in [0, 1), default="auto"
-        A float ``λ``: shrinkage of the metric estimate toward the diagonal of the
-        feature variances (the paper's setting is ``0.01``); keeps it positive definite
-        for ``d > n`` and constant features. ``"auto"``: ``λ = d / (n + d)``
-        (``auto_shrinkage`` of this module: a prior worth ``d`` points, one per
-        parameter of a diagonal metric; Basu 2005, eq. 4.9) toward the squared feature
-        ranges (``target="range"`` of :class:`~hmrf.emissions.Mahalanobis`), with
-        ``A⁻¹`` floored at the prior's share, so every weight stays within
-        ``a_d t_d <= 1 / λ = (n + d) / d`` of the target's, whatever the constraint
-        terms subtract. The regularisation the paper
-        calls for in high dimension (§5): unshrunk, the update ``1 / a_d = S_d / n``
-        gives a feature that is constant in all but a few points (a pixel) the weight
-        of thousands of ordinary ones, and a handful of points decides the clustering;
-        the range target weighs such a feature as the others that share its range.
-        The prior fades as ``n / d`` grows, so plentiful data learn the metric the
-        paper's update gives (the measurements are in :doc:`/metric_learning`). The
-        value used is ``shrinkage_``.
+        ``"distance"``: eq. 4 above. ``"mirrored"``: ``f_M = min(α_min + d², α_max)``,
+        ``f_C = max(α_min, α_max - d²)``, the MPCK-Means of Bilenko, Basu & Mooney (ICML
+        2004). ``"constant"``: ``f ≡ 1`` (plain Potts, as PCKMeans).
     closure : bool, default=True
-        Augment the constraints by their transitive closure (must-link components and
-        the cannot-links between them), as the paper does before clustering (§3.1).
+        Augment the constraints by their transitive closure (§3.1).
     init : {"pckmeans++", "pckmeans", "neighborhoods", "k-means++", "random"} or array, default="pckmeans++"
-        ``"pckmeans"`` is the paper's seeding (§3.1: the k *largest* must-link
-        neighbourhoods), which seeds two clusters in one class when two of the
-        largest neighbourhoods share it; ``"pckmeans++"`` draws the neighbourhoods by
-        k-means++ instead (see :class:`~hmrf.HMRFKMeans`); ``"neighborhoods"`` is the
-        thesis's weighted farthest-first choice among them (Basu 2005, §4.4.3).
+        As :class:`~hmrf.HMRFKMeans`; ``"pckmeans"`` is the paper's seeding (§3.1).
     n_init : int or "auto", default="auto"
         As :class:`~hmrf.HMRFKMeans`; the paper makes one run.
     inference : str or InferenceEngine, default="auto"
-        E-step engine (Fig. 1, step 2a). The paper assigns points greedily, one at a
-        time (ICM, Basu 2005, §4.4.4). Single-point moves cannot move a must-link
-        neighbourhood as a whole, so under the distance-scaled penalties ``"icm"``
-        stops at a higher ``J`` than the global engines, belief propagation (``"bp"``)
-        and ``"auto"`` (BP, then α-expansion moves), which minimise the same E-step
-        energy over all constrained points jointly, at a higher cost per E-step (the
-        measurements are in :doc:`/metric_learning` and :doc:`/choosing`).
+        E-step engine (Fig. 1, step 2a). The paper's is greedy (``"icm"``, Basu 2005,
+        §4.4.4), whose single-point moves cannot move a must-link neighbourhood as a
+        whole: the global engines (``"bp"``, ``"auto"``) reach a lower ``J``
+        (:doc:`/metric_learning`, :doc:`/choosing`).
     max_iter : int, default=100
     tol : float, default=1e-4
     random_state : int, RandomState or None, default=None
@@ -278,9 +255,10 @@ class MPCKMeans(_MetricLearner):
         Learned metric: (d,) or (d, d) shared; (k, d) or (k, d, d) per cluster (ones
         for ``"identity"`` and ``"cosine"``).
     metric_kind_ : str
-        The metric the fit used (``metric`` with ``"auto"`` resolved).
+        The metric the fit used (``"diagonal"``, ``"full"``, ``"identity"`` or
+        ``"cosine"``; ``emission`` resolved).
     shrinkage_ : float
-        The shrinkage ``λ`` the fit used (``shrinkage`` with ``"auto"`` resolved).
+        The shrinkage ``λ`` the fit used (``emission`` resolved).
     labels_, cluster_centers_, params_, objective_, history_, n_iter_, converged_,
     constraints_, em_result_, n_features_in_ : see :class:`HMRFClusterMixin`.
         ``objective_`` is ``J`` above, exactly what the loop minimises.
@@ -309,21 +287,18 @@ class MPCKMeans(_MetricLearner):
     [0, 0, 1, 1]
     """
 
-    def __init__(self, n_clusters: int = 8, *,
-                 metric: Literal["auto", "diagonal", "full", "identity"] = "auto",
-                 per_cluster: bool = False, w: float | str = "auto", alpha_min: float = 0.0,
-                 alpha_max: str = "auto", penalty: Literal["distance", "mirrored", "constant"] = "distance",
-                 shrinkage: float | str = "auto", closure: bool = True, init: str | ArrayLike = "pckmeans++",
-                 n_init: int | str = "auto", inference: str | InferenceEngine = "auto", max_iter: int = 100,
-                 tol: float = 1e-4, random_state: RandomLike = None) -> None:
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
+                 w: float | str = "auto", alpha_min: float = 0.0, alpha_max: str = "auto",
+                 penalty: Literal["distance", "mirrored", "constant"] = "distance", closure: bool = True,
+                 init: str | ArrayLike = "pckmeans++", n_init: int | str = "auto",
+                 inference: str | InferenceEngine = "auto", max_iter: int = 100, tol: float = 1e-4,
+                 random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
-        self.metric = metric
-        self.per_cluster = per_cluster
+        self.emission = emission
         self.w = w
         self.alpha_min = alpha_min
         self.alpha_max = alpha_max
         self.penalty = penalty
-        self.shrinkage = shrinkage
         self.closure = closure
         self.init = init
         self.n_init = n_init
@@ -359,74 +334,58 @@ class MKMeans(_MetricLearner):
     """M-KMeans: KMeans with the metric learning of MPCKMeans (Basu et al. 2004, §4.2).
 
     The paper's ablation "K-Means clustering with the metric learning component
-    described in Section 3.3, without utilizing constraints for seeding". Our reading:
-    initialisation ignores the constraints (``init``, k-means++ by default, as the
-    :class:`KMeans` baseline) and so does the assignment step (nearest centre under the
-    learned metric, no penalties); the constraints enter only the metric update, through
-    the violated-pair terms of MPCKMeans (violations judged by the current labels).
-    With no constraints the metric is the per-cluster-dispersion scaling of eq. 2.
+    described in Section 3.3, without utilizing constraints for seeding": the
+    initialisation (``init``) and the assignment (nearest centre under the learned
+    metric) ignore the constraints, which enter only the metric update through the
+    violated-pair terms of MPCKMeans (violations judged by the current labels). With no
+    constraints the metric is the per-cluster-dispersion scaling of eq. 2.
 
-    Because the assignment never sees the constraints, the fraction of them a
-    labelling satisfies measures the metric: with ``metric="auto"`` and a learned
-    metric (at least ``d`` constraints, dense ``X``), the fit is repeated with
-    ``A = I`` and the learned metric is kept only if its labelling satisfies more
-    constraints by more than one standard error, ``sqrt(p (1 - p) / m)`` with ``p`` the
-    identity fit's fraction and ``m`` the number of constraints (the paper's "dip":
-    "feature weights learned from few constraints are unreliable", §4.2). This costs a
-    second fit. ``satisfied_`` holds both fractions.
+    The fraction of the constraints a labelling satisfies then measures the metric:
+    with ``emission="auto"`` and a learned metric, the fit is repeated with ``A = I``
+    and the learned metric is kept only if it satisfies more constraints by more than
+    one standard error, ``sqrt(p (1 - p) / m)`` (``p`` the identity fit's fraction, ``m``
+    the constraints; the paper's "dip": "feature weights learned from few constraints
+    are unreliable", §4.2). ``satisfied_`` holds both fractions.
 
     Parameters
     ----------
     n_clusters : int, default=8
-    metric, per_cluster, alpha_min, alpha_max, closure :
-        As :class:`MPCKMeans` (``alpha_*`` act only in the metric update).
-    shrinkage : "auto" or float in [0, 1), default="auto"
-        As :class:`MPCKMeans`, but ``"auto"`` is a fixed ``λ = 0.9`` toward the squared
-        feature ranges, with ``A⁻¹`` floored at the prior's share (every weight within
-        ``a_d t_d <= 1 / λ`` of the target's): the assignment never sees the
-        constraints, so nothing but this prior holds the metric that their
-        violated-pair terms update, and the learned metric stays close to the range
-        scaling (the measurements are in :doc:`/metric_learning`).
+    emission : {"auto", "mahalanobis", "sqeuclidean", "cosine"} or EmissionFamily, default="auto"
+        As :class:`MPCKMeans`, but the shrinkage of a name is a fixed ``λ = 0.9`` toward
+        the squared feature ranges, ``A⁻¹`` floored at ``λ``: nothing but this prior
+        holds the metric that the violated-pair terms update (:doc:`/metric_learning`).
     w : float or "auto", default="auto"
         Weight of the constraint terms in the metric update. ``"auto"``:
-        ``min(1, n / m)`` for ``m`` constraints, so that the constraints together
-        weigh at most as much as the ``n`` points whose dispersion the update also
-        sums (with ``w = 1`` and 500 pairs on 178 points the pair terms outweigh the
-        data and the learned weights fall apart).
+        ``min(1, n / m)`` for ``m`` constraints: the constraints weigh at most as much as
+        the ``n`` points whose dispersion the update also sums.
     penalty : {"mirrored", "distance"}, default="mirrored"
         The violated-pair terms of the metric update. ``"mirrored"``: Bilenko, Basu &
         Mooney's (ICML 2004), ``A⁻¹ += Σ_{M*} w (x_i - x_j)(x_i - x_j)ᵀ -
-        Σ_{C*} w (x_i - x_j)(x_i - x_j)ᵀ``, which contracts the directions of violated
-        must-links and stretches those of violated cannot-links. ``"distance"``: the
-        derivative of eq. 4's penalties, the workshop paper's update (Fig. 1, step 2c,
-        the ablation's setting), whose signs are the other way round: it lowers the
-        penalties by moving violated must-links apart and violated cannot-links
-        together, and on its own (M-KMeans has no penalties in the E-step) makes the
-        clustering worse as constraints are added.
+        Σ_{C*} w (x_i - x_j)(x_i - x_j)ᵀ`` (contracts violated must-links, stretches
+        violated cannot-links). ``"distance"``: the derivative of eq. 4's penalties, the
+        workshop paper's update (Fig. 1, step 2c), with the opposite signs.
+    alpha_min, alpha_max, closure :
+        As :class:`MPCKMeans` (``alpha_*`` act only in the metric update).
     init : {"k-means++", "random"} or array of shape (k, d), default="k-means++"
-    n_init : int or "auto", default="auto"
+    n_init, max_iter, tol, random_state :
         As :class:`~hmrf.HMRFKMeans`.
-    inference : str or InferenceEngine, default="icm"
-        Kept for a uniform API; with no penalties every engine is the nearest-centre rule.
-    max_iter : int, default=100
-    tol : float, default=1e-4
-    random_state : int, RandomState or None, default=None
 
     Attributes
     ----------
-    metric_, metric_kind_, shrinkage_, labels_, cluster_centers_, params_, objective_, history_, n_iter_ :
+    metric_, metric_kind_, shrinkage_, labels_, cluster_centers_, params_, history_, n_iter_ :
         As MPCKMeans.
+    objective_ : float
+        ``Σ_i ||x_i - μ_{y_i}||²_A - log det A`` (eq. 2 with the per-point normaliser,
+        plus the shrinkage prior): what the E-step and the centre update minimise. The
+        metric step also weighs the constraint terms, so with constraints ``history_``
+        can rise; with none it is non-increasing.
     satisfied_ : dict
-        Only after a fit with ``metric="auto"`` that learned a metric: the fraction of
-        the constraints satisfied with the learned (``"diagonal"``) and the identity
-        metric.
-        ``objective_`` is ``Σ_i ||x_i - μ_{y_i}||²_A - log det A`` (eq. 2 with the
-        per-point normaliser, plus the shrinkage prior): what the E-step and the centre
-        update minimise. The metric step also weighs the constraint terms, so with
-        constraints it is not a descent step for ``objective_`` and ``history_`` can
-        rise; with none it is exact and ``history_`` is non-increasing.
+        After a fit with ``emission="auto"`` that learned a metric: the fraction of the
+        constraints satisfied with the learned (``"diagonal"``) and the identity metric.
 
     References
+    ----------
+    Basu, Bilenko & Mooney (2004), §2.3, §3.3, §4.2.    References
     ----------
     Basu, Bilenko & Mooney (2004), §2.3, §3.3, §4.2.
     """
@@ -434,30 +393,33 @@ class MKMeans(_MetricLearner):
     _parameter_constraints = dict(_MetricLearner._parameter_constraints,
                                   penalty=[Options("mirrored", "distance")])
 
-    def __init__(self, n_clusters: int = 8, *,
-                 metric: Literal["auto", "diagonal", "full", "identity"] = "auto", per_cluster: bool = False,
+    def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
                  w: float | str = "auto", alpha_min: float = 0.0, alpha_max: float | str = "must_link",
-                 penalty: Literal["mirrored", "distance"] = "mirrored", shrinkage: float | str = "auto",
-                 closure: bool = True, init: str | ArrayLike = "k-means++",
-                 n_init: int | str = "auto", inference: str = "icm", max_iter: int = 100, tol: float = 1e-4,
-                 random_state: RandomLike = None) -> None:
+                 penalty: Literal["mirrored", "distance"] = "mirrored", closure: bool = True,
+                 init: str | ArrayLike = "k-means++", n_init: int | str = "auto", max_iter: int = 100,
+                 tol: float = 1e-4, random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
-        self.metric = metric
-        self.per_cluster = per_cluster
+        self.emission = emission
         self.w = w
         self.alpha_min = alpha_min
         self.alpha_max = alpha_max
         self.penalty = penalty
-        self.shrinkage = shrinkage
         self.closure = closure
         self.init = init
         self.n_init = n_init
-        self.inference = inference
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
 
     _auto_shrinkage = staticmethod(lambda n_samples, n_features: MKMEANS_AUTO_SHRINKAGE)
+    _moved = (*MOVED, "inference")
+
+    @classmethod
+    def _moved_error(cls, given):
+        if "inference" in given:
+            return TypeError("MKMeans takes no inference engine: its E-steps have no pairwise terms, "
+                             "so each point takes its nearest centre.")
+        return _moved_emission(cls.__name__, given)
 
     def _metric_w(self, n_samples, n_constraints) -> float:
         """``w`` of the metric update's constraint terms: ``"auto"`` is
@@ -480,7 +442,7 @@ class MKMeans(_MetricLearner):
             cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
         """Cluster ``X`` and learn the metric (arguments as ``HMRFKMeans.fit``).
 
-        With ``metric="auto"`` and a learned metric, the fit is repeated with the
+        With ``emission="auto"`` and a learned metric, the fit is repeated with the
         identity metric, and the learned one is kept only if its labelling satisfies
         more of the constraints by more than one standard error (class docstring).
 
@@ -489,11 +451,11 @@ class MKMeans(_MetricLearner):
         self
         """
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
-        if self.metric != "auto" or self.metric_kind_ != "diagonal":
+        if not isinstance(self.emission, str) or self.emission != "auto" or self.metric_kind_ != "diagonal":
             return self
         from sklearn.base import clone
 
-        plain = clone(self).set_params(metric="identity").fit(
+        plain = clone(self).set_params(emission="sqeuclidean").fit(
             X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
         learned, euclidean = (satisfied_fraction(self.constraints_, e.labels_) for e in (self, plain))
         margin = np.sqrt(euclidean * (1.0 - euclidean) / len(self.constraints_))

@@ -44,12 +44,11 @@ class EstimatorSpec:
     takes_w : bool
         Whether it has a constraint weight ``w``.
     emissions : tuple of str or None
-        ``None``: any family, passed as ``emission=``. Otherwise the family is fixed
-        by the estimator and only these names describe it.
-    emission_metric : dict
-        For the metric learners: the ``metric`` each name of ``emissions`` sets
-        (``"cosine"`` the unit-sphere model, ``"sqeuclidean"`` the identity metric);
-        empty for the others.
+        ``None``: any family, passed as ``emission=``. Otherwise the names it takes:
+        passed as ``emission=`` when ``named_emission`` (the metric learners' names of
+        a metric), else only describing the family the estimator fixes.
+    named_emission : bool
+        Whether a name of ``emissions`` is passed as ``emission=``.
     params : dict
         Fixed keyword arguments of the row (e.g. ``w=0`` for HMRF-KMeans-I).
     no_engine : str
@@ -62,7 +61,7 @@ class EstimatorSpec:
     takes_engine: bool = False
     takes_w: bool = False
     emissions: tuple | None = None
-    emission_metric: dict = field(default_factory=dict)
+    named_emission: bool = False
     params: dict = field(default_factory=dict)
     no_engine: str = ""
 
@@ -82,10 +81,9 @@ class EstimatorSpec:
 
 _FAMILY = {"sqeuclidean": "squared Euclidean distance", "mahalanobis": "a learned Mahalanobis metric",
            "cosine": "cosine similarity"}
-#: ``--emission`` of the metric learners, as their ``metric``: a named Mahalanobis
-#: metric is the learned diagonal one; on text their ``metric="auto"`` is ``"cosine"``
-_METRIC_OF = {"mahalanobis": "diagonal", "sqeuclidean": "identity", "euclidean": "identity",
-              "cosine": "cosine"}
+#: ``--emission`` of the metric learners (their ``emission`` names; on text ``"auto"`` is
+#: ``"cosine"``)
+_METRICS = ("mahalanobis", "sqeuclidean", "euclidean", "cosine")
 _ARGMIN = "its E-steps have no pairwise terms, so each point takes its nearest centre"
 
 #: Estimator name -> :class:`EstimatorSpec`.
@@ -105,13 +103,11 @@ ESTIMATORS = {
     "mpckmeans": EstimatorSpec(
         "mpckmeans:MPCKMeans",
         "MPCKMeans: PCKMeans plus a learned diagonal Mahalanobis metric",
-        "constraints", takes_engine=True, takes_w=True,
-        emissions=("mahalanobis", "sqeuclidean", "euclidean", "cosine"), emission_metric=_METRIC_OF),
+        "constraints", takes_engine=True, takes_w=True, emissions=_METRICS, named_emission=True),
     "mkmeans": EstimatorSpec(
         "mpckmeans:MKMeans",
         "MKMeans: KMeans under a metric learned from the constraints",
-        "constraints", takes_engine=True, takes_w=True,
-        emissions=("mahalanobis", "sqeuclidean", "euclidean", "cosine"), emission_metric=_METRIC_OF),
+        "constraints", takes_w=True, emissions=_METRICS, named_emission=True, no_engine=_ARGMIN),
     "copkmeans": EstimatorSpec(
         "copkmeans:COPKMeans",
         "COP-KMeans: every constraint hard, greedy assignment (Wagstaff et al. 2001)",
@@ -218,8 +214,8 @@ def make_estimator(name: str, n_clusters: int, emission: str | EmissionFamily | 
         elif not (isinstance(emission, str) and emission.lower() in spec.emissions):
             raise ValueError(f"{key} uses {_FAMILY[spec.emissions[0]]}; emission {emission!r} is not "
                              f"possible (use {' or '.join(spec.emissions)}, or omit it).")
-        elif spec.emission_metric:
-            kwargs["metric"] = spec.emission_metric[emission.lower()]
+        elif spec.named_emission:
+            kwargs["emission"] = emission.lower()
     if w is not None:
         if not spec.takes_w:
             raise ValueError(f"{key} has no constraint weight w to set.")

@@ -7,20 +7,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._params import Options
-from .._validation import check_partial_labels
+from .._validation import Options, check_partial_labels
 from ..constraints import Constraints
+from ..em import rise_tolerance
 from ..initialization import seeded_centers
 from ..model import HMRF, block_unary
-from .base import HMRFClusterMixin
+from .base import HMRFClusterMixin, Series, Start
 
 if TYPE_CHECKING:
     from typing import Literal
 
     from .._typing import RandomLike
+    from ..em import EMResult
     from ..emissions.base import EmissionFamily
 
-__all__ = ["SeededKMeans", "ConstrainedKMeans"]
+__all__ = ["SeededKMeans", "ConstrainedKMeans", "SeedsKept"]
 
 
 def _seed_clusters(y, n, k):
@@ -55,54 +56,32 @@ class SeededKMeans(HMRFClusterMixin):
     ----------
     n_clusters : int, default=8
     emission : str or EmissionFamily, default="auto"
-        ``"auto"``: cosine for sparse rows with no negative entry (text), the SP-KMeans
-        variant the thesis runs on its high-dimensional sets (§3.5), and squared
-        Euclidean otherwise (:func:`hmrf.emissions.data_emission`); ``emission_`` is the
-        family used.
+        As :class:`~hmrf.HMRFKMeans` (cosine on text: the thesis's SP-KMeans variant, §3.5).
     init : {"k-means++", "perturbed"}, default="k-means++"
-        Start of the clusters without seeds: ``"k-means++"``, greedy k-means++ given the
-        seed means (Arthur & Vassilvitskii 2007), so that no empty-handed cluster starts
-        where a seeded one is; ``"perturbed"``, random perturbations of the global
-        centroid (the thesis, §3.5.4, after Dhillon et al. 2001).
+        Start of the clusters without seeds: greedy k-means++ given the seed means
+        (Arthur & Vassilvitskii 2007), or random perturbations of the global centroid
+        (the thesis, §3.5.4, after Dhillon et al. 2001).
     n_init : int or "auto", default="auto"
-        Runs; among the runs that no other run beats in both ``J_kmeans`` and the number
-        of seeds kept (the Pareto front of the two: a run that fits the data worse and
-        keeps fewer seeds never wins), the lowest ``J_kmeans + Σ_i min(w, Δ_i)`` wins, the sum over the seeds
-        outside the cluster matched to their class, ``Δ_i`` what moving seed ``i``
-        there costs at the run's centres, ``w`` the weight of ``w="auto"``
-        (:meth:`hmrf.HMRF.auto_w`: a seed label costs what a violated constraint does),
-        and the clusters matched to the seed classes by the assignment of least total
-        (Kuhn's Hungarian method). A seed just across a border costs its move. With an
-        integer, every run starts the seeded clusters at their seed means and the runs
-        differ in the clusters without seeds; the thesis makes one run (``n_init=1``).
-        ``"auto"``: the runs of the fit without seeds (as :class:`~hmrf.HMRFKMeans`: up
-        to 10 where a run is cheap, 30 on sparse rows, ``init`` on the data alone, on
-        the cosine model every other one after Lloyd's iterations on the unit rows),
-        from the same starts, and before them half as many runs from the seed means
-        (one when every cluster has seeds: the runs would repeat), the first of them
-        the run of ``n_init=1``. The seeds add starts
-        and take none away, so the criterion of the fit with seeds is never above that
-        of the fit without them. Seeded-KMeans converges to a local minimum of
-        ``J_kmeans`` (§3.4) and the seeds are there to start it in a good region
-        (§3.1); a seed class of a few atypical points gives a poor centroid (§3.3.2:
-        its deviation falls exponentially with the number of seeds only) and can lead
-        to a worse minimum than a start without seeds, which the criterion then
-        rejects unless the seeds' start keeps enough more of the seeds in their
-        clusters to pay for its higher ``J_kmeans`` (the seeds are labels the user
-        gave, §3.1; the penalty is the HMRF's for a violated label, each seed at the
-        cheaper of moving and paying it). The sum prices a labelling with its cheap
-        seeds moved, not the labelling returned; the Pareto front keeps it from
-        preferring a minimum that is worse than another run's in ``J_kmeans`` and
-        in the seeds kept.
-    max_iter : int, default=100
-    tol : float, default=1e-4
-    normalizer : {"constant", "closed_form"}, default="constant"
+        With an integer, every run starts the seeded clusters at their seed means and
+        the runs differ in the others. ``"auto"``: the runs of the fit without seeds (as
+        :class:`~hmrf.HMRFKMeans`, ``init`` on the data alone), and before them up to
+        half as many from the seed means (one when every cluster has seeds), the first
+        the run of ``n_init=1``; each series stops on its own, so the seeds add starts
+        and take none away and the fit's criterion is never above the fit without seeds'.
+    selection : {"seeds", "objective"}, default="seeds"
+        Which run wins. ``"objective"``: the lowest ``J_kmeans``, as for every estimator.
+        ``"seeds"`` (:class:`SeedsKept`): among the runs that no other beats in both
+        ``J_kmeans`` and seeds kept, the lowest ``J_kmeans + Σ_i min(w, Δ_i)`` over the
+        seeds outside the cluster matched to their class, ``Δ_i`` the cost of moving
+        seed ``i`` there, ``w`` the weight of ``w="auto"``: a seed class of a few
+        atypical points (§3.3.2) cannot fix a worse minimum than a start without seeds
+        unless its start keeps enough more seeds to pay for it. With clamped seeds
+        (:class:`ConstrainedKMeans`) both are the lowest ``J_kmeans``.
+    max_iter, tol, normalizer, random_state :
+        As :class:`~hmrf.HMRFKMeans`.
     em : {"hard", "soft"}, default="hard"
         ``"soft"``: EM with posteriors (:mod:`hmrf.em.soft`); for
-        :class:`ConstrainedKMeans` the seeds' posteriors stay on their class, which is the
-        semi-supervised EM of the clustering slides (Nigam et al. 2000) with this
-        emission family.
-    random_state : int, RandomState or None, default=None
+        :class:`ConstrainedKMeans` the semi-supervised EM of Nigam et al. (2000).
 
     Attributes
     ----------
@@ -111,17 +90,19 @@ class SeededKMeans(HMRFClusterMixin):
     """
 
     _clamp = False
-    _parameter_constraints = {"init": [Options("k-means++", "perturbed")]}
+    _parameter_constraints = {"init": [Options("k-means++", "perturbed")],
+                              "selection": [Options("seeds", "objective")]}
 
     def __init__(self, n_clusters: int = 8, *, emission: str | EmissionFamily = "auto",
                  init: Literal["k-means++", "perturbed"] = "k-means++", n_init: int | str = "auto",
-                 max_iter: int = 100, tol: float = 1e-4,
+                 selection: Literal["seeds", "objective"] = "seeds", max_iter: int = 100, tol: float = 1e-4,
                  normalizer: Literal["constant", "closed_form"] = "constant",
                  em: Literal["hard", "soft"] = "hard", random_state: RandomLike = None) -> None:
         self.n_clusters = n_clusters
         self.emission = emission
         self.init = init
         self.n_init = n_init
+        self.selection = selection
         self.max_iter = max_iter
         self.tol = tol
         self.normalizer = normalizer
@@ -139,75 +120,28 @@ class SeededKMeans(HMRFClusterMixin):
                     normalizer=self._spec_normalizer(), clamped=seeds if self._clamp else None,
                     validated=True)
 
-    def _free_seeds(self, result, y):
-        """``(seed clusters (n,), seed classes, positions of the seeds)`` for a run's
-        ranking; no positions when the seeds are clamped (they cannot leave their
-        clusters) or there are none."""
-        seeds, classes = _seed_clusters(y, len(result.labels), self.n_clusters)
-        seeded = np.empty(0, dtype=np.int64) if self._clamp else np.flatnonzero(seeds >= 0)
-        return seeds, classes, seeded
+    def _choice(self, model, y):
+        if self.selection == "objective" or self._clamp:
+            return super()._choice(model, y)
+        return SeedsKept(model, _seed_clusters(y, model.n_samples, self.n_clusters), self.n_clusters)
 
-    def _supervision_cost(self, model, result, y) -> float:
-        """``Σ_seeds min(w, Δ_i)`` over the seeds outside the cluster matched to their
-        class: ``Δ_i = u(x_i, μ_m) - u(x_i, μ_{y_i})`` is what moving seed ``i`` into the
-        matched cluster ``m`` costs at the run's parameters, ``w`` the model's
-        ``auto_w()``, the weight of a seed label. It is the HMRF objective with seed-label
-        potentials of weight ``w`` (Basu 2005, eq. 3.4 with the seeds as labelled points),
-        each seed at the cheaper of moving and paying ``w``, so that a run that leaves a
-        seed just across a border pays what moving it costs, not ``w``. The clusters are
-        matched to the seed classes by the assignment of least total cost (SciPy's
-        ``linear_sum_assignment`` on the table of seed classes against clusters); only
-        the seeds' rows are read. 0 when the seeds are clamped (Constrained-KMeans)."""
-        from scipy.optimize import linear_sum_assignment
-
-        seeds, classes, seeded = self._free_seeds(result, y)
-        if seeded.size == 0:
-            return 0.0
-        data = model.data_terms
-        U = np.asarray(block_unary(model.emission, model.X[seeded], result.params, model.normalizer,
-                                   None if data is None else data[seeded]), dtype=np.float64)
-        labels = np.asarray(result.labels[seeded], dtype=np.int64)
-        move = np.clip(U - U[np.arange(seeded.size), labels][:, None], 0.0, model.auto_w())
-        table = np.zeros((classes.size, self.n_clusters))
-        np.add.at(table, seeds[seeded], move)
-        rows, cols = linear_sum_assignment(table)
-        return float(table[rows, cols].sum())
-
-    def _supervision_missed(self, model, result, y) -> int:
-        """The seeds outside the cluster matched to their class, under the matching of
-        classes to clusters that keeps the most seeds (Kuhn's Hungarian method on the
-        table of seed counts, SciPy's ``linear_sum_assignment``); 0 when the seeds are
-        clamped. A run that keeps fewer seeds at a higher ``J_kmeans`` than another
-        never wins, whatever its ``J_kmeans + Σ min(w, Δ_i)``."""
-        from scipy.optimize import linear_sum_assignment
-
-        seeds, classes, seeded = self._free_seeds(result, y)
-        if seeded.size == 0:
-            return 0
-        table = np.zeros((classes.size, self.n_clusters), dtype=np.int64)
-        np.add.at(table, (seeds[seeded], np.asarray(result.labels[seeded], dtype=np.int64)), 1)
-        rows, cols = linear_sum_assignment(table, maximize=True)
-        return int(seeded.size - table[rows, cols].sum())
-
-    def _schedule(self, n_init, kinds, rng, auto, y):
-        """With ``n_init="auto"``: the runs of the fit without seeds, the same starts on
-        the fit's generator, and with seeds, before them, ``n_init // 2`` runs from the
-        seed means on a copy of the generator as the fit received it (the first is
-        then the run of ``n_init=1``, the thesis's), so that the seeds add starts to
-        the search and take none away. Otherwise, and for Constrained-KMeans (whose
-        model clamps the seeds, so no run is the fit without them), the runs of the
-        base class."""
+    def _series(self, n_init, auto, data_alone, chord, rng):
+        """With ``n_init="auto"`` and free seeds: the runs of the fit without seeds, the
+        same starts on the fit's generator, and before them up to ``n_init // 2`` runs
+        from the seed means on a copy of the generator as the fit received it (the first
+        is the run of ``n_init=1``, the thesis's); each series stops on its own, so the
+        fit without seeds' runs are among the fit's. Otherwise, and for
+        Constrained-KMeans (whose model clamps the seeds, so no run is the fit without
+        them), the runs of the base class."""
         if not auto or self._clamp:
-            return super()._schedule(n_init, kinds, rng, auto, y)
-        unseeded = [1, 2] if 2 in kinds else [1]
-        runs = [(unseeded[run % len(unseeded)], rng) for run in range(n_init)]
+            return super()._series(n_init, auto, data_alone, chord, rng)
+        unseeded = Series((Start.DATA, Start.CHORD) if chord else (Start.DATA,), n_init, rng)
         if not self.seed_classes_.size:
-            return runs
-        return [(0, copy.deepcopy(rng))] * max(1, n_init // 2) + runs
+            return [unseeded]
+        return [Series((Start.SUPERVISION,), max(1, n_init // 2), copy.deepcopy(rng)), unseeded]
 
     def _data_alone(self, model):
-        # the start without seeds is EM on the same model (no pairwise potentials): the
-        # second kind of start of n_init="auto" whenever there are seeds
+        # the start without seeds is EM on the same model (no pairwise potentials)
         return model if self.seed_classes_.size else None
 
     def _initial_params(self, model, constraints, y, rng):
@@ -225,3 +159,98 @@ class ConstrainedKMeans(SeededKMeans):
     """
 
     _clamp = True
+
+
+class SeedsKept:
+    """Seeded-KMeans' rule among its runs (``selection="seeds"``).
+
+    Run ``q`` beats run ``r`` when ``J_q <= J_r`` and ``missed_q <= missed_r``, one of
+    them strictly (within round-off a tie), ``missed`` the seeds outside the cluster
+    matched to their class. Among the runs no other beats (the Pareto front), the lowest
+    score ``J_kmeans + Σ_i min(w, Δ_i)`` over the missed seeds wins, the earlier run on a
+    tie: ``Δ_i = u(x_i, μ_m) - u(x_i, μ_{y_i})`` is the cost of moving seed ``i`` into the
+    matched cluster ``m``, ``w`` the model's ``auto_w()`` (the HMRF objective with
+    seed-label potentials of weight ``w``, Basu 2005, eq. 3.4, each seed at the cheaper
+    of moving and paying). Clusters are matched to seed classes by the least total cost
+    for the score and by the most seeds kept for ``missed`` (Kuhn's Hungarian method,
+    SciPy's ``linear_sum_assignment``). Only runs that can still win are kept (``front``).
+
+    Parameters
+    ----------
+    model : HMRF
+    seeds : (ndarray (n,), ndarray)
+        Seed cluster of every point (``-1`` unlabelled) and the seed classes.
+    n_clusters : int
+    """
+
+    def __init__(self, model: HMRF, seeds: tuple, n_clusters: int) -> None:
+        self.model, self.k = model, n_clusters
+        self.seeds, self.classes = seeds
+        self.seeded = np.flatnonzero(self.seeds >= 0)
+        self.precision = getattr(model.X, "dtype", np.float64)
+        self.front: list = []
+
+    def cost(self, result: EMResult) -> float:
+        """``Σ_seeds min(w, Δ_i)`` of a run (class docstring)."""
+        from scipy.optimize import linear_sum_assignment
+
+        if self.seeded.size == 0:
+            return 0.0
+        model, seeded = self.model, self.seeded
+        data = model.data_terms
+        U = np.asarray(block_unary(model.emission, model.X[seeded], result.params, model.normalizer,
+                                   None if data is None else data[seeded]), dtype=np.float64)
+        labels = np.asarray(result.labels[seeded], dtype=np.int64)
+        move = np.clip(U - U[np.arange(seeded.size), labels][:, None], 0.0, model.auto_w())
+        table = np.zeros((self.classes.size, self.k))
+        np.add.at(table, self.seeds[seeded], move)
+        rows, cols = linear_sum_assignment(table)
+        return float(table[rows, cols].sum())
+
+    def missed(self, result: EMResult) -> int:
+        """The seeds outside the cluster matched to their class, under the matching that
+        keeps the most seeds."""
+        from scipy.optimize import linear_sum_assignment
+
+        if self.seeded.size == 0:
+            return 0
+        table = np.zeros((self.classes.size, self.k), dtype=np.int64)
+        np.add.at(table, (self.seeds[self.seeded], np.asarray(result.labels[self.seeded], dtype=np.int64)), 1)
+        rows, cols = linear_sum_assignment(table, maximize=True)
+        return int(self.seeded.size - table[rows, cols].sum())
+
+    def _unbeaten(self, runs):
+        J = np.array([res.objective for res, _, _ in runs], dtype=np.float64)
+        missed = np.array([m for _, _, m in runs])
+        slack = np.array([rise_tolerance(j, self.precision) for j in J])
+        no_worse = (J[:, None] <= J[None, :] + slack[None, :]) & (missed[:, None] <= missed[None, :])
+        better = (J[:, None] < J[None, :] - slack[None, :]) | (missed[:, None] < missed[None, :])
+        beaten = (no_worse & better).any(axis=0)
+        return [run for run, out in zip(runs, beaten) if not out]
+
+    def add(self, result: EMResult) -> None:
+        """Offer the result of one more run."""
+        self.offer((result, result.objective + self.cost(result), self.missed(result)))
+
+    def offer(self, new: tuple) -> None:
+        """Offer one more run as ``(result, score, missed)``."""
+        kept = []
+        for run in self._unbeaten([*self.front, new]):
+            res, score, missed = run
+            slack = rise_tolerance(res.objective, self.precision)
+            tie = next((q for q in kept if q[2] == missed and abs(q[0].objective - res.objective) <= slack),
+                       None)
+            if tie is None:
+                kept.append(run)
+            elif score < tie[1] - rise_tolerance(tie[1], self.precision):
+                kept[kept.index(tie)] = run
+        self.front = kept
+
+    @property
+    def best(self) -> EMResult | None:
+        """The winner so far (class docstring), ``None`` before any run."""
+        best, best_score = None, np.inf
+        for res, score, _ in self.front:  # unbeaten by construction
+            if best is None or score < best_score - rise_tolerance(best_score, self.precision):
+                best, best_score = res, score
+        return best

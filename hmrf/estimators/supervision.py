@@ -1,10 +1,10 @@
 """Giving supervision to an estimator: one adapter for every caller, one normalisation.
 
 Estimators accept supervision as a :class:`~hmrf.Constraints` or as must-link and
-cannot-link pair lists; :func:`as_constraints` turns either into one
-:class:`~hmrf.Constraints` (the check that the supervision fits ``X`` happens here, at
-the entrance, once). :func:`emission_of` says which emission family an HMRF estimator
-fits with (the divergence selectors and the commands measure distance with it).
+cannot-link pair lists; :func:`hmrf.constraints.as_constraints` turns either into one
+:class:`~hmrf.Constraints`, checked against ``X`` at the entrance, once.
+:func:`emission_of` says which emission family an HMRF estimator fits with (the
+divergence selectors and the commands measure distance with it).
 
 Learning curves, active-learning curves, the NPU selector and the ``hmrf`` commands all
 hand "whatever supervision there is" — a :class:`~hmrf.Constraints`, partial labels,
@@ -24,49 +24,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraints import Constraints, check_constraints
+from ..constraints import Constraints
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
 
-    from .._typing import MatrixLike, PairsLike
+    from .._typing import MatrixLike
     from ..emissions.base import EmissionFamily
 
-__all__ = ["as_constraints", "emission_of", "supervision_kind", "fit_supervised",
+__all__ = ["emission_of", "supervision_kind", "fit_supervised",
            "neighborhoods_from_constraints"]
 
 KINDS = ("constraints", "labels", "none")
-
-
-def as_constraints(constraints: Constraints | None = None, must_link: PairsLike | None = None,
-                   cannot_link: PairsLike | None = None, n: int | None = None,
-                   weight: float | ArrayLike = 1.0) -> Constraints:
-    """Normalise the ways estimators accept supervision into one :class:`~hmrf.Constraints`.
-
-    Parameters
-    ----------
-    constraints : Constraints, optional
-    must_link, cannot_link : sequence of (i, j) pairs, optional
-        Exactly one of ``constraints`` or the pair lists may be given (both is an error,
-        to avoid silently ignoring one).
-    n : int, optional
-        Number of points of ``X``; a ``Constraints`` on another number is an error.
-    weight : float, default=1.0
-        Weight of every pair given as a list.
-
-    Returns
-    -------
-    Constraints
-    """
-    if constraints is not None:
-        if must_link is not None or cannot_link is not None:
-            raise ValueError("pass either constraints= or must_link=/cannot_link=, not both.")
-        check_constraints(constraints, n)
-        return constraints
-    return Constraints.from_pairs(must_link, cannot_link, n=n, weight=weight)
 
 
 def emission_of(estimator: BaseEstimator, X: MatrixLike | None = None) -> EmissionFamily:

@@ -202,7 +202,7 @@ def _run_task(task, X, y, kind, noise_levels, max_point, metrics, errors, prepar
         try:
             fit_supervised(est, X, sup)
             elapsed = time.perf_counter() - t0
-            scores = evaluate(y, np.asarray(est.labels_), _mask(y.shape[0], test))
+            scores = evaluate(y, np.asarray(est.labels_), _mask(y.shape[0], test), metrics)
             scores["objective"] = float(getattr(est, "objective_", np.nan))
             scores["n_iter"] = float(getattr(est, "n_iter_", np.nan))
             error = ""

@@ -205,7 +205,7 @@ class CurveTable:
         in each row says which). Two values within ``rtol · max(1, |a|, |b|)`` of each
         other are a tie: round-off of the working precision is not a win. By default
         ``rtol`` is the EM loop's round-off tolerance
-        (:data:`hmrf.em.loop.RISE_RTOL`, 1e-9).
+        (``hmrf.em.loop.RISE_RTOL``, 1e-9).
         """
         from scipy.stats import ttest_rel
 

@@ -26,14 +26,15 @@ from .expansion import AlphaExpansion
 from .greedy import GreedyFeasible
 from .icm import ICM
 from .lp import LPRelaxation
+from .meanfield import MeanField
 from .milp import ExactMILP
 
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["InferenceEngine", "InferenceResult", "ICM", "BeliefPropagation", "TRWS", "LPRelaxation",
-           "ExactMILP", "AlphaExpansion", "AutoEngine", "GreedyFeasible", "reduce_problem", "get_engine",
-           "register_engine", "ENGINES", "EngineSpec"]
+           "ExactMILP", "AlphaExpansion", "AutoEngine", "GreedyFeasible", "MeanField", "reduce_problem",
+           "get_engine", "register_engine", "ENGINES", "EngineSpec"]
 
 #: Engine name -> :class:`EngineSpec` (``factory(**params)`` and a one-line description),
 #: a :class:`~hmrf._registry.Registry`: names are lower case; :func:`register_engine` and
@@ -55,6 +56,9 @@ ENGINES = Registry("engine", "hmrf.engines", {
                             "PyMaxflow: hmrf[graphcut])"),
     "exact": EngineSpec(ExactMILP,
                         "exact MILP (HiGHS), 60 s limit per E-step: small problems only"),
+    "mean_field": EngineSpec(MeanField,
+                             "naive mean-field posteriors (coordinate descent on the free energy), "
+                             "labels their argmax: soft EM's default"),
     "auto": EngineSpec(AutoEngine,
                        "belief propagation, then alpha-expansion moves from its labelling (with "
                        "PyMaxflow), the lower energy per component"),

@@ -31,6 +31,7 @@ from .._validation import check_random_state
 from ..exceptions import InfeasibleError
 from ..graph import CacheKey, PairwiseGraph, as_graph, segment_sum
 from .feasibility import raise_if_infeasible
+from .posteriors import expand_posteriors
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -67,6 +68,12 @@ class InferenceResult:
         Whether the engine met its own stopping criterion before its cap.
     info : dict
         Engine-specific extras (``time`` in seconds is always present).
+    marginals : ndarray of shape (n, k) or None
+        Posteriors ``q_i(h)`` of every node, from an engine that gives them
+        (``gives_marginals``): exact for isolated nodes, shared within a hard must-link
+        component.
+    free_energy : float or None
+        Their variational free energy ``F(q) >= -log Z`` (:mod:`hmrf.inference.posteriors`).
     """
 
     labels: np.ndarray
@@ -75,6 +82,8 @@ class InferenceResult:
     n_iter: int = 0
     converged: bool = True
     info: dict = field(default_factory=dict)
+    marginals: np.ndarray | None = None
+    free_energy: float | None = None
 
     @property
     def gap(self) -> float | None:
@@ -102,6 +111,8 @@ class Solution:
         Whether the engine met its own stopping criterion before its cap.
     info : dict
         Engine-specific extras, carried into ``InferenceResult.info``.
+    marginals : ndarray of shape (n_active, k) or None
+        Posteriors of the constrained super-nodes (an engine that gives marginals).
     """
 
     labels: np.ndarray
@@ -109,6 +120,7 @@ class Solution:
     n_iter: int = 0
     converged: bool = True
     info: dict = field(default_factory=dict)
+    marginals: np.ndarray | None = None
 
 
 def check_unary(unary: NDArray[np.floating]) -> np.ndarray:
@@ -185,6 +197,10 @@ class ReducedProblem:
     offset : float
         Energy of everything outside the reduced problem: isolated super-nodes' unary
         minima plus constant factors inside contracted components.
+    super_unary : ndarray (n_super, k)
+        Unary costs of every super-node.
+    constant : float
+        Energy of the constant factors inside contracted components.
     """
 
     node_of: np.ndarray
@@ -193,6 +209,8 @@ class ReducedProblem:
     unary: np.ndarray
     graph: PairwiseGraph
     offset: float
+    super_unary: np.ndarray | None = None
+    constant: float = 0.0
 
     def expand(self, active_labels: Any) -> np.ndarray:
         """Labels of the original nodes from labels of the active super-nodes."""
@@ -340,7 +358,8 @@ def reduce_problem(unary: np.ndarray, graph: PairwiseGraph) -> ReducedProblem:
     fixed = np.full(st.n_super, -1, dtype=np.int64)
     fixed[iso] = np.argmin(sup_unary[iso], axis=1)
     offset = st.const + (float(sup_unary[iso, fixed[iso]].sum()) if iso.any() else 0.0)
-    return ReducedProblem(st.node_of, fixed, st.active, sup_unary[st.active], st.sub, offset)
+    return ReducedProblem(st.node_of, fixed, st.active, sup_unary[st.active], st.sub, offset,
+                          sup_unary, st.const)
 
 
 class InferenceEngine:
@@ -370,6 +389,13 @@ class InferenceEngine:
 
     #: Whether the energy of the returned labelling never exceeds that of ``init``.
     monotone_from_init = False
+    #: Whether results carry posteriors and their free energy (``InferenceResult.marginals``,
+    #: ``free_energy``), what soft EM needs; such an engine also takes posteriors (n, k)
+    #: as ``init``.
+    gives_marginals = False
+    #: Whether the free energy of the returned posteriors never exceeds that of posteriors
+    #: given as ``init`` (coordinate descent on ``F``, as mean-field).
+    descends_free_energy = False
 
     def map(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
             init: ArrayLike | None = None, rng: RandomLike = None,
@@ -384,7 +410,8 @@ class InferenceEngine:
             Pairwise factors; a :class:`~hmrf.Constraints` is used with its weights
             as Potts edge costs.
         init : array-like of shape (n,), optional
-            Starting labelling (used by local engines such as ICM).
+            Starting labelling (used by local engines such as ICM), or starting
+            posteriors (n, k) for an engine that gives marginals.
         rng : int, numpy Generator or RandomState, optional
             Source of randomness (update orders, rounding); an int or RandomState
             seeds a Generator as the estimators' ``random_state`` does
@@ -411,7 +438,11 @@ class InferenceEngine:
         n, k = unary.shape
         graph = as_graph(graph, n)
         graph.check_labels(k)
-        if init is not None:
+        if init is not None and self.gives_marginals and np.ndim(init) == 2:
+            init = np.asarray(init, dtype=np.float64)
+            if init.shape != (n, k) or not np.all(init >= 0) or not np.allclose(init.sum(axis=1), 1.0):
+                raise ValueError(f"init posteriors must have shape ({n}, {k}) with rows summing to one.")
+        elif init is not None:
             init = np.asarray(init)
             if init.shape != (n,):
                 raise ValueError(f"init must have shape ({n},); got {init.shape}.")
@@ -452,7 +483,7 @@ class InferenceEngine:
         """
         t0 = time.perf_counter() if started is None else started
         gen = rng
-        if graph.n_edges == 0:  # KMeans' E-step: every node is isolated
+        if graph.n_edges == 0 and not self.gives_marginals:  # KMeans' E-step: every node is isolated
             return self._map_isolated(unary, t0)
 
         red = reduce_problem(unary, graph)
@@ -466,7 +497,8 @@ class InferenceEngine:
             callback(iteration, red.expand(sub_labels), float(energy), full_bound)
 
         if red.active.size == 0:
-            out = Solution(np.empty(0, dtype=np.int64), lower_bound=0.0)
+            out = Solution(np.empty(0, dtype=np.int64), lower_bound=0.0,
+                           marginals=np.empty((0, unary.shape[1])) if self.gives_marginals else None)
         else:
             try:
                 out = self._solve(red.unary, red.graph, sub_init, gen, notify)
@@ -483,6 +515,12 @@ class InferenceEngine:
         if not np.isfinite(energy):  # the contract: hard constraints honoured, or an error
             raise_if_infeasible(unary, graph, labels, type(self).__name__)
         lb = out.lower_bound
+        marginals = free = None
+        if self.gives_marginals:
+            if out.marginals is None:
+                raise TypeError(f"{type(self).__name__} declares gives_marginals but its _solve returned "
+                                "no marginals.")
+            marginals, free = expand_posteriors(red, np.asarray(out.marginals, dtype=np.float64))
         info = dict(out.info)
         info.update(time=time.perf_counter() - t0, n_active=int(red.active.size))
         return InferenceResult(
@@ -492,6 +530,8 @@ class InferenceEngine:
             n_iter=int(out.n_iter),
             converged=bool(out.converged),
             info=info,
+            marginals=marginals,
+            free_energy=free,
         )
 
     def check_params(self) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._params import Interval, Options
+from .._validation import Interval, Options
 from ..exceptions import InfeasibleError
 from ..graph import PairwiseGraph
 from .base import InferenceEngine, Solution
@@ -106,7 +106,7 @@ class GreedyFeasible(InferenceEngine):
             raise InfeasibleError(
                 "no cluster can take it without violating a hard constraint with the points "
                 f"already assigned{tried}; COP-KMeans aborts here. The constraints may still be "
-                "satisfiable: try n_restarts or repair='milp'.",
+                "satisfiable: try GreedyFeasible(n_restarts=10) or GreedyFeasible(repair='milp').",
                 point=int(first),
             )
         notify(1, labels)
@@ -119,8 +119,8 @@ class GreedyFeasible(InferenceEngine):
         keep = cls.hard | cls.table
         hard_only = PairwiseGraph(sub.n_nodes, sub.edges[keep], sub.weight[keep], sub.kind[keep],
                                   sub.tables, None if sub.table_index is None else sub.table_index[keep])
-        try:
-            return ExactMILP(time_limit=self.time_limit).map(unary, hard_only, rng=rng).labels
+        try:  # inputs reduced and checked by this engine's own call, ExactMILP's time limit here
+            return ExactMILP(time_limit=self.time_limit).solve_validated(unary, hard_only, None, rng).labels
         except InfeasibleError as exc:
             point = int(nodes[exc.point]) if exc.point is not None else int(nodes[0])
             raise InfeasibleError(

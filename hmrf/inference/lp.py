@@ -21,15 +21,16 @@ Program::
          u[i,h] = 0 where U[i,h] = inf,  mu[e,s,t] = 0 where C_e[s,t] = inf
 
 (A.7) is implied at the optimum (z^(C) is minimised and w >= 0) and is kept only so
-that the program is the thesis's, line for line; HiGHS presolve removes it. Zero-weight
-factors are dropped. With binary ``u`` the program's value is exactly the E-step
-energy, so :class:`~hmrf.inference.ExactMILP` solves it with integrality and
+that the program is the thesis's, line for line. Zero-weight factors are dropped. With
+binary ``u`` the program's value is exactly the E-step energy, so
+:class:`~hmrf.inference.ExactMILP` solves it with integrality and
 :class:`~hmrf.inference.LPRelaxation` solves its relaxation, whose value is a lower
 bound on every labelling's energy.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from numbers import Integral
@@ -37,11 +38,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
+from .._optional import load
 from .._params import Interval, Options, validate_params
 from ..exceptions import InfeasibleError
-from ..graph import PairwiseGraph
+from ..graph import CacheKey, PairwiseGraph
 from .base import InferenceEngine, Solution
 from .feasibility import HardFactors, constrained_first_order, greedy_assign
 from .polish import POLISH, check_polish, finish, polish_labels
@@ -55,6 +56,10 @@ if TYPE_CHECKING:
 
 __all__ = ["KTProgram", "build_program", "frustrated_triangles", "solve_relaxation", "solve_lp",
            "relax_and_round", "LPRelaxation"]
+
+#: the relaxation of a graph loaded into HiGHS, kept on the graph across E-steps (its
+#: constraints depend on the graph alone; the unary costs change): see ``_HighsLP``
+RELAXATION = CacheKey("lp.relaxation")
 
 
 @dataclass
@@ -266,29 +271,116 @@ def build_program(unary: NDArray[Any], graph: PairwiseGraph, cycles: bool = Fals
     return KTProgram(c, A_ub, b_ub, A_eq, b_eq, lb, ub, n, k)
 
 
+class _HighsLP:
+    """A :class:`KTProgram` loaded into HiGHS, solved again whenever the unary costs change.
+
+    The constraints of the program (A.2, A.5–A.8, table and hard factors) depend on the
+    graph alone; the unary costs enter only the objective of the ``u`` columns and, where
+    a label is forbidden (``inf``), their upper bound. :meth:`solve` sets those and runs
+    HiGHS' simplex again from the optimal basis of the previous solve: a basis that was
+    optimal stays feasible when only costs change, so the simplex goes on from there
+    instead of starting over (a hot start). The model is built on the first solve,
+    through HiGHS' own Python interface (``highspy``).
+
+    Parameters
+    ----------
+    prog : KTProgram
+        The program; its ``c`` and ``ub`` give the costs and bounds of every column
+        that :meth:`solve` does not set.
+
+    Notes
+    -----
+    Solves of one instance are serialised (a lock); a copy (pickle) keeps the program
+    and drops the solver, which is built again on the copy's first solve.
+    """
+
+    def __init__(self, prog: KTProgram) -> None:
+        self.prog = prog
+        self._highs = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        return {"prog": self.prog}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["prog"])
+
+    def _load(self):
+        highspy = load("highspy", purpose="the LP relaxation (LPRelaxation, ExactMILP's bound)")
+        prog = self.prog
+        A = sp.vstack([prog.A_ub, prog.A_eq], format="csc")
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = prog.c, prog.lb, prog.ub
+        lp.row_lower_ = np.concatenate([np.full(prog.A_ub.shape[0], -np.inf), prog.b_eq])
+        lp.row_upper_ = np.concatenate([prog.b_ub, prog.b_eq])
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+        # the core class: highspy.Highs adds Python callbacks (keyboard interrupts) and
+        # prints HiGHS' banner on construction, before its output can be switched off
+        highs = highspy._Highs()
+        highs.setOptionValue("output_flag", False)
+        # presolve finds little to remove in this program (the rows of A.7) and costs more
+        # than it saves on E-step-sized problems; a hot start skips it anyway
+        highs.setOptionValue("presolve", "off")
+        highs.passModel(lp)
+        self._status = highspy.HighsModelStatus
+        self._columns = np.arange(prog.n_u, dtype=np.int32)
+        self._upper = prog.ub[: prog.n_u].copy()
+        return highs
+
+    def solve(self, unary: NDArray[np.floating] | None = None) -> tuple[np.ndarray, float, dict]:
+        """Solve the relaxation with the unary costs ``unary`` (n, k) (default: the
+        program's own); returns ``(u, value, info)``, ``u`` (n, k) clipped to [0, 1].
+
+        Raises
+        ------
+        InfeasibleError
+            If the relaxation is infeasible (then so is every labelling).
+        """
+        t0 = time.perf_counter()
+        with self._lock:
+            warm = self._highs is not None
+            if not warm:
+                self._highs = self._load()
+            highs = self._highs
+            if unary is not None:
+                unary = np.asarray(unary, dtype=np.float64).ravel()
+                forbidden = np.isinf(unary)
+                highs.changeColsCost(self._columns.size, self._columns, np.where(forbidden, 0.0, unary))
+                upper = np.where(forbidden, 0.0, 1.0)
+                if not np.array_equal(upper, self._upper):
+                    highs.changeColsBounds(self._columns.size, self._columns, np.zeros_like(upper), upper)
+                    self._upper = upper
+            highs.run()
+            status = highs.getModelStatus()
+            info = {"lp_time": time.perf_counter() - t0, "lp_warm": warm,
+                    "lp_iterations": int(highs.getInfo().simplex_iteration_count)}
+            # the program is bounded below (u in [0, 1], the other columns >= 0 at costs
+            # >= 0 or bounded), so "unbounded or infeasible" is infeasible
+            if status in (self._status.kInfeasible, self._status.kUnboundedOrInfeasible):
+                raise InfeasibleError(
+                    "the LP relaxation is infeasible: hard cannot-links and forbidden labels leave "
+                    "no fractional labelling, hence no labelling at all."
+                )
+            if status != self._status.kOptimal:
+                raise RuntimeError("HiGHS could not solve the LP relaxation: "
+                                   f"{highs.modelStatusToString(status)}")
+            x = np.asarray(highs.getSolution().col_value)
+            value = float(highs.getInfo().objective_function_value)
+        return self.prog.u(x), value, info
+
+
 def solve_relaxation(prog: KTProgram) -> tuple[np.ndarray, float, dict]:
-    """Solve the LP relaxation with HiGHS; returns ``(u, value, info)``.
+    """Solve the LP relaxation of ``prog`` with HiGHS; returns ``(u, value, info)``.
 
     Raises
     ------
     InfeasibleError
         If the relaxation is infeasible (then so is every labelling).
     """
-    t0 = time.perf_counter()
-    res = linprog(prog.c, A_ub=prog.A_ub if prog.A_ub.shape[0] else None,
-                  b_ub=prog.b_ub if prog.A_ub.shape[0] else None,
-                  A_eq=prog.A_eq, b_eq=prog.b_eq, bounds=np.column_stack([prog.lb, prog.ub]),
-                  method="highs")
-    info = {"lp_time": time.perf_counter() - t0, "lp_status": int(res.status),
-            "lp_iterations": int(getattr(res, "nit", 0) or 0)}
-    if res.status == 2:
-        raise InfeasibleError(
-            "the LP relaxation is infeasible: hard cannot-links and forbidden labels leave "
-            "no fractional labelling, hence no labelling at all."
-        )
-    if res.status != 0 or res.x is None:
-        raise RuntimeError(f"HiGHS could not solve the LP relaxation: {res.message}")
-    return prog.u(res.x), float(res.fun), info
+    return _HighsLP(prog).solve()
 
 
 class LPRelaxation(InferenceEngine):
@@ -304,10 +396,11 @@ class LPRelaxation(InferenceEngine):
         Run ICM from the rounded labelling (never increases the energy). Recommended
         with cannot-links (see Notes).
     solver : {"highs", "cvxpy"}, default="highs"
-        ``"highs"``: the program of :func:`build_program` solved by
-        ``scipy.optimize.linprog(method="highs")``. ``"cvxpy"``: the same LP stated
-        in cvxpy's modelling language (:mod:`hmrf.inference.lp_cvxpy`), a starting
-        point for users who add their own constraints; cvxpy is imported lazily.
+        ``"highs"``: the program of :func:`build_program` solved by HiGHS, the E-steps
+        of a fit each from the previous one's optimal basis. ``"cvxpy"``: the same LP
+        stated in cvxpy's modelling language (:mod:`hmrf.inference.lp_cvxpy`), a
+        starting point for users who add their own constraints; cvxpy is imported
+        lazily.
     max_phases : int, optional
         Cap on rounding phases (default ``ceil(10 k ln(n + 2))``, see
         :func:`~hmrf.inference.rounding.kleinberg_tardos_rounding`).
@@ -382,8 +475,10 @@ def solve_lp(unary: NDArray[np.floating], graph: PairwiseGraph,
              solver: str = "highs") -> tuple[np.ndarray, float, dict]:
     """The relaxation A.1–A.8 of ``(unary, graph)`` solved by ``solver``: ``(u, value, info)``.
 
-    ``"highs"`` builds the sparse program (:func:`build_program`) and calls
-    ``scipy.optimize.linprog``; ``"cvxpy"`` states it in cvxpy
+    ``"highs"`` builds the sparse program (:func:`build_program`) once per graph and
+    keeps it in HiGHS on the graph, so that the E-steps of a fit,
+    whose graph is the same, only change its costs and start from the last optimal
+    basis; ``"cvxpy"`` states it in cvxpy
     (:func:`~hmrf.inference.lp_cvxpy.solve_kt_cvxpy`).
 
     Raises
@@ -400,9 +495,9 @@ def solve_lp(unary: NDArray[np.floating], graph: PairwiseGraph,
             from .lp_cvxpy import solve_kt_cvxpy
 
             return solve_kt_cvxpy(unary, graph)
-        prog = build_program(unary, graph)
+        solver = graph.cache.get(RELAXATION, lambda: _HighsLP(build_program(unary, graph)))
         build = time.perf_counter() - t0
-        u, value, info = solve_relaxation(prog)
+        u, value, info = solver.solve(unary)
         info["build_time"] = build
         return u, value, info
     except InfeasibleError as exc:
@@ -447,7 +542,9 @@ def relax_and_round(unary: NDArray[Any], graph: PairwiseGraph, rng: np.random.Ge
     u, value, info = solve_lp(unary, graph, solver)
     t1 = time.perf_counter()
     cands, rinfo = kleinberg_tardos_rounding(u, rng, int(n_rounds), max_phases)
-    labels, _ = graph.best_per_component(unary, cands)
+    # an integral u rounds to itself every time: nothing to choose between
+    same = np.all(cands == cands[0])
+    labels = cands[0] if same else graph.best_per_component(unary, cands)[0]
     notify(1, labels, value)
     t2 = time.perf_counter()
     candidates = [labels]

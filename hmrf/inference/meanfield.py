@@ -17,70 +17,29 @@ at once, with exactly the result of updating its members one by one; each such u
 is an exact coordinate minimisation, so ``F`` never increases (the soft analogue of
 ICM's sweeps, Basu 2005, §4.4.4).
 
-Hard must-links are contracted first (a joint distribution of finite energy puts all
-its mass on equal labels; the super-node has one factor ``q``). Hard cannot-links and
-infinite table entries are replaced by a finite cost ``HARD`` times larger than every
-finite cost of the problem, so a posterior that puts mass on a violation pays for it
-in ``F``.
+The engine works on the reduced problem every engine gets
+(:func:`~hmrf.inference.base.reduce_problem`: hard must-links contracted, isolated nodes
+exact); infinite pairwise costs count as the finite
+:func:`~hmrf.inference.posteriors.hard_cost`, as in ``F``
+(:mod:`hmrf.inference.posteriors`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._params import Interval, validate_params
-from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph, as_graph, segment_sum
-from .base import check_unary, reduce_problem
+from .._params import Interval
+from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph, segment_sum
+from .base import InferenceEngine, Solution
+from .polish import finish
+from .posteriors import hard_cost, softmax_free_energy
 
-if TYPE_CHECKING:
-    from typing import Any
-
-    from numpy.typing import ArrayLike, NDArray
-
-    from ..constraints import Constraints
-
-__all__ = ["MeanField", "MarginalResult", "softmax_free_energy", "factorised_free_energy"]
+__all__ = ["MeanField"]
 
 #: colour classes with their (weighted) factors: built anew for new weights
 LAYOUT = CacheKey("mean_field.layout")
-
-#: factor of the largest finite cost that replaces an infinite one
-HARD = 1e3
-
-
-def softmax_free_energy(unary: NDArray[np.floating]) -> tuple[np.ndarray, np.ndarray]:
-    """Exact posteriors ``q_ih ∝ exp(-U_ih)`` of independent nodes and their free
-    energies ``-log Σ_h exp(-U_ih)`` (n,), computed stably (rows may hold ``+inf``)."""
-    U = np.asarray(unary, dtype=np.float64)
-    m = U.min(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore"):
-        e = np.exp(-(U - m))
-    z = e.sum(axis=1, keepdims=True)
-    return e / z, (m - np.log(z)).ravel()
-
-
-@dataclass
-class MarginalResult:
-    """Posteriors of an E-step problem.
-
-    Attributes
-    ----------
-    marginals : ndarray (n, k)
-        ``q_i(h)``, rows summing to one.
-    free_energy : float
-        ``F(q)`` (an upper bound on ``-log Z``).
-    n_iter : int
-    converged : bool
-    """
-
-    marginals: np.ndarray
-    free_energy: float
-    n_iter: int
-    converged: bool
 
 
 class _Layout:
@@ -138,26 +97,15 @@ class _Layout:
         return segment_sum(cls["row"], vals, c) if w.size else np.zeros((c, k))
 
 
-def _pairwise_expectation(graph: PairwiseGraph, q, big) -> float:
-    """``Σ_e E_q[cost_e]`` for independent node posteriors ``q``."""
-    if graph.n_edges == 0:
-        return 0.0
-    a, b = graph.edges[:, 0], graph.edges[:, 1]
-    w = np.where(np.isinf(graph.weight), big, graph.weight)
-    same = np.einsum("eh,eh->e", q[a], q[b])
-    cls = graph.edge_classes()
-    out = np.where(cls.must, w * (1.0 - same), 0.0)
-    out = np.where(cls.cannot, w * same, out)
-    tab = np.flatnonzero(cls.table)
-    if tab.size:
-        T = graph.table_costs()
-        T = np.where(np.isinf(T), big, T)
-        out[tab] = np.einsum("ta,tab,tb->t", q[a[tab]], T, q[b[tab]])
-    return float(out.sum())
+class MeanField(InferenceEngine):
+    """Naive mean-field posteriors of the E-step (module docstring): coordinate descent
+    on ``F(q)`` by colour classes.
 
-
-class MeanField:
-    """Naive mean-field posteriors of the E-step (module docstring); used by soft EM.
+    The result's ``marginals`` are ``q``, its ``free_energy`` is ``F(q)`` and its
+    ``labels`` the argmax of ``q`` (made to honour the hard factors by
+    :func:`~hmrf.inference.polish.finish` where it does not). ``init`` may be posteriors
+    (n, k), which soft EM passes from its previous E-step, or labels (a one-hot start);
+    without it the sweeps start from the exact posteriors of the unary costs alone.
 
     Parameters
     ----------
@@ -178,10 +126,12 @@ class MeanField:
     >>> from hmrf.inference.meanfield import MeanField
     >>> unary = np.array([[0.0, 2.0], [1.0, 0.0]])
     >>> c = Constraints.from_pairs(must_link=[(0, 1)], n=2, weight=3.0)
-    >>> MeanField().marginals(unary, c).marginals.argmax(axis=1).tolist()
+    >>> MeanField().map(unary, c).marginals.argmax(axis=1).tolist()
     [0, 0]
     """
 
+    gives_marginals = True
+    descends_free_energy = True
     _parameter_constraints = {
         "max_iter": [Interval(Integral, 1, None)],
         "tol": [Interval(Real, 0, None)],
@@ -191,116 +141,23 @@ class MeanField:
         self.max_iter = max_iter
         self.tol = tol
 
-    def marginals(self, unary: ArrayLike, graph: PairwiseGraph | Constraints | None = None,
-                  init: ArrayLike | None = None) -> MarginalResult:
-        """Mean-field posteriors of ``E(y) = Σ_i U[i, y_i] + Σ_e cost_e``.
-
-        Parameters
-        ----------
-        unary : array-like (n, k)
-        graph : PairwiseGraph or Constraints or None
-        init : array-like (n, k), optional
-            Starting posteriors (EM passes the previous ones); default: the exact
-            posteriors without the pairwise factors.
-
-        Returns
-        -------
-        MarginalResult
-        """
-        validate_params(self)
-        problem = _Contracted(unary, graph)
-        q0 = None if init is None else problem.restrict(init)
-        qa, n_iter, converged = np.empty((0, problem.sup.shape[1])), 0, True
-        if problem.active.size:
-            start = softmax_free_energy(problem.unary_active)[0] if q0 is None else q0
-            qa, n_iter, converged = self._sweeps(problem.unary_active, problem.graph, start, problem.big)
-        return MarginalResult(problem.expand(qa), problem.free_energy(qa), n_iter, converged)
-
-    def _sweeps(self, U, graph, q, big):
-        layout = _Layout.of(graph)
-        tol = float(self.tol)
-        for sweep in range(1, int(self.max_iter) + 1):
+    def _solve(self, unary, graph, init, rng, notify):
+        k = unary.shape[1]
+        if init is None:
+            q = softmax_free_energy(unary)[0]
+        else:
+            q = np.eye(k)[init] if np.ndim(init) == 1 else np.array(init, dtype=np.float64)
+        big, layout, tol = hard_cost(unary, graph), _Layout.of(graph), float(self.tol)
+        sweep, converged = 0, False
+        while sweep < int(self.max_iter) and not converged:
+            sweep += 1
             change = 0.0
             for cls in layout.classes:  # a loop over colour classes, vectorised inside
                 mem = cls["members"]
-                new = softmax_free_energy(U[mem] + layout.expected_costs(cls, q, big))[0]
+                new = softmax_free_energy(unary[mem] + layout.expected_costs(cls, q, big))[0]
                 change = max(change, float(np.abs(new - q[mem]).max()))
                 q[mem] = new
-            if change <= tol:
-                return q, sweep, True
-        return q, int(self.max_iter), False
-
-    def __repr__(self) -> str:
-        return f"MeanField(max_iter={self.max_iter!r}, tol={self.tol!r})"
-
-
-def factorised_free_energy(unary: NDArray[np.floating], graph: PairwiseGraph, q: NDArray[Any]) -> float:
-    """``F(q)`` of the module docstring for any factorised posteriors ``q`` (n, k) that
-    agree within hard must-link components (e.g. belief propagation's marginals): an
-    upper bound on ``-log Z`` whatever ``q``, minimised by the exact posterior when the
-    graph has no factor."""
-    problem = _Contracted(unary, graph)
-    return problem.free_energy(problem.restrict(q))
-
-
-class _Contracted:
-    """An E-step problem with its hard must-links contracted (module docstring)."""
-
-    def __init__(self, unary, graph):
-        U = check_unary(unary)
-        n, k = U.shape
-        graph = as_graph(graph, n)
-        graph.check_labels(k)
-        red = reduce_problem(U, graph)
-        self.n, self.node_of, self.active, self.graph = n, red.node_of, red.active, red.graph
-        n_super = red.fixed_labels.shape[0]
-        self.sup, self.const = _contract(U, graph, red.node_of, n_super)
-        finite = np.concatenate([self.sup[np.isfinite(self.sup)], graph.weight[np.isfinite(graph.weight)],
-                                 [1.0]])
-        self.big = HARD * float(np.abs(finite).max())
-        self.iso = np.ones(n_super, dtype=bool)
-        self.iso[red.active] = False
-        self.unary_active = self.sup[red.active]
-
-    def restrict(self, q) -> np.ndarray:
-        """Posteriors of the active super-nodes from those of the original nodes (the
-        first member of each super-node decides)."""
-        first = np.full(self.sup.shape[0], -1, dtype=np.int64)
-        first[self.node_of[::-1]] = np.arange(self.n)[::-1]
-        return np.asarray(q, dtype=np.float64)[first[self.active]]
-
-    def expand(self, qa) -> np.ndarray:
-        """Posteriors of every original node: exact softmax for isolated super-nodes."""
-        q = np.empty_like(self.sup)
-        q[self.iso] = softmax_free_energy(self.sup[self.iso])[0]
-        q[self.active] = qa
-        return q[self.node_of]
-
-    def free_energy(self, qa) -> float:
-        free = self.const + float(softmax_free_energy(self.sup[self.iso])[1].sum())
-        if self.active.size:
-            Ua = self.unary_active
-            with np.errstate(invalid="ignore", divide="ignore"):
-                ent = np.where(qa > 0, qa * np.log(np.where(qa > 0, qa, 1.0)), 0.0).sum()
-                energy = np.where(qa > 0, qa * Ua, 0.0).sum()
-            free += float(energy + ent + _pairwise_expectation(self.graph, qa, self.big))
-        return free
-
-
-def _contract(U, graph, node_of, n_super):
-    """Unary costs of the hard-must-link super-nodes and the constant energy of the
-    factors inside them (a cannot-link there is always violated; a table adds its
-    diagonal)."""
-    sup = segment_sum(node_of, U, n_super) if n_super < U.shape[0] else U.copy()
-    a, b = node_of[graph.edges[:, 0]], node_of[graph.edges[:, 1]]
-    inside = a == b
-    cls = graph.edge_classes()
-    const = float(graph.weight[inside & cls.cannot].sum())
-    tab = inside & cls.table
-    if tab.any():
-        k = U.shape[1]
-        diag = graph.tables[graph.table_index[tab]][:, np.arange(k), np.arange(k)]
-        wt = graph.weight[tab][:, None]
-        with np.errstate(invalid="ignore"):
-            sup += segment_sum(a[tab], np.where(wt == 0, 0.0, wt * diag), n_super)
-    return sup, const
+            converged = change <= tol
+            notify(sweep, np.argmax(q, axis=1))
+        labels, _ = finish(unary, graph, [np.argmax(q, axis=1)], "mean field", rng)
+        return Solution(labels, n_iter=sweep, converged=converged, marginals=q)

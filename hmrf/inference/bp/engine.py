@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...graph import as_graph, segment_sum
-from ..base import InferenceEngine, InferenceResult, Solution, check_unary, reduce_problem
+from ..base import InferenceEngine, Solution
 from ..polish import finish, polish_labels
 from .flooding_numpy import FloodingRounds, uniform_edge_appearance
 from .schedules import (
@@ -31,8 +30,7 @@ from .settings import BPSettings
 from .trws import run_trws, trws_order
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, Literal
+    from typing import Literal
 
     from numpy.typing import NDArray
 
@@ -58,7 +56,7 @@ class BeliefPropagation(InferenceEngine):
     ----------
     mode : {"max", "sum"}, default="max"
         ``"max"``: max-product (min-sum), for the MAP labelling of the E-step. ``"sum"``:
-        sum-product; ``info["marginals"]`` holds the (n, k) approximate posteriors
+        sum-product; ``marginals`` of the result holds the (n, k) approximate posteriors
         ``p(y_i = h)`` (exact on trees) and ``labels`` their argmax. See :meth:`marginals`.
     max_iter : int or "auto", default="auto"
         Maximum number of iterations: a forward and a backward pass (sequential) or one
@@ -254,8 +252,9 @@ class BeliefPropagation(InferenceEngine):
             rounds = _flooding_rounds(s, problem, s.edge_appearance(graph), rng)
             out = run_flooding(s, problem, rounds, notify)
         if s.mode == "sum":
+            marginals = out.info.pop("marginals")
             return Solution(out.candidates[0], lower_bound=out.lower_bound, n_iter=out.n_iter,
-                            converged=out.converged, info=out.info)
+                            converged=out.converged, info=out.info, marginals=marginals)
         info = out.info
         info["decoded_energy"] = graph.energy(out.candidates[0], unary)
         cands = list(out.candidates)
@@ -294,14 +293,10 @@ class BeliefPropagation(InferenceEngine):
         return spliced + [graph.best_per_component(unary, np.array(cands + spliced))[0]]
 
     # ------------------------------------------------------------- sum-product
-    def solve_validated(self, unary: NDArray[np.float64], graph: PairwiseGraph,
-                        init: NDArray[np.intp] | None = None, rng: np.random.Generator | None = None,
-                        callback: Callable[..., Any] | None = None, *,
-                        started: float | None = None) -> InferenceResult:
-        res = super().solve_validated(unary, graph, init, rng, callback, started=started)
-        if self.mode == "sum":
-            res.info["marginals"] = self._full_marginals(unary, graph, res.info.get("marginals"))
-        return res
+    @property
+    def gives_marginals(self) -> bool:
+        """Sum-product gives posteriors (``InferenceResult.marginals``); max-product does not."""
+        return self.mode == "sum"
 
     def marginals(self, unary: NDArray[np.floating], graph: PairwiseGraph | None = None,
                   rng: np.random.Generator | None = None) -> np.ndarray:
@@ -312,34 +307,7 @@ class BeliefPropagation(InferenceEngine):
         """
         engine = BeliefPropagation("sum", self.max_iter, self.damping, self.tol, self.reweight,
                                    schedule=self.schedule)
-        return engine.map(unary, graph, rng=rng).info["marginals"]
-
-    @staticmethod
-    def _full_marginals(unary, graph, active_marg) -> np.ndarray:
-        """Marginals of every original node from those of the active super-nodes.
-
-        Isolated super-nodes get the exact softmax of their summed unary costs; nodes
-        joined by hard must-links share their super-node's marginal.
-        """
-        u = check_unary(unary)
-        n, k = u.shape
-        g = as_graph(graph, n)
-        red = reduce_problem(u, g)
-        n_super = red.fixed_labels.shape[0]
-        sup = segment_sum(red.node_of, u, n_super)
-        a, b = red.node_of[g.edges[:, 0]], red.node_of[g.edges[:, 1]]
-        inside = (a == b) & g.edge_classes().table
-        if inside.any():  # table factors inside a contracted component act on its label
-            diag = g.tables[g.table_index[inside]][:, np.arange(k), np.arange(k)]
-            wt = g.weight[inside][:, None]
-            with np.errstate(invalid="ignore"):
-                sup += segment_sum(a[inside], np.where(wt == 0, 0.0, wt * diag), n_super)
-        with np.errstate(invalid="ignore"):
-            marg = np.exp(-(sup - sup.min(axis=1, keepdims=True)))
-        marg /= marg.sum(axis=1, keepdims=True)
-        if red.active.size:
-            marg[red.active] = active_marg
-        return marg[red.node_of]
+        return engine.map(unary, graph, rng=rng).marginals
 
 
 def _sequential_passes(s: BPSettings, problem: BPProblem):
