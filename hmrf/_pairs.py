@@ -18,6 +18,23 @@ from .exceptions import ConstraintConflictWarning, InconsistentConstraintsError
 MUST_LINK = 1
 CANNOT_LINK = -1
 
+#: The names of the two kinds (any case, spaces around ignored).
+KIND_NAMES = {"must": MUST_LINK, "must_link": MUST_LINK, "must-link": MUST_LINK, "ml": MUST_LINK,
+              "cannot": CANNOT_LINK, "cannot_link": CANNOT_LINK, "cannot-link": CANNOT_LINK,
+              "cl": CANNOT_LINK}
+
+
+def parse_kind(kind) -> int | None:
+    """``+1`` / ``-1`` from ``True`` / ``False``, ``+1`` / ``-1`` or a name of
+    :data:`KIND_NAMES`; ``None`` for anything else."""
+    if isinstance(kind, (bool, np.bool_)):  # before the integers: True == 1
+        return MUST_LINK if kind else CANNOT_LINK
+    if isinstance(kind, str):
+        return KIND_NAMES.get(kind.strip().lower())
+    if isinstance(kind, numbers.Integral) and int(kind) in (MUST_LINK, CANNOT_LINK):
+        return int(kind)
+    return None
+
 
 def as_pair_array(pairs, name: str) -> np.ndarray:
     """Convert ``pairs`` to an int64 (m, 2) array.

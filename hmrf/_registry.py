@@ -1,16 +1,10 @@
 """Tables of names for the library's extension points (engines, emission families).
 
-A :class:`Registry` maps a lower-case name to what builds the object it stands for. It is
-filled by the library's own rows, by :meth:`Registry.register` (``register_engine``,
-``register_emission``), and by the entry points of an installed package (the groups
-``hmrf.engines`` and ``hmrf.emissions``), which are read once, the first time a name
-that is not already known is looked up or the names are listed, so ``import hmrf`` and
-the common lookups never scan the installed packages. An entry point's module is
-imported only when its name is used.
-
-A name may carry keyword arguments, ``"bp(polish=icm, damping=0.5)"``: each value is a
-Python literal, or else taken as text; the factory is called with them. The command line
-uses the same spelling (``--engines icm,bp(polish=icm)``).
+A :class:`Registry` maps a lower-case name to what builds its object: the library's own
+rows, :meth:`Registry.register`, and the entry points of installed packages (read the
+first time a name is missing or the names are listed; a module is imported when its
+name is used). A name may carry keyword arguments, ``"bp(polish=icm, damping=0.5)"``,
+each a Python literal or else text.
 """
 
 from __future__ import annotations
@@ -20,6 +14,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 __all__ = ["Registry", "Spec", "split_names", "parse_spec"]
@@ -31,16 +26,8 @@ NAME = re.compile(r"[a-z0-9][a-z0-9_.+-]*")
 
 @dataclass(frozen=True)
 class Spec:
-    """One row of a :class:`Registry`: how to build what a name stands for.
-
-    Attributes
-    ----------
-    factory : callable
-        ``factory(**params)``: a new object with the row's settings, updated by the
-        keyword arguments a name carries (a class, or a function).
-    description : str
-        One line, shown by ``hmrf <command> --help``.
-    """
+    """One row of a :class:`Registry`: ``factory(**params)`` builds a new object; the
+    one-line ``description`` is shown by ``hmrf <command> --help``."""
 
     factory: Callable[..., Any]
     description: str = ""
@@ -49,6 +36,16 @@ class Spec:
 def _first_line(obj: Any) -> str:
     doc = (getattr(obj, "__doc__", None) or "").strip()
     return doc.splitlines()[0].rstrip(".") if doc else ""
+
+
+def _load_and_call(ep: Any, **params: Any) -> Any:
+    """The object an entry point names, imported on first call, then called."""
+    try:
+        factory = ep.load()
+    except Exception as exc:  # an installed package's error, named with its entry point
+        raise ImportError(f"the entry point {ep.name} = {ep.value} (group {ep.group}) cannot be "
+                          f"loaded: {exc}") from exc
+    return factory(**params)
 
 
 def parse_spec(text: str) -> tuple[str, dict[str, Any]]:
@@ -92,19 +89,18 @@ def split_names(text: str) -> list[str]:
 
 
 class Registry(MutableMapping):
-    """Names of one kind of extension (``what``) and the entry-point group that adds to them.
+    """Names of one kind of extension and the entry-point group that adds to them.
 
     Parameters
     ----------
     what : str
         ``"engine"``, ``"emission"``: the ``register_<what>`` function, and messages.
     group : str
-        The entry-point group read on first need (``importlib.metadata.entry_points``).
+        The entry-point group (``importlib.metadata.entry_points``).
     rows : dict of str to Spec
         The library's own names.
     renamed : dict of str to str
-        Names that no longer exist, each with the spelling that replaces it (the lookup
-        raises a ``ValueError`` naming it).
+        Names that no longer exist, each with the spelling that replaces it.
     noun : str, optional
         What an unknown name is called in messages (``what`` by default).
     """
@@ -122,7 +118,7 @@ class Registry(MutableMapping):
     # ------------------------------------------------------------- registration
     def register(self, name: str, factory: Callable[..., Any], description: str | None = None, *,
                  replace: bool = False) -> None:
-        """Add ``name`` (see the module docstring); ``replace=True`` to redefine a name."""
+        """Add ``name``; ``replace=True`` to redefine a name."""
         if not isinstance(name, str) or not NAME.fullmatch(name.strip().lower()):
             raise ValueError(f"{self.what} name {name!r}: use lower-case letters, digits and _ . + - "
                              "(no spaces, commas or parentheses).")
@@ -152,16 +148,21 @@ class Registry(MutableMapping):
                 continue
             if key in self._rows:
                 continue  # registered already, by the module the entry point names
-            self._rows[key] = Spec(_EntryPointFactory(ep),
+            self._rows[key] = Spec(partial(_load_and_call, ep),
                                    f"{ep.value} (entry point of {dist or 'an installed package'})")
 
     # ---------------------------------------------------------------- lookups
-    def spec(self, name: str) -> Spec:
-        """The row of ``name`` (case-insensitive), or a ``ValueError`` listing the names, or
-        naming the new spelling of a renamed one."""
+    def _key(self, name: str) -> str:
+        """``name`` lower-cased; the entry points read if it is not a row yet."""
         key = name.strip().lower()
         if key not in self._rows:
             self._load_entry_points()
+        return key
+
+    def spec(self, name: str) -> Spec:
+        """The row of ``name`` (case-insensitive), or a ``ValueError`` listing the names, or
+        naming the new spelling of a renamed one."""
+        key = self._key(name)
         if key in self._rows:
             return self._rows[key]
         if key in self.renamed:
@@ -182,10 +183,7 @@ class Registry(MutableMapping):
 
     # ----------------------------------------------------------- the mapping
     def __getitem__(self, name: str) -> Spec:
-        key = name.strip().lower()
-        if key not in self._rows:
-            self._load_entry_points()
-        return self._rows[key]
+        return self._rows[self._key(name)]
 
     def __setitem__(self, name: str, spec: Spec) -> None:
         self._rows[name.strip().lower()] = spec
@@ -194,12 +192,7 @@ class Registry(MutableMapping):
         del self._rows[name.strip().lower()]
 
     def __contains__(self, name: object) -> bool:
-        if not isinstance(name, str):
-            return False
-        key = name.strip().lower()
-        if key not in self._rows:
-            self._load_entry_points()
-        return key in self._rows
+        return isinstance(name, str) and self._key(name) in self._rows
 
     def __iter__(self) -> Iterator[str]:
         self._load_entry_points()
@@ -211,18 +204,3 @@ class Registry(MutableMapping):
 
     def __repr__(self) -> str:
         return f"Registry({self.what!r}, {list(self._rows)})"
-
-
-class _EntryPointFactory:
-    """The object an entry point names, imported on first call, then called."""
-
-    def __init__(self, ep: Any) -> None:
-        self.ep = ep
-
-    def __call__(self, **params: Any) -> Any:
-        try:
-            factory = self.ep.load()
-        except Exception as exc:  # an installed package's error, named with its entry point
-            raise ImportError(f"the entry point {self.ep.name} = {self.ep.value} (group "
-                              f"{self.ep.group}) cannot be loaded: {exc}") from exc
-        return factory(**params)

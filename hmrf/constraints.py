@@ -1,12 +1,10 @@
 """Pairwise supervision: must-link and cannot-link constraints with weights.
 
-A :class:`Constraints` object is the observed constraint variables ``c_ij`` of the
-HMRF (Basu 2005, §4.3.1) together with their violation costs ``w_ij`` (§4.2). It is
-immutable, stores each pair once in canonical order ``i < j``, and derives the
-structures every other layer needs: the must-link closure and its connected
-components ("neighbourhoods", §4.4.3), the cannot-links those components imply, and
-a signed sparse adjacency. Closures use :mod:`scipy.sparse.csgraph`, never recursion,
-so a 10^5-point must-link chain is as easy as a 5-point one.
+A :class:`Constraints` object is the observed constraint variables ``c_ij`` of the HMRF
+(Basu 2005, §4.3.1) with their violation costs ``w_ij`` (§4.2): immutable, each pair
+once with ``i < j``, and the structures derived from them (the must-link closure and its
+components, "neighbourhoods", §4.4.3; the cannot-links they imply), by
+:mod:`scipy.sparse.csgraph`, never recursion.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ from ._pairs import (
     components,
     is_unordered,
     merge_duplicates,
+    parse_kind,
     resolve_conflicts,
 )
 from ._validation import check_random_state
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK", "check_constraints", "as_constraints"]
 
 _CONFLICT_POLICIES = ("raise", "warn", "soften", "drop")
-_KIND_NAMES = {MUST_LINK: "must-link", CANNOT_LINK: "cannot-link"}
 
 
 def _ranks_within(counts) -> np.ndarray:
@@ -71,8 +69,7 @@ class Constraints:
 
         - ``"raise"``: a *hard* contradiction (hard cannot-link inside a component of
           hard must-links) raises :class:`~hmrf.InconsistentConstraintsError` naming the
-          pair and a must-link chain; soft contradictions are kept, since weighing
-          contradictory evidence is what weights are for.
+          pair and a must-link chain; soft contradictions are kept.
         - ``"soften"``: hard contradictions are kept with the cannot-link's weight set
           to 1.0 (the must-links are trusted); soft ones are kept.
         - ``"warn"``: as ``"soften"`` and a
@@ -82,14 +79,10 @@ class Constraints:
 
     Notes
     -----
-    Pairs given twice with the same kind are merged by *summing* their weights, which
-    leaves the HMRF energy (Basu 2005, eq. 4.10) unchanged. A pair given as both
-    must-link and cannot-link keeps both entries (a soft contradiction); their Potts
-    factors then cost ``w_ML`` when the labels differ and ``w_CL`` when they agree.
-
     The potential of a constraint is the generalised Potts potential of Basu (2005),
     eq. 4.4: ``w_ij [y_i != y_j]`` for must-links, ``w_ij [y_i == y_j]`` for
-    cannot-links.
+    cannot-links. A pair given twice with the same kind is merged by summing its weights
+    (the energy, eq. 4.10, is unchanged); a pair given as both kinds keeps both entries.
 
     Examples
     --------
@@ -211,11 +204,10 @@ class Constraints:
             Integer class labels, ``-1`` for unlabelled points.
         weight : float, default=1.0
         pairs : {"all", "spanning"}, default="all"
-            ``"all"``: every labelled pair (must-link within a class, cannot-link across),
-            ``L (L - 1) / 2`` pairs for ``L`` labelled points. ``"spanning"``: a must-link
-            chain per class and one cannot-link between the first members of every two
-            classes, whose closure implies the same partition with ``O(L + c^2)`` pairs
-            (but a different energy, since fewer factors are violated by a mistake).
+            ``"all"``: every labelled pair (must-link within a class, cannot-link across).
+            ``"spanning"``: a must-link chain per class and one cannot-link between the
+            first members of every two classes: the same closure in ``O(L + c^2)`` pairs
+            (a different energy).
 
         Returns
         -------
@@ -279,27 +271,21 @@ class Constraints:
         Parameters
         ----------
         graph : networkx.Graph or networkx.MultiGraph
-            Nodes are integer point indices. Each edge's ``kind`` attribute is one of
-            ``"must_link"``/``"ml"``/``+1``/``True`` or ``"cannot_link"``/``"cl"``/``-1``/``False``.
+            Nodes are integer point indices. Each edge's ``kind`` attribute is ``"must_link"``
+            (``"ml"``, ``+1``, ``True``, ...) or ``"cannot_link"`` (``"cl"``, ``-1``, ``False``, ...).
         n : int, optional
             Number of points; defaults to ``1 + max node``.
         kind, weight : str
             Edge attribute names. A missing weight means 1.0.
         """
-        names = {"must_link": 1, "must-link": 1, "ml": 1, "cannot_link": -1, "cannot-link": -1, "cl": -1}
         rows, kinds, weights = [], [], []
         for e, (u, v, data) in enumerate(graph.edges(data=True)):
             if kind not in data:
                 raise ValueError(f"edge #{e} ({u}, {v}) has no {kind!r} attribute.")
-            k = data[kind]
-            if isinstance(k, (bool, np.bool_)):  # True = must-link (checked first: True == 1)
-                code = 1 if k else -1
-            elif isinstance(k, str) and k in names:
-                code = names[k]
-            elif isinstance(k, numbers.Integral) and k in (1, -1):
-                code = int(k)
-            else:
-                raise ValueError(f"edge #{e} ({u}, {v}) has {kind}={k!r}; use 'must_link' or 'cannot_link'.")
+            code = parse_kind(data[kind])
+            if code is None:
+                raise ValueError(f"edge #{e} ({u}, {v}) has {kind}={data[kind]!r}; use 'must_link' or "
+                                 "'cannot_link'.")
             rows.append((u, v))
             kinds.append(code)
             weights.append(data.get(weight, 1.0))
@@ -407,19 +393,15 @@ class Constraints:
         Raises
         ------
         ValueError
-            ``shape`` not two integers ``>= 1``, ``connectivity`` not 4 or 8, ``weight``
-            negative, NaN or not a scalar, ``image`` of another size or with NaN / inf,
-            ``beta`` negative, an infinite ``weight`` with ``image``.
+            A bad ``shape``, ``connectivity``, ``weight``, ``image`` or ``beta``, or an
+            infinite ``weight`` with ``image``.
 
         Notes
         -----
         The ``1 / dist`` factor is the Euclidean-length weighting of Boykov & Kolmogorov
-        (2003, §3; the Cauchy-Crofton edge weights, equal angles ``π/4`` on the
-        8-neighbourhood), also used by Boykov & Jolly (2001, eq. 4) and GrabCut (Rother,
-        Kolmogorov & Blake 2004, eq. 11), so that the cost of a boundary approximates its
-        length whatever its direction. The contrast term and the choice of ``β`` are
-        GrabCut's (eq. 5 and below it; Boykov & Jolly's ``exp(-(I_p - I_q)² / 2σ²)``).
-        Memory and time are linear in the number of pixels.
+        (2003, §3), also Boykov & Jolly (2001, eq. 4) and GrabCut (Rother, Kolmogorov &
+        Blake 2004, eq. 11): a boundary costs about its length in any direction. The
+        contrast term and ``β`` are GrabCut's (eq. 5).
 
         References
         ----------
@@ -598,24 +580,12 @@ class Constraints:
             Sorted member indices of each neighbourhood, largest first (ties: smallest
             first member first).
         """
-        if include_singletons:
-            members = self.constrained_points
-        else:
-            members = np.unique(self.must_link)
-        if members.size == 0:
-            return []
-        comp = self._member_components(members)
-        order = np.lexsort((members, comp))
-        members = members[order]
-        c = comp[order]
-        cuts = np.flatnonzero(np.diff(c)) + 1
-        groups = np.split(members, cuts)
-        groups.sort(key=lambda g: (-g.shape[0], int(g[0])))
-        return groups
+        members, starts, _ = self.neighborhood_layout(include_singletons=include_singletons)
+        return np.split(members.copy(), starts[1:]) if members.size else []  # the layout is cached, read-only
 
     def neighborhood_layout(self, *, include_singletons: bool = False) -> tuple[NDArray[Any], NDArray[Any]]:
         """Neighbourhoods as flat arrays, in the order of :meth:`neighborhoods` (largest
-        first, ties by first member), without a list of arrays.
+        first, ties by first member).
 
         Returns
         -------

@@ -1,19 +1,11 @@
 """E-step problems as pgmpy models, for cross-checks and for pgmpy's own algorithms.
 
-An E-step problem ``E(y) = sum_i U[i, y_i] + sum_e cost_e(y_a, y_b)`` (see
-:mod:`hmrf.graph`) is the Gibbs distribution ``p(y) ∝ exp(-E(y))`` of a discrete
-Markov network with one factor ``exp(-U[i, :])`` per point and one factor
-``exp(-cost_e)`` per pairwise factor — the factor graph of Basu (2005), Fig. A.1 and
-Appendix A.1 (entries ``exp(-d)`` for distances, ``1`` / ``exp(-w)`` for kept /
-violated constraints). Infinite costs become 0 entries.
-
-Each factor is divided by its largest entry (``exp(-(cost - min cost))``) so that
-large costs do not underflow; this multiplies ``p`` by a constant, which changes
-neither the MAP labelling nor the normalised marginals.
-
-pgmpy is imported only inside these functions. Its exact algorithms (variable
-elimination) build tables exponential in the tree-width: keep them to small
-cross-checks.
+An E-step problem ``E(y) = sum_i U[i, y_i] + sum_e cost_e(y_a, y_b)`` is the Gibbs
+distribution ``p(y) ∝ exp(-E(y))`` of a discrete Markov network with factors
+``exp(-U[i, :])`` and ``exp(-cost_e)`` (Basu 2005, Fig. A.1, Appendix A.1); infinite
+costs become 0 entries. Each factor is divided by its largest entry against underflow,
+which changes neither the MAP labelling nor the normalised marginals. pgmpy's exact
+algorithms are exponential in the tree-width: keep them to small cross-checks.
 """
 
 from __future__ import annotations

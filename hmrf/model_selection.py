@@ -1,31 +1,13 @@
 """Choosing ``w`` and ``k`` from the data: cross-validation over the constraints.
 
-The supervision of semi-supervised clustering is a set of pairs, and the clustering of
-*all* points is what a constraint weight or a number of clusters changes. So the
-cross-validation here holds out *pairs*: each fold clusters every point with the
-training pairs and scores the clustering on the held-out pairs (how many it keeps, or
-the pairwise F-measure of its must-link decisions), as Pourrajabi et al. (2014) do for
-constrained clustering. Held-out pairs that the training pairs already imply through
-their transitive closure are dropped from the test fold: the clustering would keep them
-whatever the parameter.
-
-scikit-learn's :class:`~sklearn.model_selection.GridSearchCV` indexes its samples with
-the splitter's indices, and indexes every fit parameter of one entry per sample; pairs
-are not samples of ``X``. Here the *samples are the pairs*: :func:`pair_samples` turns a
-:class:`~hmrf.Constraints` into an ``(m, 4)`` array (point ``i``, point ``j``, kind,
-weight), :class:`PairwiseClusterer` wraps a clustering estimator together with the
-points ``X`` it clusters (``fit(pairs)`` clusters ``X`` under those pairs),
-:class:`ConstraintKFold` splits the pairs, and :func:`held_out_pairwise_f` /
-:func:`held_out_accuracy` score a fitted wrapper on held-out pairs. All four plug into
-``GridSearchCV`` unchanged::
+Each fold clusters every point with the training pairs and scores the clustering on the
+held-out pairs (Pourrajabi et al. 2014); held-out pairs the training pairs imply by
+transitive closure are dropped. The *samples are the pairs* (:func:`pair_samples`), so
+the pieces plug into scikit-learn's ``GridSearchCV`` unchanged::
 
     search = GridSearchCV(PairwiseClusterer(HMRFKMeans(3), X), {"estimator__w": [0.1, 1, 10]},
                           cv=ConstraintKFold(5, random_state=0), scoring=held_out_pairwise_f)
     search.fit(pair_samples(constraints))
-
-:func:`choose_w` and :func:`choose_k` run that search for a grid of weights or a range of
-cluster numbers; :func:`bic_k` chooses ``k`` by the Bayesian information criterion of a
-soft fit with a normalised density (``em="soft", normalizer="closed_form"``).
 
 References
 ----------
@@ -40,8 +22,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, ClusterMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -96,31 +76,18 @@ def _as_constraints(pairs, n: int) -> Constraints:
 
 
 def _implied(train: Constraints, test_pairs: np.ndarray) -> np.ndarray:
-    """Mask of the test pairs that the transitive closure of ``train`` already decides:
-    both points in one training must-link component (an implied must-link), or in two
-    components that a training cannot-link joins (an implied cannot-link)."""
-    n = train.n
-    ml = train.must_link
-    graph = sp.csr_matrix((np.ones(ml.shape[0]), (ml[:, 0], ml[:, 1])), shape=(n, n))
-    _, comp = connected_components(graph, directed=False)
+    """Mask of the test pairs that the transitive closure of ``train`` decides: both points
+    in one must-link component, or in two components joined by a cannot-link."""
+    comp = train.component_labels()
     a, b = comp[test_pairs[:, 0]], comp[test_pairs[:, 1]]
-    same = a == b
-    cl = train.cannot_link
-    joined = set(zip(*np.sort(np.column_stack([comp[cl[:, 0]], comp[cl[:, 1]]]), axis=1).T.tolist())) \
-        if cl.shape[0] else set()
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    apart = np.array([(x, y) in joined for x, y in zip(lo.tolist(), hi.tolist())], dtype=bool) \
-        if joined else np.zeros(a.shape[0], dtype=bool)
-    return same | apart
+    cl = np.sort(comp[train.cannot_link], axis=1)
+    n = max(train.n, 1)
+    return (a == b) | np.isin(np.minimum(a, b) * n + np.maximum(a, b), cl[:, 0] * n + cl[:, 1])
 
 
 class ConstraintKFold:
-    """K-fold cross-validation over constraint pairs (held-out pairs).
-
-    Splits the rows of a :func:`pair_samples` array into ``n_splits`` folds with the
-    same share of must-links in each (stratified by kind), and drops from every test
-    fold the pairs that the training folds imply by transitive closure (which every
-    clustering under the training pairs keeps, whatever the parameters).
+    """K-fold cross-validation over constraint pairs, stratified by kind; the test folds
+    lose the pairs the training folds imply by transitive closure.
 
     Parameters
     ----------
@@ -212,10 +179,8 @@ class PairwiseClusterer(ClusterMixin, BaseEstimator):
     """A clustering estimator whose samples are constraint pairs on fixed points ``X``.
 
     ``fit(pairs)`` fits a clone of ``estimator`` on all of ``X`` with the pairs as its
-    constraints (:func:`pair_samples` rows); :meth:`score` scores the clustering on
-    other pairs. This is the form :class:`~sklearn.model_selection.GridSearchCV` can
-    cross-validate (see the module docstring); parameters of the inner estimator are
-    searched as ``estimator__<name>``.
+    constraints; :meth:`score` scores the clustering on other pairs. Parameters of the
+    inner estimator are searched as ``estimator__<name>``.
 
     Parameters
     ----------
@@ -286,9 +251,8 @@ def _held_out(estimator, pairs):
 
 
 def held_out_pairwise_f(estimator: BaseEstimator, pairs: PairsLike, y: ArrayLike | None = None) -> float:
-    """Pairwise F-measure of a fitted clustering on held-out pairs: must-link pairs are the
-    positives, a pair in one cluster a positive prediction (Basu 2005, eq. 2.5, on the
-    given pairs only). A scorer: ``scoring=held_out_pairwise_f`` in ``GridSearchCV``.
+    """Pairwise F-measure of a fitted clustering on held-out pairs, must-links the
+    positives (Basu 2005, eq. 2.5, on the given pairs only); a ``GridSearchCV`` scorer.
 
     Parameters
     ----------
@@ -299,9 +263,8 @@ def held_out_pairwise_f(estimator: BaseEstimator, pairs: PairsLike, y: ArrayLike
     Returns
     -------
     float
-        ``2 P R / (P + R)`` with precision ``P`` (of the pairs put together, the share of
-        must-links) and recall ``R`` (of the must-links, the share put together); 1 for
-        a precision or recall with nothing to count, as :func:`hmrf.metrics.pairwise_f_measure`.
+        ``2 P R / (P + R)``, precision and recall 1 when there is nothing to count (as
+        :func:`hmrf.metrics.pairwise_f_measure`).
     """
     same, must = _held_out(estimator, pairs)
     tp = float(np.count_nonzero(same & must))
@@ -412,10 +375,6 @@ def choose_k(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints, 
     """The number of clusters with the best held-out score, by cross-validation over the
     pairs (as :func:`choose_w`, searching ``n_clusters`` over ``ks``).
 
-    Held-out must-links reward joining points and held-out cannot-links separating them,
-    so the pairwise F-measure falls both when ``k`` is too small (cannot-links broken)
-    and when it is too large (must-links broken).
-
     Returns
     -------
     Selection
@@ -445,10 +404,8 @@ def bic_k(X: MatrixLike, ks: Sequence[int], constraints: Constraints | None = No
         BIC(k) = -2 Σ_i log p(x_i | Θ_k) + p_k log n,
 
     after a soft fit with a normalised density (``HMRFKMeans(k, em="soft",
-    normalizer="closed_form")``: an isotropic Gaussian or von Mises-Fisher mixture with
-    mixing weights, the constraints, when given, in the E-step) whose
-    ``score_samples`` gives ``log p(x_i | Θ_k)``; ``p_k`` counts its free parameters
-    (means, one scale per cluster, mixing weights).
+    normalizer="closed_form")``, an isotropic Gaussian or von Mises-Fisher mixture);
+    ``p_k`` counts its free parameters (means, one scale per cluster, mixing weights).
 
     Parameters
     ----------

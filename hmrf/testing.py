@@ -1,20 +1,10 @@
 """Conformance checks for the library's extension points, as scikit-learn's ``check_estimator``.
 
-A researcher's E-step engine, emission family or pairwise potential works inside hmrf when
-it keeps the contracts the library's own keep (docs/extending.md). The checks here run
-those contracts on any object and raise an ``AssertionError`` whose message starts with
-the contract broken::
-
-    from hmrf.testing import check_engine, check_emission, check_potential
-    check_engine(MyEngine())
-    check_emission(MyFamily())
-    check_potential(MyPotential(n, edges))
-
-:func:`parametrize_with_checks` turns them into one pytest test per (object, contract); the
-library's own engines, families and potentials run through the same checks in its tests.
-
-Every check is small (problems of at most 7 nodes and 3 labels, 30 points): known answers
-come from enumerating every labelling, so a check is exact where it can be.
+:func:`check_engine`, :func:`check_emission` and :func:`check_potential` run the contracts
+of docs/extending.md on any object and raise an ``AssertionError`` naming the contract
+broken; :func:`parametrize_with_checks` makes one pytest test per (object, contract).
+Problems are small (at most 7 nodes, 3 labels, 30 points), so known answers come from
+enumerating every labelling.
 """
 
 from __future__ import annotations
@@ -27,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .constraints import Constraints
-from .emissions.base import EmissionFamily
+from .emissions.base import EmissionFamily, MStepContext
 from .exceptions import InfeasibleError
 from .graph import PairwiseGraph
 from .inference import InferenceEngine, InferenceResult
@@ -114,7 +104,7 @@ def brute_force(unary: NDArray[np.floating], graph: PairwiseGraph) -> tuple[floa
 
 
 def _problems() -> list:
-    """The problems the engine checks solve, fresh copies (see :func:`_make_problems`)."""
+    """The problems the engine checks solve, fresh copies."""
     return [(u.copy(), g, best, y.copy()) for u, g, best, y in _make_problems()]
 
 
@@ -199,13 +189,13 @@ def _engine_hard(engine):
 
 def _engine_optimum(engine):
     """No energy below the optimum, no bound above it (nor above the energy)."""
+    c = _Contract("energy >= the exact optimum", engine)
     for unary, g, best, _ in _problems():
         try:
-            res = _run(_Contract("energy >= the exact optimum", engine), engine, unary, g, rng=0)
+            res = _run(c, engine, unary, g, rng=0)
         except InfeasibleError:
             continue
-        _Contract("energy >= the exact optimum", engine).holds(
-            res.energy >= best - RTOL * max(1.0, abs(best)),
+        c.holds(res.energy >= best - RTOL * max(1.0, abs(best)),
             f"energy {res.energy!r} below the optimum {best!r} found by enumeration")
         if res.lower_bound is not None:
             c = _Contract("lower bound <= exact optimum <= energy", engine)
@@ -274,19 +264,9 @@ def engine_checks() -> dict[str, Callable[[Any], None]]:
 
 
 def check_engine(engine: Any) -> None:
-    """Run every engine contract on ``engine`` (an :class:`~hmrf.inference.InferenceEngine`
-    or anything with its ``map``).
-
-    The contracts (docs/extending.md, "The engine contract"): ``map`` returns an
-    :class:`~hmrf.inference.InferenceResult` whose labels are integers in ``[0, k)`` and
-    whose ``energy`` is the energy of those labels; every hard factor (hard must- and
-    cannot-links, infinite table entries, forbidden labels) is kept, or
-    :class:`~hmrf.InfeasibleError` names a point, and an infeasible problem raises it; no
-    energy is below the exact optimum and no ``lower_bound`` above it (enumeration on
-    problems of at most 7 nodes); an engine with ``monotone_from_init = True`` never
-    returns a labelling worse than ``init``; the same ``rng`` gives the same labels and the
-    inputs are not modified; without factors every node takes the argmin of its costs; a
-    ``callback`` is given labels with their energy.
+    """Run every engine contract (:func:`engine_checks`, docs/extending.md "The engine
+    contract") on ``engine``, an :class:`~hmrf.inference.InferenceEngine` or anything with
+    its ``map``.
 
     Raises
     ------
@@ -303,22 +283,20 @@ def _default_data(n: int = 30, d: int = 4, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0.05, 0.95, size=(n, d))
 
 
-def _labels(n: int, k: int, seed: int = 1) -> np.ndarray:
-    y = np.random.default_rng(seed).integers(0, k, n)
-    y[:k] = np.arange(k)  # no empty cluster
-    return y
+def _fitted(family, X, k=3):
+    """``X`` prepared, random labels (no empty cluster), and the M-step's parameters, the
+    statistics and their shift."""
+    X = family.prepare(X)
+    y = np.random.default_rng(1).integers(0, k, X.shape[0])
+    y[:k] = np.arange(k)
+    shift = family.default_shift(X) if family.second_moment("constant") is not None else None
+    stats = family.statistics(X, y, k, "constant", shift)
+    params = family.update(stats, None, "constant", MStepContext(X=X, labels=y, n_clusters=k))
+    return X, y, params, stats, shift
 
 
-def _fitted(family, X, y, k, normalizer="constant"):
-    shift = family.default_shift(X) if family.second_moment(normalizer) is not None else None
-    stats = family.statistics(X, y, k, normalizer, shift)
-    from .emissions.base import MStepContext
-
-    return family.update(stats, None, normalizer, MStepContext(X=X, labels=y, n_clusters=k)), stats, shift
-
-
-def _summed(family, X, params, y, data=None) -> float:
-    U = family.unary(X, params, "constant", data=data)
+def _summed(family, X, params, y) -> float:
+    U = family.unary(X, params, "constant")
     return float(np.asarray(U, dtype=np.float64)[np.arange(y.shape[0]), y].sum())
 
 
@@ -340,9 +318,8 @@ def _emission_prepare(family, X, bad_X):
 
 def _emission_costs(family, X, bad_X):
     """Costs (n, k), non-negative divergences; unary = distortion + cluster cost."""
-    X = family.prepare(X)
     k = 3
-    params, _, _ = _fitted(family, X, _labels(X.shape[0], k), k)
+    X, _, params, _, _ = _fitted(family, X, k)
     D = family.divergence(X, params.centers)
     c = _Contract("divergence: (n, k), finite, >= 0", family)
     c.holds(D.shape == (X.shape[0], k), f"shape {D.shape}, not {(X.shape[0], k)}")
@@ -362,16 +339,13 @@ def _emission_costs(family, X, bad_X):
 
 def _emission_m_step(family, X, bad_X):
     """The M-step minimises the summed costs of the labels, from additive statistics."""
-    X = family.prepare(X)
-    k, n = 3, X.shape[0]
-    y = _labels(n, k)
-    params, stats, shift = _fitted(family, X, y, k)
+    k = 3
+    X, y, params, stats, shift = _fitted(family, X, k)
+    n = X.shape[0]
     c = _Contract("statistics add up over blocks of rows", family)
     half = n // 2
     parts = (family.statistics(X[:half], y[:half], k, "constant", shift)
              + family.statistics(X[half:], y[half:], k, "constant", shift))
-    from .emissions.base import MStepContext
-
     again = family.update(parts, None, "constant", MStepContext(X=X, labels=y, n_clusters=k))
     c.holds(np.allclose(again.centers, params.centers, rtol=1e-6, atol=1e-9),
             "update of the summed statistics of two blocks differs from that of all rows")
@@ -396,10 +370,8 @@ def _emission_m_step(family, X, bad_X):
 
 def _emission_optional(family, X, bad_X):
     """The optional members, where given, agree with ``unary`` and ``divergence``."""
-    X = family.prepare(X)
     k = 3
-    y = _labels(X.shape[0], k)
-    params, stats, _ = _fitted(family, X, y, k)
+    X, y, params, stats, _ = _fitted(family, X, k)
     U = np.asarray(family.unary(X, params, "constant"), dtype=np.float64)
     lin = family.linear_costs(params, "constant", np.float64)
     point = np.asarray(params.centers[0], dtype=np.float64)  # a point inside the domain
@@ -434,9 +406,7 @@ def _emission_optional(family, X, bad_X):
 
 def _emission_float32(family, X, bad_X):
     """float32 data give float32 costs; sparse data, where accepted, the dense costs."""
-    X = family.prepare(X)
-    k = 3
-    params, _, _ = _fitted(family, X, _labels(X.shape[0], k), k)
+    X, _, params, _, _ = _fitted(family, X)
     X32 = family.prepare(X.astype(np.float32))
     U32 = family.unary(X32, params, "constant")
     _Contract("float32 kept", family).holds(U32.dtype == np.float32, f"float32 data gave {U32.dtype} costs")
@@ -476,19 +446,8 @@ def emission_checks() -> dict[str, Callable[..., None]]:
 
 def check_emission(family: EmissionFamily, X: NDArray[np.floating] | None = None,
                    bad_X: NDArray[np.floating] | None = None) -> None:
-    """Run every emission-family contract on ``family``.
-
-    The contracts (docs/extending.md, "The family protocol"): ``prepare`` modifies nothing
-    and refuses data outside the domain with a ``ValueError`` (checked on ``bad_X``); the
-    divergence is an (n, k) matrix of finite non-negative numbers; ``unary`` is
-    ``distortion`` plus ``cluster_cost`` (``distortion`` is ``divergence`` unless the family
-    overrides it), and ``data_terms`` handed back change nothing; the statistics of two
-    blocks of rows add up to those of all rows; with ``exact_m_step``, the M-step is the
-    minimiser of the summed costs (no moved centre, projected by ``init_params``, costs
-    less); ``linear_costs``, ``summed_cost`` and ``divergence_to``, where the family gives
-    them, agree with ``unary`` and ``divergence``; the data scale behind ``w="auto"`` is
-    finite; float32 data give float32 costs, sparse data (if accepted) the dense costs; EM
-    with the family has a finite objective that never rises (exact M-step).
+    """Run every emission-family contract (:func:`emission_checks`, docs/extending.md "The
+    family protocol") on ``family``.
 
     Parameters
     ----------
@@ -582,15 +541,9 @@ def potential_checks() -> dict[str, Callable[..., None]]:
 
 def check_potential(potential: PairwisePotential, X: NDArray[np.floating] | None = None,
                     n_clusters: int = 3) -> None:
-    """Run every pairwise-potential contract on ``potential``.
-
-    The contracts (docs/extending.md, "Potentials"): ``graph(X, params, n_clusters)``
-    returns a :class:`~hmrf.PairwiseGraph` on ``n_nodes`` nodes whose tables are
-    ``n_clusters x n_clusters``, the same factors on every call; a potential that does not
-    declare ``depends_on_params`` gives the same factors under any emission parameters;
-    inside an :class:`~hmrf.HMRF` the objective is the unary costs plus its factors, ``X``
-    is not modified, and the exact E-step reaches the optimum found by enumeration (when
-    ``n_clusters ** n_nodes <= 5000``).
+    """Run every pairwise-potential contract (:func:`potential_checks`, docs/extending.md
+    "Potentials") on ``potential``; the exact E-step is checked when
+    ``n_clusters ** n_nodes <= 5000``.
 
     Parameters
     ----------
@@ -609,23 +562,26 @@ def check_potential(potential: PairwisePotential, X: NDArray[np.floating] | None
 
 
 # ----------------------------------------------------------------------- pytest
-def _kind(obj: Any) -> str:
+def _table(obj: Any) -> tuple:
+    """The checks of ``obj``'s kind, and a function giving their arguments after ``obj``."""
     if isinstance(obj, EmissionFamily):
-        return "emission"
+        return _EMISSION_CHECKS, lambda: (_default_data(), None)
     if isinstance(obj, PairwisePotential):
-        return "potential"
+        return _POTENTIAL_CHECKS, lambda: (None, 3)
     if isinstance(obj, InferenceEngine) or callable(getattr(obj, "map", None)):
-        return "engine"
+        return _ENGINE_CHECKS, tuple
     raise TypeError(f"{obj!r} is neither an engine, an emission family nor a pairwise potential.")
+
+
+def _call(check: Callable[..., None], arguments: Callable[[], tuple], obj: Any) -> None:
+    check(obj, *arguments())
 
 
 def parametrize_with_checks(objects: Iterable[Any]) -> Any:
     """A pytest decorator that runs every contract on every object, one test each.
 
-    Each test receives ``obj`` and ``check``; its id is ``<class>-<contract>``. Engines,
-    emission families and potentials may be mixed; families are checked on the default
-    data, potentials with 3 clusters (call :func:`check_emission` / :func:`check_potential`
-    for other data).
+    Each test receives ``obj`` and ``check``; its id is ``<class>-<contract>``. Families
+    are checked on the default data, potentials with 3 clusters.
 
     Examples
     --------
@@ -642,15 +598,7 @@ def parametrize_with_checks(objects: Iterable[Any]) -> Any:
 
     params = []
     for obj in objects:
-        kind = _kind(obj)
-        table = {"engine": _ENGINE_CHECKS, "emission": _EMISSION_CHECKS, "potential": _POTENTIAL_CHECKS}[kind]
-        for name, check in table.items():
-            bound = check if kind == "engine" else partial(_with_defaults, check, kind)
-            params.append(pytest.param(obj, bound, id=f"{type(obj).__name__}-{name}"))
+        table, arguments = _table(obj)
+        params += [pytest.param(obj, partial(_call, check, arguments), id=f"{type(obj).__name__}-{name}")
+                   for name, check in table.items()]
     return pytest.mark.parametrize("obj, check", params)
-
-
-def _with_defaults(check, kind, obj):
-    if kind == "emission":
-        return check(obj, _default_data(), None)
-    return check(obj, None, 3)

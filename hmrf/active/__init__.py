@@ -1,23 +1,11 @@
-"""Active acquisition of pairwise constraints (ARCHITECTURE.md, layer 9; Basu 2005, ch. 5).
+"""Active acquisition of pairwise constraints (Basu 2005, ch. 5).
 
-Oracles answer "same cluster?" queries under a budget and log them; selectors choose
-which pairs to ask and return the answers as :class:`~hmrf.Constraints`:
-
-* :class:`RandomPairs` — random unasked, unimplied pairs (the baseline);
-* :class:`Explore` — farthest-first traversal to one neighbourhood per cluster
-  (Basu 2005, Fig. 5.1);
-* :class:`ExploreConsolidate` — then random points placed with at most k-1 queries
-  (Fig. 5.2);
-* :class:`MinMax` — then the point least similar to the skeleton (Mallapragada et al.
-  2008);
-* :class:`NPU` — iterative, random-forest uncertainty per expected query (Xiong,
-  Azimi & Fern 2014);
-* :class:`COBRAS` — super-instances refined by k-means splits and merged by queries
-  (Van Craenendonck et al. 2018); also a clusterer, whose ``labels_`` need no
-  other estimator.
-
-:func:`hmrf.experiments.active_curve` runs a selector and a clusterer over budgets and
-repetitions.
+Oracles answer "same cluster?" queries under a budget; selectors choose the pairs to
+ask and return the answers as :class:`~hmrf.Constraints`: :class:`RandomPairs`,
+:class:`Explore` and :class:`ExploreConsolidate` (Basu 2005, Figs. 5.1–5.2),
+:class:`MinMax` (Mallapragada et al. 2008), :class:`NPU` (Xiong, Azimi & Fern 2014) and
+:class:`COBRAS` (Van Craenendonck et al. 2018, also a clusterer).
+:func:`hmrf.experiments.active_curve` runs a selector and a clusterer over budgets.
 
 Examples
 --------
@@ -39,22 +27,7 @@ from .npu import NPU, normalized_uncertainty
 from .oracles import BudgetExhausted, LabelOracle, Oracle, OracleLike, Query, TerminalOracle
 from .random_pairs import RandomPairs
 
-__all__ = [
-    "Oracle",
-    "OracleLike",
-    "LabelOracle",
-    "TerminalOracle",
-    "Query",
-    "BudgetExhausted",
-    "ActiveSelector",
-    "RandomPairs",
-    "Explore",
-    "ExploreConsolidate",
-    "MinMax",
-    "NPU",
-    "COBRAS",
-    "normalized_uncertainty",
-    "neighborhoods_from_constraints",
-    "fit_clusterer",
-    "InteractiveSession",
-]
+__all__ = ["Oracle", "OracleLike", "LabelOracle", "TerminalOracle", "Query", "BudgetExhausted",
+           "ActiveSelector", "RandomPairs", "Explore", "ExploreConsolidate", "MinMax", "NPU", "COBRAS",
+           "normalized_uncertainty", "neighborhoods_from_constraints", "fit_clusterer",
+           "InteractiveSession"]

@@ -1,16 +1,9 @@
 """Shared machinery of the query selectors: neighbourhoods, the query log, warm starts.
 
-Every selector of :mod:`hmrf.active` grows a set of *neighbourhoods* — groups of points
-known to share a class, different groups known to differ (Basu 2005, §5.2; Xiong,
-Azimi & Fern 2014, Definition 1) — by querying a point against one member of each
-neighbourhood. :class:`ActiveSelector` holds what they have in common: validation,
-the emission family whose divergence measures distance, warm starts from existing
-constraints or neighbourhoods, the query log, and the constraints the answers give.
-
-The constraints produced are the pairs as *answered* — must-links within and
-cannot-links between neighbourhoods — plus the must-links CONSOLIDATE *infers* for
-free (a point cannot-linked to k-1 of k neighbourhoods belongs to the last, thesis
-§5.3). They are not closed under transitivity: ``constraints_.closure()`` gives that.
+Selectors grow *neighbourhoods* — groups of points known to share a class, different
+groups known to differ (Basu 2005, §5.2; Xiong, Azimi & Fern 2014, Definition 1). The
+constraints produced are the answered pairs plus the must-links CONSOLIDATE infers
+(thesis §5.3), not closed under transitivity (``constraints_.closure()`` is).
 """
 
 from __future__ import annotations
@@ -22,11 +15,11 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from .._validation import check_data, check_random_state
-from ..constraints import CANNOT_LINK, MUST_LINK, Constraints
+from ..constraints import CANNOT_LINK, MUST_LINK, Constraints, check_constraints
 from ..emissions import Mahalanobis, get_emission
 from ..estimators.base import HMRFClusterMixin
 from ..estimators.supervision import emission_of, fit_supervised, neighborhoods_from_constraints
-from .oracles import BudgetExhausted, Query
+from .oracles import BudgetExhausted, Query, check_answer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -44,24 +37,16 @@ __all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", 
 
 def resolve_emission(emission: str | EmissionFamily | None = None,
                      clusterer: BaseEstimator | None = None, X: MatrixLike | None = None) -> EmissionFamily:
-    """The emission family distances are measured with.
-
-    ``emission`` if given (a name or an :class:`~hmrf.emissions.EmissionFamily`), else
-    the fixed emission of ``clusterer`` (``clusterer_emission``), else squared Euclidean;
-    ``"auto"`` is chosen from the data ``X`` (:func:`hmrf.emissions.data_emission`).
-    """
+    """The emission family distances are measured with: ``emission`` if given, else the
+    fixed family of ``clusterer``, else squared Euclidean (``"auto"``: chosen from ``X``)."""
     if emission is None and clusterer is not None:
         emission = clusterer_emission(clusterer)
     return get_emission("sqeuclidean" if emission is None else emission, X)
 
 
 def clusterer_emission(clusterer):
-    """The emission an hmrf estimator clusters with, if it is a fixed family, else None.
-
-    Its ``emission`` parameter, or the family it fixes (cosine for SphericalKMeans,
-    :func:`hmrf.estimators.base.emission_of`). A learned metric (MPCKMeans) is not a
-    fixed family before the clusterer has run, and a foreign estimator has none: None.
-    """
+    """The ``emission`` of an hmrf estimator, or the family it fixes; None for a learned
+    metric (MPCKMeans) or a foreign estimator."""
     emission = getattr(clusterer, "emission", None)
     if emission is not None or not isinstance(clusterer, HMRFClusterMixin):
         return emission
@@ -70,29 +55,14 @@ def clusterer_emission(clusterer):
 
 
 def fit_clusterer(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints) -> NDArray[Any]:
-    """Fit an estimator with ``constraints`` in the form it accepts; return its labels.
-
-    :func:`hmrf.estimators.fit_supervised`: pairwise estimators get
-    ``fit(X, constraints=...)``, :class:`~hmrf.SeededKMeans` and
-    :class:`~hmrf.ConstrainedKMeans` the neighbourhoods as labelled seeds
-    (neighbourhood ``p`` -> label ``p``), :class:`~hmrf.KMeans` and foreign estimators
-    nothing.
-    """
+    """Fit an estimator with ``constraints`` in the form it accepts
+    (:func:`hmrf.estimators.fit_supervised`); return its labels."""
     fit_supervised(estimator, X, constraints)
     return np.asarray(estimator.labels_)
 
 
 class _Stop(Exception):
-    """Selection ends: the budget is spent or no useful query is left."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _rows(X, idx) -> np.ndarray:
-    sub = X[idx]
-    return sub.toarray() if sp.issparse(sub) else np.asarray(sub, dtype=np.float64)
+    """Selection ends (``args[0]``: why): the budget is spent or no useful query is left."""
 
 
 class _State:
@@ -126,17 +96,13 @@ class _State:
         a, b = (int(i), int(j)) if i < j else (int(j), int(i))
         if (a, b) in self.asked:
             raise RuntimeError(f"internal error: pair ({a}, {b}) would be asked twice.")
-        remaining = getattr(self.oracle, "remaining", None)
-        if remaining is not None and remaining <= 0:
+        if not self.budget_left():
             raise _Stop("budget spent")
         try:
             answer = self.oracle.query(a, b)
         except BudgetExhausted as exc:
             raise _Stop(str(exc) or "budget spent") from None
-        if isinstance(answer, np.bool_):
-            answer = bool(answer)
-        if answer is not None and not isinstance(answer, bool):
-            raise TypeError(f"the oracle answered {answer!r} for ({a}, {b}); expected True, False or None.")
+        answer = check_answer(answer, f"the oracle answered ({a}, {b}) with")
         self.asked.add((a, b))
         self.queries.append(Query(a, b, answer))
         self.subjects.append(int(subject))
@@ -160,7 +126,9 @@ class _State:
     # ------------------------------------------------------------- geometry
     def point_centers(self, idx) -> np.ndarray:
         """Data points as cluster representatives of the family (e.g. smoothed for KL)."""
-        return np.asarray(self.family.init_params(self.Xp, _rows(self.Xp, idx)).centers)
+        rows = self.Xp[idx]
+        rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
+        return np.asarray(self.family.init_params(self.Xp, rows).centers)
 
     def _data(self, rows):
         return None if self.phi is None else (self.phi if rows is None else self.phi[rows])
@@ -257,10 +225,9 @@ class _State:
 
     def seed(self) -> int:
         """Start the first neighbourhood with a random point (Fig. 5.1 step 2; Alg. 1 line 1)."""
-        free = np.flatnonzero(~self.done)
-        if free.size == 0:
+        if self.done.all():
             raise _Stop("every point is placed")
-        x = int(self.rng.choice(free))
+        x = int(self.rng.choice(np.flatnonzero(~self.done)))
         self.new_hood(x)
         return x
 
@@ -277,16 +244,11 @@ class _State:
 
 
 class _Closure:
-    """Must-link components and the cannot-links between them, updated per answer.
-
-    The transitive closure of the answers (and of the warm-start constraints) as a
-    component label per point and a set of cannot-linked component pairs: what a
-    selector uses to skip pairs whose answer is already implied.
-    """
+    """The transitive closure of the answers and the warm start, updated per answer: a
+    must-link component per point and the cannot-linked component pairs."""
 
     def __init__(self, state: _State):
-        n = state.n
-        self.n = n
+        self.n = state.n
         self.comp = np.asarray(state.warm.component_labels()).copy()
         cl = state.warm.cannot_link
         a, b = self.comp[cl[:, 0]], self.comp[cl[:, 1]]
@@ -321,23 +283,18 @@ class _Closure:
         ci, cj = int(self.comp[i]), int(self.comp[j])
         if answer is True:
             self.comp[self.comp == cj] = ci  # merge component cj into ci
-
-            def rename(c):
-                return ci if c == cj else c
-
-            self.cl = {(min(rename(u), rename(v)), max(rename(u), rename(v))) for u, v in self.cl}
+            renamed = (tuple(ci if c == cj else c for c in p) for p in self.cl)
+            self.cl = {(min(p), max(p)) for p in renamed}
         elif answer is False:
             self.cl.add((min(ci, cj), max(ci, cj)))
         self._refresh()
 
 
 class ActiveSelector(BaseEstimator):
-    """Base class of the query selectors.
+    """Base class of the query selectors: subclasses implement ``_select(state)``.
 
-    Subclasses implement ``_select(state)``; ``fit`` validates the input, sets up the
-    warm start and collects the results. Selection ends when the oracle's budget is
-    spent, when the oracle stops answering, or when the method has nothing left to
-    ask; no selector loops forever.
+    Selection ends when the oracle's budget is spent, when the oracle stops answering,
+    or when the method has nothing left to ask.
 
     Attributes
     ----------
@@ -399,7 +356,7 @@ class ActiveSelector(BaseEstimator):
             self._select(state)
             reason = getattr(state, "stop_reason", None) or "nothing left to ask"
         except _Stop as stop:
-            reason = stop.reason
+            reason = stop.args[0]
         self._state_ = state
         self.constraints_ = state.constraints_at()
         self.queries_ = list(state.queries)
@@ -414,12 +371,9 @@ class ActiveSelector(BaseEstimator):
         return self
 
     def constraints_at(self, n_queries: int) -> Constraints:
-        """The constraints known after the first ``n_queries`` queries of this fit.
-
-        As the selectors never look at the budget when choosing, this equals
-        ``constraints_`` of a fit with the same ``random_state`` and a budget of
-        ``n_queries`` — what a learning curve needs from a single run.
-        """
+        """The constraints known after the first ``n_queries`` queries of this fit: the
+        ``constraints_`` of a fit with the same ``random_state`` and that budget (the
+        selectors never look at the budget when choosing)."""
         if not hasattr(self, "_state_"):
             raise AttributeError(f"{type(self).__name__} is not fitted; call fit(X, oracle) first.")
         if isinstance(n_queries, bool) or int(n_queries) != n_queries or n_queries < 0:
@@ -427,12 +381,8 @@ class ActiveSelector(BaseEstimator):
         return self._state_.constraints_at(min(int(n_queries), self.n_queries_))
 
     def clusterer_constraints(self, n_queries: int, closure: bool = True) -> Constraints:
-        """The supervision a clusterer gets after ``n_queries`` queries.
-
-        :meth:`constraints_at`, with its transitive closure if ``closure`` (Xiong et
-        al. 2014, §4.1.2). Selectors with more to say (COBRAS's super-instances)
-        override this; the result is meant for an estimator with ``closure=False``.
-        """
+        """:meth:`constraints_at`, closed if ``closure`` (Xiong et al. 2014, §4.1.2): the
+        supervision of an estimator with ``closure=False`` after ``n_queries`` queries."""
         c = self.constraints_at(n_queries)
         return c.closure() if closure and len(c) else c
 
@@ -450,10 +400,7 @@ class ActiveSelector(BaseEstimator):
     def _warm_start(self, n, constraints, neighborhoods):
         warm = Constraints.empty(n)
         if constraints is not None:
-            if not isinstance(constraints, Constraints):
-                raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
-            if constraints.n != n:
-                raise ValueError(f"constraints refer to {constraints.n} points but X has {n}.")
+            check_constraints(constraints, n)
             warm = constraints
         if neighborhoods is not None:
             labels = np.full(n, -1, dtype=np.int64)

@@ -1,24 +1,17 @@
-"""COBRAS: constraint-based repeated aggregation and splitting (Van Craenendonck et al. 2018).
-
-COBRAS clusters with pairwise queries alone. It keeps a partition of the data into
-*super-instances* — groups of points assumed to share a class, each represented by the
-member closest to its centroid — and a clustering whose clusters are sets of
-super-instances. It repeatedly refines the largest super-instance with a k-means split
-(the number of parts estimated by queries) and merges the resulting clusters by
-querying the representatives of the closest clusters. After every complete merging
-phase every two clusters hold a cannot-linked pair of representatives, so with a
-correct oracle no cluster spans two classes except through impure super-instances.
-"""
+"""COBRAS: constraint-based repeated aggregation and splitting (Van Craenendonck et al. 2018)."""
 
 from __future__ import annotations
 
-import numbers
+from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import ClusterMixin
 
+from .._params import Interval, validate_params
 from .base import ActiveSelector, _Closure, _State
+from .explore import _check_k
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,27 +28,23 @@ if TYPE_CHECKING:
 __all__ = ["COBRAS"]
 
 
+@dataclass(eq=False)
 class _SuperInstance:
     """A group of points assumed to share a class, with its representative and centroid."""
 
-    __slots__ = ("indices", "rep", "centroid", "splittable")
-
-    def __init__(self, indices, rep, centroid):
-        self.indices = indices
-        self.rep = rep
-        self.centroid = centroid
-        self.splittable = indices.size >= 2
+    indices: np.ndarray
+    rep: int
+    centroid: np.ndarray
+    splittable: bool = True
 
 
+@dataclass(eq=False)
 class _Cluster:
     """A set of super-instances (ids) with the label it shows in the clustering."""
 
-    __slots__ = ("members", "label", "old")
-
-    def __init__(self, members, label, old):
-        self.members = list(members)
-        self.label = label
-        self.old = old  # existed before the split being merged (keeps its label)
+    members: list
+    label: int
+    old: bool  # existed before the split being merged (keeps its label)
 
 
 class COBRAS(ClusterMixin, ActiveSelector):
@@ -64,79 +53,63 @@ class COBRAS(ClusterMixin, ActiveSelector):
     Start with one super-instance holding every point and one cluster. Then, while
     queries are allowed:
 
-    1. **Split** the largest super-instance ``S`` (most points) with k-means into
-       ``2^s`` super-instances. The *splitting level* ``s`` is estimated with queries:
-       split ``S`` in two, ask the two representatives; a cannot-link counts one level
-       and the smaller part is split in two again; a must-link (or a part too small to
-       split) stops, and ``s`` is the number of cannot-links (at least 1).
+    1. **Split** the largest super-instance ``S`` with k-means into ``2^s``
+       super-instances. The *splitting level* ``s`` is estimated with queries: split
+       ``S`` in two, ask the two representatives; a cannot-link counts one level and the
+       smaller part is split in two again; a must-link (or a part too small to split)
+       stops, and ``s`` is the number of cannot-links (at least 1).
     2. Put each new super-instance in a cluster of its own, and **merge**: among the
-       pairs of clusters not known to differ (no cannot-link between their
-       representatives), take the closest — the distance of two clusters is that of
-       their two closest super-instances, the distance of two super-instances that of
-       their centroids — and ask its two representatives (of the closest pair of
-       super-instances). A must-link merges the clusters; a cannot-link goes on with
+       pairs of clusters not known to differ, take the closest (the distance of their
+       two closest super-instances' centroids) and ask the representatives of that pair
+       of super-instances. A must-link merges the clusters; a cannot-link goes on with
        the next pair. The phase ends when every pair of clusters is known to differ.
 
-    A super-instance's representative is the member closest to its centroid,
-    ``argmin_{i ∈ S} D(x_i, μ_S)`` (a medoid-like point that a person can be shown).
-
-    The estimator's clustering (``labels_``, :meth:`labels_at`) assigns every point
-    the cluster of its super-instance. Within a merging phase, the points of the split
-    super-instance keep the cluster they had before the split until the queries say
-    otherwise: a new super-instance merged into an existing cluster takes that cluster;
-    one known to differ from its former cluster takes the nearest cluster it is not
-    known to differ from, or a cluster of its own if it differs from all. After a
-    complete phase this is COBRAS's clustering exactly.
+    A super-instance's representative is ``argmin_{i ∈ S} D(x_i, μ_S)``. Every point
+    takes the cluster of its super-instance (``labels_``, :meth:`labels_at`); during a
+    merging phase the new super-instances show the cluster they came from until a
+    cannot-link says otherwise, then the nearest cluster they are not known to differ
+    from.
 
     Parameters
     ----------
     n_clusters : int or None, default=None
-        ``k`` if known (COBRAS does not need it). With ``k`` given, a cluster known to
-        differ from ``k - 1`` of ``k`` pairwise-different clusters is merged with the
-        last one without a query, as CONSOLIDATE infers the last neighbourhood (Basu
-        2005, §5.3); the inferred must-link is listed in ``inferred_``.
+        ``k`` if known. Then a cluster known to differ from ``k - 1`` of ``k``
+        pairwise-different clusters is merged with the last one without a query (as
+        CONSOLIDATE, Basu 2005, §5.3); the inferred must-link is in ``inferred_``.
     emission : str, EmissionFamily or None, default=None
         Divergence of the k-means splits, the representatives and the distances
-        (``None``: squared Euclidean; cosine for text).
-    n_init : int, default=1
-        k-means restarts per split (the lowest k-means objective is kept).
+        (``None``: squared Euclidean).
+    n_init : int, default=3
+        k-means restarts per split.
+    super_instance_weight : float, default=0.5
+        ``ω`` of :meth:`clusterer_constraints`.
     random_state : int, RandomState, Generator or None, default=None
         Seeds of the k-means splits.
 
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
-        The clustering after the last query (:meth:`labels_at`), labels ``0..c-1``.
+        The clustering after the last query, labels ``0..c-1``.
     n_clusters_ : int
-        Number of clusters in ``labels_``.
     super_instances_ : list of ndarray
         Members of each super-instance at the end.
     representatives_ : ndarray
         The representative of each super-instance.
     constraints_, queries_, inferred_, n_queries_, stop_reason_ :
-        As :class:`~hmrf.active.ActiveSelector`; the constraints are the answered
-        pairs of representatives (and the inferred must-links).
+        As :class:`~hmrf.active.ActiveSelector` (pairs of representatives).
 
     Notes
     -----
-    A pair whose answer the answers so far already imply (their transitive closure:
-    the same must-link component, or components joined by a cannot-link) is never
-    asked; neither is a pair asked before. A "don't know" while estimating the
-    splitting level counts as a cannot-link (the split is finer, which only costs
-    queries); in merging it leaves the two clusters apart for the rest of the phase.
-    Distances between super-instances are the symmetrised divergence between their
-    centroids, ``(D(μ_a, μ_b) + D(μ_b, μ_a)) / 2`` (the squared distance between
-    centroids for squared Euclidean, the order of the paper's Euclidean distance).
-    With a correct oracle the clusters after a complete merging phase are pairwise
-    cannot-linked, so there are at most as many as there are classes.
+    A pair already asked, or whose answer the transitive closure of the answers
+    implies, is never asked. A "don't know" counts as a cannot-link when estimating the
+    splitting level; in merging it keeps the two clusters apart for the phase. The
+    distance of two super-instances is ``(D(μ_a, μ_b) + D(μ_b, μ_a)) / 2``.
 
     References
     ----------
     T. Van Craenendonck, S. Dumančić, E. Van Wolputte & H. Blockeel (2018), "COBRAS:
-    interactive clustering with pairwise queries", Advances in Intelligent Data
-    Analysis XVII (IDA), §3. T. Van Craenendonck, S. Dumančić & H. Blockeel (2018),
-    "COBRAS-TS: a new approach to semi-supervised clustering of time series", IJCAI
-    (the super-instance / cluster structure, the splitting level, the merging order).
+    interactive clustering with pairwise queries", IDA XVII, §3. T. Van Craenendonck,
+    S. Dumančić & H. Blockeel (2018), "COBRAS-TS", IJCAI.
 
     Examples
     --------
@@ -149,6 +122,9 @@ class COBRAS(ClusterMixin, ActiveSelector):
     ([0, 0, 0, 1, 1, 1], True)
     """
 
+    _parameter_constraints = {"n_init": [Interval(Integral, 1, None)],
+                              "super_instance_weight": [Interval(Real, 0, float("inf"), closed="left")]}
+
     def __init__(self, n_clusters: int | None = None, *, emission: str | EmissionFamily | None = None,
                  n_init: int = 3, super_instance_weight: float = 0.5,
                  random_state: RandomLike = None) -> None:
@@ -158,17 +134,9 @@ class COBRAS(ClusterMixin, ActiveSelector):
         self.super_instance_weight = super_instance_weight
         self.random_state = random_state
 
-    # ------------------------------------------------------------ interface
     def _validate_params(self, n):
-        k = self.n_clusters
-        if k is not None and (isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= n):
-            raise ValueError(f"n_clusters must be an integer in [1, {n}] or None; got {k!r}.")
-        m = self.n_init
-        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1:
-            raise ValueError(f"n_init must be a positive integer; got {m!r}.")
-        v = self.super_instance_weight
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= float(v) < np.inf:
-            raise ValueError(f"super_instance_weight must be a finite number >= 0; got {v!r}.")
+        _check_k(self.n_clusters, n, allow_none=True)
+        validate_params(self)
 
     def fit(self, X: MatrixLike, oracle: OracleLike, *, constraints: Constraints | None = None,
             neighborhoods: Sequence[ArrayLike] | None = None) -> Self:
@@ -184,11 +152,8 @@ class COBRAS(ClusterMixin, ActiveSelector):
         return self.fit(X, oracle, **kwargs).labels_
 
     def labels_at(self, n_queries: int) -> np.ndarray:
-        """The clustering after the first ``n_queries`` queries, labels ``0..c-1``.
-
-        Like :meth:`constraints_at`, this is what a fit with a budget of ``n_queries``
-        (same ``random_state``) returns as ``labels_``: COBRAS never looks at its budget.
-        """
+        """The clustering after the first ``n_queries`` queries, labels ``0..c-1`` (the
+        ``labels_`` of a fit with that budget, as :meth:`constraints_at`)."""
         point_si, label_of = self._membership_at(n_queries)
         _, labels = np.unique(label_of[point_si], return_inverse=True)
         return labels.astype(np.int64)
@@ -211,19 +176,15 @@ class COBRAS(ClusterMixin, ActiveSelector):
     def clusterer_constraints(self, n_queries: int, closure: bool = True) -> Constraints:
         """The supervision a clusterer gets after ``n_queries`` queries.
 
-        The answered pairs (:meth:`constraints_at`, with their transitive closure if
-        ``closure``) plus, if ``super_instance_weight > 0``, COBRAS's assumption that a
-        super-instance shares a class, as evidence a clusterer may overrule: a must-link
-        from every point ``i`` no query involved to the representative of its
-        super-instance ``s(i)``, of weight
+        The answered pairs (closed if ``closure``) plus, if ``ω = super_instance_weight >
+        0``, a soft must-link from every point ``i`` no query involved to the
+        representative of its super-instance ``s(i)``, of weight
 
         ``ω · max(0, 1 - D(x_i, μ_s(i)) / min_{s' ∉ c(s(i))} D(x_i, μ_s'))``
 
-        with ``ω = super_instance_weight``, ``μ`` the super-instance centroids and
-        ``c(s)`` the cluster of ``s``: ``ω`` deep inside a super-instance, falling to 0
-        at the boundary with a super-instance of another cluster, where the k-means
-        split is least sure. These links are not closed: give the result to an
-        estimator with ``closure=False`` (:func:`~hmrf.experiments.active_curve` does).
+        (``μ`` the super-instance centroids, ``c(s)`` the cluster of ``s``): ``ω`` deep
+        inside a super-instance, 0 at the boundary with another cluster. These links are
+        not closed: give the result to an estimator with ``closure=False``.
         """
         from ..constraints import MUST_LINK, Constraints
 
@@ -292,7 +253,7 @@ class COBRAS(ClusterMixin, ActiveSelector):
         self._history: list[tuple[int, int, np.ndarray]] = []  # (queries, splits, label per si)
         self._next_label = 1
         self._phase = None
-        root = self._new_si(state, np.arange(state.n))
+        root = self._add_si(self._make_si(state, np.arange(state.n)))
         self._clusters = [_Cluster([root], 0, True)]
         self._record(state)
         try:
@@ -388,9 +349,6 @@ class COBRAS(ClusterMixin, ActiveSelector):
         return label if label is not None else self._next_label + me
 
     # ------------------------------------------------------------ splitting
-    def _new_si(self, state, indices) -> int:
-        return self._add_si(self._make_si(state, indices))
-
     def _add_si(self, si: _SuperInstance) -> int:
         self._sis.append(si)
         return len(self._sis) - 1

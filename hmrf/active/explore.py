@@ -20,11 +20,7 @@ def _check_k(k, n, allow_none):
     if k is None and allow_none:
         return None
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= n:
-        raise ValueError(
-            f"n_clusters must be an integer in [1, {n}]"
-            + (" or None" if allow_none else "")
-            + f"; got {k!r}."
-        )
+        raise ValueError(f"n_clusters must be an integer in [1, {n}]{' or None' * allow_none}; got {k!r}.")
     return int(k)
 
 
@@ -40,26 +36,20 @@ class Explore(ActiveSelector):
     Parameters
     ----------
     n_clusters : int or None, default=None
-        ``k``. ``None`` (k unknown): keep exploring while the budget lasts — once every
-        cluster has a neighbourhood, EXPLORE consolidates by itself (thesis §5.4).
+        ``k``. ``None``: keep exploring while the budget lasts (thesis §5.4).
     emission : str, EmissionFamily or None, default=None
-        Divergence used for distances (``None``: squared Euclidean). Cosine data should
-        use ``"cosine"``, as the thesis does for text (§5.5.1).
+        Divergence used for distances (``None``: squared Euclidean; the thesis uses
+        ``"cosine"`` for text, §5.5.1).
     random_state : int, RandomState, Generator or None, default=None
         Chooses the first point.
 
     Notes
     -----
-    Distance of a point to the neighbourhoods, as in the thesis's farthest-first
-    traversal (§5.2), is the distance to the *nearest member* of any neighbourhood,
-    ``d(x, S) = min_{x' ∈ S} D(x, x')`` with ``S`` the union of the neighbourhoods
-    (not the distance to their centroids); it is kept as one (n,) vector and updated
-    with one (n, 1) divergence column when a point is placed, so a step costs O(n d).
-    A point is paired with the member of each neighbourhood closest to it. A point
-    answered "don't know" for some neighbourhood and cannot-linked to the others is set
-    aside (not a new neighbourhood, since it is not known to differ from all) and never
-    selected again. On well-separated clusters each new cluster costs one query per
-    existing neighbourhood: all ``k`` are found within ``k (k-1) / 2`` queries
+    The distance of a point to the neighbourhoods is that to their nearest member,
+    ``d(x, S) = min_{x' ∈ S} D(x, x')`` (§5.2), kept as one (n,) vector. A point is
+    paired with the member of each neighbourhood closest to it. A point answered "don't
+    know" for some neighbourhood and cannot-linked to the others is set aside. On
+    well-separated clusters all ``k`` are found within ``k (k-1) / 2`` queries
     (Appendix B.3 bounds the general case).
 
     References
@@ -114,13 +104,10 @@ class ExploreConsolidate(Explore):
 
     Notes
     -----
-    Centroids are the family's M-step of the members (the mean for Bregman families,
-    the normalised sum for cosine). The inferred must-link (point, nearest member of
-    the last neighbourhood) is part of ``constraints_`` and listed in ``inferred_``;
-    it costs no query. With "don't know" answers a point may need ``k`` queries (the
-    unknown neighbourhood is not inferred: its pair is not a constraint) or be set
-    aside. Cannot-links to all ``k`` neighbourhoods (a noisy oracle, or more classes
-    than ``k``) start a new neighbourhood, as in EXPLORE.
+    Centroids are the family's M-step of the members. The inferred must-link (point,
+    nearest member of the last neighbourhood) is in ``constraints_`` and ``inferred_``.
+    After a "don't know" the last neighbourhood is not inferred; cannot-links to all
+    ``k`` (a noisy oracle) start a new neighbourhood, as in EXPLORE.
 
     References
     ----------

@@ -1,26 +1,10 @@
 """Ask/tell sessions: drive any query selector one answer at a time.
 
-The selectors of :mod:`hmrf.active` *pull* their answers: ``selector.fit(X, oracle)``
-calls ``oracle.query(i, j)`` and waits for the reply (Basu 2005, §5.1). A notebook
-widget or a web form works the other way round: it shows a question, returns control,
-and hears the answer later, in a callback on the kernel's main thread. Waiting for that
-answer inside ``query`` on the main thread would block the very thread that must
-deliver it.
-
-:class:`InteractiveSession` turns the pull into ask/tell. The selector runs in a worker
-thread against an oracle whose ``query`` hands the pair over a queue and waits for the
-answer on another queue. The caller's thread only ever waits while the selector
-*computes* its next query, never for a person: ``next_query()`` says what to ask,
-``answer(...)`` delivers the reply and returns the following query. The two threads
-strictly alternate (exactly one of them runs at a time), so a session asks exactly the
-queries the selector's own ``fit`` would ask with an oracle giving the same answers,
-and the same ``random_state`` gives the same session.
-
-Pairs of the user's own (:meth:`InteractiveSession.add_constraint`) are supervision the
-selector did not ask for: the running selection is stopped cleanly (its pending query
-withdrawn, its constraints kept, inferred must-links included) and a new one is started
-warm (``fit(X, oracle, constraints=...)``) from everything known so far, so the next
-query takes the new pair into account and no pair is ever asked twice.
+A selector *pulls* its answers (``fit(X, oracle)`` calls ``oracle.query`` and waits);
+a notebook widget hears an answer later, in a callback on the thread that would be
+blocked. :class:`InteractiveSession` runs the selector in a worker thread whose oracle
+hands each pair over a queue, so the caller's thread waits only while the selector
+computes.
 """
 
 from __future__ import annotations
@@ -34,9 +18,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sklearn.base import clone
 
+from .._pairs import parse_kind as _parse_kind
 from .._validation import check_data
-from ..constraints import CANNOT_LINK, MUST_LINK, Constraints
-from .oracles import BudgetExhausted, Query, _check_budget
+from ..constraints import CANNOT_LINK, MUST_LINK, Constraints, check_constraints
+from .oracles import BudgetExhausted, Query, _check_budget, check_answer
 
 if TYPE_CHECKING:
 
@@ -46,11 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["InteractiveSession", "parse_kind"]
 
 _STOP = object()  # sent instead of an answer: the oracle stops the selection
-
-_KINDS = {
-    "must": MUST_LINK, "must_link": MUST_LINK, "must-link": MUST_LINK, "ml": MUST_LINK,
-    "cannot": CANNOT_LINK, "cannot_link": CANNOT_LINK, "cannot-link": CANNOT_LINK, "cl": CANNOT_LINK,
-}
 
 
 def parse_kind(kind: str | bool | int) -> int:
@@ -64,33 +44,15 @@ def parse_kind(kind: str | bool | int) -> int:
     >>> parse_kind("must"), parse_kind(False), parse_kind(-1)
     (1, -1, -1)
     """
-    if isinstance(kind, (bool, np.bool_)):
-        return MUST_LINK if kind else CANNOT_LINK
-    if isinstance(kind, str) and kind.strip().lower() in _KINDS:
-        return _KINDS[kind.strip().lower()]
-    if isinstance(kind, numbers.Integral) and int(kind) in (MUST_LINK, CANNOT_LINK):
-        return int(kind)
-    raise ValueError(
-        f"kind must be 'must' / 'cannot' (or True / False, +1 / -1); got {kind!r}."
-    )
-
-
-def _check_answer(value):
-    if isinstance(value, np.bool_):
-        value = bool(value)
-    if value is not None and not isinstance(value, bool):
-        raise TypeError(
-            f"an answer is True (must-link), False (cannot-link) or None (don't know); got {value!r}."
-        )
-    return value
+    sign = _parse_kind(kind)
+    if sign is not None:
+        return sign
+    raise ValueError(f"kind must be 'must' / 'cannot' (or True / False, +1 / -1); got {kind!r}.")
 
 
 class _QueueOracle:
-    """The oracle the worker thread's selector sees: each query waits for the caller.
-
-    It holds no reference to the session (the session can then be garbage-collected
-    while its worker waits, and its finaliser stops the worker).
-    """
+    """The worker's oracle: each query waits for the caller. It holds no reference to the
+    session, so that a session can be garbage-collected (its finaliser stops the worker)."""
 
     def __init__(self, log, budget, events, answers):
         self.log = log  # the session's list of Query: the selector never re-asks these pairs
@@ -126,10 +88,6 @@ def _run_selector(selector, X, oracle, warm, events):
         events.put(("done", selector))
 
 
-def _stop_worker(answers):
-    answers.put(_STOP)
-
-
 class InteractiveSession:
     """Ask/tell driving of an active selector: one query out, one answer in.
 
@@ -163,15 +121,12 @@ class InteractiveSession:
 
     Notes
     -----
-    The selector runs in a daemon thread and blocks inside ``oracle.query`` until
-    :meth:`answer` is called; the calling thread waits only while the selector
-    computes. Both never run at once, so nothing is shared while it changes. Call
-    :meth:`close` (or use the session as a context manager) to end the selection
-    early; a session that is garbage-collected stops its thread too.
-
-    While a selection runs, :attr:`constraints` holds the answers given so far; the
-    must-links a selector *infers* without a query (CONSOLIDATE, thesis §5.3) join
-    when that selection ends (budget spent, :meth:`close`, or :meth:`add_constraint`).
+    The selector runs in a daemon thread, blocked in ``oracle.query`` until
+    :meth:`answer`; the two threads never run at once, so a session asks what the
+    selector's own ``fit`` would ask, and the same ``random_state`` gives the same
+    session. :meth:`add_constraint` stops the running selection (keeping its
+    constraints) and starts a new one warm from everything known. The must-links a
+    selector infers (thesis §5.3) join :attr:`constraints` when a selection ends.
 
     References
     ----------
@@ -208,10 +163,7 @@ class InteractiveSession:
         self.timeout = timeout
         if constraints is None:
             constraints = Constraints.empty(self._n)
-        if not isinstance(constraints, Constraints):
-            raise TypeError(f"constraints must be an hmrf.Constraints; got {type(constraints).__name__}.")
-        if constraints.n != self._n:
-            raise ValueError(f"constraints refer to {constraints.n} points but X has {self._n}.")
+        check_constraints(constraints, self._n)
         self.queries: list[Query] = []
         self.own_pairs: list[tuple[int, int, int]] = []
         self.selector_ = None
@@ -239,7 +191,7 @@ class InteractiveSession:
         )
         if self._finalizer is not None:
             self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _stop_worker, answers)
+        self._finalizer = weakref.finalize(self, answers.put, _STOP)
         self._running = True
         self._thread.start()
         self._wait()
@@ -336,7 +288,7 @@ class InteractiveSession:
         TypeError
             If ``value`` is not True, False or None.
         """
-        value = _check_answer(value)
+        value = check_answer(value, "an answer is")
         if self._pending is None and self._running:  # after a TimeoutError: never answer unseen
             raise RuntimeError("the selector is still computing its next query; call next_query().")
         if self._pending is None:

@@ -27,12 +27,8 @@ _BLOCK = 512
 
 def kernel_width(divergence: Callable[..., Any], n: int, percentile: float = 20.0,
                  rng: RandomLike = None) -> float:
-    """``σ``: the ``percentile``-th percentile of pairwise distances, diagonal excluded.
-
-    Distance is ``sqrt(D(x_i, x_j))`` for the family's divergence ``D`` (Euclidean
-    distance for the squared Euclidean family), over all ``n (n - 1)`` ordered pairs
-    ``i ≠ j``, computed in row blocks. Above 2000 points the percentile is that of the
-    pairs among 2000 points drawn at random (about 4·10^6 pairs).
+    """``σ``: the ``percentile``-th percentile of ``sqrt(D(x_i, x_j))`` over the ordered
+    pairs ``i ≠ j`` (of 2000 points drawn at random when ``n > 2000``).
 
     Parameters
     ----------
@@ -95,11 +91,9 @@ class MinMax(ExploreConsolidate):
 
     Notes
     -----
-    ``max_j s(x, x_j)`` is kept as one (n,) vector, updated with an (n, 1) divergence
-    column whenever a point joins the skeleton. Because the kernel decreases with
-    ``D``, the selected point is also the point farthest (in the min-over-members sense
-    of EXPLORE) from the skeleton; σ matters only where the kernel underflows to 0
-    (points more than ~38 σ away), where ties are broken by the smallest index.
+    ``max_j s(x, x_j)`` is kept as one (n,) vector. As the kernel decreases with ``D``,
+    the point chosen is the farthest from the skeleton in EXPLORE's sense; σ matters
+    only where the kernel underflows to 0, where ties go to the smallest index.
 
     References
     ----------
@@ -125,10 +119,7 @@ class MinMax(ExploreConsolidate):
             return np.exp(-D / (2.0 * self.sigma_**2))
 
     def _start_consolidate(self, state):
-        def div(rows, cols):
-            return state.family.divergence(state.Xp[rows], state.point_centers(cols), data=state._data(rows))
-
-        self.sigma_ = kernel_width(div, state.n, float(self.percentile), state.rng)
+        self.sigma_ = kernel_width(state.divergence_to_points, state.n, float(self.percentile), state.rng)
         skeleton = np.concatenate([np.asarray(h) for h in state.hoods])
         self._maxsim = np.zeros(state.n)
         for s in range(0, skeleton.size, _BLOCK):

@@ -36,15 +36,10 @@ def forest_leaves(X: MatrixLike, labels: ArrayLike, n_estimators: int = 50, rand
                   n_jobs: int | None = None) -> np.ndarray:
     """Leaf of every point in every tree of a random forest fitted to ``labels``.
 
-    The forest of :class:`sklearn.ensemble.RandomForestClassifier` with
-    ``n_estimators`` and ``random_state`` (the same trees, the same leaves as its
-    ``fit(X, labels).apply(X)``): tree ``t`` is a
-    :class:`~sklearn.tree.DecisionTreeClassifier` with ``max_features="sqrt"`` grown
-    on a bootstrap sample of the points (drawn with the tree's seed, given as sample
-    weights), the tree seeds drawn from ``random_state``. The trees are fitted one by
-    one without the forest's per-tree parameter checks and copies, which cost as much
-    as growing a tree on a few hundred points; with ``n_jobs > 1`` on a pool of
-    threads (the tree builder releases the GIL; the result does not depend on it).
+    The leaves of :class:`sklearn.ensemble.RandomForestClassifier`'s
+    ``fit(X, labels).apply(X)`` with ``n_estimators`` and ``random_state``: bootstrap
+    trees with ``max_features="sqrt"``, grown one by one without the forest's per-tree
+    checks and copies (on ``n_jobs`` threads; the result does not depend on it).
 
     Parameters
     ----------
@@ -116,12 +111,9 @@ def leaf_neighborhood_similarity(leaves: NDArray[Any], hoods: Any,
 
     Notes
     -----
-    ``Σ_{x' ∈ N_i} [leaf_t(x) = leaf_t(x')]`` is the number of members of ``N_i`` that
-    fall in the leaf of ``x`` in tree ``t``. With ``L`` the sparse (n, #leaves) one-hot
-    leaf-membership matrix and ``C = L[members]^T H`` the (#leaves, l) member counts
-    per leaf (``H`` the member-to-neighbourhood indicator), ``A = L[candidates] C /
-    (T |N_i|)``: two sparse products, O((n + m) T + n T l), never an n × m similarity
-    block, and exactly the average of the pairwise similarities.
+    With ``L`` the sparse one-hot (n, #leaves) leaf membership and ``H`` the
+    member-to-neighbourhood indicator, ``A = L[candidates] (L[members]^T H) / (T |N_i|)``:
+    two sparse products, never an n × m similarity block.
     """
     leaves = np.asarray(leaves)
     n, T = leaves.shape
@@ -133,17 +125,17 @@ def leaf_neighborhood_similarity(leaves: NDArray[Any], hoods: Any,
     members = np.concatenate([np.asarray(h, dtype=np.int64) for h in hoods])
     which = np.repeat(np.arange(len(hoods)), [len(h) for h in hoods])
     sizes = np.bincount(which, minlength=len(hoods)).astype(np.float64)
+
+    def onehot(rows):  # (len(rows), n_leaves) leaf membership
+        r = rows.size
+        return sp.csr_matrix((np.ones(r * T), (np.repeat(np.arange(r), T), gid[rows].ravel())),
+                             shape=(r, n_leaves))
+
     m = members.size
-    Lm = sp.csr_matrix(
-        (np.ones(m * T), (np.repeat(np.arange(m), T), gid[members].ravel())), shape=(m, n_leaves)
-    )
     H = sp.csr_matrix((np.ones(m), (np.arange(m), which)), shape=(m, len(hoods)))
-    counts = (Lm.T @ H).tocsr()  # (n_leaves, l)
+    counts = (onehot(members).T @ H).tocsr()  # (n_leaves, l)
     rows = np.arange(n) if candidates is None else np.asarray(candidates, dtype=np.int64)
-    r = rows.size
-    Lc = sp.csr_matrix((np.ones(r * T), (np.repeat(np.arange(r), T), gid[rows].ravel())), shape=(r, n_leaves))
-    A = (Lc @ counts).toarray()
-    return A / (T * sizes[None, :])
+    return (onehot(rows) @ counts).toarray() / (T * sizes[None, :])
 
 
 def neighborhood_probabilities(similarity: Any) -> np.ndarray:
@@ -193,13 +185,9 @@ def normalized_uncertainty(P: ArrayLike) -> tuple[NDArray[Any], NDArray[Any], ND
 
 
 def relabelled_points(a: Any, b: Any) -> int:
-    """Number of points whose cluster differs between two labellings, clusters matched
-    one to one to agree on as many points as possible (0 iff the partitions are equal).
-
-    ``n - max_σ Σ_h C[h, σ(h)]`` with ``C`` the contingency table of ``a`` and ``b``
-    and ``σ`` a one-to-one matching of their clusters (Hungarian algorithm,
-    :func:`scipy.optimize.linear_sum_assignment`).
-    """
+    """Points whose cluster differs between two labellings under the best one-to-one
+    matching of their clusters: ``n - max_σ Σ_h C[h, σ(h)]``, ``C`` the contingency table
+    (Hungarian algorithm, :func:`scipy.optimize.linear_sum_assignment`)."""
     from scipy.optimize import linear_sum_assignment
 
     _, a = np.unique(np.asarray(a), return_inverse=True)
@@ -236,40 +224,26 @@ class NPU(ActiveSelector):
     Parameters
     ----------
     clusterer : hmrf estimator
-        Re-fitted (a clone) every iteration with ``fit(X, constraints=...)`` (see
-        :func:`~hmrf.active.base.fit_clusterer` for seed-based estimators). Xiong et al.
-        use MPCKMeans.
+        A clone is re-fitted every iteration (:func:`~hmrf.active.base.fit_clusterer`).
+        Xiong et al. use MPCKMeans.
     n_estimators : int, default=50
     closure : bool, default=True
         Cluster with the transitive closure of the constraints (Xiong et al., §4.1.2);
-        ``False``: with the answered pairs only. NPU computes it and turns the
-        clusterer's own ``closure`` off.
+        ``False``: with the answered pairs only.
     emission : str, EmissionFamily or None, default=None
         Divergence for choosing the member a point is paired with (``None``: the
         clusterer's ``emission`` if any, else squared Euclidean).
     reuse_forest : bool, default=True
         Reuse the forest while the clustering it was trained on still holds, up to a
-        renaming of the clusters and ``forest_tolerance`` (a forest trained on the same
-        partition differs only by its seed). ``False`` refits every iteration,
-        literally as Alg. 2 line 1.
+        renaming of the clusters and ``forest_tolerance``. ``False`` refits every
+        iteration, as Alg. 2 line 1.
     forest_tolerance : float in [0, 1), default=0.0
         Fraction of the points that may have changed cluster (:func:`relabelled_points`)
-        since the forest was trained before it is trained again. ``0``: only the same
-        partition reuses the forest. A small tolerance (``0.01``) skips most forests
-        once the clustering has settled, at a small cost in quality (a fresh forest
-        each round varies the similarity the next choice is made with; the measured
-        cost is in :doc:`/active_learning`).
+        before the forest is trained again (see :doc:`/active_learning`).
     warm_start : bool, default=False
-        Start each re-clustering from the previous iteration's cluster centres (the
-        clusterer's ``init``, one run), where the clusterer takes initial centres
-        (HMRFKMeans, MPCKMeans, KMeans, SphericalKMeans); others restart from their
-        own initialisation. One new point's constraints move a clustering little, so
-        EM converges in a few iterations and the labels stay put, which also lets the
-        forest be reused more often; but EM stays near the previous local optimum,
-        where a restart from the neighbourhoods can find a better one (the measured
-        cost is in :doc:`/active_learning`). ``False`` re-clusters from scratch every
-        iteration, as Alg. 1 line 3 reads. For interactive use, ``warm_start=True,
-        forest_tolerance=0.01`` answers several times faster.
+        Start each re-clustering from the previous cluster centres (one run), where the
+        clusterer takes ``init`` centres. ``False`` re-clusters from scratch, as Alg. 1
+        line 3 (see :doc:`/active_learning`).
     n_jobs : int or None, default=None
         Threads growing the forest's trees (:func:`forest_leaves`); the result does
         not depend on it.
@@ -290,18 +264,10 @@ class NPU(ActiveSelector):
 
     Notes
     -----
-    With a single neighbourhood every point has entropy 0, so Alg. 2 cannot choose;
-    the point is then drawn at random and no clustering is run. Ties of eq. 4 are
-    broken at random. If re-clustering fails, a ``RuntimeError`` says at which query
-    and why (there is no retry loop).
-
-    A round costs a re-clustering and a forest, ``O(N_T n log n + n T)`` for Alg. 2
-    (§3.4). The two ways to scale up that §3.4 names are here: growing the trees in
-    parallel (``n_jobs``) and re-clustering incrementally (``warm_start``); forest
-    reuse (``reuse_forest``, ``forest_tolerance``) skips the forest when the
-    clustering has not moved. Whatever the settings, the forest is grown tree by tree
-    (:func:`forest_leaves`, the same trees as scikit-learn's), the closure computed
-    once a round and ``w="auto"`` resolved once a fit: these change no result.
+    With a single neighbourhood every point has entropy 0: the point is drawn at
+    random and no clustering is run. Ties of eq. 4 are broken at random. A failed
+    re-clustering raises a ``RuntimeError`` naming the query. ``n_jobs`` and
+    ``warm_start`` are the two ways to scale up of §3.4.
 
     References
     ----------

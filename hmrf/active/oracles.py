@@ -1,21 +1,9 @@
 """Oracles: who answers "are x_i and x_j in the same cluster?" (Basu 2005, §5.1).
 
-An oracle answers a pairwise query with ``True`` (must-link), ``False`` (cannot-link)
-or ``None`` ("don't know": the pair is not a constraint and is never asked again,
-thesis §5.1). Every oracle has a *budget* — the number of questions a person is
-willing to answer — and a *log* of every query and answer, in order.
-
-* :class:`Oracle` — base class: budget, log, repeated-query and index checks. A new
-  oracle implements ``_answer(i, j)``.
-* :class:`LabelOracle` — answers from known class labels, optionally with answer noise
-  and "don't know" answers, for experiments (Xiong et al. 2014, §4.1.2).
-* :class:`TerminalOracle` — asks a person at the terminal; the input and output
-  streams are injectable so it can be scripted and tested.
-
-Any object with ``query(i, j) -> True | False | None`` and an integer-or-``None``
-``remaining`` attribute can serve as an oracle (:class:`OracleLike`). When the budget
-is spent, :meth:`Oracle.query` raises :class:`BudgetExhausted`; the selectors check
-``remaining`` first and stop cleanly.
+An answer is ``True`` (must-link), ``False`` (cannot-link) or ``None`` ("don't know":
+never asked again). An oracle has a *budget* and a *log* of every query. Any object
+with ``query(i, j)`` and an integer-or-``None`` ``remaining`` serves
+(:class:`OracleLike`).
 """
 
 from __future__ import annotations
@@ -72,6 +60,16 @@ def _check_budget(budget):
     return int(budget)
 
 
+def check_answer(value, who: str) -> bool | None:
+    """``value`` if True, False or None (a NumPy bool as bool), else a TypeError."""
+    if isinstance(value, np.bool_):
+        value = bool(value)
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{who} {value!r}, not True, False or None (True (must-link), False "
+                        "(cannot-link), None (don't know)).")
+    return value
+
+
 def _check_rate(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) <= 1.0:
         raise ValueError(f"{name} must be a probability in [0, 1]; got {value!r}.")
@@ -94,8 +92,7 @@ class Oracle(ABC):
 
     Notes
     -----
-    Asking the same pair twice raises ``ValueError``: the active learning model of
-    Basu (2005, §5.1) never repeats a query, including one answered "don't know".
+    Asking a pair twice raises ``ValueError``: queries are never repeated (§5.1).
     """
 
     def __init__(self, budget: int | None = None) -> None:
@@ -150,14 +147,7 @@ class Oracle(ABC):
             raise ValueError(f"the pair ({a}, {b}) was already asked; queries are never repeated.")
         if self.remaining == 0:
             raise BudgetExhausted(f"the oracle's budget of {self.budget} queries is spent.")
-        answer = self._answer(a, b)
-        if answer is not None:
-            if isinstance(answer, (bool, np.bool_)):
-                answer = bool(answer)
-            else:
-                raise TypeError(
-                    f"{type(self).__name__}._answer returned {answer!r}; expected True, False or None."
-                )
+        answer = check_answer(self._answer(a, b), f"{type(self).__name__}._answer returned")
         self._asked.add((a, b))
         self.log.append(Query(a, b, answer))
         return answer
@@ -228,11 +218,9 @@ _QUIT = {"q", "quit", "exit", "stop"}
 class TerminalOracle(Oracle):
     """Ask a person at the terminal whether two points belong to the same cluster.
 
-    Shows both points (their index and a description) and reads one of ``y`` (same
-    cluster: must-link), ``n`` (different: cannot-link), ``?`` (don't know) or ``q``
-    (quit: no more queries, selection ends cleanly). Anything else is asked again, at
-    most ``max_retries`` times, after which the query counts as "don't know". End of
-    input counts as quitting.
+    Reads ``y`` (must-link), ``n`` (cannot-link), ``?`` (don't know) or ``q`` (quit,
+    as is end of input); anything else is asked again, at most ``max_retries`` times,
+    then counts as "don't know".
 
     Parameters
     ----------
@@ -245,8 +233,7 @@ class TerminalOracle(Oracle):
     feature_names : sequence of str, optional
         Names shown next to feature values.
     input, output : file-like, optional
-        Streams to read answers from and write prompts to (default ``sys.stdin`` and
-        ``sys.stdout``): pass ``io.StringIO`` objects to script a session.
+        Streams of answers and prompts (default ``sys.stdin`` and ``sys.stdout``).
     max_retries : int, default=5
 
     Examples

@@ -21,11 +21,8 @@ _BLOCK = 512
 class RandomPairs(ActiveSelector):
     """Uniformly random pairs not already asked and not implied by the answers so far.
 
-    The "Random" policy of Xiong et al. (2014, §4.1.4): each query is drawn uniformly
-    among the pairs that are neither asked before (including "don't know" answers)
-    nor implied by the transitive closure of the constraints known so far (same
-    must-link component, or components joined by a cannot-link). Selection stops
-    when the budget is spent or no such pair is left.
+    The "Random" policy of Xiong et al. (2014, §4.1.4): each query is uniform among the
+    pairs neither asked before nor implied by the transitive closure of the answers.
 
     Parameters
     ----------
@@ -33,11 +30,9 @@ class RandomPairs(ActiveSelector):
 
     Notes
     -----
-    Pairs are drawn by rejection, in vectorised batches of 256; if eight batches find
-    nothing (almost every pair is implied) the remaining pairs are enumerated exactly,
-    in row blocks, and one is drawn uniformly — or selection stops if there is none.
-    Since no implied pair is ever asked, even a noisy oracle cannot produce
-    contradictory constraints.
+    Pairs are drawn by rejection in batches of 256; after eight empty batches the
+    remaining pairs are enumerated and one is drawn uniformly. As no implied pair is
+    asked, even a noisy oracle gives no contradictory constraints.
 
     References
     ----------

@@ -1,12 +1,4 @@
-"""Buckshot initial centres (Cutting, Karger, Pedersen & Tukey 1992).
-
-Group-average HAC on a random sample of ``⌈√(k n)⌉`` points; the centroids of its ``k``
-clusters seed k-means. HAC on ``s`` points costs O(s²) = O(k n), so the seeding is linear
-in ``n`` (Mooney's slides, "Buckshot Algorithm").
-
-Only NumPy, SciPy and :mod:`hmrf.emissions` are imported, so the initialisation layer
-may use it.
-"""
+"""Buckshot initial centres (Cutting, Karger, Pedersen & Tukey 1992)."""
 
 from __future__ import annotations
 
@@ -86,29 +78,23 @@ def buckshot_centers(X: MatrixLike, n_clusters: int, rng: RandomLike = None,
         Draws the sample.
     family : EmissionFamily, optional
         Dissimilarity of the HAC: squared Euclidean when omitted, ``1 - cos`` for
-        :class:`~hmrf.emissions.VonMisesFisher`, and for any other family the
-        symmetrised divergence ``½ (D(x, μ(y)) + D(y, μ(x)))`` with each point made a
-        centre by ``family.init_params`` (smoothed for KL).
+        :class:`~hmrf.emissions.VonMisesFisher`, else ``½ (D(x, μ(y)) + D(y, μ(x)))``
+        with each point made a centre by ``family.init_params``.
     return_sample : bool, default=False
         Also return the indices of the sampled rows.
 
     Returns
     -------
     centers : ndarray (k, d)
-        Mean of the sampled points of every HAC cluster (before the family projects
-        them into its domain, as :func:`hmrf.initialization.initial_centers`).
+        Mean of the sampled points of every HAC cluster.
     sample : ndarray (s,)
         Sorted indices of the sampled rows (with ``return_sample=True``).
 
     Notes
     -----
-    ``s = min(n, ⌈√(k n)⌉)`` rows are drawn without replacement; their ``s × s``
-    dissimilarities (``8 s² = 8 k n`` bytes) go to :func:`scipy.cluster.hierarchy.linkage`
-    with ``method="average"`` (UPGMA: mean dissimilarity between the two clusters), and
-    the tree is cut at ``k`` clusters. Cost O(s² d) for the dissimilarities and O(s²)
-    for the HAC: O(k n d), linear in ``n``. The slides' "group average" averages over
-    all pairs of the merged cluster (GAAC); UPGMA averages over the pairs between the
-    two clusters, the common definition of average link.
+    ``s = min(n, ⌈√(k n)⌉)`` rows are drawn without replacement, clustered by
+    :func:`scipy.cluster.hierarchy.linkage` with ``method="average"`` (UPGMA) and cut at
+    ``k`` clusters: O(k n d), linear in ``n``.
 
     References
     ----------

@@ -79,10 +79,7 @@ def plot_dendrogram(hac: HAC, ax: Axes | None = None, *, show_cut: bool = True, 
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4))
     if "labels" not in kwargs and "truncate_mode" not in kwargs:
-        first = np.full(n_leaves, -1, dtype=np.int64)
-        order = np.argsort(hac.leaves_, kind="stable")
-        starts = np.r_[0, np.flatnonzero(np.diff(hac.leaves_[order])) + 1]
-        first[hac.leaves_[order[starts]]] = order[starts]
+        _, first = np.unique(hac.leaves_, return_index=True)  # the first point of every leaf
         sizes = hac.leaf_sizes_.astype(np.int64)
         kwargs["labels"] = [str(p) if s == 1 else f"{p}+{s - 1}" for p, s in zip(first, sizes)]
     dendrogram(Z, ax=ax, **kwargs)

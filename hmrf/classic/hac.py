@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import validate_data
 
-from .._params import Check, Interval, Options, validate_params
+from .._params import Interval, Options, validate_params
 from .._validation import check_data, check_n_clusters, check_partial_labels
 from ..constraints import Constraints, as_constraints
 from ..exceptions import InfeasibleError
@@ -40,10 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["HAC"]
 
 
-def _finite_nonnegative_or_none(value) -> bool:
-    return value is None or (Interval(Real, 0, None).matches(value) and np.isfinite(float(value)))
-
-
 class HAC(ClusterMixin, BaseEstimator):
     """Hierarchical agglomerative clustering, optionally under must-link/cannot-link constraints.
 
@@ -54,16 +50,12 @@ class HAC(ClusterMixin, BaseEstimator):
     * ``"complete"``: ``max_{x∈A, y∈B} d(x, y)`` (tight, spherical clusters),
     * ``"average"``: ``mean_{x∈A, y∈B} d(x, y)`` (UPGMA, SciPy's ``average``).
 
-    The tree is cut at ``n_clusters`` clusters or at ``distance_threshold`` (exactly one
-    of the two).
+    The tree is cut at ``n_clusters`` clusters or at ``distance_threshold``.
 
-    With constraints (Davidson & Ravi 2005), the must-link closure components are
-    merged first and are the leaves; a merge that would put two cannot-linked points
-    in one cluster is never made. Every constraint is enforced, whatever its weight.
-    When the merging stops above ``n_clusters`` because every two remaining clusters
-    are joined by a cannot-link (a greedy dead end), an exact repair moves the fewest
-    points out of those clusters so that ``n_clusters`` clusters keep every
-    constraint (:func:`~hmrf.classic.linkage.repair_dead_end`).
+    With constraints (Davidson & Ravi 2005), the must-link closure components are the
+    leaves and no merge joins two cannot-linked points, whatever the weights. When
+    merging stops above ``n_clusters`` (every two clusters cannot-linked), an exact
+    repair moves the fewest points (:func:`~hmrf.classic.linkage.repair_dead_end`).
 
     Parameters
     ----------
@@ -76,10 +68,9 @@ class HAC(ClusterMixin, BaseEstimator):
     metric : {"euclidean", "sqeuclidean", "cosine", "cityblock"}, default="euclidean"
         Distance between points (``"cosine"``: ``1 - cos``, the slides' text setting).
     max_samples : int, default=10000
-        Largest ``n`` accepted: HAC stores all ``n(n-1)/2`` pairwise distances
-        (``4 n²`` bytes, 400 MB at ``n = 10⁴``; sparse input needs ``12 n²`` for the
-        Gram matrix). Raise it knowingly, or use k-means with
-        :func:`~hmrf.classic.buckshot_centers` for large ``n``.
+        Largest ``n`` accepted: HAC stores all ``n(n-1)/2`` pairwise distances.
+    time_limit : float, default=60.0
+        Seconds for the repair of a dead end.
 
     Attributes
     ----------
@@ -96,35 +87,27 @@ class HAC(ClusterMixin, BaseEstimator):
         Number of points in each of the ``n_leaves_`` leaves.
     n_leaves_ : int
     n_merges_ : int
-        Rows of ``linkage_matrix_`` applied to obtain ``labels_`` (all of them, after a
-        dead end).
+        Rows of ``linkage_matrix_`` applied to obtain ``labels_``.
     n_moved_ : int
-        Points the repair of a dead end moved out of the cluster merging put them in
-        (0 when merging reached ``n_clusters``).
+        Points the repair of a dead end moved out of their cluster.
     constraints_ : Constraints
     n_features_in_ : int
 
     Raises
     ------
     InfeasibleError
-        (from :meth:`fit`) Proven infeasibility only: ``n_clusters`` exceeds the number
-        of must-link components (HAC only merges), or the repair of a dead end proved
-        that no ``n_clusters`` clusters keep every cannot-link.
+        (from :meth:`fit`) ``n_clusters`` exceeds the number of must-link components,
+        or the repair proved that no ``n_clusters`` clusters keep every cannot-link.
     ConstraintSearchError
-        (from :meth:`fit`) The repair of a dead end reached ``time_limit`` without a
-        labelling or a proof; the constraints may be satisfiable.
+        (from :meth:`fit`) The repair reached ``time_limit`` without an answer.
 
     Notes
     -----
-    Unconstrained fits call :func:`scipy.cluster.hierarchy.linkage` (O(n²) time for
-    these three linkages). The constrained loop runs Lance-Williams updates on the
-    condensed distance matrix of the must-link components with forbidden merges at
-    ``+inf``, by the nearest-neighbour chain: O(n²) time and memory. Deciding whether
-    ``k`` clusters can satisfy a set of cannot-links is NP-complete (it contains graph
-    colouring; Davidson & Ravi 2005), and greedy merging may end at a dead end
-    although a different merge order would reach ``k``: the repair decides it exactly
-    (a mixed-integer program over the leaves in cannot-links), exponential in the worst
-    case but small in practice (its size is the number of cannot-linked leaves times k).
+    Unconstrained fits call :func:`scipy.cluster.hierarchy.linkage`; the constrained
+    loop is :func:`~hmrf.classic.linkage.constrained_linkage`, O(n²) time and memory.
+    Whether ``k`` clusters can keep a set of cannot-links is NP-complete (Davidson &
+    Ravi 2005): the repair decides it by a mixed-integer program over the cannot-linked
+    leaves.
 
     References
     ----------
@@ -146,7 +129,7 @@ class HAC(ClusterMixin, BaseEstimator):
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 1, None), Options(None)],
         "linkage": [Options(*LINKAGES)],
-        "distance_threshold": [Check(_finite_nonnegative_or_none, "a finite number >= 0 or None")],
+        "distance_threshold": [Interval(Real, 0, float("inf"), closed="left"), Options(None)],
         "metric": [Options(*METRICS)],
         "max_samples": [Interval(Integral, 2, None)],
         "time_limit": [Interval(Real, 0, None, closed="neither")],

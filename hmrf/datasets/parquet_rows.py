@@ -1,14 +1,4 @@
-"""Rows of Parquet files as a row-chunked Dask array, for a fit on a Dask cluster.
-
-:func:`read_parquet_rows` reads a Parquet data set (one ``.parquet`` file or a directory
-of them) with :func:`dask.dataframe.read_parquet`: one chunk of rows per partition, read
-by the workers from the files at every pass that needs them (nothing is held by the
-client, and a chunk lost with a worker is read again from its file). The feature
-columns are the numeric ones (integers, floats, booleans), all of them unless
-``columns`` chooses; a text, date or category column among them is an error that names
-it. Rows are in the order Dask reads them: the files in the natural order of their
-names (``part.2`` before ``part.10``), the rows of each file in file order.
-"""
+"""Rows of Parquet files as a row-chunked Dask array, read by the workers of a cluster."""
 
 from __future__ import annotations
 
@@ -17,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._tables import DataFileError
+from .files import DataFileError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -61,24 +51,21 @@ def read_parquet_rows(path: str | os.PathLike[str], columns: Sequence[str] | Non
         The feature columns, in this order. Default: every column of the files (the
         pandas index Parquet may store is not a column); each must be numeric.
     chunk_sizes : bool, default=True
-        Count the rows of every chunk (one pass over the files, on the workers of the
-        current Dask client). The estimators need known chunk sizes; ``False`` leaves
-        them unknown (``nan``).
+        Count the rows of every chunk (one pass over the files, on the workers), as the
+        estimators need; ``False`` leaves them unknown (``nan``).
 
     Returns
     -------
     dask.array.Array
-        Rows in the order of ``dask.dataframe`` (module notes), one chunk per
-        partition and one chunk of columns; float32 when every feature column is
-        float32, else float64 (integers and booleans as numbers).
+        Rows in the order of ``dask.dataframe`` (files in the natural order of their
+        names), one chunk per partition; float32 when every feature column is float32,
+        else float64.
 
     Raises
     ------
     DataFileError
-        The path does not exist, a directory holds no Parquet file, a file is not
-        readable Parquet, ``columns`` names a column the files do not have (the message
-        lists theirs), a feature column is not numeric (the message names every such
-        column and its type), no feature column, no rows.
+        A missing path, no Parquet file, an unreadable file, an unknown or non-numeric
+        column (the message names every such column), no feature column, no rows.
     ImportError
         Without dask.dataframe or pyarrow.
     """

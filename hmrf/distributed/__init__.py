@@ -1,27 +1,12 @@
-"""HMRF EM on Dask arrays and a Dask cluster (ARCHITECTURE.md, layer 8).
+"""HMRF EM on Dask arrays and a Dask cluster: the same model, E-step and M-step as in memory,
+with the data left in the chunks of a row-chunked ``dask.array.Array`` on the workers.
 
-The same model, E-step and M-step as in memory, with the data left where they are: in
-the chunks of a row-chunked ``dask.array.Array``, on the workers of a
-``dask.distributed`` cluster (or Dask's local threads when no client is running).
-
-* :class:`DaskHMRF` is the :class:`~hmrf.HMRF` of such an array: each chunk is
-  validated and prepared by the emission family on the worker that holds it, and only
-  the rows the model asks for by index (the endpoints of constraints, labelled seeds, a
-  few random rows for the initialisation) ever reach the client.
-* :func:`dask_assignment_pass` and :func:`dask_soft_pass` are the data passes of
-  :func:`hmrf.em.run_em` and :func:`hmrf.em.run_soft_em`: one task per chunk runs
-  :func:`hmrf.em.passes.assign_block` (or :func:`~hmrf.em.passes.soft_assign_block`) over the
-  chunk's rows, the M-step statistics are tree-reduced on the workers, and the client
-  receives the cost rows of the constrained points (O(m k)), on which the chosen engine
-  runs as it does in memory, the cluster sizes and the statistics; every point's label
-  stays on the worker that holds its chunk (:class:`ChunkLabels`).
-* :class:`DaskFit` is the fit backend (:mod:`hmrf.backend`) the estimators' one ``fit``
-  runs with when given a Dask array (:func:`fit_dask` with ``persist=``), and
-  :class:`GatheredRows` the row backend their initialisation runs on;
-  :func:`predict_dask` is what ``predict`` calls.
-
-``import hmrf`` never imports Dask; this package loads its modules on first use
-(``pip install "hmrf[dask]"``). See ``docs/scaling_out.md`` for the memory model.
+:class:`DaskHMRF` is the :class:`~hmrf.HMRF` of such an array (only rows asked for by
+index reach the client); :func:`dask_assignment_pass` and :func:`dask_soft_pass` are the
+data passes of the EM loops (one task per chunk, statistics tree-reduced, labels left on
+the workers as :class:`ChunkLabels`); :class:`DaskFit` is the fit backend of the
+estimators and :class:`GatheredRows` the row backend of their initialisation. Needs
+``pip install "hmrf[dask]"``; see ``docs/scaling_out.md`` for the memory model.
 """
 
 from __future__ import annotations

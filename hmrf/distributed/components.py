@@ -1,39 +1,22 @@
 """The constrained part of a Dask fit solved on the workers, one task per group of
-connected components (ARCHITECTURE.md, "A data backend"; docs/scaling_out.md).
+connected components (docs/scaling_out.md).
 
-Below ``COMPONENT_TASKS_ABOVE`` constrained points the client receives the cost rows of
-the m constrained points every pass (O(m·k)) and runs the inference engine on them, as in
-memory. Above it that would put O(m·k) floats (and the engine's working arrays) on the
-client every iteration, so the E-step of the constrained part runs where the costs are:
+From ``COMPONENT_TASKS_ABOVE`` constrained points on, the E-step of the constrained part
+runs where its costs are, not on the client:
 
-1. the constraint graph among the constrained points is split into its connected
-   components (:meth:`hmrf.graph.PairwiseGraph.components`, ``scipy.sparse.csgraph``),
-   and whole components are grouped into tasks of about equal numbers of points (the
-   components in the order of their first point, cut where the running total of their
-   sizes crosses a multiple of ``m / n_tasks``: a component is never split, a giant one
-   makes one task of its own). The plan (which task holds each point, each task's
-   subgraph re-indexed to its points, and per chunk the order of its constrained rows
-   by task) is built on the client once per graph and kept on the workers;
-2. each chunk's task of the pass keeps its constrained rows' cost rows, previous labels
-   and data rows on its worker and cuts the cost rows and labels into one piece per task
-   that holds some of them;
-3. each component task stacks its pieces (its points in increasing order), runs the
-   engine (:func:`hmrf.em.loop.solve_e_step`, from the previous labels) and returns to
-   the client only numbers: the energy of its labelling and of the previous one, the
-   pairwise energy of the previous labelling (the objective of the previous M-step),
-   its lower bound, the cluster sizes of both labellings and the number of changed
-   points;
-4. the client decides, as in memory, whether the engine's labelling of the whole
-   constrained part is kept (its summed energy is not above the previous labelling's),
-   and one task per chunk writes the kept labels over the chunk's argmin labels and
-   returns the change of the chunk's M-step statistics (k × d), from the data rows kept
-   in step 2: an iteration reads each chunk of ``X`` once, in the pass.
+1. the components of the constraint graph (:meth:`hmrf.graph.PairwiseGraph.components`)
+   are grouped whole into tasks of about equal numbers of points, once per graph;
+2. each chunk's task of the pass keeps its constrained rows' costs, previous labels and
+   data rows and cuts them into one piece per task;
+3. each task runs the engine (:func:`hmrf.em.loop.solve_e_step`) from the previous
+   labels and returns only numbers (energies, lower bound, cluster sizes, changes);
+4. the client keeps or rejects the whole labelling as in memory, and one task per chunk
+   writes the kept labels over its argmin labels and returns the change of its M-step
+   statistics.
 
-Per iteration the client receives O(k·d + number of tasks + number of chunks); the
-components are independent, so an engine that solves each component on its own from the
-same costs gives the labels it gives in memory. Engines that draw random numbers draw
-them from a child generator per task (``numpy.random.Generator.spawn``), not from the
-fit's stream, so their labelling differs from the in-memory one by those draws.
+The client receives O(k·d + tasks + chunks) per iteration. Engines draw their random
+numbers from a child generator per task, so their labels differ from the in-memory ones
+by those draws.
 """
 
 from __future__ import annotations
@@ -47,7 +30,7 @@ import numpy as np
 from ..em.loop import solve_e_step
 from ..graph import PairwiseGraph
 from ..inference.base import InferenceResult
-from .data import _current_client, tree_reduce
+from .data import _current_client, _sum_all, tree_reduce
 from .labels import ChunkLabels
 
 if TYPE_CHECKING:
@@ -82,10 +65,8 @@ def component_tasks_above(value: int | None = None) -> int:
 
 
 def _keep(values: list) -> list:
-    """Values made on the client, as task arguments kept on the workers (persisted tasks
-    whose values the scheduler holds, recomputed after a lost worker as
-    :meth:`~hmrf.distributed.ChunkedData.send` does); the values themselves for Dask's
-    local schedulers."""
+    """Values made on the client as task arguments kept on the workers (as
+    :meth:`~hmrf.distributed.ChunkedData.send`)."""
     if _current_client() is None:
         return values
     return list(dask.persist(*[dask.delayed(v, traverse=False) for v in values]))
@@ -217,26 +198,17 @@ def _write_back(family, X_c, labels, local, cut, stats_args, *pieces):
 
 
 def _add_stats(*parts):
-    total = None
-    for p in parts:
-        if p is not None:
-            total = p if total is None else total + p
-    return total
+    parts = [p for p in parts if p is not None]
+    return _sum_all(*parts) if parts else None
 
 
 # ----------------------------------------------------------------- the E-step
 def solve_on_workers(plan: ComponentPlan, model: Any, step: Any, chunk_outputs: dict, engine: Any,
                      previous: Any, rng: np.random.Generator, accumulate: bool, shift: Any) -> tuple:
     """The E-step of the constrained part on the workers (module docstring, steps 2-4):
-    returns ``(labels, energy, result, rejected, previous_pairwise)`` as the EM loop's
-    E-step does, with ``step.labels`` and ``step.stats`` set to the labels kept and
-    their statistics.
-
-    ``chunk_outputs``: the pass's per-chunk ``unary`` (constrained cost rows),
-    ``previous`` (their previous labels or ``None``), ``rows`` (their rows of the data),
-    ``labels`` (argmin labels), the
-    argmin cluster sizes at the constrained rows ``at_counts`` and the free points'
-    ``free_changed``.
+    ``(labels, energy, result, rejected, previous_pairwise)`` as the EM loop's E-step,
+    with ``step.labels`` and ``step.stats`` set; ``chunk_outputs`` are the pass's
+    per-chunk outputs (:func:`~hmrf.distributed.passes.dask_assignment_pass`).
     """
     data, k = model.data, model.n_clusters
     n_chunks = data.n_chunks

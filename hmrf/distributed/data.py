@@ -1,24 +1,16 @@
 """The rows of a Dask array as prepared chunks on the cluster.
 
-:class:`ChunkedData` turns a row-chunked ``dask.array.Array`` into one task per
-chunk that validates and prepares the chunk where it is: the checks of
-``check_data`` (NaN, infinite values, dtype) and the family's own
-``prepare`` (domain checks; row normalisation for KL and cosine), with the row numbers
-of any error counted from the first row of the whole array. Nothing is read until a
-pass runs; the first pass is :class:`ColumnSummary`, the column means and variances
-that the initialisation and the families' priors read instead of the data, so a bad
-chunk is reported when the model is built.
-
-Whether the prepared chunks stay in the workers' memory (``persist``) or are read
-again from their source by every pass (out of core: a Zarr store or memory-mapped files
-larger than the cluster's memory) is decided once, from their size and the workers'
-memory limits. Chunks read again are checked once: the summary pass validates them,
-later passes only convert them (and re-apply ``prepare`` where it changed the chunk),
-and the families' per-row data terms stay on the workers when they fit.
+:class:`ChunkedData` validates and prepares each chunk where it is (``check_data`` and
+the family's ``prepare``, errors naming rows of the whole array); its first pass is the
+:class:`ColumnSummary`. The prepared chunks stay in the workers' memory (``persist``) or
+are read again from their source by every pass (out of core), decided once from their
+size and the workers' memory; chunks read again are checked only by the first pass.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import re
 from dataclasses import dataclass
@@ -59,12 +51,8 @@ FAN_IN = 8
 
 
 def as_row_chunked(X: MatrixLike, name: str = "X") -> da.Array:
-    """``X`` as a 2-D Dask array of a real dtype with known row chunks and one chunk
-    along the columns (column chunks are merged lazily).
-
-    Raises the errors of ``check_data`` for the shape and dtype,
-    and says how to get known chunk sizes when they are unknown.
-    """
+    """``X`` as a 2-D Dask array of a real dtype with known row chunks and one chunk along
+    the columns; the errors of ``check_data``, and how to get unknown chunk sizes."""
     if not isinstance(X, da.Array):
         if hasattr(X, "to_dask_array"):
             raise TypeError(f"{name} is a Dask {type(X).__name__}; pass "
@@ -115,10 +103,7 @@ def tree_reduce(parts: Any, combine: Any = None, fan_in: int = FAN_IN) -> Any:
 
 
 def _sum_all(*values):
-    total = values[0]
-    for v in values[1:]:
-        total = total + v
-    return total
+    return functools.reduce(operator.add, values)  # in order: v0 + v1 + ...
 
 
 _ROW_PATTERNS = (re.compile(r"(\brow )(\d+)"), re.compile(r"(\bX\[)(\d+)(?=, )"))
@@ -135,9 +120,8 @@ def _global_rows(message: str, start: int) -> str:
 
 
 def prepare_chunk(block, family: EmissionFamily, start: int, name: str = "X"):
-    """One chunk validated (``check_data``) and prepared by the
-    family, as the in-memory model does for the whole array; errors name rows of the
-    whole array."""
+    """One chunk validated (``check_data``) and prepared by the family; errors name rows of
+    the whole array."""
     return _checked(block, family, start, name)[1]
 
 
@@ -153,10 +137,9 @@ def _checked(block, family, start, name="X"):
 
 
 def load_chunk(block, family: EmissionFamily, transformed: bool):
-    """A chunk that :func:`prepare_chunk` accepted, read again by a later pass: the
-    conversion of ``check_data`` and, if ``prepare`` changed the chunk the first time
-    (``transformed``: KL and cosine normalise rows), the family's ``prepare`` again; the
-    checks of the first read are not repeated (the chunk comes from the same source)."""
+    """A chunk that :func:`prepare_chunk` accepted, read again by a later pass: converted,
+    and prepared again if ``prepare`` changed it the first time (``transformed``), not
+    checked again."""
     if not sp.issparse(block) and hasattr(block, "tocsr"):  # pydata/sparse chunks
         block = block.tocsr()
     X = convert_data(block)
@@ -188,12 +171,9 @@ def _nbytes(X) -> int:
 
 @dataclass
 class _Moments:
-    """Count, column sums and column second moments of some rows: for dense rows the sum
-    of squared deviations from their own mean (combined by Chan, Golub & LeVeque's
-    pairwise update, free of the cancellation of raw moments), for sparse rows the raw
-    sum of squares (what the in-memory families compute for sparse data); and the rows'
-    :class:`~hmrf.emissions.stats.Spread` under the family (its Bregman information, for
-    ``w="auto"``)."""
+    """Count, column sums and second moments of some rows (dense: squared deviations from
+    their mean, combined by Chan, Golub & LeVeque's pairwise update; sparse: raw sums of
+    squares), column extremes, and the rows' :class:`~hmrf.emissions.stats.Spread`."""
 
     count: float
     sums: np.ndarray
@@ -240,29 +220,24 @@ class _Moments:
 
 @dataclass(frozen=True)
 class ColumnSummary:
-    """What the initialisation and the families' priors read from the whole data, computed
-    in one pass over the chunks: the number of rows, the column sums, means and
-    (population) variances of the prepared data, its size in memory, and its Bregman
-    information under the family (``w="auto"``'s scale needs no pass of its own).
+    """What the initialisation and the families' priors read from the whole data, in one
+    pass over the chunks.
 
     Attributes
     ----------
     n : int
     sums, mean, var : ndarray (d,)
-        float64.
+        Column sums, means and population variances (float64).
     nbytes : int
-        Bytes of the prepared chunks (data, indices and index pointers of sparse chunks).
+        Bytes of the prepared chunks.
     min, max : ndarray (d,)
-        Column minima and maxima (float64; implicit zeros of sparse chunks count).
+        Column minima and maxima (implicit zeros of sparse chunks count).
     nnz : int
-        Stored entries of sparse chunks (0 for dense chunks): what a pass over the rows
-        costs, read by ``n_init="auto"``.
+        Stored entries of sparse chunks (0 for dense chunks), read by ``n_init="auto"``.
     second : ndarray (d,)
-        Column sums of squared deviations from the mean (dense chunks), of squares
-        (sparse chunks): the one-cluster second moments of the M-step statistics.
+        Column sums of squared deviations from the mean (dense), of squares (sparse).
     spread : Spread or None
-        The rows' :class:`~hmrf.emissions.stats.Spread` under the family (their Bregman
-        information, behind ``w="auto"``: :meth:`hmrf.HMRF.data_scale`).
+        The rows' Bregman information under the family (:meth:`hmrf.HMRF.data_scale`).
     """
 
     n: int
@@ -297,11 +272,10 @@ class ChunkedData:
     family : EmissionFamily
         Validates and prepares each chunk (:meth:`~hmrf.emissions.EmissionFamily.prepare`).
     persist : {"auto", True, False}, default="auto"
-        Keep the prepared chunks (and the family's per-row data terms) in the workers'
-        memory. ``"auto"``: when they take at most ``PERSIST_FRACTION`` (40 %) of the
-        workers' summed memory limits (of this machine's memory without a
-        ``distributed`` client); otherwise every pass reads the chunks from their source
-        again (out of core).
+        Keep the prepared chunks (and the family's data terms) in the workers' memory;
+        ``"auto"``: when they take at most ``PERSIST_FRACTION`` of the workers' summed
+        memory limits (of this machine's without a client), else every pass reads the
+        chunks again (out of core).
 
     Attributes
     ----------
@@ -314,9 +288,8 @@ class ChunkedData:
     chunks : list of Delayed
         The prepared chunks.
     data_terms : list of Delayed or None
-        The family's per-row data terms of each chunk, kept on the workers when the
-        chunks are persisted or the terms fit on their own (else each pass computes them
-        with the chunk).
+        The family's per-row data terms of each chunk, kept on the workers when they fit
+        (else each pass computes them).
     row_chunks : tuple of int
         The row chunks of ``X`` (for arrays returned to the user).
     persisted : bool
@@ -357,9 +330,8 @@ class ChunkedData:
             self._persist()
 
     def _read_once(self, raw) -> None:
-        """The summary pass over chunks not kept in memory, which also validates them and
-        keeps their data terms on the workers when those fit (8 bytes a row): later passes
-        then read each chunk with :func:`load_chunk`, the conversion alone."""
+        """The summary pass over chunks not kept in memory: validates them and keeps their
+        data terms on the workers when those fit; later passes use :func:`load_chunk`."""
         keep_terms = self._has_terms and self._fits(8 * self.n)
         reads = [dask.delayed(first_read, pure=False, nout=3)(b, self.family_key, int(s), keep_terms)
                  for b, s in zip(raw, self.starts)]
@@ -419,21 +391,18 @@ class ChunkedData:
         return [values[s:e] for s, e in zip(self.starts, self.stops)]
 
     def send(self, pieces: Any) -> list:
-        """Arrays held by the client (one per chunk), as arguments for the chunks' tasks:
-        under a ``distributed`` client each piece is a task of its own, persisted on the
-        workers, whose value the scheduler keeps in its graph: a worker lost with a piece
-        is recomputed from it, as a chunk is from its source (data scattered with
-        ``client.scatter`` would be lost with the worker). Dask's local schedulers share
-        the client's memory and take the pieces themselves."""
+        """Arrays held by the client (one per chunk) as arguments of the chunks' tasks: under
+        a ``distributed`` client, persisted tasks whose values the scheduler keeps (a lost
+        worker's piece is recomputed; ``client.scatter`` would lose it); the pieces
+        themselves for Dask's local schedulers."""
         pieces = [np.ascontiguousarray(p) for p in pieces]
         if _current_client() is None:
             return pieces
         return list(dask.persist(*[dask.delayed(p, traverse=False) for p in pieces]))
 
     def to_dask(self, values: NDArray[Any], dtype: DTypeLike | None = None) -> da.Array:
-        """An (n,) vector held by the client as a Dask array chunked like the rows of ``X``,
-        its pieces held by the workers (one piece a chunk, see :meth:`send`). ``dtype``: the type
-        the array computes to, when the pieces are stored in a narrower one."""
+        """An (n,) vector held by the client as a Dask array chunked like the rows of ``X``
+        (pieces sent by :meth:`send`), computing to ``dtype``."""
         values = np.asarray(values)
         if _current_client() is None:  # Dask's local schedulers share the client's memory
             arr = da.from_array(values, chunks=(self.row_chunks,))
@@ -452,9 +421,9 @@ class ChunkedData:
 
 
 def cluster_memory() -> float:
-    """Bytes of memory the work may use: the summed ``memory_limit`` of the workers of the
-    current ``distributed`` client (a worker without a limit counts as this machine's
-    memory), or this machine's physical memory without a client."""
+    """Bytes of memory the work may use: the summed ``memory_limit`` of the current
+    client's workers (this machine's memory for a worker without one, or without a
+    client)."""
     physical = _physical_memory()
     client = _current_client()
     if client is None:

@@ -1,14 +1,6 @@
-"""``fit`` and ``predict`` of the HMRF estimators on Dask arrays.
-
-:class:`DaskFit` is the fit backend (:mod:`hmrf.backend`) of a Dask array: the
-estimators' one ``fit`` checks the data with it, builds the model of the estimator (its
-own ``_model`` on :class:`~hmrf.distributed.DaskRows`, which makes it a
-:class:`~hmrf.distributed.DaskHMRF`), runs the estimator's own ``_initial_params`` on the
-model's rows (:class:`~hmrf.distributed.GatheredRows`, the Dask
-:class:`~hmrf.backend.RowBackend` of :mod:`hmrf.initialization`) and the EM loops with the
-passes of ``hmrf.distributed.passes``. The fitted attributes are those of the in-memory
-fit, except that ``labels_`` is a Dask array chunked like the rows of ``X`` and kept on
-the workers. Nothing here knows which estimator runs.
+"""``fit`` and ``predict`` of the HMRF estimators on Dask arrays: :class:`DaskFit` is the
+fit backend (:mod:`hmrf.backend`) the estimators' one ``fit`` runs with; the fitted
+attributes are those of the in-memory fit, except that ``labels_`` is a Dask array.
 """
 
 from __future__ import annotations
@@ -56,10 +48,9 @@ class DaskFit:
         :class:`~hmrf.distributed.ChunkedData`); default: the Dask configuration value
         ``hmrf.persist``, else ``"auto"``.
     component_tasks_above : int, optional
-        Constrained points from which the hard E-step of the constrained part runs on the
-        workers, a task per group of connected components
-        (:mod:`hmrf.distributed.components`); default: the Dask configuration value
-        ``hmrf.component-tasks-above``, else ``COMPONENT_TASKS_ABOVE`` (10^6).
+        Constrained points from which the E-step of the constrained part runs on the
+        workers (:mod:`hmrf.distributed.components`); default: the Dask configuration
+        value ``hmrf.component-tasks-above``, else ``COMPONENT_TASKS_ABOVE``.
     """
 
     hard_pass = staticmethod(dask_assignment_pass)
@@ -75,16 +66,14 @@ class DaskFit:
         return as_row_chunked(X)
 
     def partial_labels(self, y: Any) -> ArrayLike | None:
-        """Partial labels given as a Dask array, as a NumPy vector (n integers on the
-        client: the supervision reads them all)."""
+        """Partial labels given as a Dask array, as a NumPy vector."""
         if y is not None and type(y).__module__.split(".")[0] == "dask":
             return np.asarray(y.compute())
         return y
 
     def model(self, build: Callable[..., HMRF], X: ChunkedData, constraints: Constraints,
               y: ArrayLike | None, potentials: Any) -> DaskHMRF:
-        """``build(DaskRows(X), constraints, y, potentials)`` (the estimator's ``_model``):
-        ``HMRF`` on :class:`~hmrf.distributed.DaskRows` is a
+        """``build(DaskRows(X), constraints, y, potentials)``, a
         :class:`~hmrf.distributed.DaskHMRF`."""
         model = build(DaskRows(X, self.persist), constraints, y, potentials)
         if not isinstance(model, DaskHMRF):
@@ -94,9 +83,7 @@ class DaskFit:
         return model
 
     def labels(self, result: EMResult, model: DaskHMRF) -> da.Array:
-        """The fitted ``labels_`` as a Dask array chunked like the rows of ``X``, from the
-        labels the passes keep on the workers (labels held by the client, from a pass
-        supplied by the user, are sent to them)."""
+        """The fitted ``labels_`` as a Dask array chunked like the rows of ``X``."""
         if isinstance(result.labels, ChunkLabels):
             return result.labels.to_dask()
         return model.data.to_dask(result.labels.astype(label_dtype(model.n_clusters)), np.int64)

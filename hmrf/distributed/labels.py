@@ -1,17 +1,10 @@
 """Labels of a Dask fit, left on the workers with their chunks.
 
-:class:`ChunkLabels` is what the EM loop (:func:`hmrf.em.run_em`) holds for a
-:class:`~hmrf.distributed.DaskHMRF` instead of an (n,) vector: one task per chunk whose
-value is that chunk's labels (one byte a point for k <= 256), kept on the worker that
-computed it, plus what the client needs of them, O(m + k): the labels of the m points
-it knows by index (the constrained points, whose labels the inference engine sets) and
-the number of points in each cluster. Per iteration the client thus receives the k
-counts and the constrained points' cost rows, never n labels.
-
-Every chunk's labels are tasks of the graph (a pass's argmin over the chunk, then the
-engine's labels of its constrained rows written over them), never scattered data: a
-worker lost with them is recomputed from the chunk's source and the same parameters, and
-gives the same labels.
+:class:`ChunkLabels` is what the EM loop holds for a :class:`~hmrf.distributed.DaskHMRF`
+instead of an (n,) vector: one task per chunk (one byte a point for k <= 256), plus what
+the client needs, O(m + k): the labels of the points it knows by index and the cluster
+sizes. The chunks' labels are tasks of the graph, never scattered data, so a lost worker
+recomputes them.
 """
 
 from __future__ import annotations
@@ -70,10 +63,9 @@ class ChunkLabels:
 
     Notes
     -----
-    ``labels[idx]`` with integer indices returns their labels (those outside ``nodes``
-    read from their chunks, len(idx) values); converting all labels to a NumPy array
-    raises a ``ValueError`` (the labels stay on the workers). :meth:`compute` gathers
-    them, :meth:`to_dask` returns them as a lazy Dask array.
+    ``labels[idx]`` with integer indices returns their labels (read from their chunks
+    when unknown); converting all labels to a NumPy array raises a ``ValueError``:
+    :meth:`compute` gathers them, :meth:`to_dask` returns a lazy Dask array.
     """
 
     ndim = 1
@@ -139,9 +131,8 @@ class ChunkLabels:
         return int(np.count_nonzero(self.counts))
 
     def n_changed_from(self, previous: ChunkLabels) -> int:
-        """Points whose label differs from ``previous``: from the count of the pass that
-        computed these labels from ``previous`` and the points the client knows, or else
-        by a pass over the chunks (:meth:`count_changed`)."""
+        """Points whose label differs from ``previous``: from the pass's count, or else by a
+        pass over the chunks (:meth:`count_changed`)."""
         if self._previous is not None and previous is self._previous() and self._free_changed is not None:
             try:
                 nodes = self._free_except
@@ -152,9 +143,8 @@ class ChunkLabels:
 
     # ---------------------------------------------------------------- updates
     def with_rows(self, rows: NDArray[np.intp], values: NDArray[Any]) -> ChunkLabels:
-        """These labels with the points ``rows`` (increasing, distinct) set to ``values``:
-        one small task per chunk that holds a changed point, the counts adjusted on the
-        client."""
+        """These labels with the points ``rows`` (increasing, distinct) set to ``values``
+        (one small task per chunk that holds a changed point)."""
         rows = np.asarray(rows, dtype=np.int64)
         values = np.asarray(values, dtype=np.int64)
         k = self.counts.shape[0]

@@ -1,18 +1,9 @@
 """The HMRF of a Dask array: the model of :class:`hmrf.HMRF` with its data on the workers.
 
-:class:`DaskHMRF` is an :class:`~hmrf.HMRF` whose ``X`` is a
-:class:`~hmrf.distributed.GatheredRows` (rows by index and the column summary) and whose
-data live in a :class:`~hmrf.distributed.ChunkedData`. Everything that does not read the
-data (the pairwise factors, the constraint graph, the energy of the pairwise part, the
-M-step from statistics) is the in-memory model's own code; what reads the data runs per
-chunk on the workers (``hmrf.distributed.passes``). The EM loops are the in-memory
-ones (:func:`hmrf.em.run_em`, :func:`hmrf.em.run_soft_em`) with the passes of this
-package and ``incremental_statistics = False``: every pass accumulates the M-step
-statistics, since updating them from the points that moved would gather those rows.
-
-The client holds the rows and cost rows of the m constrained points and their labels;
-every point's label stays with its chunk (:class:`~hmrf.distributed.ChunkLabels`) and
-``X`` on the workers.
+What does not read the data (pairwise factors, energies of the pairwise part, M-steps
+from statistics) is the in-memory model's code; what reads it runs per chunk
+(``hmrf.distributed.passes``), and every pass accumulates the M-step statistics
+(``incremental_statistics = False``).
 """
 
 from __future__ import annotations
@@ -29,7 +20,7 @@ from ..emissions.stats import ClusterStats, Spread
 from ..model import HMRF, block_unary
 from ..potentials import DistanceScaledPotts
 from .components import component_tasks_above
-from .data import label_dtype, tree_reduce
+from .data import _sum_all, label_dtype, tree_reduce
 from .labels import ChunkLabels
 from .passes import dask_assignment_pass
 from .rows import DaskRows, GatheredRows
@@ -85,19 +76,15 @@ class DaskHMRF(HMRF):
     incremental_statistics : bool
         ``False``: every pass accumulates the statistics on the workers.
     component_tasks_above : int
-        With at least this many constrained points the hard E-step of the constrained
-        part runs on the workers, a task per group of connected components
-        (:mod:`hmrf.distributed.components`); default ``COMPONENT_TASKS_ABOVE`` (10^6) or
-        Dask's configuration value ``hmrf.component-tasks-above``.
+        With at least this many constrained points the E-step of the constrained part
+        runs on the workers (:mod:`hmrf.distributed.components`).
 
     Notes
     -----
-    Every method of :class:`~hmrf.HMRF` works on the workers' chunks or is refused with
-    an error that names it: ``unary(params)`` of all points, ``energy_terms`` and
-    ``to_pgmpy`` would form n x k or per-point arrays on the client;
-    ``unary(params, rows=slice)`` fetches those rows (the EM loop asks for single rows
-    when it re-seeds an empty cluster), :meth:`energy`, :meth:`statistics` and
-    :meth:`m_step` run a pass on the workers.
+    Methods that would form n x k or per-point arrays on the client (``unary(params)``
+    of all points, ``energy_terms``, ``to_pgmpy``) are refused with an error naming
+    them; :meth:`energy`, :meth:`statistics` and :meth:`m_step` run a pass on the
+    workers.
 
     Examples
     --------
@@ -156,9 +143,8 @@ class DaskHMRF(HMRF):
         return self.data.summary.mean
 
     def one_cluster_moments(self) -> tuple[ClusterStats, Spread]:
-        """As :meth:`hmrf.HMRF.one_cluster_moments`, from the summary pass the model made when
-        it was built (no pass) unless the family's statistics need a full second moment
-        (then one pass on the workers)."""
+        """As :meth:`hmrf.HMRF.one_cluster_moments`, from the summary pass (one more pass for
+        a full second moment)."""
         summary, fam, k = self.data.summary, self.emission, self.n_clusters
         kind = fam.second_moment(self.normalizer)
         if kind == "full" or summary.spread is None:
@@ -240,13 +226,10 @@ class DaskHMRF(HMRF):
         return float(step.previous_cost + self.graph(params).pairwise_energy(y))
 
     def context(self, labels: NDArray[np.intp]) -> MStepContext:
-        """As :meth:`hmrf.HMRF.context`; labels kept on the workers
-        (:class:`~hmrf.distributed.ChunkLabels`) are given to an M-step that reads labels
-        (MPCKMeans' metric update reads those of the constraint pairs) as an (n,) vector of
-        one byte a point (k <= 256) holding the labels of the points in constraint pairs
-        (of the potentials and of the family's ``metric_potential``); the other entries
-        are 0 and never read. With a potential that is not a set of pairs, every label
-        is gathered."""
+        """As :meth:`hmrf.HMRF.context`; for an M-step that reads labels, labels kept on the
+        workers become an (n,) vector holding those of the points in constraint pairs (0
+        elsewhere, never read), or every label for a potential that is not a set of
+        pairs."""
         if isinstance(labels, ChunkLabels) and set(self.emission.m_step_needs) - {"statistics"}:
             extra = getattr(self.emission, "metric_potential", None)
             pots = [*self.potentials, *([extra] if extra is not None else [])]
@@ -290,7 +273,4 @@ def _chunk_one_cluster(family, X, n_clusters, normalizer, shift):
 
 
 def _add_pairs(*pairs):
-    stats, spread = pairs[0]
-    for st, sp_ in pairs[1:]:  # a few partial results, in order
-        stats, spread = stats + st, spread + sp_
-    return stats, spread
+    return _sum_all(*(p[0] for p in pairs)), _sum_all(*(p[1] for p in pairs))

@@ -1,25 +1,11 @@
 """The data passes of EM on a Dask cluster: one task per chunk, statistics tree-reduced.
 
-A pass over a :class:`~hmrf.distributed.DaskHMRF` is the in-memory pass
-(:func:`hmrf.em.passes.assignment_pass`, :func:`hmrf.em.passes.soft_pass`) with the loop over row
-blocks split at the chunks: each chunk's task runs :func:`hmrf.em.passes.assign_block` (or
-:func:`~hmrf.em.passes.soft_assign_block`) over blocks of the chunk's rows on the worker that
-holds it, and returns
-
-* the argmin label (one byte a point for k <= 256) and minimum cost of each row, which
-  the client gathers: the O(n) vectors the EM loop keeps (labels, costs);
-* the sum of the previous labelling's costs (the objective of the previous M-step);
-* the (k,) cost rows of the chunk's constrained points, which the client stacks in the
-  order of the points for the inference engine (O(m k));
-* in the first pass with constrained points, their rows (m x d over the chunks, once a
-  fit): the EM loop updates the statistics of the constrained points the E-step moves
-  from them, so that an iteration reads each chunk once;
-* the chunk's additive M-step statistics (:class:`~hmrf.emissions.ClusterStats`), added
-  up in the order of the chunks: by the client when they are small (k x d, the usual
-  case), by a tree of tasks on the workers when they are large (a full metric's k x d x d
-  second moments), see ``run_chunks``.
-
-The whole pass is one Dask computation, one task a chunk. ``X`` never leaves the workers.
+Each chunk's task runs :func:`hmrf.em.passes.assign_block` (or
+:func:`~hmrf.em.passes.soft_assign_block`) over the chunk's rows where it is held and
+returns the costs summed, the cost rows of its constrained points (O(m k)), their rows
+in the first pass that has them, its cluster sizes and its M-step statistics (added up
+in chunk order, by a tree of tasks when large, ``run_chunks``); its labels stay on the
+worker. A pass is one Dask computation; ``X`` never leaves the workers.
 """
 
 from __future__ import annotations
@@ -52,7 +38,7 @@ from ..em.passes import (
     pass_width,
     soft_assign_block,
 )
-from .data import label_dtype, tree_reduce
+from .data import _sum_all, label_dtype, tree_reduce
 from .labels import ChunkLabels
 
 __all__ = ["dask_assignment_pass", "dask_soft_pass", "chunk_assignment", "chunk_soft_assignment",
@@ -146,11 +132,8 @@ def run_chunks(model: HMRF, function: Any, arguments: Any,
     at once; returns the list of every chunk's results (gathered to the client) and the
     sum of their statistics in chunk order (``None`` if ``statistics`` is false).
 
-    Statistics of at most ``TREE_ABOVE`` floats a chunk travel with the chunk's
-    results and the client adds them up; larger ones (full metrics) are added up by a tree
-    of tasks on the workers (``tree_reduce``), so the client
-    receives one set. Either way the order of the additions is fixed by the chunks, not by
-    the workers.
+    Statistics of at most ``TREE_ABOVE`` floats a chunk are added up by the client,
+    larger ones by a tree of tasks (``tree_reduce``); either way in chunk order.
     """
     tree = statistics and _statistics_size(model) > TREE_ABOVE
     tasks = [dask.delayed(function, pure=False, nout=2 if tree else None)(*args) for args in arguments]
@@ -158,11 +141,7 @@ def run_chunks(model: HMRF, function: Any, arguments: Any,
         results, total = dask.compute([t[0] for t in tasks], tree_reduce([t[1] for t in tasks]))
         return results, total
     out = dask.compute(tasks)[0]
-    total = None
-    if statistics:
-        for _, st in out:  # a loop over chunks: k x d additions each
-            total = st if total is None else total + st
-    return [r for r, _ in out], total
+    return [r for r, _ in out], _sum_all(*(st for _, st in out)) if statistics else None
 
 
 def _stack_rows(parts, k):
@@ -173,15 +152,9 @@ def _stack_rows(parts, k):
 def chunk_pass(family, X, data, params, normalizer, n_clusters, clamped, previous, local, accumulate,
                shift, tree, gather=None):
     """:func:`chunk_assignment` with the chunk's labels as an output of their own, to stay
-    on the worker: ``(labels, summary, stats)``.
-
-    ``summary`` is what the client receives, O(m_c k + k): ``(cost, previous_cost,
-    constrained_unary, labels of the constrained rows, free_changed, counts, stats,
-    rows)``, where ``free_changed`` counts the other rows whose label differs from
-    ``previous``, ``counts`` (k,) the chunk's points per cluster and ``rows`` the chunk's
-    rows at the chunk-local indices ``gather`` (``None`` without them); the statistics
-    travel in ``summary`` unless ``tree`` (then as the third output, for
-    :func:`tree_reduce`).
+    on the worker: ``(labels, summary, stats)``. ``summary``, O(m_c k + k), is ``(cost,
+    previous_cost, constrained_unary, labels of the constrained rows, free_changed,
+    counts, stats, rows at gather)``; the statistics travel in it unless ``tree``.
     """
     (labels, cost, total, unary_c), stats = chunk_assignment(
         family, X, data, params, normalizer, n_clusters, clamped, previous, local, accumulate, shift)
@@ -217,11 +190,9 @@ def chunk_pass_kept(family, X, data, params, normalizer, n_clusters, clamped, pr
                     shift, tree):
     """:func:`chunk_pass` for a constrained part solved on the workers
     (:mod:`hmrf.distributed.components`): the constrained rows' cost rows, previous labels
-    and data rows stay on the worker as outputs of their own (the E-step updates the
-    statistics of the points it moves from those rows, without reading the chunk again),
-    and the summary holds the argmin's cluster sizes at the constrained rows instead of
-    their cost rows and labels: ``(labels, summary, stats, constrained cost rows, their
-    previous labels or None, their rows)``."""
+    and data rows stay on the worker as outputs of their own, and the summary holds the
+    argmin's cluster sizes at them: ``(labels, summary, stats, cost rows, previous
+    labels or None, rows)``."""
     labels, summary, stats = chunk_pass(family, X, data, params, normalizer, n_clusters, clamped, previous,
                                         local, accumulate, shift, tree)
     cost, total, unary_c, at, changed, counts, st, _ = summary
@@ -233,10 +204,8 @@ def chunk_pass_kept(family, X, data, params, normalizer, n_clusters, clamped, pr
 
 def _run_chunk_tasks(tasks, tree, kept_outputs=0):
     """Run the per-chunk ``(labels, summary, stats, *kept)`` tasks of a pass as one graph:
-    the label chunks (and the ``kept_outputs`` outputs after ``stats``) stay persisted on
-    the workers, the summaries (and the tree-reduced statistics when ``tree``) come to the
-    client. Returns ``(label_chunks, summaries, reduced statistics or None, kept)``, with
-    ``kept`` a list of ``kept_outputs`` lists of per-chunk outputs."""
+    ``(label_chunks, summaries, tree-reduced statistics or None, kept)``; the label
+    chunks and the ``kept_outputs`` lists stay persisted on the workers."""
     n_chunks = len(tasks)
     wanted = [t[0] for t in tasks] + [t[3 + j] for j in range(kept_outputs) for t in tasks] + \
         [t[1] for t in tasks]
@@ -257,12 +226,8 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
 
     Parameters and result as :func:`hmrf.em.passes.assignment_pass`, except that
     ``previous`` may be (and ``labels`` of the result is) a
-    :class:`~hmrf.distributed.ChunkLabels`: each chunk's labels stay on its worker and
-    the client receives the constrained points' cost rows and labels, the cluster sizes,
-    the cost sums and the statistics, and, from the first pass that has the constrained
-    points, their rows (m x d, once; ``model.X`` holds them, :meth:`GatheredRows.keep`),
-    from which the EM loop updates the statistics of the constrained points the E-step
-    moves without reading the chunks again.
+    :class:`~hmrf.distributed.ChunkLabels`; the constrained points' rows come with the
+    first pass that has them (``model.X`` keeps them, :meth:`GatheredRows.keep`).
     """
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)
@@ -281,14 +246,7 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
     cost, totals, rows, at, changed, counts, parts, gathered = zip(*summaries)
     if not on_workers:
         _keep_rows(model, wanted, gathered)
-    if tree:
-        stats = reduced
-    elif accumulate:
-        stats = None
-        for st in parts:  # a loop over chunks: k x d additions each
-            stats = st if stats is None else stats + st
-    else:
-        stats = None
+    stats = reduced if tree else _sum_all(*parts) if accumulate else None
     nodes = np.empty(0, dtype=np.int64) if constrained is None else np.asarray(constrained, dtype=np.int64)
 
     def costs():  # only for re-seeding an empty cluster: one more pass, minima gathered
@@ -331,9 +289,8 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
 
 
 def _rows_to_gather(model, constrained):
-    """The constrained points whose rows the client does not hold yet (increasing), and
-    their chunk-local indices per chunk (``None`` for a chunk without any), for the pass
-    to send along with its results."""
+    """The constrained points whose rows the client does not hold yet, and their
+    chunk-local indices per chunk (``None`` for a chunk without any)."""
     data = model.data
     if constrained is None or not len(constrained):
         return np.empty(0, dtype=np.int64), [None] * data.n_chunks
@@ -344,8 +301,7 @@ def _rows_to_gather(model, constrained):
 
 
 def _keep_rows(model, wanted, gathered):
-    """The rows of the points ``wanted`` that a pass sent, chunk by chunk, held by
-    ``model.X`` (:meth:`~hmrf.distributed.GatheredRows.keep`)."""
+    """The rows of the points ``wanted`` that a pass sent, kept by ``model.X``."""
     if not wanted.size:
         return
     parts = [g for g in gathered if g is not None]
@@ -365,10 +321,9 @@ def _component_plan(model, nodes, sub):
 
 def chunk_soft_pass(family, X, data, params, normalizer, n_clusters, clamped, local, shift, tree,
                     gather=None):
-    """:func:`chunk_soft_assignment` with the chunk's labels as an output of their own, to
-    stay on the worker: ``(labels, summary, stats)``, ``summary`` = ``(free energy, cost
-    rows and labels of the constrained rows, counts, stats, rows at ``gather``)`` (the
-    statistics travel in ``summary`` unless ``tree``, as :func:`chunk_pass`)."""
+    """:func:`chunk_soft_assignment` as :func:`chunk_pass`: ``(labels, summary, stats)``,
+    ``summary`` = ``(free energy, constrained cost rows, their labels, counts, stats,
+    rows at gather)``."""
     (labels, free, unary_c), stats = chunk_soft_assignment(family, X, data, params, normalizer, n_clusters,
                                                            clamped, local, shift)
     at = labels[local] if local is not None else labels[:0]
@@ -380,11 +335,8 @@ def chunk_soft_pass(family, X, data, params, normalizer, n_clusters, clamped, lo
 def dask_soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.bool_] | None = None,
                    shift: NDArray[np.floating] | None = None) -> SoftPass:
     """:func:`hmrf.em.passes.soft_pass` over the chunks of a :class:`~hmrf.distributed.DaskHMRF`,
-    as one Dask computation; the most probable labels stay on the workers
-    (:class:`~hmrf.distributed.ChunkLabels`), the client receives the free energy, the
-    constrained points' cost rows and labels, the cluster sizes and the statistics, and
-    from the first pass their rows (as :func:`dask_assignment_pass`: the loop's
-    statistics of the constrained points' posteriors read them by index)."""
+    as one Dask computation (as :func:`dask_assignment_pass`; the most probable labels
+    stay on the workers)."""
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)
     par = dask.delayed(params, traverse=False)
@@ -397,8 +349,7 @@ def dask_soft_pass(model: HMRF, params: EmissionParams, constrained: NDArray[np.
     free, rows, at, counts, parts, gathered = zip(*summaries)
     _keep_rows(model, wanted, gathered)
     if not tree:
-        for st in parts:  # a loop over chunks: k x d additions each, in chunk order
-            stats = st if stats is None else stats + st
+        stats = _sum_all(*parts)
     nodes = np.empty(0, dtype=np.int64) if constrained is None else np.asarray(constrained, dtype=np.int64)
     labels = ChunkLabels(data, label_chunks, nodes, np.concatenate(at), np.sum(counts, axis=0))
     return SoftPass(labels, float(sum(free)), _stack_rows(rows, k), stats)

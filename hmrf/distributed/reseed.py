@@ -1,21 +1,10 @@
 """Re-seeding an empty cluster of a Dask fit by reductions on the workers.
 
-The in-memory rule (:mod:`hmrf.em.loop`, "Empty clusters"): an empty cluster ``h``
-takes the point with the largest current cost among the points whose move alone does not
-raise the pairwise energy, whose cluster keeps a member, that may move (not clamped) and
-whose cost in ``h`` is finite; the first such point on ties. When none qualifies, a
-constrained point whose cost less its cost in ``h`` fitted to it alone exceeds the rise
-of the pairwise energy may move (the ``OWN_COST_TRIALS`` largest gains).
-
-On a cluster each point's current cost stays with its chunk: one pass keeps every row's
-minimum cost on its worker (the costs of the pass the E-step labelled, as in memory),
-and per empty cluster one task a chunk returns the chunk's best candidate, ``(cost,
-row)``; the client takes the largest cost, the first chunk on ties, which is the first
-row on ties as in memory. The constrained points, whose labels and cost rows the client
-holds (or, when the constrained part is solved on the workers, fetches once: m labels
-and m costs), enter the chunks' reductions with their cost under their label and
-whether their move raises the pairwise energy (:func:`hmrf.em.loop.move_cost` on the
-constrained part), and the fallback runs on them on the client. The client holds
+The rule of :mod:`hmrf.em.loop` ("Empty clusters"), with each point's cost kept with
+its chunk: per empty cluster one task a chunk returns its best candidate ``(cost,
+row)`` and the client takes the largest (the first on ties, as in memory). The
+constrained points enter with their cost under their label and whether their move
+raises the pairwise energy; the fallback runs on them on the client. The client holds
 O(m + chunks), never O(n).
 """
 

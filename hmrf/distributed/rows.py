@@ -1,31 +1,15 @@
 """The client's stand-in for ``X``: a few rows by index, the column summary and the
 initialisation's operations on the chunks, never all rows.
 
-On the client a :class:`~hmrf.distributed.DaskHMRF` has no data matrix. What the layers
-above the data passes read from ``model.X`` is small: the rows of the points in pairwise
-factors (MPCKMeans' distance-scaled penalties and metric update read ``x_i - x_j`` of
-the constraint pairs), labelled seeds, a few random rows (initialisation, the re-seeding
-of an empty cluster), and the column means and variances (the families' priors and the
-perturbed global centroid). :class:`GatheredRows` supplies exactly these: rows by integer
-index, fetched from the chunks that hold them and kept, and ``mean``/``var``/``sum``
-along axis 0 from the :class:`~hmrf.distributed.ColumnSummary`. Anything that needs
-every row (slices, masks, arithmetic on the whole matrix, conversion to an array) raises
-a ``ValueError`` that says so, instead of gathering the data.
-
-:class:`GatheredRows` is the Dask :class:`~hmrf.backend.RowBackend`, on which
-:mod:`hmrf.initialization` runs unchanged, with the same random draws in the same order
-as in memory:
-
-* group centroids (neighbourhoods, seed classes) from the gathered member rows (m x d);
-* k-means++ (:class:`ChunkDivergence`): each row's divergence to its nearest centre stays
-  with its chunk on the workers; to draw candidates the client receives one sum a chunk,
-  draws a chunk and then, from the same uniform number, a row inside it (a task on that
-  chunk's worker searches the chunk's cumulative sum), so the client holds O(chunks) per
-  step, never O(n); the candidates' potentials are per-chunk sums added up in the order
-  of a tree reduction. Each step reads the chunks once: the pass that scores the
-  candidates keeps the rows each one lowers on the workers, and the chosen candidate's
-  minima are formed from them. The draws and the sums differ from the in-memory ones by
-  round-off only (the order of the additions).
+:class:`GatheredRows` gives rows by integer index (fetched and kept) and ``mean``,
+``var``, ``sum``, ``max``, ``min`` along axis 0 from the
+:class:`~hmrf.distributed.ColumnSummary`; anything that needs every row raises a
+``ValueError``. It is the Dask :class:`~hmrf.backend.RowBackend`, on which
+:mod:`hmrf.initialization` runs with the same random draws as in memory. Its k-means++
+(:class:`ChunkDivergence`) keeps each row's divergence to its nearest centre with its
+chunk: the client draws a chunk from the chunks' sums, then a task draws a row inside
+it from the same uniform number, so a step holds O(chunks) and reads the chunks once;
+the sums differ from the in-memory ones by round-off only.
 """
 
 from __future__ import annotations
@@ -52,10 +36,8 @@ __all__ = ["DaskRows", "GatheredRows", "ChunkDivergence"]
 
 
 class DaskRows(RowBackend):
-    """The rows of a row-chunked Dask array before a model reads them: what an estimator's
-    ``_model`` is given on Dask (:class:`hmrf.distributed.DaskFit`).
-    ``HMRF(DaskRows(X), ...)`` is a :class:`~hmrf.distributed.DaskHMRF`, whose ``X``
-    is :meth:`prepare`'s :class:`GatheredRows`.
+    """The rows of a row-chunked Dask array before a model reads them:
+    ``HMRF(DaskRows(X), ...)`` is a :class:`~hmrf.distributed.DaskHMRF`.
 
     Parameters
     ----------
@@ -111,11 +93,8 @@ class GatheredRows(RowBackend):
 
     Notes
     -----
-    ``X[idx]`` with an integer, a list or an integer array returns those prepared rows
-    as the in-memory model would (a 1-D row for an integer on dense data, a CSR matrix
-    for sparse data), fetching the missing ones in one computation. ``X.mean(axis=0)``,
-    ``X.var(axis=0)`` (also through ``np.mean``/``np.var``), ``X.sum(axis=0)``,
-    ``X.max(axis=0)`` and ``X.min(axis=0)`` come from the summary pass.
+    ``X[idx]`` with an integer, a list or an integer array returns those prepared rows as
+    the in-memory model would, fetching the missing ones in one computation.
     """
 
     ndim = 2
@@ -148,9 +127,8 @@ class GatheredRows(RowBackend):
 
     @property
     def nnz(self) -> int:
-        """Stored entries of sparse rows, from the summary pass, as scipy.sparse reports
-        them; dense rows have no ``nnz`` (an ``AttributeError``, as for a NumPy array), so
-        ``n_init="auto"`` counts the runs' work as it does in memory."""
+        """Stored entries of sparse rows, from the summary pass; an ``AttributeError`` for
+        dense rows, as for a NumPy array."""
         if not self._data.sparse:
             raise AttributeError("dense rows have no 'nnz'")
         return int(self._data.summary.nnz)
@@ -181,9 +159,7 @@ class GatheredRows(RowBackend):
 
     def keep(self, rows: NDArray[np.intp], values: Any) -> None:
         """Hold ``values``, the prepared rows of the points ``rows`` (increasing, distinct,
-        not held yet), read by whoever had their chunks at hand: a data pass sends the rows
-        of the constrained points with its results (:mod:`hmrf.distributed.passes`), so that
-        reading them by index later costs no read of the chunks."""
+        not held yet), e.g. sent by a data pass with its results."""
         rows = np.asarray(rows, dtype=np.int64)
         if not rows.size:
             return
@@ -272,10 +248,8 @@ def _chunk_update(family, X, data, closest, centers) -> np.ndarray:
 
 def _chunk_potentials(family, X, data, closest, candidates) -> tuple[np.ndarray, list]:
     """For each candidate centre ``c_t``: the chunk's summed divergence to the nearest centre
-    if ``c_t`` joined the centres (T,), and what :func:`_chunk_lowered` needs to form those
-    minima without reading the chunk again: the rows ``c_t`` lowers (a packed mask, also
-    true where its divergence is NaN, as ``np.minimum`` propagates it) and their new
-    values."""
+    if ``c_t`` joined the centres (T,), and the rows it lowers (a packed mask, true where
+    NaN too, as ``np.minimum`` propagates it) with their new values."""
     sums = np.empty(candidates.shape[0])
     lowered = []
     for t in range(candidates.shape[0]):  # a few candidates
@@ -314,12 +288,8 @@ def _chunk_draw(closest, targets) -> np.ndarray:
 
 class ChunkDivergence(MinDivergence):
     """:class:`~hmrf.backend.MinDivergence` of a :class:`ChunkedData`: one persisted task a
-    chunk, and the chunks' sums on the client (module docstring).
-
-    A k-means++ step reads the chunks once: :meth:`potentials` keeps on the workers, for
-    each candidate, the rows it lowers and their new values, from which
-    :meth:`with_centre` forms the chosen candidate's minima (and knows their sums)
-    without reading the chunks again.
+    chunk, and the chunks' sums on the client (module docstring); :meth:`potentials` keeps
+    what :meth:`with_centre` needs, so a k-means++ step reads the chunks once.
 
     Attributes
     ----------
@@ -348,9 +318,8 @@ class ChunkDivergence(MinDivergence):
         return cls(data, key, terms, parts)
 
     def draw(self, trials: int, rng: np.random.Generator) -> np.ndarray:
-        """A chunk by the cumulative sum of the chunks' sums, then a row inside it by the
-        chunk's own cumulative sum, from one uniform number per trial (the stream of the
-        in-memory draw); uniformly when the total is zero or not finite."""
+        """A chunk by the cumulative sum of the chunks' sums, then a row inside it, from one
+        uniform number per trial; uniformly when the total is zero or not finite."""
         ends = np.cumsum(self.sums)
         total = ends[-1] if ends.size else 0.0
         if not np.isfinite(total) or total <= 0:
@@ -366,9 +335,8 @@ class ChunkDivergence(MinDivergence):
         return rows
 
     def potentials(self, candidates: NDArray[np.intp]) -> np.ndarray:
-        """Per-chunk potentials, one read of each chunk, added up on the client in the
-        order of a tree reduction; the rows each candidate lowers stay on the workers
-        for :meth:`with_centre`."""
+        """Per-chunk potentials, one read of each chunk, added up in the order of a tree
+        reduction."""
         tasks = [dask.delayed(_chunk_potentials, pure=False, nout=2)(self._family, x, t, c, candidates)
                  for x, t, c in zip(self._data.chunks, self._terms, self.parts)]
         out = dask.persist(*[t[1] for t in tasks], *[t[0] for t in tasks])  # one graph: one read a chunk
@@ -378,9 +346,8 @@ class ChunkDivergence(MinDivergence):
         return _tree_sum(list(per_chunk))
 
     def with_centre(self, candidates: NDArray[np.intp], t: int) -> ChunkDivergence:
-        """The minima once ``candidates[t]`` joined the centres: formed on the workers from
-        what the last :meth:`potentials` of the same ``candidates`` kept (no read of the
-        chunks), else by a pass over them."""
+        """The minima once ``candidates[t]`` joined the centres: from what the last
+        :meth:`potentials` of the same ``candidates`` kept, else by a pass."""
         if self._scored is not None and self._scored[0] is candidates:
             _, per_chunk, lowered = self._scored
             parts = [dask.delayed(_chunk_lowered, pure=False)(c, low, t)

@@ -5,12 +5,9 @@ For a strictly convex φ the Bregman divergence is
 
     D_φ(x_i, μ_h) = φ(x_i) + [<μ_h, ∇φ(μ_h)> - φ(μ_h)] - <x_i, ∇φ(μ_h)>
 
-so all n·k divergences cost one GEMM ``X @ ∇φ(M)^T`` plus two vectors, for dense or
-sparse ``X``; ``φ(x_i)`` depends on the data only and is computed once per model
-(:meth:`BregmanFamily.data_terms`). Regular Bregman divergences are in bijection with
-regular exponential families (Banerjee et al. 2005), which is what makes each one an
-HMRF emission (Basu 2005, eq. 4.8), and for every one of them the M-step is the cluster
-mean.
+so all n·k divergences cost one GEMM ``X @ ∇φ(M)^T`` plus two vectors, dense or sparse.
+Regular Bregman divergences are in bijection with regular exponential families (Banerjee
+et al. 2005), hence HMRF emissions (Basu 2005, eq. 4.8) whose M-step is the cluster mean.
 """
 
 from __future__ import annotations
@@ -58,11 +55,9 @@ class BregmanFamily(EmissionFamily):
 
     Notes
     -----
-    Unary costs are ``D_φ(x_i, μ_h)`` computed as in the module docstring, clipped at 0
-    against round-off. The M-step (:meth:`update`) is the (responsibility-weighted)
-    cluster mean, the unique minimiser of ``Σ_i D_φ(x_i, μ)`` for any Bregman divergence
-    (Banerjee et al. 2005, Prop. 1; Basu 2005, §4.4.5), so it needs only the per-cluster
-    counts and sums.
+    Unary costs are ``D_φ(x_i, μ_h)`` (module docstring), clipped at 0 against round-off.
+    The M-step is the cluster mean, the unique minimiser of ``Σ_i D_φ(x_i, μ)``
+    (Banerjee et al. 2005, Prop. 1; Basu 2005, §4.4.5).
 
     References
     ----------

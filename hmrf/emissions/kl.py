@@ -42,16 +42,16 @@ class SmoothedParams(EmissionParams):
 def _xlogx_minus_x(A) -> np.ndarray:
     """``Σ_f x_f log x_f - x_f`` per row (0 log 0 = 0), float64; sparse rows touch only
     their stored entries."""
+
+    def terms(v):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(v > 0, v * np.log(np.where(v > 0, v, 1.0)), 0.0) - v
+
     if sp.issparse(A):
         A = sp.csr_matrix(A)
-        d = A.data.astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = np.where(d > 0, d * np.log(np.where(d > 0, d, 1.0)), 0.0) - d
+        v = terms(A.data.astype(np.float64))
         return np.asarray(sp.csr_matrix((v, A.indices, A.indptr), shape=A.shape).sum(axis=1)).ravel()
-    A = np.asarray(A, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        v = np.where(A > 0, A * np.log(np.where(A > 0, A, 1.0)), 0.0) - A
-    return v.sum(axis=1)
+    return terms(np.asarray(A, dtype=np.float64)).sum(axis=1)
 
 
 class IDivergence(BregmanFamily):
@@ -66,12 +66,10 @@ class IDivergence(BregmanFamily):
 
     Notes
     -----
-    The smoothed centre is the exact minimiser of
-    ``Σ_{i∈h} [D(x_i, μ) + α D(u, μ)]``: a conjugate prior worth ``α`` pseudo-points per
-    point at ``u``. We therefore add ``α D(u, μ_h)`` to every point's unary cost (the
-    ``-log Pr(Θ)`` term of eq. 4.9, spread over the points), so that EM descends
-    exactly the objective it reports. ``smoothing=0`` gives the plain mean and the
-    plain divergence (infinite where a centre has no mass on a feature the point uses).
+    The smoothed centre is the exact minimiser of ``Σ_{i∈h} [D(x_i, μ) + α D(u, μ)]`` (a
+    conjugate prior worth ``α`` pseudo-points per point at ``u``), so ``α D(u, μ_h)`` is
+    added to every point's unary cost (the ``-log Pr(Θ)`` term of eq. 4.9): EM descends
+    the objective it reports.
     """
 
     _prior_kind = "mean"

@@ -1,62 +1,46 @@
 """Mahalanobis emission: Gaussian clusters whose metric ``A`` is learned in the M-step.
 
 The emission of M-KMeans and MPCKMeans (Basu, Bilenko & Mooney 2004, §2.3-2.4, appendix;
-Basu 2005, §7.1); the full derivation is in ``docs/metric_learning.md``. Point ``x_i``
-in cluster ``h`` costs
+Basu 2005, §7.1; derivation in ``docs/metric_learning.md``). Point ``x_i`` in cluster
+``h`` costs
 
     u_ih = ||x_i - μ_h||²_{A_g} + λ' tr(A_g T) - (1 + λ') log det A_g,   λ' = λ / (1 - λ)
 
 with ``||v||²_A = vᵀ A v``, ``g = h`` for per-cluster metrics (else the one shared
-group) and ``T = diag(t)`` a fixed shrinkage target. The paper writes one ``-log det A``
-for the whole data set; a Gaussian ``N(μ, A⁻¹)`` per point gives one *per point*
-(twice its negative log-density up to a constant). We keep it per point: it is the
-likelihood, it makes the unconstrained update ``A⁻¹ = scatter / n``, and it keeps
-per-cluster metrics well-posed. For a shared metric the E-step and the paper's update
-are unchanged (``A`` is only rescaled by ``n``).
-
-M-step (paper, appendix), the stationarity condition for fixed labels, centres and
-penalty thresholds:
+group) and ``T = diag(t)`` a fixed shrinkage target. The ``-log det A`` is counted per
+point (a Gaussian ``N(μ, A⁻¹)`` per point; the paper writes one for the data set), so
+the unconstrained update is ``A⁻¹ = scatter / n`` and per-cluster metrics are
+well-posed. M-step (paper, appendix), for fixed labels, centres and penalty thresholds:
 
     A_g⁻¹ = (1 - λ) (S_g + K / G) / n_g + λ T                                   (★)
 
 ``S_g``: scatter ``Σ_{i∈g} (x_i - μ_{y_i})(x_i - μ_{y_i})ᵀ`` of group ``g`` (its diagonal
-for ``metric="diagonal"``: the paper's ``a_dd``), ``n_g`` its size, ``G`` the number of
-groups, ``K = Σ c_ij (x_i - x_j)(x_i - x_j)ᵀ`` the violated-constraint term of
-:class:`hmrf.potentials.DistanceScaledPotts` (``c_ij = -w w_ij`` on ``M*``, ``+w w_ij``
-on ``C*``). Penalties use the mean metric ``Ā = Σ_g A_g / G``, hence ``K / G``.
+for ``metric="diagonal"``), ``n_g`` its size, ``G`` the number of groups, ``K = Σ c_ij
+(x_i - x_j)(x_i - x_j)ᵀ`` the violated-constraint term of
+:class:`hmrf.potentials.DistanceScaledPotts` (penalties use the mean metric, hence
+``K / G``).
 
-Regularisation: ``λ = shrinkage`` pulls the estimate toward ``T = diag(t)``: with
-``target="variance"`` the global feature variances of ``X`` (toward the diagonal metric
-for ``metric="full"``; constant features get the mean variance of the others), with
-``target="range"`` the squared feature ranges ``r_d²``, rescaled to the same total
-(``t_d = r_d² Σ_e var_e / Σ_e r_e²``). Both targets are unit-free (rescaling a feature
-rescales its ``t_d``); the range target is isotropic where the features share a range
-(pixel intensities, term weights), so a nearly constant feature (a pixel that is dark
-in all but a few images) is not given the weight ``1 / var_d`` that lets a handful of
-points decide the clustering. Because the prior term sits in every
-point's cost (a conjugate prior worth ``λ'`` pseudo-points per point, Basu 2005,
-eq. 4.9), (★) is the exact minimiser of the objective, and it is positive definite for
-``λ > 0`` even with ``d > n`` or constant features. If ``K`` makes (★) indefinite
-(must-link terms are subtracted) it is projected in units of ``T``: the eigenvalues of
-``T^-1/2 A⁻¹ T^-1/2`` are clipped at ``eig_floor`` (for diagonal metrics,
-``1 / a_d >= eig_floor · t_d``). Every floor is relative to each feature's own
-variance, so rescaling a feature rescales its metric entry and no floor binds because
-of the units (features whose variances span many orders of magnitude keep their own
-scale). Clipping and
-the thresholds that (★) holds fixed are why :meth:`Mahalanobis.update` checks
-the objective before it accepts a new metric.
+``λ = shrinkage`` pulls the estimate toward ``T``: the feature variances
+(``target="variance"``; constant features get the mean variance of the others), or the
+squared feature ranges rescaled to the same total (``target="range"``, ``t_d = r_d²
+Σ_e var_e / Σ_e r_e²``). The prior term is a conjugate prior worth ``λ'`` pseudo-points
+per point (Basu 2005, eq. 4.9), so (★) is the exact minimiser, positive definite for
+``λ > 0``. If ``K`` makes (★) indefinite, the eigenvalues of ``T^-1/2 A⁻¹ T^-1/2`` are
+clipped at ``eig_floor``. Clipping, and the thresholds (★) holds fixed, are why
+:meth:`Mahalanobis.update` checks the objective before it accepts a new metric.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
-from .base import EmissionFamily, MetricTerms, check_squared_scale, inner_products, work_dtype
+from .base import EmissionFamily, EmissionParams, MetricTerms, check_squared_scale, inner_products, work_dtype
 from .bregman import row_dot
-from .mahalanobis_params import MahalanobisParams, log_det_pd, pair_sq_distances
 
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -65,7 +49,6 @@ if TYPE_CHECKING:
     from scipy import sparse
 
     from .._typing import MatrixLike
-    from .base import EmissionParams
     from .stats import ClusterStats
 
 __all__ = ["Mahalanobis", "MahalanobisParams", "log_det_pd", "pair_sq_distances", "METRICS", "TARGETS"]
@@ -76,6 +59,102 @@ TARGETS = ("variance", "range")
 MAX_FULL_DIM = 4096
 #: A feature is constant when its variance is at most this times its mean square.
 CONSTANT_REL = 1e-12
+
+
+def log_det_pd(A: Any) -> np.ndarray:
+    """``log det A`` of symmetric positive-definite matrices from their Cholesky factors.
+
+    ``log det A = 2 Σ_d log L_dd`` with ``A = L Lᵀ``; finite where ``det`` under- or
+    overflows (e.g. ``A = 1e-30 I`` in 30 dimensions). ``A`` has shape (d, d) or (g, d, d).
+
+    Raises
+    ------
+    ValueError
+        If some ``A`` is not positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = 1e-30 * np.eye(30)
+    >>> float(np.linalg.det(A)), round(float(log_det_pd(A)), 3)   # 30 * log(1e-30)
+    (0.0, -2072.327)
+    """
+    A = np.asarray(A, dtype=np.float64)
+    try:
+        L = np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        raise ValueError("the metric is not positive definite (Cholesky failed).") from None
+    return 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
+
+
+def pair_sq_distances(diff: Any, metric: Any) -> np.ndarray:
+    """``||v_e||²_A`` for every row ``v_e`` of ``diff`` (dense or sparse, (m, d)).
+
+    ``metric`` is a (d,) diagonal, a (d, d) matrix or ``None`` (identity).
+    """
+    if metric is None:
+        return row_dot(diff)
+    metric = np.asarray(metric)
+    if metric.ndim == 1:
+        if not sp.issparse(diff):  # one pass, no (m, d) temporary (and no BLAS threads)
+            return np.einsum("ij,ij,j->i", diff, diff, metric, dtype=np.float64)
+        return np.asarray(diff.multiply(diff) @ metric, dtype=np.float64).ravel()
+    prod = np.asarray(diff @ metric)
+    if sp.issparse(diff):
+        return np.asarray(diff.multiply(prod).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", prod, diff)
+
+
+@dataclass(frozen=True)
+class MahalanobisParams(EmissionParams):
+    """Centres plus the learned metric.
+
+    Attributes
+    ----------
+    metric : ndarray of shape (g, d) or (g, d, d)
+        Diagonal (2-D) or full (3-D) metrics ``A_g``; ``g = 1`` when shared by all
+        clusters, ``g = k`` for per-cluster metrics.
+    prior : ndarray of shape (d,)
+        Diagonal ``t`` of the shrinkage target ``T``.
+    metric_step : float
+        Fraction of the paper's metric update that was accepted in the last M-step
+        (1 = all of it, 0 = the previous metric was kept; see
+        :meth:`Mahalanobis.update`).
+    """
+
+    metric: np.ndarray | None = None
+    prior: np.ndarray | None = None
+    metric_step: float = 1.0
+
+    @property
+    def diagonal(self) -> bool:
+        return self.metric.ndim == 2
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.metric.shape[0])
+
+    @cached_property
+    def factor(self) -> np.ndarray:
+        """Cholesky factors ``L_g`` (g, d, d) with ``A_g = L_g L_gᵀ`` (full metrics)."""
+        return np.linalg.cholesky(self.metric)
+
+    @cached_property
+    def log_det(self) -> np.ndarray:
+        """``log det A_g`` for every group (g,), from Cholesky factors (or the diagonal)."""
+        if self.diagonal:
+            return np.log(self.metric).sum(axis=1)
+        return 2.0 * np.log(np.diagonal(self.factor, axis1=-2, axis2=-1)).sum(axis=-1)
+
+    def mean_metric(self) -> np.ndarray:
+        """``Ā = Σ_g A_g / G``, the metric of the distance-scaled penalties ((d,) or (d, d))."""
+        return self.metric.mean(axis=0)
+
+    def cluster_metric(self) -> np.ndarray:
+        """The metric of every cluster, shape (k, d) or (k, d, d)."""
+        if self.n_groups > 1:
+            return self.metric
+        return np.broadcast_to(self.metric, (self.n_clusters,) + self.metric.shape[1:])
 
 
 def _feature_variance(X) -> tuple[np.ndarray, np.ndarray]:
@@ -98,11 +177,8 @@ def _stats_feature_variance(stats) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _shrinkage_target(var, mean) -> np.ndarray:
-    """The diagonal ``t`` of ``T``: each feature's variance; numerically constant
-    features (no variance relative to their own magnitude) get the mean variance of the
-    others. Any positive value leaves every distance, hence the clustering, unchanged
-    for a constant feature; every other feature keeps its own variance, so no floor
-    ties the metric to the units of the features."""
+    """The diagonal ``t`` of ``T``: each feature's variance; numerically constant features
+    (whose distances are all zero) get the mean variance of the others."""
     const = var <= CONSTANT_REL * (mean**2 + var)
     fill = float(var[~const].mean()) if np.any(~const) else 1.0
     return np.where(const, fill, var)
@@ -142,12 +218,10 @@ class Mahalanobis(EmissionFamily):
     shrinkage : float in [0, 1), default=0.01
         ``λ`` of the update (★) in the module docstring.
     target : {"variance", "range"}, default="variance"
-        The shrinkage target ``T``: the feature variances, or the squared feature
-        ranges scaled to the same total (module docstring).
+        The shrinkage target ``T`` (module docstring).
     eig_floor : float, default=1e-6
-        Floor of the eigenvalues of ``A⁻¹`` in units of the feature variances
-        (``T^-1/2 A⁻¹ T^-1/2 >= eig_floor · I``), applied when constraint terms make
-        the update indefinite.
+        Floor of the eigenvalues of ``T^-1/2 A⁻¹ T^-1/2``, applied when constraint terms
+        make the update indefinite.
     max_backtrack : int, default=5
         Halvings of the metric step tried before the old metric is kept.
     safeguard : bool, default=True
@@ -159,13 +233,11 @@ class Mahalanobis(EmissionFamily):
 
     Notes
     -----
-    See the module docstring for the objective, the update (★) and the regularisation.
-    Unary costs take one matrix product per metric: for diagonal metrics
-    ``(X∘X) aᵀ - 2 X (μ∘a)ᵀ + (μ∘μ) aᵀ``; for full ones ``||L_gᵀ(x - μ)||²`` via
-    ``X L_g``. Sparse ``X`` stays sparse (full metrics produce a dense (n, d)
-    projection, and ``d > MAX_FULL_DIM`` is refused: use ``metric="diagonal"``).
-    ``normalizer`` has no effect: the ``log det A`` normaliser is always kept, since
-    without it the metric update has no minimiser.
+    The objective, the update (★) and the regularisation are in the module docstring.
+    Unary costs take one matrix product per metric: ``(X∘X) aᵀ - 2 X (μ∘a)ᵀ + (μ∘μ) aᵀ``
+    for diagonal metrics, ``||L_gᵀ(x - μ)||²`` for full ones (``d > MAX_FULL_DIM`` is
+    refused). The ``log det A`` normaliser is always kept (without it the metric update
+    has no minimiser), whatever ``normalizer``.
 
     References
     ----------
@@ -334,14 +406,11 @@ class Mahalanobis(EmissionFamily):
         2. Metric: the paper's update (★) with the violated-constraint terms of every
            :class:`~hmrf.emissions.base.MetricTerms` potential of ``context`` (plus
            ``metric_potential``).
-        3. Safeguard: (★) is stationary only with the penalty thresholds held fixed,
-           but ``α_max`` moves with ``A`` and pairs cross the thresholds, so the
-           objective (distortion from the cluster statistics, plus the potentials'
-           energy at the labels rebuilt under the trial metric) is evaluated at
-           ``A_old + t (A_new - A_old)`` for ``t = 1, 1/2, ...`` (``max_backtrack``
-           halvings); the first ``t`` that does not increase it is kept, else ``t = 0``
-           (old metric). ``params.metric_step`` records ``t``. Skipped only when (★) is
-           exact: no metric-dependent penalty and no eigenvalue clipping.
+        3. Safeguard: (★) holds the penalty thresholds fixed, but ``α_max`` moves with
+           ``A``, so the objective is evaluated at ``A_old + t (A_new - A_old)`` for ``t =
+           1, 1/2, ...`` (``max_backtrack`` halvings) and the first ``t`` that does not
+           increase it is kept, else the old metric (``params.metric_step`` records
+           ``t``). Skipped when (★) is exact: no metric-dependent penalty, no clipping.
         """
         self.check_normalizer(normalizer)
         means, counts = self._means(stats, params)
@@ -392,9 +461,8 @@ class Mahalanobis(EmissionFamily):
     def summed_cost(self, params: MahalanobisParams, stats: ClusterStats,
                     normalizer: str = "constant") -> float | None:
         """``Σ_i (x_i - μ_{y_i})ᵀ A_{y_i} (x_i - μ_{y_i}) + cluster_cost_{y_i}`` from the
-        statistics: ``Σ_h <A_h, S_h> + n_h · cluster_cost_h`` with ``S_h`` the scatter
-        around ``params.centers`` (the second moment of ``stats``); ``None`` for the
-        identity metric, whose statistics carry no second moment."""
+        statistics (:meth:`_summed_cost`); ``None`` for the identity metric, whose
+        statistics carry no second moment."""
         if stats.second is None:
             return None
         self.check_normalizer(normalizer)

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import ive
 
-from ._special import log_bessel_iv
 from .base import EmissionFamily, EmissionParams, LinearCosts, inner_products, scale_rows
 from .bregman import row_dot
 
@@ -23,11 +23,42 @@ if TYPE_CHECKING:
 __all__ = ["VonMisesFisher", "log_vmf_normalizer"]
 
 
+def _log_iv_debye(nu, x):
+    """Uniform asymptotic (Debye) expansion of log I_nu(x) for large nu (Abramowitz &
+    Stegun 9.7.7), with the first two correction terms."""
+    z = x / nu
+    s = np.sqrt(1.0 + z * z)
+    t = 1.0 / s
+    eta = s + np.log(z / (1.0 + s))
+    u1 = (3.0 * t - 5.0 * t**3) / 24.0
+    u2 = (81.0 * t**2 - 462.0 * t**4 + 385.0 * t**6) / 1152.0
+    return -0.5 * np.log(2.0 * np.pi * nu) + nu * eta - 0.5 * np.log(s) + np.log1p(u1 / nu + u2 / nu**2)
+
+
+def log_bessel_iv(nu, x):
+    """``log I_nu(x)`` for ``nu >= 0``, ``x > 0``, without overflow or underflow.
+
+    Uses SciPy's exponentially scaled ``ive`` where it is representable
+    (``log I = log ive + x``) and the Debye expansion where ``ive`` underflows, which
+    happens for the large orders ``nu = d/2 - 1`` of high-dimensional text.
+    """
+    nu, x = np.broadcast_arrays(np.asarray(nu, dtype=np.float64), np.asarray(x, dtype=np.float64))
+    with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
+        v = ive(nu, x)
+        out = np.log(v) + x
+    bad = ~np.isfinite(out) | (v < 1e-280)
+    if np.any(bad):
+        nb = np.maximum(nu[bad], 1e-12)
+        out = np.array(out, dtype=np.float64)
+        out[bad] = _log_iv_debye(nb, x[bad])
+    return out
+
+
 def log_vmf_normalizer(kappa: float | NDArray[np.floating], d: int) -> np.ndarray:
     """``log C_d(κ)`` of the vMF density ``C_d(κ) exp(κ μ^T x)`` on the sphere in R^d.
 
     ``log C_d(κ) = (d/2 - 1) log κ - (d/2) log 2π - log I_{d/2-1}(κ)``, with the Bessel
-    term from ``log_bessel_iv`` (:mod:`hmrf.emissions._special`), finite for any d and κ > 0.
+    term from :func:`log_bessel_iv`, finite for any d and κ > 0.
     """
     kappa = np.asarray(kappa, dtype=np.float64)
     nu = d / 2.0 - 1.0
@@ -57,10 +88,8 @@ def _row_max_abs(A) -> np.ndarray:
 
 
 def _unit_rows(A, what: str):
-    """Rows of ``A`` scaled to unit L2 norm, computed without overflow or underflow:
-    each row is first divided by its largest absolute entry (an exact rescaling of its
-    direction), so rows of any magnitude representable in floating point keep their
-    direction."""
+    """Rows of ``A`` scaled to unit L2 norm, each first divided by its largest absolute
+    entry (no overflow or underflow)."""
     top = _row_max_abs(A)
     if np.any(top <= 0):
         r = int(np.flatnonzero(top <= 0)[0])
@@ -158,13 +187,8 @@ class VonMisesFisher(EmissionFamily):
         return LinearCosts.build(C, np.ones(k), offset, dtype, scale=scale, lo=0.0, hi=2.0, factor=-1.0)
 
     def init_params(self, X: MatrixLike, centers: NDArray[np.floating]) -> EmissionParams:
-        """Centres projected onto the unit sphere.
-
-        A centre with no direction (the zero vector, e.g. the mean of a must-link
-        neighbourhood of two opposite points) takes the direction of the data's mean
-        resultant, or of the first row of ``X`` if that is zero too: any unit vector is
-        as good a start, and these are deterministic.
-        """
+        """Centres projected onto the unit sphere; a zero centre takes the direction of
+        the data's mean resultant (or of the first row of ``X``)."""
         C = np.array(centers, dtype=np.float64)
         top = np.max(np.abs(C), axis=1)
         zero = ~(top > 0)
@@ -189,11 +213,8 @@ class VonMisesFisher(EmissionFamily):
         """Centres ``Σ x / ||Σ x||`` (Basu 2005, eq. 4.13) and, with the closed-form
         normaliser, κ from the mean resultant length ``||Σ x|| / n``.
 
-        A cluster whose resultant is zero keeps its previous centre, or, on a first
-        M-step, takes the direction of the data's mean resultant; when that is zero too
-        (e.g. two opposite points in one cluster), the first coordinate axis. Every unit
-        vector is then an optimal centre, since ``Σ_i (1 - x_iᵀμ) = n - (Σ_i x_i)ᵀμ = n``
-        for all of them, and this one is deterministic.
+        A cluster whose resultant is zero (every unit vector is then optimal) keeps its
+        previous centre, else takes the data's mean resultant or the first axis.
         """
         self.check_normalizer(normalizer)
         k = stats.n_clusters

@@ -20,6 +20,7 @@ from ..active.oracles import LabelOracle
 from ..exceptions import InconsistentConstraintsError, InfeasibleError
 from ..metrics import evaluate
 from ._progress import progress_bar
+from .learning import run_tasks
 from .table import LABELS, CurveTable
 
 if TYPE_CHECKING:
@@ -43,11 +44,9 @@ ACTIVE_SCORES = ("nmi", "ari", "pairwise_f", "nmi_unqueried", "ari_unqueried",
 class ActiveCurve(CurveTable):
     """The records of :func:`active_curve`, one per run and budget, with per-run views.
 
-    A :class:`~hmrf.experiments.CurveTable` (CSV, summary, plot) whose ``point`` is the
-    budget and whose ``supervision`` is ``"active"``; its records also hold
-    ``selector``, ``dataset``, ``n_queries`` (queries asked up to that budget) and
-    ``select_time`` (the run's selection time; for NPU this includes its
-    re-clusterings). The properties below arrange the records as (run, budget) arrays.
+    A :class:`~hmrf.experiments.CurveTable` whose ``point`` is the budget; its records
+    also hold ``selector``, ``dataset``, ``n_queries`` and ``select_time``. The
+    properties arrange the records as (run, budget) arrays.
     """
 
     def _runs(self) -> np.ndarray:
@@ -110,22 +109,18 @@ class ActiveCurve(CurveTable):
 
     def mean(self, metric: str = "pairwise_f") -> np.ndarray:
         """Mean over runs (ignoring failed runs) per budget."""
-        a = self._get(metric)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a budget where every run failed
-            return np.nanmean(a, axis=0)
+        return self._over_runs(np.nanmean, metric)
 
     def std(self, metric: str = "pairwise_f") -> np.ndarray:
         """Standard deviation over runs (population, ddof=0; ignoring failed runs) per budget."""
-        a = self._get(metric)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanstd(a, axis=0)
+        return self._over_runs(np.nanstd, metric)
 
-    def _get(self, metric):
+    def _over_runs(self, reduce, metric):
         if metric not in ACTIVE_SCORES or metric not in self.columns:
             raise ValueError(f"unknown metric {metric!r}; choose from {sorted(self.scores)}.")
-        return self._array(metric)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a budget where every run failed
+            return reduce(self._array(metric), axis=0)
 
     def table(self, metrics: Sequence[str] = ("pairwise_f", "pairwise_f_unqueried", "nmi", "ari",
                                               "n_constraints")) -> str:
@@ -159,14 +154,9 @@ def _check_budgets(budgets) -> np.ndarray:
 
 def _scores(y, labels, mask) -> dict:
     full = evaluate(y, labels)
-    out = dict(nmi=full["nmi"], ari=full["ari"], pairwise_f=full["pairwise_f"])
-    if mask.sum() >= 2:
-        part = evaluate(y, labels, mask)
-        out.update(nmi_unqueried=part["nmi"], ari_unqueried=part["ari"],
-                   pairwise_f_unqueried=part["pairwise_f"])
-    else:
-        out.update(nmi_unqueried=np.nan, ari_unqueried=np.nan, pairwise_f_unqueried=np.nan)
-    return out
+    part = evaluate(y, labels, mask) if mask.sum() >= 2 else {}
+    out = {m: full[m] for m in ("nmi", "ari", "pairwise_f")}
+    return out | {f"{m}_unqueried": part.get(m, np.nan) for m in out}
 
 
 def _one_run(r, seeds, template, clusterer, X, y, budgets, closure, noise, dont_know,
@@ -237,26 +227,20 @@ def active_curve(
 ) -> ActiveCurve:
     """Learning curve of an active selector with a clusterer (Basu 2005, §5.5.2).
 
-    Each run fits a clone of ``selector`` once with an oracle whose budget is the
-    largest budget, then clusters with the constraints known after the first ``b``
-    queries for every budget ``b`` (:meth:`~hmrf.active.ActiveSelector.constraints_at`:
-    identical to a run with budget ``b``, since no selector looks at its budget) and
-    scores the clustering against ``y`` on all points and on the points no query
-    involved. The clusterer receives
-    :meth:`~hmrf.active.ActiveSelector.clusterer_constraints` (the answers, their
-    closure, and for :class:`~hmrf.active.COBRAS` its super-instances) with its own
-    ``closure`` turned off, the curve having decided on it.
+    Each run fits a clone of ``selector`` once with the largest budget, then clusters
+    with :meth:`~hmrf.active.ActiveSelector.clusterer_constraints` after the first ``b``
+    queries for every budget ``b`` (the clusterer's own ``closure`` off) and scores the
+    clustering against ``y`` on all points and on the points no query involved.
 
     Parameters
     ----------
     selector : ActiveSelector
         Its ``random_state`` is set per run. An :class:`~hmrf.active.NPU` without a
-        clusterer gets ``clusterer``; a selector with ``emission=None`` gets the
-        clusterer's ``emission`` if it has one.
+        clusterer gets ``clusterer``; ``emission=None`` becomes the clusterer's.
     clusterer : hmrf estimator or None
-        Fitted (a clone, ``random_state`` set per run) at every budget through
-        :func:`~hmrf.active.fit_clusterer`. ``None``: the selector's own clustering
-        (:meth:`COBRAS.labels_at <hmrf.active.COBRAS.labels_at>`).
+        A clone is fitted at every budget (:func:`~hmrf.active.fit_clusterer`).
+        ``None``: the selector's own clustering (:meth:`COBRAS.labels_at
+        <hmrf.active.COBRAS.labels_at>`).
     X : array-like, sparse matrix, or str
         The data, or the name of a data set of :func:`hmrf.datasets.load_dataset`.
     y : array-like of shape (n,)
@@ -264,8 +248,8 @@ def active_curve(
     budgets : sequence of int, default=range(0, 151, 10)
     n_runs : int, default=10
     closure : bool, default=True
-        Give the clusterer the transitive closure of the constraints, as Xiong et al.
-        (2014, §4.1.2) and the thesis (§4.5.2) do; ``False``: the answered pairs only.
+        Give the clusterer the transitive closure of the constraints (Xiong et al. 2014,
+        §4.1.2; Basu 2005, §4.5.2); ``False``: the answered pairs only.
     noise, dont_know : float, default=0.0
         Error and "don't know" rates of the label oracle.
     oracle_factory : callable, optional
@@ -279,8 +263,7 @@ def active_curve(
         A tqdm progress bar over the runs (a string names it), or a callable
         ``progress(run, n_runs)`` called after each run.
     n_jobs : int, optional
-        Runs in parallel with joblib (``-1``: all cores); the result does not depend
-        on it. Not with ``oracle_factory`` (a person answers one run at a time).
+        Runs in parallel with joblib (``-1``: all cores); not with ``oracle_factory``.
 
     Returns
     -------
@@ -321,13 +304,7 @@ def active_curve(
     names = (type(selector).__name__, type(selector if clusterer is None else clusterer).__name__,
              name or "")
     args = (template, clusterer, X, y, budgets, closure, noise, dont_know, oracle_factory, names)
-    if n_jobs in (None, 1):
-        results = (_one_run(r, seeds[r], *args) for r in range(n_runs))
-    else:
-        from joblib import Parallel, delayed
-
-        results = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_one_run)(r, seeds[r], *args) for r in range(n_runs))
+    results = run_tasks(_one_run, ((r, seeds[r], *args) for r in range(n_runs)), n_jobs)
     bar = None if callable(progress) else progress_bar(n_runs, progress, "active curve", "run")
     records = []
     for r, recs in enumerate(results):

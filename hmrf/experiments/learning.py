@@ -1,17 +1,8 @@
 """Learning curves as in the papers: supervision from a training part, scores on the rest.
 
-:func:`learning_curve` runs the protocols of Basu (2005): ``runs`` repetitions of
-``folds``-fold cross-validation (or of one random split holding out
-``test_fraction``); at every point of the curve the supervision (seed labels or
-random pairwise constraints) is drawn from the training part only, the estimator
-clusters the *whole* data set, and the external scores are computed on the held-out
-part only. It returns a :class:`CurveTable` (one record per fit).
-
-Protocols of the thesis (:data:`PROTOCOLS`, keyword arguments of ``learning_curve``):
-
-* ``"ch3"`` — seed labels, 10-fold CV, seed fraction 0..1 (§3.5.2-3.5.3);
-* ``"ch4"`` — random constraints, 20 runs of 2-fold CV (§4.5.2);
-* ``"ch5"`` — constraints (random or actively chosen), 10-fold CV (§5.5.2).
+Protocols of the thesis (:data:`PROTOCOLS`, keyword arguments of :func:`learning_curve`):
+``"ch3"`` seed labels, 10-fold CV (§3.5.2-3.5.3); ``"ch4"`` random constraints, 20 runs
+of 2-fold CV (§4.5.2); ``"ch5"`` constraints, 10-fold CV (§5.5.2).
 """
 
 from __future__ import annotations
@@ -81,18 +72,16 @@ def make_splits(n: int, runs: int, folds: int | None = None, test_fraction: floa
                          "per run).")
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
         raise ValueError(f"runs must be an integer >= 1; got {runs!r}.")
+    if folds is not None and (isinstance(folds, bool) or not isinstance(folds, (int, np.integer))
+                              or not 2 <= folds <= n):
+        raise ValueError(f"folds must be an integer in [2, n={n}]; got {folds!r}.")
+    if folds is None and not 0.0 < float(test_fraction) < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1); got {test_fraction!r}.")
     out = []
     for r in range(int(runs)):
         seed = _seed(random_state, 0, r)
-        if folds is not None:
-            if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) \
-                    or not 2 <= folds <= n:
-                raise ValueError(f"folds must be an integer in [2, n={n}]; got {folds!r}.")
-            splitter = KFold(n_splits=int(folds), shuffle=True, random_state=seed)
-        else:
-            if not 0.0 < float(test_fraction) < 1.0:
-                raise ValueError(f"test_fraction must be in (0, 1); got {test_fraction!r}.")
-            splitter = ShuffleSplit(n_splits=1, test_size=float(test_fraction), random_state=seed)
+        splitter = KFold(n_splits=int(folds), shuffle=True, random_state=seed) if folds is not None \
+            else ShuffleSplit(n_splits=1, test_size=float(test_fraction), random_state=seed)
         for f, (tr, te) in enumerate(splitter.split(np.zeros((n, 1)))):
             out.append((r, f, np.sort(tr), np.sort(te)))
     return out
@@ -107,12 +96,8 @@ def _wrong_labels(y_true, classes, rng):
 
 
 def _supervise(kind, y, train, point, noise, max_point, rng_seed, X):
-    """The supervision at one curve point: ``("labels", y_seed)`` or ``("constraints", c)``.
-
-    Draws are nested along the curve: the seeds (pairs) of a smaller point are a
-    subset of those of a larger one, and the noisy ones of a smaller noise level a
-    subset of those of a larger one. Each prefix is still a uniform random draw.
-    """
+    """The supervision at one curve point: ``("labels", y_seed)`` or ``("constraints", c)``,
+    nested along the points and the noise levels (each prefix a uniform random draw)."""
     n = y.shape[0]
     rng = np.random.default_rng(rng_seed)
     info = dict(n_seeds=0, n_noisy=0, n_must_link=0, n_cannot_link=0)
@@ -235,6 +220,16 @@ def _run_task(task, X, y, kind, noise_levels, max_point, metrics, errors, prepar
     return records
 
 
+def run_tasks(function: Callable[..., Any], tasks: Any, n_jobs: int | None) -> Any:
+    """``function(*task)`` of every task, in order (a generator), on joblib's workers
+    unless ``n_jobs`` is None or 1."""
+    if n_jobs in (None, 1):
+        return (function(*task) for task in tasks)
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=n_jobs, return_as="generator")(delayed(function)(*task) for task in tasks)
+
+
 def _mask(n, idx):
     m = np.zeros(n, dtype=bool)
     m[idx] = True
@@ -255,10 +250,8 @@ def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, 
     ----------
     make_estimator : estimator, callable or dict
         An unfitted estimator (cloned for every fit), a callable ``(point, run) ->
-        estimator``, or a dict ``{name: either}`` to compare several on the same splits
-        and supervision. An estimator whose ``random_state`` is ``None`` gets a seed
-        that depends only on ``(random_state, run, fold)``, shared by all estimators
-        and points (common random numbers).
+        estimator``, or a dict ``{name: either}``. A ``random_state`` of ``None`` becomes
+        a seed of ``(random_state, run, fold)`` (common random numbers).
     X : array-like or sparse matrix (n, d)
     y : array-like (n,)
         True classes: the source of the supervision and the reference of the scores.
@@ -268,11 +261,8 @@ def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, 
         ``fit(X, constraints=...)``. ``"labels"``: a fraction ``point`` of the
         training points keep their class, the rest are ``-1`` (§3.5.3), passed as
         ``fit(X, y_seed)``. A callable ``(X, y, train_idx, point, rng) -> Constraints |
-        partial labels`` gives any other supervision (e.g. active selection); it must
-        only use training points. Each estimator gets the supervision in the form it
-        takes (:func:`hmrf.estimators.fit_supervised`): unsupervised ones
-        (:class:`hmrf.KMeans`, a foreign estimator that declares nothing) get
-        ``fit(X)``.
+        partial labels`` gives any other supervision, from training points only. Each
+        estimator gets it in the form it takes (:func:`hmrf.estimators.fit_supervised`).
     points : sequence
         Numbers of pairs, or seed fractions in [0, 1].
     runs : int, default=1
@@ -285,12 +275,10 @@ def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, 
         kind is flipped (the nearest integer count). A sequence makes noise a second axis
         of the curve. Not available with a supervision callable.
     metrics : sequence of str, default=("nmi", "pairwise_f", "objective")
-        From ``SCORES`` of this module (explained in :data:`~hmrf.experiments.METRICS`). External
-        scores use the held-out points only; the objective is the estimator's
-        ``objective_`` on the whole data set.
+        From ``SCORES`` (:data:`~hmrf.experiments.METRICS`). External scores use the
+        held-out points only; the objective is ``objective_`` on the whole data set.
     random_state : int, default=0
-        Seeds the splits, the supervision and the estimators. Results do not depend on
-        ``n_jobs``.
+        Seeds the splits, the supervision and the estimators.
     n_jobs : int, optional
         Parallel fits with joblib (``-1``: all cores).
     progress : bool or str, default=True
@@ -298,14 +286,10 @@ def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, 
     errors : {"raise", "record"}, default="raise"
         ``"record"`` keeps going when a fit fails (e.g. COP-KMeans finds no feasible
         assignment): the record has NaN scores and the message in ``error``.
-    prepare : callable, optional
-        ``prepare(estimator) -> dict | None``, called before each fit, outside the
-        timed region (e.g. to load compiled kernels in the process that fits); the
-        dict's entries become columns of the record.
-    fit_stats : callable, optional
-        ``fit_stats(estimator) -> dict``, called after each successful fit, outside the
-        timed region; the entries become columns of the record (e.g. E-step
-        statistics read from ``estimator.em_result_``).
+    prepare, fit_stats : callable, optional
+        ``prepare(estimator) -> dict | None`` before each fit and ``fit_stats(estimator)
+        -> dict`` after each successful one, outside the timed region; their entries
+        become columns of the record.
 
     Returns
     -------
@@ -315,7 +299,7 @@ def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, 
     Notes
     -----
     Draws are nested along the curve (each point's seeds or pairs extend the previous
-    point's), as when a user keeps labelling; each is still a uniform random draw.
+    point's); each is still a uniform random draw.
 
     References
     ----------
@@ -362,14 +346,7 @@ def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, 
     args = (X, y, supervision, levels, max_point, tuple(metrics), errors, prepare, fit_stats)
     bar = progress_bar(len(tasks) * len(levels), progress, "learning curve", "fit")
     records = []
-    if n_jobs in (None, 1):
-        results = (_run_task(t, *args) for t in tasks)
-    else:
-        from joblib import Parallel, delayed
-
-        par = Parallel(n_jobs=n_jobs, return_as="generator")
-        results = par(delayed(_run_task)(t, *args) for t in tasks)
-    for recs in results:
+    for recs in run_tasks(_run_task, ((t, *args) for t in tasks), n_jobs):
         records.extend(recs)
         if bar is not None:
             bar.update(len(recs))

@@ -1,15 +1,7 @@
-"""Teaching widgets for notebooks (ARCHITECTURE.md, layer 13; the optional extra ``hmrf[widgets]``).
-
-* :class:`OracleWidget` — be the oracle: answer an active learner's queries (buttons
-  or keys), add must-links and cannot-links by clicking two points, and watch the
-  clustering, its constraint violations and the learning curve change after every
-  answer. Built on `anywidget`, it runs in JupyterLab, Jupyter Notebook 7 and VS Code.
-* :class:`OracleModel` — the same state without a user interface, for scripts and tests.
-* :func:`plot_oracle` — a matplotlib picture of a session; :func:`project_2d` — the
-  drawing coordinates (principal components beyond two features).
-
-``import hmrf`` never imports this package; its names load on first use, and only
-:class:`OracleWidget` needs anywidget (``pip install "hmrf[widgets]"``).
+"""Teaching widgets for notebooks (the optional extra ``hmrf[widgets]``): :class:`OracleWidget`
+(be the oracle of an active learner and watch the clustering follow), :class:`OracleModel`
+(the same state without a user interface), :func:`plot_oracle` and :func:`project_2d`.
+Only :class:`OracleWidget` needs anywidget.
 """
 
 from .._lazy import lazy_names

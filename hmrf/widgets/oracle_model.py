@@ -1,11 +1,4 @@
-"""The state behind the oracle widget, with no user interface: queries, answers, clusters.
-
-:class:`OracleModel` ties an :class:`~hmrf.active.InteractiveSession` (which pair to
-ask next) to a :class:`~hmrf.widgets.Reclusterer` (the clustering under the
-answers so far) and keeps the record a teacher wants to show: the labels after every
-answer and, when the true classes are known, the learning curve. The widget
-(:class:`~hmrf.widgets.OracleWidget`) draws it; a script or a test drives it directly.
-"""
+"""The state behind the oracle widget, with no user interface: queries, answers, clusters."""
 
 from __future__ import annotations
 
@@ -61,21 +54,18 @@ def _number_of_clusters(n_clusters, estimator, y, n):
 class OracleModel:
     """A person answering an active learner's queries, and the clustering that follows.
 
-    After every answer — a query answered must-link, cannot-link or "don't know", or a
-    pair of the person's own — the clustering is re-fitted with all the constraints
-    known (warm-started from the previous centres) and the result recorded.
+    After every answer (a query answered, or a pair of the person's own) the clustering
+    is re-fitted with all the constraints known and recorded.
 
     Parameters
     ----------
     X : array-like or sparse matrix of shape (n_samples, n_features)
     y : array-like of shape (n_samples,), optional
-        True classes, to draw the learning curve (NMI and ARI against the number of
-        answers). They never reach the selector or the clusterer.
+        True classes, for the learning curve only.
     n_clusters : int, optional
         ``k``; by default the estimator's, else the number of classes in ``y``.
     selector : ActiveSelector, optional
-        Chooses the queries (default ``ExploreConsolidate(n_clusters=k)``, Basu 2005,
-        §5.3). Any selector of :mod:`hmrf.active` works, ``NPU`` included.
+        Chooses the queries (default ``ExploreConsolidate(n_clusters=k)``, Basu 2005, §5.3).
     estimator : hmrf estimator, optional
         The clustering shown (default ``HMRFKMeans(n_clusters=k)``, Basu 2005, ch. 4).
     budget : int, optional

@@ -1,11 +1,5 @@
-"""The oracle widget: answer an active learner's queries in a notebook, watch clusters change.
-
-An `anywidget <https://anywidget.dev>`_ widget: the browser side is one small ES
-module (``oracle_widget.js``, plain SVG, no build step) that anywidget loads in
-JupyterLab, Jupyter Notebook 7, VS Code and Colab alike; the Python side is
-:class:`OracleWidget`, which keeps an :class:`~hmrf.widgets.OracleModel`
-and mirrors it into synchronised traits after every answer.
-"""
+"""The oracle widget: an `anywidget <https://anywidget.dev>`_ whose browser side is one ES
+module (``oracle_widget.js``, plain SVG, no build step)."""
 
 from __future__ import annotations
 
@@ -38,15 +32,10 @@ _ANSWERS = {"must": True, "cannot": False, "unknown": None}
 class OracleWidget(anywidget.AnyWidget):
     """Be the oracle: answer queries, add pairs, watch the clustering follow.
 
-    Shows the data in 2-D (principal components when it has more than two
-    features), coloured by the current clustering, with the active learner's next
-    query circled. Answer it with the buttons or the keys ``m`` (must-link), ``c``
-    (cannot-link) and ``d`` (don't know). Click two points to add a pair of your own,
-    then ``m`` or ``c`` (``Esc`` cancels). After every answer the clustering is
-    re-fitted, warm-started from the previous centres, and redrawn; must-links are
-    drawn green and cannot-links red, dashed where the clustering violates them.
-    With true labels ``y`` a learning curve (NMI and ARI against the number of
-    answers) grows beside the plot.
+    Shows the data in 2-D coloured by the clustering, with the next query circled.
+    Answer with the buttons or the keys ``m`` (must-link), ``c`` (cannot-link) and
+    ``d`` (don't know); click two points, then ``m`` or ``c``, to add a pair of your own
+    (``Esc`` cancels). With true labels ``y`` a learning curve grows beside the plot.
 
     Parameters
     ----------

@@ -31,10 +31,8 @@ CANNOT_LINK_COLOR = "#d73027"
 def plot_oracle(model: OracleModel | OracleWidget, axes: Axes | Sequence[Axes] | None = None) -> Figure:
     """Draw the clustering, the constraints and the learning curve of an oracle session.
 
-    Points are coloured by cluster; must-links are green and cannot-links red lines,
-    solid when the clustering satisfies them and dashed when it violates them; the
-    pending query is circled in black and joined by a dotted line. With true labels a
-    second panel shows NMI and ARI against the number of answers.
+    Must-links are green and cannot-links red, dashed where violated; the pending query
+    is circled. With true labels a second panel shows NMI and ARI against the answers.
 
     Parameters
     ----------

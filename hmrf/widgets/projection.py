@@ -33,8 +33,7 @@ def project_2d(X: MatrixLike, projection: ArrayLike | None = None, *, random_sta
     -------
     ndarray of shape (n_samples, 2)
         ``X`` itself when it has two columns; one column drawn against zeros; otherwise
-        the scores on the first two principal components (scikit-learn's ``PCA``, which
-        centres sparse input implicitly and never densifies it).
+        the scores on the first two principal components (scikit-learn's ``PCA``).
 
     Examples
     --------
@@ -52,11 +51,9 @@ def project_2d(X: MatrixLike, projection: ArrayLike | None = None, *, random_sta
         if not np.all(np.isfinite(xy)):
             raise ValueError("projection has NaN or infinite coordinates.")
         return xy.copy()
-    if d == 2:
-        return (X.toarray() if sp.issparse(X) else np.asarray(X)).astype(np.float64)
-    if d == 1:
-        col = (X.toarray() if sp.issparse(X) else np.asarray(X)).astype(np.float64)
-        return np.hstack([col, np.zeros_like(col)])
+    if d <= 2:
+        cols = (X.toarray() if sp.issparse(X) else np.asarray(X)).astype(np.float64)
+        return np.hstack([cols, np.zeros((n, 2 - d))])
     if n < 2:
         return np.zeros((n, 2))
     from sklearn.decomposition import PCA

@@ -21,14 +21,10 @@ __all__ = ["Reclusterer", "align_labels"]
 
 
 def align_labels(labels: ArrayLike, reference: ArrayLike) -> np.ndarray:
-    """Rename the clusters of ``labels`` to agree with ``reference`` as much as possible.
-
-    The renaming is the one-to-one map of cluster names that maximises the number of
-    points whose name is unchanged: a maximum-weight matching on the contingency table
-    (``scipy.optimize.linear_sum_assignment``). Clusters of ``labels`` left without a
-    partner get the unused names in increasing order. The partition is unchanged, so
-    NMI, ARI and constraint violations are too; only the colours a plot gives the
-    clusters stay put from one fit to the next.
+    """Rename the clusters of ``labels`` to agree with ``reference`` as much as possible:
+    the one-to-one renaming that keeps the most names, a maximum-weight matching on the
+    contingency table (``scipy.optimize.linear_sum_assignment``). The partition is
+    unchanged.
 
     Parameters
     ----------
@@ -67,20 +63,15 @@ def align_labels(labels: ArrayLike, reference: ArrayLike) -> np.ndarray:
 class Reclusterer:
     """Fit an estimator with a growing constraint set, warm-starting each fit.
 
-    The first fit uses the estimator as given. Later fits of an estimator with an
-    ``init`` parameter start from the previous ``cluster_centers_`` (``init=centres``,
-    ``n_init=1``) and run at most ``max_iter`` EM iterations: one answer moves the
-    optimum a little, so a few iterations from the last centres reach it, where a
-    cold start would pay for the initialisation and for the iterations to come back.
-    Estimators without ``init`` (COP-KMeans, the seeded ones) refit from
-    their own initialisation. Labels are renamed to agree with the previous fit
-    (:func:`align_labels`).
+    Later fits of an estimator with an ``init`` parameter start from the previous
+    ``cluster_centers_`` (``n_init=1``, at most ``max_iter`` EM iterations); others
+    refit from their own initialisation. Labels are renamed to agree with the previous
+    fit (:func:`align_labels`).
 
     Parameters
     ----------
     estimator : hmrf estimator
-        Cloned for every fit (``fit_clusterer`` gives it the constraints in the form it
-        takes: pairs, or neighbourhoods as seeds).
+        Cloned for every fit (:func:`~hmrf.active.fit_clusterer`).
     X : array-like or sparse matrix of shape (n_samples, n_features)
     warm_start : bool, default=True
     max_iter : int, default=10
