@@ -86,8 +86,11 @@ def random_problem(rng: np.random.Generator, n: int, k: int, m: int, *, p_cl: fl
     return unary, g
 
 
-def brute_force(unary: NDArray[np.floating], graph: PairwiseGraph) -> tuple[float, np.ndarray]:
-    """The minimum energy and a minimiser, by enumerating all ``k**n`` labellings."""
+def labelling_energies(unary: NDArray[np.floating],
+                       graph: PairwiseGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Every labelling of an ``(n, k)`` problem (``k**n`` rows, in ``itertools.product``
+    order) and its energy ``Σ_i U[i, y_i] + Σ_(i,j) θ_ij(y_i, y_j)``, computed for all
+    labellings at once."""
     n, k = unary.shape
     ys = np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64).reshape(-1, n)
     energies = np.asarray(unary)[np.arange(n), ys].sum(axis=1)
@@ -99,6 +102,13 @@ def brute_force(unary: NDArray[np.floating], graph: PairwiseGraph) -> tuple[floa
         if tab.size:
             cost[:, tab] = graph.table_costs()[np.arange(tab.size), a[:, tab], b[:, tab]]
         energies = energies + cost.sum(axis=1)
+    return ys, energies
+
+
+def brute_force(unary: NDArray[np.floating], graph: PairwiseGraph) -> tuple[float, np.ndarray]:
+    """The minimum energy and a minimiser, by enumerating all ``k**n`` labellings
+    (:func:`labelling_energies`)."""
+    ys, energies = labelling_energies(unary, graph)
     best = int(np.argmin(energies))
     return float(energies[best]), ys[best]
 

@@ -184,6 +184,19 @@ SLOW = {
         "test_plugins.py::test_the_hmrf_command_imports_a_plugin")},
     # large data: memory budgets measured with tracemalloc on 10^4-10^5 points
     "test_memory.py": "large data",
+    # real corpora read and vectorised (18,821 newsgroup documents)
+    "test_datasets.py::test_real_newsgroups": "large data",
+    # whole learning-curve experiments through the command line, with their plots
+    "test_cli_curve.py": "whole experiments (the text one on a real corpus)",
+    **{t: "whole experiments" for t in (
+        "test_active_curve.py::test_cli_default_is_cobras_with_mpckmeans_and_own_is_cobras_alone",
+        "test_active_curve.py::test_cli_prints_the_curve_and_writes_files",
+        "test_active_curve.py::test_cli_interactive_session",
+        "test_active_curve.py::test_explore_consolidate_curve_rises_on_data_in_large_units")},
+    # joblib worker processes
+    "test_experiments.py::test_deterministic_and_independent_of_n_jobs": "subprocess",
+    # an engine that sleeps to stand for compilation, the whole compare command around it
+    "test_cli_compare.py::test_compile_time_never_lands_in_a_timed_fit": "waits on purpose",
 }
 
 #: Fixtures whose tests are slow: a Dask cluster, the notebooks' execution cache.
@@ -216,3 +229,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(group))
     if hasattr(config, "workerinput"):  # an xdist worker: its order is the schedule's
         items.sort(key=_long_first_rank)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m "not slow"`` a module that is slow as a whole is not imported at all: its
+    imports (Dask, nbformat, Playwright) would cost the inner loop seconds per worker for
+    tests it deselects anyway."""
+    if config.getoption("markexpr", "").replace(" ", "") == "notslow":
+        return SLOW.get(collection_path.name) is not None or None
+    return None

@@ -1,10 +1,10 @@
 """inference="auto": belief propagation, then α-expansion moves from its labelling."""
 
 import collections
-import itertools
 
 import numpy as np
 import pytest
+from mrf_problems import enumerate_energies
 
 from hmrf import Constraints, PairwiseGraph
 from hmrf.inference import AlphaExpansion, BeliefPropagation
@@ -12,8 +12,7 @@ from hmrf.inference.auto import AutoEngine
 
 
 def brute_force(unary, g):
-    n, k = unary.shape
-    return min(g.energy(np.array(y), unary) for y in itertools.product(range(k), repeat=n))
+    return enumerate_energies(unary, g)[1].min()
 
 
 def random_problem(rng, n, k, m, p_cl):
@@ -64,8 +63,6 @@ def test_the_moves_repair_what_bp_misses():
 def test_no_moves_after_bp_proves_its_labelling_optimal():
     # a forest of small must-link trees: TRW-S is exact there and its bound proves it,
     # so auto returns BP's labelling, the optimum (enumerated), without running a move
-    from itertools import product
-
     from hmrf import PairwiseGraph
 
     rng = np.random.default_rng(2250)
@@ -73,7 +70,7 @@ def test_no_moves_after_bp_proves_its_labelling_optimal():
         edges = np.array([(0, 1), (1, 2), (1, 3), (4, 5), (5, 6)])
         g = PairwiseGraph.potts(7, edges, rng.uniform(0.2, 1.5, 5), np.ones(5, dtype=np.int8))
         unary = rng.random((7, 3))
-        best = min(g.energy(np.array(y), unary) for y in product(range(3), repeat=7))
+        best = brute_force(unary, g)
         res = AutoEngine().map(unary, g, rng=0)
         assert res.energy == pytest.approx(best, abs=1e-12)
         assert res.info["expansion_sweeps"] is None and res.lower_bound == pytest.approx(best, abs=1e-9)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mrf_problems import brute_force
 from oracles import graphcut_numpy as oracle
 
 from hmrf import Constraints, InfeasibleError, PairwiseGraph
@@ -23,13 +24,6 @@ from hmrf.inference.qpbo import solve_split
 def all_labellings(n, k):
     return np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64)
 
-
-def brute_force(unary, graph):
-    """Minimum energy and a minimiser by enumeration."""
-    ys = all_labellings(*unary.shape)
-    e = np.array([graph.energy(y, unary) for y in ys])
-    i = int(np.argmin(e))
-    return float(e[i]), ys[i]
 
 
 def random_graph(rng, n, k, m, p_cl=0.0, p_hard=0.0):
