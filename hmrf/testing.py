@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = ["check_engine", "check_emission", "check_potential", "engine_checks", "emission_checks",
-           "potential_checks", "parametrize_with_checks", "random_problem", "brute_force"]
+           "potential_checks", "parametrize_with_checks", "random_problem", "brute_force",
+           "labelling_energies"]
 
 #: Relative tolerance of the energies and costs compared (float64 sums of a few terms).
 RTOL = 1e-7
