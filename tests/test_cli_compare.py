@@ -46,6 +46,10 @@ def test_compare_writes_one_row_per_fit_and_a_summary(tmp_path, capsys):
         nmis = [float(r["nmi"]) for r in fits
                 if r["estimator"] == s["engine"] and int(r["point"]) == int(s["constraints"])]
         assert float(s["nmi_mean"]) == pytest.approx(np.mean(nmis))
+        assert float(s["nmi_sem"]) == pytest.approx(np.std(nmis, ddof=1) / np.sqrt(len(nmis)))
+        for column, value in s.items():  # every number reads back as a number
+            if column != "engine":
+                float(value)
     printed = capsys.readouterr().out
     for column in ("engine", "NMI", "J excess", "E gap", "E-step s", "fit s", "compile time"):
         assert column in printed

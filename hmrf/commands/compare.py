@@ -109,7 +109,7 @@ def run(args) -> int:
         with open(out.file("compare-summary.csv"), "w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=list(SUMMARY_COLUMNS))
             w.writeheader()
-            w.writerows({k: repr(v) if isinstance(v, float) else v for k, v in r.items()}
+            w.writerows({k: repr(float(v)) if isinstance(v, float) else v for k, v in r.items()}
                         for r in rows)
         wrote = [out.file("compare.csv"), out.file("compare-summary.csv")]
         if common.has_matplotlib():

@@ -128,7 +128,7 @@ class CurveTable:
             w = csv.DictWriter(f, fieldnames=cols)
             w.writeheader()
             for r in self.records:
-                w.writerow({c: repr(v) if isinstance(v, float) else v for c, v in r.items()})
+                w.writerow({c: repr(float(v)) if isinstance(v, float) else v for c, v in r.items()})
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str]) -> CurveTable:
