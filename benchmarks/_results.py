@@ -64,10 +64,10 @@ def package_at(revision: str) -> str:
     import tarfile
     import tempfile
 
-    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
     folder = tempfile.mkdtemp(prefix="hmrf_at_")
     archive = os.path.join(folder, "hmrf.tar")
-    subprocess.run(["git", "-C", here, "archive", "--format=tar", "-o", archive, revision, "hmrf"],
+    subprocess.run(["git", "-C", root, "archive", "--format=tar", "-o", archive, revision, "hmrf"],
                    check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(folder, filter="data")
