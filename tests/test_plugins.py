@@ -194,8 +194,8 @@ def test_a_non_finite_objective_stops_the_fit_naming_the_family():
     c = Constraints.sample_from_labels(Y_BIN, n_pairs=50, rng=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for engine in ("icm", "bp"):
-            est = HMRFKMeans(3, emission=Unclipped(), inference=engine, w=1.0, random_state=0)
+        for engine, em in (("icm", "hard"), ("bp", "hard"), ("mean_field", "soft")):
+            est = HMRFKMeans(3, emission=Unclipped(), inference=engine, em=em, w=1.0, random_state=0)
             with pytest.raises(ValueError, match=r"EM objective is not finite at iteration 0 .*"
                                                  r"Unclipped.unary gave non-finite costs"):
                 est.fit(X_BIN, constraints=c)

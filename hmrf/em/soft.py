@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..inference import MeanField, get_engine
-from .loop import EMResult, check_engine, rise_tolerance, solve_e_step
+from .loop import EMResult, _check_finite, check_engine, rise_tolerance, solve_e_step
 from .passes import soft_pass
 
 if TYPE_CHECKING:
@@ -160,6 +160,9 @@ def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngi
         free += model.emission.prior_cost(params)  # R(Θ)
         if mixing:
             free -= mixing * float(np.log(params.weights).sum())
+        # iteration 0 of the message is the initial parameters, as in hard EM
+        _check_finite(free, step.constrained_unary if nodes.size else None, model.emission, params,
+                      it - 1)
         history.append(free)
         t1 = time.perf_counter()
         trace.append(dict(objective=free, e_time=t1 - t0, m_time=0.0, n_changed=None,
