@@ -148,7 +148,7 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(anywidget|traitlets|ipywidgets)(\..*)?"),
     # the standard library (base classes shown by show-inheritance, a module reference)
     (r"py:.*", r"(object|Exception|ValueError|TypeError|RuntimeError|UserWarning|"
-               r"RuntimeWarning|ImportError|abc\.ABC|typing\.\w+|importlib\.metadata)"),
+               r"RuntimeWarning|ImportError|abc\.ABC|enum\.Enum|typing\.\w+|importlib\.metadata)"),
     # names annotations import only for type checking (typing.TYPE_CHECKING), so autodoc
     # sees them as written: numpy.typing's, SciPy's sparse classes, Dask, matplotlib,
     # pgmpy and scikit-learn types, the standard library's, and hmrf's own aliases
@@ -172,7 +172,7 @@ PUBLIC_NAMESPACES = [
     "hmrf", "hmrf.constraints", "hmrf.graph", "hmrf.emissions", "hmrf.potentials",
     "hmrf.model", "hmrf.inference", "hmrf.inference.lp", "hmrf.inference.lp_cvxpy",
     "hmrf.inference.bp.trws", "hmrf.inference.base", "hmrf.inference.icm",
-    "hmrf.inference.bp", "hmrf.inference.milp", "hmrf.inference.greedy",
+    "hmrf.inference.bp", "hmrf.inference.bp.schedules", "hmrf.inference.milp", "hmrf.inference.greedy",
     "hmrf.inference.polish", "hmrf.inference.rounding", "hmrf.em", "hmrf.em.loop", "hmrf.em.passes",
     "hmrf.em.sparse", "hmrf.em.soft",
     "hmrf.initialization", "hmrf.estimators", "hmrf.model_selection", "hmrf.inference.meanfield", "hmrf.emissions.stats",

@@ -5,8 +5,10 @@ when a name that needs them is used."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 
-__all__ = ["lazy_names"]
+__all__ = ["lazy_names", "lazy_module"]
 
 
 def lazy_names(package: str, namespace: dict, homes: dict, submodules=()):
@@ -29,3 +31,19 @@ def lazy_names(package: str, namespace: dict, homes: dict, submodules=()):
         return sorted(set(namespace) | set(homes) | set(submodules))
 
     return __getattr__, __dir__
+
+
+def lazy_module(name: str):
+    """The module ``name``, executed on its first attribute access
+    (``importlib.util.LazyLoader``): an engine module keeps its compiled kernels in a module
+    it names at import, so that listing or constructing engines (``hmrf fit --help``,
+    ``import hmrf.inference``) does not load numba."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module

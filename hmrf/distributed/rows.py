@@ -288,8 +288,8 @@ def _chunk_draw(closest, targets) -> np.ndarray:
 
 class ChunkDivergence(MinDivergence):
     """:class:`~hmrf.backend.MinDivergence` of a :class:`ChunkedData`: one persisted task a
-    chunk, and the chunks' sums on the client (module docstring); :meth:`potentials` keeps
-    what :meth:`with_centre` needs, so a k-means++ step reads the chunks once.
+    chunk, and the chunks' sums on the client (module docstring); ``potentials`` keeps
+    what ``with_centre`` needs, so a k-means++ step reads the chunks once.
 
     Attributes
     ----------
@@ -347,7 +347,7 @@ class ChunkDivergence(MinDivergence):
 
     def with_centre(self, candidates: NDArray[np.intp], t: int) -> ChunkDivergence:
         """The minima once ``candidates[t]`` joined the centres: from what the last
-        :meth:`potentials` of the same ``candidates`` kept, else by a pass."""
+        ``potentials`` of the same ``candidates`` kept, else by a pass."""
         if self._scored is not None and self._scored[0] is candidates:
             _, per_chunk, lowered = self._scored
             parts = [dask.delayed(_chunk_lowered, pure=False)(c, low, t)

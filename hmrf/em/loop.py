@@ -166,7 +166,7 @@ def _inf_safe_sum(rows, values, n):
 
 
 #: Candidates whose own-cluster cost the re-seeding of an empty cluster evaluates (largest
-#: gain first) before it leaves a cluster empty (:func:`_reseed`).
+#: gain first) before it leaves a cluster empty (``_reseed``).
 OWN_COST_TRIALS = 8
 
 
@@ -394,7 +394,7 @@ def _check_finite(total, rows, family, params, it) -> None:
 
 
 def _own_cost(model, params, labels):
-    """``own_cost(i, h)`` for :func:`_reseed`: point ``i``'s unary cost under the
+    """``own_cost(i, h)`` for ``_reseed``: point ``i``'s unary cost under the
     parameters ``params`` with cluster ``h`` re-estimated from ``i`` alone by the family's
     M-step (every other cluster keeps its parameters, so no other point's cost changes);
     ``None`` where that does not hold: a normaliser or mixing weights shared between

@@ -461,7 +461,7 @@ class Mahalanobis(EmissionFamily):
     def summed_cost(self, params: MahalanobisParams, stats: ClusterStats,
                     normalizer: str = "constant") -> float | None:
         """``Σ_i (x_i - μ_{y_i})ᵀ A_{y_i} (x_i - μ_{y_i}) + cluster_cost_{y_i}`` from the
-        statistics (:meth:`_summed_cost`); ``None`` for the identity metric, whose
+        statistics (``_summed_cost``); ``None`` for the identity metric, whose
         statistics carry no second moment."""
         if stats.second is None:
             return None

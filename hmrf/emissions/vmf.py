@@ -58,7 +58,7 @@ def log_vmf_normalizer(kappa: float | NDArray[np.floating], d: int) -> np.ndarra
     """``log C_d(κ)`` of the vMF density ``C_d(κ) exp(κ μ^T x)`` on the sphere in R^d.
 
     ``log C_d(κ) = (d/2 - 1) log κ - (d/2) log 2π - log I_{d/2-1}(κ)``, with the Bessel
-    term from :func:`log_bessel_iv`, finite for any d and κ > 0.
+    term from ``log_bessel_iv``, finite for any d and κ > 0.
     """
     kappa = np.asarray(kappa, dtype=np.float64)
     nu = d / 2.0 - 1.0

@@ -150,7 +150,7 @@ class Start(Enum):
     #: supervision that agrees with the data's own clusters keeps them
     DATA = "data"
     #: the data alone through Lloyd's iterations on the unit rows first (the cosine model,
-    #: :meth:`HMRFClusterMixin._chordal`)
+    #: ``HMRFClusterMixin._chordal``)
     CHORD = "chord"
 
 
@@ -197,7 +197,7 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     em_result_ : EMResult
         The full EM trace of the best run.
     n_runs_ : int
-        EM runs made (:meth:`_best_of_runs`).
+        EM runs made (``_best_of_runs``).
     w_ : float
         The constraint weight the fit used (``w="auto"`` resolved, see
         :meth:`hmrf.HMRF.data_scale`); NaN when the fit had no constraints. ``w`` weighs

@@ -215,7 +215,7 @@ class MPCKMeans(_MetricLearner):
         (text), ``"sqeuclidean"`` for other sparse ``X`` or fewer constraints (after the
         closure) than features (a diagonal ``A`` has ``d`` parameters: Basu, Bilenko &
         Mooney 2004, §1, §5), ``"mahalanobis"`` otherwise. The shrinkage of a name is
-        ``λ = d / (n + d)`` (:func:`auto_shrinkage`) toward the squared feature ranges
+        ``λ = d / (n + d)`` (``auto_shrinkage``) toward the squared feature ranges
         (``target="range"``), with ``A⁻¹`` floored at ``λ`` (every weight within
         ``a_d t_d <= (n + d) / d`` of the target's). ``metric_kind_`` and ``shrinkage_``
         are what the fit used (:doc:`/metric_learning`).
@@ -384,8 +384,6 @@ class MKMeans(_MetricLearner):
         constraints satisfied with the learned (``"diagonal"``) and the identity metric.
 
     References
-    ----------
-    Basu, Bilenko & Mooney (2004), §2.3, §3.3, §4.2.    References
     ----------
     Basu, Bilenko & Mooney (2004), §2.3, §3.3, §4.2.
     """

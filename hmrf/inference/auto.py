@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._lazy import lazy_module
 from ..graph import COMPONENTS, CacheKey
 from .base import InferenceEngine, Solution
 from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
 from .expansion import AlphaExpansion
-from .graphcut_numba import components
+
+# the compiled kernels load on first use: listing or building engines needs no numba
+graphcut = lazy_module("hmrf.inference.graphcut_numba")
 
 __all__ = ["AutoEngine", "LARGE_COMPONENT"]
 
@@ -128,7 +131,7 @@ def _parts(graph):
     graph's cache where every later caller finds them."""
     def build():
         def split():
-            n_comp, comp = components(graph.n_nodes, graph.edges[:, 0], graph.edges[:, 1])
+            n_comp, comp = graphcut.components(graph.n_nodes, graph.edges[:, 0], graph.edges[:, 1])
             comp.flags.writeable = False
             return int(n_comp), comp
 

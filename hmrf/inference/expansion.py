@@ -32,12 +32,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from .._lazy import lazy_module
 from .._params import Interval, Options
 from ..graph import CacheKey, PairwiseGraph
 from .base import InferenceEngine, Solution
-from .graphcut_numba import move_change, move_cut, qpbo_move
-from .maxflow_numba import arc_layout
 from .polish import finish
+
+# the compiled kernels load on first use: listing or building engines needs no numba
+graphcut = lazy_module("hmrf.inference.graphcut_numba")
+maxflow = lazy_module("hmrf.inference.maxflow_numba")
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,7 +66,7 @@ ARC_LAYOUT = CacheKey("expansion.arc_layout", "keep")
 def _arc_layout(graph: PairwiseGraph) -> tuple[np.ndarray, ...]:
     """:func:`~hmrf.inference.maxflow_numba.arc_layout` of ``graph``, cached on it."""
     def build():
-        layout = arc_layout(graph.n_nodes, graph.edges[:, 0], graph.edges[:, 1])
+        layout = maxflow.arc_layout(graph.n_nodes, graph.edges[:, 0], graph.edges[:, 1])
         for a in layout:
             a.flags.writeable = False
         return layout
@@ -217,7 +220,8 @@ class ExpansionMoves:
 
     def change(self, labels: NDArray[np.intp], alpha: int, x: NDArray[np.bool_]) -> float:
         """Penalised energy change of switching the nodes ``x`` (bool) of ``labels`` to ``alpha``."""
-        return float(move_change(np.asarray(labels, dtype=np.int64), int(alpha), x, self.unary, *self._edges))
+        return float(graphcut.move_change(np.asarray(labels, dtype=np.int64), int(alpha), x, self.unary,
+                                          *self._edges))
 
     def move(self, labels: NDArray[np.intp], alpha: int,
              method: str = "qpbo") -> tuple[NDArray[np.intp], float, MoveCut | None]:
@@ -239,13 +243,13 @@ class ExpansionMoves:
                                np.empty(n, dtype=np.int64))
         state, recycle = self._states[i], self._recycles and bool(self._flow_kept[alpha])
         costs = (self.unary, self._alpha_allowed[alpha], *self._edges)
-        x, n_free, non_sub = move_cut(labels, alpha, *costs, ptr, head, sister, arc_pq, arc_qp, *state,
-                                      *self._shared, recycle)
+        x, n_free, non_sub = graphcut.move_cut(labels, alpha, *costs, ptr, head, sister, arc_pq, arc_qp,
+                                               *state, *self._shared, recycle)
         if n_free:
             self._flow_kept[alpha] = not non_sub  # rcap and trcap hold this cut's residual network
         cut = MoveCut(True, 0)
         if non_sub:
-            x, n_free, unlabelled = qpbo_move(labels, alpha, *costs, ptr, edge, method == "truncate")
+            x, n_free, unlabelled = graphcut.qpbo_move(labels, alpha, *costs, ptr, edge, method == "truncate")
             cut = MoveCut(False, int(unlabelled))
         if n_free == 0:
             return labels, 0.0, None
@@ -280,7 +284,7 @@ class AlphaExpansion(InferenceEngine):
     cycles : {"sweep", "adaptive"}, default="sweep"
         ``"sweep"``: every sweep tries every label in ``label_order`` until a sweep
         changes nothing (Boykov et al. 2001, Fig. 2). ``"adaptive"``: GCO's adaptive
-        cycles (Delong, Osokin, Isack & Boykov 2012; :meth:`_adaptive`). Both stop only
+        cycles (Delong, Osokin, Isack & Boykov 2012; ``_adaptive``). Both stop only
         at a labelling no expansion move lowers (when every move is exact).
 
     Notes

@@ -153,7 +153,7 @@ def move_problem(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_
     The free nodes (another label than ``alpha``, and ``alpha`` allowed) have unary
     differences ``E(x_i = 1) - E(x_i = 0)``, every term with one free end folded in;
     with ``reduce`` those that every minimiser fixes by dominance
-    (:func:`_fix_by_dominance`) are taken out, the ones that switch in ``forced``.
+    (``_fix_by_dominance``) are taken out, the ones that switch in ``forced``.
     ``nodes`` are the free nodes left, ``u`` their unary differences, ``ep, eq`` and
     ``half_lambda`` the terms between two of them (positions in ``nodes``), and
     ``non_submodular`` whether a term of the move is not submodular. ``wc, wk, tab_of,

@@ -5,7 +5,7 @@ one at a time: node ``s``'s edges to later nodes are ``fptr[s]:fptr[s + 1]``, th
 earlier nodes ``be[bptr[s]:bptr[s + 1]]``; edge ``e`` joins ``lo[e] < hi[e]``, its
 table is ``tcost[tab_of[e], x_lo, x_hi]`` and its Potts weight ``w[e]``.
 
-**Messages** (:func:`_message`). With ``h`` the sender's (reweighted) belief minus the
+**Messages** (``_message``). With ``h`` the sender's (reweighted) belief minus the
 factor's message to the sender, normalised to ``min = 0`` (Felzenszwalb & Huttenlocher
 2006 for the O(k) Potts forms)::
 

@@ -28,9 +28,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..._lazy import lazy_module
 from ...graph import CacheKey, PairwiseGraph
-from . import kernels
 from .trws import big_cost, chain_layout
+
+# the compiled kernels load on first use: listing or building engines needs no numba
+kernels = lazy_module("hmrf.inference.bp.kernels")
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,7 +41,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-__all__ = ["split_components", "run_sequential", "run_flooding", "frustrated_components",
+__all__ = ["BPProblem", "ScheduleRun", "split_components", "run_sequential", "run_flooding",
+           "frustrated_components",
            "lattice_components", "dense_frustrated_part", "uniform_edge_appearance", "LATTICE_NODES",
            "LATTICE_CYCLES", "AUTO_SWITCH", "AUTO_PATIENCE", "AUTO_PATIENCE_WORK", "DENSE_DEGREE"]
 

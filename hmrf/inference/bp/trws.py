@@ -18,11 +18,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from ..._lazy import lazy_module
 from ..._params import Interval, Options
 from ...graph import POTTS_ML, TABLE, CacheKey, PairwiseGraph
 from ..base import InferenceEngine, Solution
 from ..polish import finish
-from . import kernels
+
+# the compiled kernels load on first use: listing or building engines needs no numba
+kernels = lazy_module("hmrf.inference.bp.kernels")
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -259,7 +262,7 @@ def run_trws(unary: NDArray[np.floating], graph: PairwiseGraph, *, max_iter: int
              notify: Callable[..., Any] | None = None, init: Any = None, cycles: bool = False,
              patience: int | None = None) -> Solution:
     """TRW-S on ``(unary, graph)`` (:class:`TRWS`; ``tol=None``: no stall rule; ``cycles`` and
-    ``patience``: :class:`_Progress`).
+    ``patience``: ``_Progress``).
 
     Returns a :class:`~hmrf.inference.base.Solution`: ``labels`` (the best decoded labelling
     of every connected component, or ``init`` where it is better), ``lower_bound``
