@@ -4,7 +4,7 @@ into the settings _solve reads, the rules between them, and the removed paramete
 import numpy as np
 import pytest
 
-import hmrf._params
+import hmrf._validation
 from hmrf import Constraints
 from hmrf.inference import BeliefPropagation
 from hmrf.inference.bp import engine as bp_engine
@@ -39,7 +39,7 @@ def test_damping_max_iter_and_polish_are_resolved():
 
 def test_parameters_are_validated_once_per_parameter_set(monkeypatch):
     calls = []
-    real = hmrf._params.validate_params
+    real = hmrf._validation.validate_params
     monkeypatch.setattr(bp_engine, "validate_params", lambda *a, **k: calls.append(1) or real(*a, **k))
     unary, c = np.random.default_rng(0).random((6, 3)), Constraints.from_pairs(must_link=[(0, 1)],
                                                                               cannot_link=[(2, 3)], n=6)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sklearn.base import ClusterMixin
 
-from .._params import Interval, validate_params
+from .._validation import Interval, validate_params
 from .base import ActiveSelector, _Closure, _State
 from .explore import _check_k
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._params import Interval, validate_params
+from .._validation import Interval, validate_params
 from .base import _State
 from .explore import ExploreConsolidate
 

@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from .._params import Check, Interval, validate_params
+from .._validation import Check, Interval, validate_params
 from .base import ActiveSelector, _State, fit_clusterer
 
 if TYPE_CHECKING:

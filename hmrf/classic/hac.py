@@ -14,8 +14,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import validate_data
 
-from .._params import Interval, Options, validate_params
-from .._validation import check_data, check_n_clusters, check_partial_labels
+from .._validation import (
+    Interval,
+    Options,
+    check_data,
+    check_n_clusters,
+    check_partial_labels,
+    validate_params,
+)
 from ..constraints import Constraints, as_constraints
 from ..exceptions import InfeasibleError
 from .linkage import (

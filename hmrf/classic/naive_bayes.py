@@ -24,8 +24,15 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._params import Check, Interval, Options, validate_params
-from .._validation import check_data, check_partial_labels, check_random_state
+from .._validation import (
+    Check,
+    Interval,
+    Options,
+    check_data,
+    check_partial_labels,
+    check_random_state,
+    validate_params,
+)
 from ..constraints import as_constraints
 from ..em.soft import run_soft_em, update_params
 from ..emissions import Multinomial, inner_products

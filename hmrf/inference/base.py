@@ -26,8 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from .._params import validate_params
-from .._validation import check_random_state
+from .._validation import check_random_state, validate_params
 from ..exceptions import InfeasibleError
 from ..graph import CacheKey, PairwiseGraph, as_graph, segment_sum
 from .feasibility import raise_if_infeasible
@@ -329,7 +328,7 @@ class InferenceEngine:
 
     Subclasses implement :meth:`_solve` on the reduced problem; :meth:`map` handles
     validation (of the inputs, and of the engine's parameters against its
-    ``_parameter_constraints`` table, :mod:`hmrf._params`), then :meth:`solve_validated`
+    ``_parameter_constraints`` table, :mod:`hmrf._validation`), then :meth:`solve_validated`
     the reduction, callbacks, timing and the final energy (the EM loop, whose inputs are
     checked once at the estimator's entrance, calls :meth:`solve_validated` directly).
     Engines see costs and a graph, never the data or the emission
@@ -498,7 +497,7 @@ class InferenceEngine:
 
     def check_params(self) -> None:
         """Check the engine's parameters against its ``_parameter_constraints`` table
-        (:mod:`hmrf._params`): :meth:`~hmrf.inference.base.InferenceEngine.map` does, and
+        (:mod:`hmrf._validation`): :meth:`~hmrf.inference.base.InferenceEngine.map` does, and
         the EM loop once per fit."""
         if hasattr(type(self), "_parameter_constraints"):
             validate_params(self)

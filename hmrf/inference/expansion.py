@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from .._lazy import lazy_module
-from .._params import Interval, Options
+from .._validation import Interval, Options
 from ..graph import CacheKey, PairwiseGraph
 from .base import InferenceEngine, Solution
 from .polish import finish

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._params import Interval
+from .._validation import Interval
 from ..exceptions import InfeasibleError
 from ..graph import POTTS_ML, TABLE, CacheKey, PairwiseGraph, independent_sets, segment_sum
 from .base import InferenceEngine, Solution

@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._optional import load
-from .._params import Interval, Options, validate_params
+from .._validation import Interval, Options, validate_params
 from ..exceptions import InfeasibleError
 from ..graph import CacheKey, PairwiseGraph
 from .base import InferenceEngine, Solution

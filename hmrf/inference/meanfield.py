@@ -30,7 +30,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._params import Interval
+from .._validation import Interval
 from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph, segment_sum
 from .base import InferenceEngine, Solution
 from .polish import finish

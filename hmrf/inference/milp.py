@@ -18,7 +18,7 @@ from numbers import Real
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from .._params import Interval
+from .._validation import Interval
 from ..exceptions import InfeasibleError
 from .base import InferenceEngine, Solution
 from .lp import build_program, solve_relaxation

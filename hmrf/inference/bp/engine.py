@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..._params import Interval, Options, validate_params
+from ..._validation import Interval, Options, validate_params
 from ..base import InferenceEngine, Solution
 from ..polish import POLISH, finish, polish_labels
 from .schedules import (
@@ -202,7 +202,7 @@ class BeliefPropagation(InferenceEngine):
         return _PARAMETERS(self)
 
     def check_params(self) -> None:
-        """Validate the parameters (:mod:`hmrf._params`) and resolve them into the settings
+        """Validate the parameters (:mod:`hmrf._validation`) and resolve them into the settings
         every later :meth:`_solve` reads, until a parameter changes."""
         validate_params(self)
         auto_iter = self.max_iter == "auto"

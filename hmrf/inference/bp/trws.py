@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from ..._lazy import lazy_module
-from ..._params import Interval, Options
+from ..._validation import Interval, Options
 from ...graph import POTTS_ML, TABLE, CacheKey, PairwiseGraph
 from ..base import InferenceEngine, Solution
 from ..polish import finish
