@@ -4,7 +4,7 @@
 
 What it measures: on 50,000-node must-link E-steps (``--n``), the energy of BP's default
 (``inference="bp"``), of TRW-S (``inference="trws"``) and of ordinary max-product
-(``BeliefPropagation(reweight=None)``: what BP's default was before it composed TRW-S on
+(``BeliefPropagation(reweight=None)``, without the TRW-S that BP's default composes on
 must-link components) relative to GCO's α-expansion, the gap to the best lower bound
 any engine proved, and the time relative to GCO's. Families, ``--seeds`` instances each:
 
