@@ -155,11 +155,20 @@ def run_floor(n, d, k, iters, repeats, dtype):
         t["sklearn"].append((time.perf_counter() - t0) / sk.n_iter_)
         agree = min(agree, int(np.count_nonzero(ours.labels_ == sk.labels_)))
     t = {name: np.asarray(v) for name, v in t.items()}
+    # where the labels differ, how far from a tie the point is, in float64 with scikit-learn's
+    # centres: |d(x, c_ours) - d(x, c_sklearn)| / d(x, c_sklearn), squared distances
+    differ = np.flatnonzero(ours.labels_ != sk.labels_)
+    gap = 0.0
+    if differ.size:
+        Xd, C = X[differ].astype(np.float64), sk.cluster_centers_.astype(np.float64)
+        d_ours = ((Xd - C[ours.labels_[differ]]) ** 2).sum(axis=1)
+        d_sk = ((Xd - C[sk.labels_[differ]]) ** 2).sum(axis=1)
+        gap = float(np.max(np.abs(d_ours - d_sk) / d_sk))
     floor = t["gemm"] + t["read"]
     out = {name: float(np.median(v)) for name, v in t.items()}
     out.update(floor=float(np.median(floor)), hmrf_floor=float(np.median(t["hmrf"] / floor)),
                sklearn_floor=float(np.median(t["sklearn"] / floor)),
-               hmrf_sklearn=float(np.median(t["hmrf"] / t["sklearn"])), agree=agree,
+               hmrf_sklearn=float(np.median(t["hmrf"] / t["sklearn"])), agree=agree, gap=gap,
                dtype=np.dtype(dtype).name, load=load_average())
     return out
 
@@ -173,17 +182,22 @@ def floor_table(args):
                   dtype=dtype) for dtype in ("float64", "float32")]
     table = markdown_table(
         ["n", "dtype", "GEMM X·Cᵀ", "one read of X", "floor", "hmrf per iteration",
-         "sklearn per iteration", "hmrf / floor", "sklearn / floor", "hmrf / sklearn", "labels = sklearn"],
+         "sklearn per iteration", "hmrf / floor", "sklearn / floor", "hmrf / sklearn", "labels = sklearn",
+         "largest gap where they differ"],
         [[f"{10**6:,}", r["dtype"], f"{r['gemm']:.4f}", f"{r['read']:.4f}", f"{r['floor']:.4f}",
           f"{r['hmrf']:.4f}", f"{r['sklearn']:.4f}", f"{r['hmrf_floor']:.2f}", f"{r['sklearn_floor']:.2f}",
-          f"{r['hmrf_sklearn']:.2f}", f"{r['agree']:,} of {10**6:,}"] for r in rows],
-        ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
+          f"{r['hmrf_sklearn']:.2f}", f"{r['agree']:,} of {10**6:,}",
+          f"{r['gap']:.1e}" if r["agree"] < 10**6 else ""] for r in rows],
+        ["---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---:"])
     notes = (f"The dense iteration against its floor: d = {args.d}, k = {args.k}, no constraints, "
              f"{args.iters} iterations from the same centres, {args.repeats} interleaved repeats; times in "
              "seconds (medians); floor: one GEMM `X·Cᵀ` of the same shape plus one read of `X` "
              "(`X.sum(axis=0)`), each the mean of as many calls as iterations, timed between the fits; "
              "ratios: medians of the paired per-repeat ratios; labels: the fewest equal to scikit-learn's "
-             "over the repeats. Load average (1, 5, 15 min) after each dtype: "
+             "over the repeats; gap: over the points whose labels differ (last repeat), the largest "
+             "|d(x, c_hmrf) − d(x, c_sklearn)| / d(x, c_sklearn) with scikit-learn's final centres and "
+             "squared distances in float64 (a gap near the dtype's round-off is a tie both answers "
+             "break differently). Load average (1, 5, 15 min) after each dtype: "
              + ", ".join(r["load"] for r in rows) + ".")
     print(table + "\n\n" + notes, flush=True)
     print(write_result("scale-floor", table, notes=notes))
