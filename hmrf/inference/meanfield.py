@@ -29,9 +29,10 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import Interval
-from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph, segment_sum
+from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph
 from .base import InferenceEngine, Solution
 from .polish import finish
 from .posteriors import hard_cost, softmax_free_energy
@@ -66,7 +67,11 @@ class _Layout:
         for c, members in enumerate(sets):  # a loop over colour classes
             local[members] = np.arange(members.size)
             d = np.flatnonzero(colour[src] == c)
-            cls = dict(members=members, row=local[src[d]], dst=dst[d], w=ww[d], kind=kind[d])
+            row = local[src[d]]
+            # the sum of a class's directed factors into its members, built once per layout:
+            # the sweeps apply it many times
+            agg = sp.csr_matrix((np.ones(d.size), (row, np.arange(d.size))), shape=(members.size, d.size))
+            cls = dict(members=members, agg=agg, dst=dst[d], w=ww[d], kind=kind[d])
             if tables is not None:
                 t_idx = tables[1][d]
                 sel = kind[d] == TABLE
@@ -94,7 +99,7 @@ class _Layout:
             qs = qd[sel]
             vals[sel] = np.where(is_first[:, None], np.einsum("thb,tb->th", T, qs),
                                  np.einsum("tbh,tb->th", T, qs))
-        return segment_sum(cls["row"], vals, c) if w.size else np.zeros((c, k))
+        return np.asarray(cls["agg"] @ vals) if w.size else np.zeros((c, k))
 
 
 class MeanField(InferenceEngine):
