@@ -111,7 +111,7 @@ def start_points(n, k):
     return np.sort(np.random.default_rng(1).choice(n, k, replace=False))
 
 
-def peak_rss_mb() -> float:
+def peak_rss_mib() -> float:
     with open("/proc/self/status") as fh:
         return int(fh.read().split("VmHWM:")[1].split()[0]) / 1024.0
 
@@ -152,7 +152,7 @@ def job_memory(a):
     init = X[start_points(a.n, a.k)]
     kw = constraints_for(a.n, a.d, a.k, a.chunk, a.pairs)
     est = HMRFKMeans(a.k, init=init, tol=0.0, max_iter=a.iters, random_state=0).fit(X, **kw)
-    return dict(per_iter=per_iteration(est), n_iter=int(est.n_iter_), peak=peak_rss_mb(),
+    return dict(per_iter=per_iteration(est), n_iter=int(est.n_iter_), peak=peak_rss_mib(),
                 objective=est.objective_)
 
 
@@ -180,7 +180,7 @@ def job_dask(a):
         fit = time.perf_counter() - t0
         em = sum(t["e_time"] + t["m_time"] for t in est.em_result_.trace)
         out = dict(per_iter=per_iteration(est), n_iter=int(est.n_iter_), setup=fit - em,
-                   peak=max(client.run(peak_rss_mb).values()), base=max(base.values()),
+                   peak=max(client.run(peak_rss_mib).values()), base=max(base.values()),
                    objective=est.objective_)
         if a.dask_ml:
             from dask_ml.cluster import KMeans as DaskMLKMeans
@@ -226,7 +226,7 @@ def job_ooc(a):
         t0 = time.perf_counter()
         est = HMRFKMeans(a.k, random_state=0, max_iter=a.iters).fit(X, **kw)
         fit = time.perf_counter() - t0
-        peaks = client.run(peak_rss_mb)
+        peaks = client.run(peak_rss_mib)
         return dict(n=n, gb=X.nbytes / 1e9, limit_mb=limit / 2**20, write=write, fit=fit,
                     n_iter=int(est.n_iter_), per_iter=per_iteration(est), peaks=list(peaks.values()),
                     restarted=client.run(os.getpid) != pids)
@@ -510,7 +510,7 @@ def main(argv=None):
                  "HMRFKMeans at its default engine (`inference=\"auto\"`), the same start centres "
                  f"(random rows), `tol=0`; chunks of {a.chunk:,} rows persisted on the workers "
                  "(one thread each); `setup`: the Dask fit's time outside the iterations (s); peak: the "
-                 "largest worker's (or the in-memory process's) peak resident memory in MB, libraries "
+                 "largest worker's (or the in-memory process's) peak resident memory in MiB, libraries "
                  "included; dask-ml runs without constraints; load: the machine's 1-minute load "
                  "average before and after the row (other work on the machine slows every column).")
         rows, remarks = [], []
@@ -545,7 +545,7 @@ def main(argv=None):
         r = spawn(job="ooc", pairs=pairs[-1], ooc_memory=a.ooc_memory, ooc_factor=a.ooc_factor,
                   ooc_chunk=a.ooc_chunk, ooc_path=a.ooc_path, d=a.d, k=a.k, iters=a.iters)
         table = markdown_table(
-            ["write (s)", "fit (s)", "iterations", "per iteration (s)", "peak/worker (MB)", "limit (MB)",
+            ["write (s)", "fit (s)", "iterations", "per iteration (s)", "peak/worker (MiB)", "limit (MiB)",
              "worker restarted"],
             [[f"{r['write']:.0f}", f"{r['fit']:.0f}", r["n_iter"], f"{r['per_iter']:.1f}",
               ", ".join(f"{p:.0f}" for p in r["peaks"]), f"{r['limit_mb']:.0f}",

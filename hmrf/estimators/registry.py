@@ -98,7 +98,7 @@ ESTIMATORS = {
         "constraints", takes_engine=True, params={"w": 0.0}),
     "pckmeans": EstimatorSpec(
         "hmrf_kmeans:PCKMeans",
-        "PCKMeans: unit Potts penalties, constraint closure (Basu, Bilenko & Mooney 2004)",
+        "PCKMeans: HMRF-KMeans with the constraint closure (Basu, Bilenko & Mooney 2004)",
         "constraints", takes_engine=True, takes_w=True),
     "mpckmeans": EstimatorSpec(
         "mpckmeans:MPCKMeans",

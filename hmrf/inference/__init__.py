@@ -60,7 +60,8 @@ ENGINES = Registry("engine", "hmrf.engines", {
                              "labels their argmax: soft EM's default"),
     "auto": EngineSpec(AutoEngine,
                        "belief propagation, then alpha-expansion moves from its labelling, "
-                       "the lower energy per component"),
+                       "the lower energy per component; alpha-expansion alone on large "
+                       "must-link-only components"),
     "greedy": EngineSpec(GreedyFeasible,
                          "COP-KMeans' greedy assignment: hard constraints only, soft ones ignored "
                          "(Wagstaff et al. 2001)"),
