@@ -24,11 +24,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(ROOT, "docs", "results")
 
 
+#: options naming where a run keeps files on its machine (finished cells, scratch output):
+#: they change no number, so the recorded command leaves them out
+LOCAL_OPTIONS = ("--cache", "--out")
+
+
 def command_line(argv=None) -> str:
-    """The command that ran this script, as a user would type it from the repository root."""
+    """The command that ran this script, as a user would type it from the repository root,
+    without :data:`LOCAL_OPTIONS`."""
     argv = sys.argv if argv is None else argv
     script = os.path.relpath(os.path.abspath(argv[0]), ROOT)
-    return " ".join(["python", shlex.quote(script), *map(shlex.quote, argv[1:])])
+    args, skip = [], False
+    for a in argv[1:]:
+        if skip:
+            skip = False
+        elif a in LOCAL_OPTIONS:
+            skip = True
+        elif not a.startswith(tuple(o + "=" for o in LOCAL_OPTIONS)):
+            args.append(a)
+    return " ".join(["python", shlex.quote(script), *map(shlex.quote, args)])
 
 
 def markdown_table(header, rows, align=None) -> str:

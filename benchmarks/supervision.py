@@ -450,20 +450,6 @@ def table(results, datasets, estimators):
     return markdown_table(header, rows, ["---", "---", *["---:"] * 6])
 
 
-def recorded_command() -> str:
-    """The command line, without ``--cache PATH`` (where finished cells are kept on this
-    machine: it does not change a number)."""
-    argv, out, skip = sys.argv, [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--cache":
-            skip = True
-        elif not a.startswith("--cache="):
-            out.append(a)
-    return command_line(out)
-
-
 def readme_summary(results, datasets, runs, fails):
     """The README's summary: KMeans(n_init=10) and every pairwise estimator without
     pairs and with 500, per data set, then the misses and the command."""
@@ -480,7 +466,7 @@ def readme_summary(results, datasets, runs, fails):
             "the 1 % column and the targets in `docs/results/supervision.md` "
             + (f"(targets missed, and confirmed by the re-measurement over more runs: "
                f"{'; '.join(map(str, fails))})." if fails else "(every target met)."),
-            f"Written by `{recorded_command()}`."]
+            f"Written by `{command_line()}`."]
     return "\n".join(text)
 
 
@@ -529,7 +515,7 @@ def main(argv=None):
         if args.note:
             lines += ["", args.note]
         print("wrote", write_result(args.write or "supervision", table(results, datasets, estimators),
-                                    command=recorded_command(), notes="\n".join(lines)))
+                                    command=command_line(), notes="\n".join(lines)))
         if args.readme:
             summary = readme_summary(results, datasets, runs, fails)
             print("wrote", write_readme_section("supervision table", summary))

@@ -33,7 +33,8 @@ or --labels with --data), or you answer at the terminal with --interactive.
 
 The default, COBRAS's queries clustered by MPCKMeans, is at or above the reference
 implementation of COBRAS (cobras-ts) at every data set and budget of the table in
-docs/active_learning.md; --estimator own scores COBRAS's own clustering instead.
+docs/active_learning.md (which standardises wine and breast_cancer only: the others
+ran as with --no-standardize); --estimator own scores COBRAS's own clustering instead.
 
 Writes in --out: active-<data>-<selector>-<estimator>.csv (one row per run and budget)
 and .png.
