@@ -374,8 +374,9 @@ def main(argv=None):
                    help="--grid: Potts weights (default 0.02,0.1,0.5)")
     p.add_argument("--grid-connectivity", type=lambda v: [int(x) for x in v.split(",")], default=[4],
                    help="--grid: 4 and/or 8 neighbours (default 4)")
-    p.add_argument("--grid-random", type=int, default=2,
-                   help="--grid: random-weight must-link instances (default 2; 0 for none)")
+    p.add_argument("--grid-random", type=int, default=0,
+                   help="--grid: random-weight must-link instances (default 0: "
+                        "benchmarks/must_link_esteps.py writes the results file that has them)")
     p.add_argument("--grid-random-n", type=int, default=50000, help="--grid: their number of nodes")
     p.add_argument("--grid-repeats", type=int, default=3,
                    help="--grid: interleaved timing rounds (default 3)")

@@ -14,8 +14,9 @@ cost the squared colour distance to each centre, a Potts must-link of weight ``Î
 every edge of the 4-neighbour grid (545,493 edges; ``--grid-connectivity 4,8`` adds the
 diagonals, with the same weight), ``Î»`` in ``--grid-lambdas`` (0.02, 0.1, 0.5).
 
-**Random-weight must-link graphs** (``--grid-random``; where BP's patience stop left
-it a few per cent above GCO, and TRW-S's bound tells how far any labelling can be):
+**Random-weight must-link graphs** (``--grid-random N``, none by default: the results
+file of ``benchmarks/must_link_esteps.py`` has these instances; TRW-S's bound tells how
+far any labelling can be):
 ``n = 50,000`` nodes (``--grid-random-n``), unary costs uniform in [0, 1), ``2n``
 must-links between random pairs (average degree 4) with weights uniform in [0.1, 1.1],
 ``k = 10``.
