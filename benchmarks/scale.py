@@ -93,7 +93,7 @@ def warm_up():
     from hmrf import Constraints, HMRFKMeans
 
     X, y = make_data(2000, 5, 3, seed=1)
-    for engine in ("icm", "bp"):
+    for engine in ("auto", "icm", "bp"):
         c = Constraints.sample_from_labels(y, 200, rng=0)
         HMRFKMeans(3, inference=engine, random_state=0).fit(X, constraints=c)
 
@@ -402,7 +402,7 @@ def main(argv=None):
     ap.add_argument("--d", type=int, default=100)
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--fractions", default="0,0.01,0.1")
-    ap.add_argument("--engines", default="icm,bp")
+    ap.add_argument("--engines", default="auto,icm,bp")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--extras", action="store_true")
