@@ -107,6 +107,8 @@ def _cases():
             reason = KNOWN_FAILURES.get((est.name, engine))
             if reason:
                 marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            if engine == "exact":  # a MILP per E-step: the full suite runs it, the inner loop not
+                marks.append(pytest.mark.slow)
             yield pytest.param(est, engine, marks=marks, id=est.name + ("" if engine is None else f"-{engine}"))
 
 
