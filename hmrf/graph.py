@@ -50,8 +50,7 @@ def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray
     product: much faster than ``np.add.at`` for 2-D values)."""
     e = rows.shape[0]
     agg = sp.csr_matrix((np.ones(e), (rows, np.arange(e))), shape=(n_rows, e))
-    out = agg @ values
-    return np.asarray(out)
+    return np.asarray(agg @ values)
 
 
 def independent_sets(n_nodes: int, edges: np.ndarray,

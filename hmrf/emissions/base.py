@@ -84,15 +84,12 @@ class LinearCosts:
     ----------
     weights : ndarray (d, k)
         Row ``f`` holds ``g_hf`` of every cluster (the layout a sparse row reads: one
-        contiguous k-vector per stored entry), in the data's precision, C-contiguous.
-    bias, offset : ndarray (k,)
-        In the data's precision.
+        contiguous k-vector per stored entry), C-contiguous. The arrays are in the data's
+        precision.
     scale : ndarray (k,) or None
-        ``None``: 1 for every cluster. Then ``bias_h + <x_i, g_h> + offset_h`` orders
-        the clusters of row ``i`` as its costs do (``a_i`` and the clip, which only
-        undoes round-off, change no comparison), and the argmin is taken on it.
-    lo, hi : float
-        The clip.
+        ``None``: 1 for every cluster; then the argmin is taken on ``bias_h + <x_i, g_h>
+        + offset_h`` (``a_i`` and the clip, which only undoes round-off, change no
+        comparison).
     """
 
     weights: np.ndarray
