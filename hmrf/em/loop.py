@@ -172,18 +172,12 @@ OWN_COST_TRIALS = 8
 
 
 def _reseed(labels, cost, graph, n_clusters, allowed, movable=None, own_cost=None) -> tuple[np.ndarray, int]:
-    """Give empty clusters a point without increasing the objective (module docstring):
-    ``(labels, number re-seeded)``, the labels a copy when something moved.
-
-    Candidates are points whose move alone does not raise the pairwise energy (every
-    unconstrained point qualifies), whose cluster keeps at least one member and that
-    ``allowed(rows, h) -> bool array`` lets cluster ``h`` take (finite cost); of those,
-    the one with the largest current ``cost`` (n,) moves. ``movable`` (n,) bool excludes
-    points that may never move (clamped labels). ``own_cost(i, h)``, when given, is
-    point ``i``'s cost in cluster ``h`` fitted to it alone: a point whose move raises the
-    pairwise energy by ``Δ_i`` then qualifies if ``c_i - own_cost(i, h) > Δ_i``, tried
-    for the ``OWN_COST_TRIALS`` largest ``c_i - Δ_i`` when no free point qualifies. A
-    cluster stays empty only when no point qualifies."""
+    """Give empty clusters a point without increasing the objective, by the rule of the
+    module docstring: ``(labels, number re-seeded)``, the labels a copy when something
+    moved. A candidate's own cluster keeps a member; ``allowed(rows, h) -> bool array``
+    says which points cluster ``h`` may take (finite cost); ``movable`` (n,) excludes
+    clamped points; ``own_cost(i, h)``, when given, is ``u_i``, tried for the
+    ``OWN_COST_TRIALS`` largest ``c_i - Δ_i``."""
     counts = np.bincount(labels, minlength=n_clusters)
     empty = np.flatnonzero(counts == 0)
     if empty.size == 0:
