@@ -29,8 +29,8 @@ __all__ = ["PairwisePotential", "PottsConstraints", "DistanceScaledPotts", "Tabl
 
 
 class PairwisePotential:
-    """Base class: something that produces pairwise factors (:meth:`graph`) on ``n``
-    label variables."""
+    """Base class: something that produces pairwise factors on ``n`` label variables, a
+    :class:`~hmrf.graph.PairwiseGraph` (``graph``)."""
 
     depends_on_params = False
 

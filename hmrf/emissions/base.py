@@ -290,9 +290,12 @@ OPTIONAL_MEMBERS = {
 
 
 class EmissionFamily(ABC):
-    """Base class of emission families: :meth:`divergence` and :meth:`update` abstract,
-    every other member of :class:`EmissionProtocol` a default (:data:`OPTIONAL_MEMBERS`
-    describes them and the class attributes)."""
+    """Base class of emission families.
+
+    ``divergence`` and ``update`` are abstract, every other member of
+    :class:`EmissionProtocol` has a default (:data:`OPTIONAL_MEMBERS` describes them and
+    the class attributes).
+    """
 
     name = "emission"
     has_closed_form_normalizer = False
@@ -315,7 +318,7 @@ class EmissionFamily(ABC):
     @abstractmethod
     def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None) -> np.ndarray:
         """Distortion ``D(x_i, c_h)`` (n, k) in ``X``'s precision; ``data``: the rows of
-        :meth:`data_terms` when the caller has them."""
+        ``data_terms`` when the caller has them."""
 
     def divergence_to(self, X: MatrixLike, point: NDArray[np.floating]) -> NDArray[np.float64] | None:
         """``D_φ(x_i, c)`` of every row to one point ``c`` (n,), float64, for the Bregman
