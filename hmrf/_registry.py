@@ -91,18 +91,9 @@ def split_names(text: str) -> list[str]:
 class Registry(MutableMapping):
     """Names of one kind of extension and the entry-point group that adds to them.
 
-    Parameters
-    ----------
-    what : str
-        ``"engine"``, ``"emission"``: the ``register_<what>`` function, and messages.
-    group : str
-        The entry-point group (``importlib.metadata.entry_points``).
-    rows : dict of str to Spec
-        The library's own names.
-    renamed : dict of str to str
-        Names that no longer exist, each with the spelling that replaces it.
-    noun : str, optional
-        What an unknown name is called in messages (``what`` by default).
+    ``what`` (``"engine"``, ``"emission"``) names the ``register_<what>`` function in
+    messages, ``noun`` (default ``what``) an unknown name; ``rows`` are the library's own
+    names, ``renamed`` maps retired names to the spelling that replaces them.
     """
 
     def __init__(self, what: str, group: str, rows: dict[str, Spec],

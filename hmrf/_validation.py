@@ -43,14 +43,10 @@ def is_dask_collection(X: MatrixLike) -> bool:
 
 
 def check_random_state(seed, name: str = "random_state") -> np.random.Generator:
-    """A NumPy ``Generator`` from any of the seeds the library accepts.
-
-    ``None`` gives a fresh, unpredictable generator (NumPy's global state is neither
-    read nor changed); an int or a ``RandomState`` seeds a generator from one draw of
-    ``RandomState(seed)`` (scikit-learn's convention for ``random_state``, so the same
-    int gives the same result everywhere); a ``Generator`` is returned as is (and
-    advanced by its user).
-    """
+    """A NumPy ``Generator`` from any of the seeds the library accepts: ``None`` a fresh
+    one (NumPy's global state untouched); an int or a ``RandomState`` one seeded from one
+    draw of ``RandomState(seed)`` (scikit-learn's convention, so the same int gives the
+    same result everywhere); a ``Generator`` as is."""
     if isinstance(seed, np.random.Generator):
         return seed
     if seed is None:
@@ -71,34 +67,15 @@ def _first_bad_position(values: np.ndarray) -> tuple[int, ...]:
 
 def check_data(X, *, name: str = "X", accept_sparse: bool = True, min_samples: int = 1,
                keep_float32: bool = False):
-    """Validate a data matrix and return it as float64 (dense ndarray or CSR).
-
-    Parameters
-    ----------
-    X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-        Lists, read-only arrays and any scipy.sparse format are accepted; sparse input
-        is converted to CSR (never densified).
-    name : str
-        Name used in error messages.
-    accept_sparse : bool
-        If False, sparse input raises a ``TypeError`` naming the argument.
-    min_samples : int
-        Minimum number of rows.
-    keep_float32 : bool
-        Return float32 input as float32 (as scikit-learn's estimators do) instead of
-        converting it to float64.
-
-    Returns
-    -------
-    X : ndarray or scipy.sparse.csr_matrix of dtype float64 (or float32)
-        Shares memory with the input when no conversion was needed; callers must not
-        write to it.
+    """Validate a data matrix and return it as float64 (dense ndarray or CSR; float32
+    kept with ``keep_float32``), sharing memory with the input when no conversion was
+    needed (callers must not write to it). Sparse input is never densified.
 
     Raises
     ------
     ValueError
-        1-D or >2-D input, too few rows, zero columns, NaN or infinite entries
-        (the message gives the first position).
+        1-D or >2-D input, fewer than ``min_samples`` rows, zero columns, NaN or infinite
+        entries (the message gives the first position).
     TypeError
         Sparse input when ``accept_sparse=False``, complex or non-numeric input.
     """
@@ -212,10 +189,8 @@ def check_n_clusters(n_clusters, n_samples: int, name: str = "n_clusters") -> in
 
 
 def check_partial_labels(y, n_samples: int, name: str = "y") -> np.ndarray:
-    """Validate partial labels: integers, -1 for unlabelled, length ``n_samples``.
-
-    Returns a new int64 array.
-    """
+    """Validate partial labels: integers, -1 for unlabelled, length ``n_samples``; a new
+    int64 array."""
     arr = np.asarray(y)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D with one label per sample; got shape {arr.shape}.")
@@ -338,23 +313,10 @@ def describe(entries) -> str:
 
 
 def validate_params(obj, constraints: dict | None = None, owner: str | None = None) -> None:
-    """Check every parameter of ``obj`` named in ``constraints`` (default: its class table).
-
-    Parameters
-    ----------
-    obj : object
-        Read with ``getattr`` (estimators and engines store their parameters as attributes).
-    constraints : dict, optional
-        ``{name: [entry, ...]}``; defaults to ``type(obj)._parameter_constraints``.
-    owner : str, optional
-        Name used in the message; defaults to the class name.
-
-    Raises
-    ------
-    ValueError
-        The first parameter that matches none of its entries, e.g.
-        ``ICM: max_iter must be an integer in [1, inf); got 0.``
-    """
+    """Check every attribute of ``obj`` named in ``constraints`` (``{name: [entry, ...]}``,
+    default ``type(obj)._parameter_constraints``): a ``ValueError`` for the first that
+    matches none of its entries, e.g. ``ICM: max_iter must be an integer in [1, inf); got
+    0.`` (``owner``, default the class name, starts the message)."""
     table = type(obj)._parameter_constraints if constraints is None else constraints
     who = owner or type(obj).__name__
     for name, entries in table.items():

@@ -1,28 +1,11 @@
 """Where the rows are: the operations the initialisation runs on the data
 (ARCHITECTURE.md, layer 4).
 
-The initialisation (:mod:`hmrf.initialization`) is written once against a
-:class:`RowBackend`; it reads the data only through
-
-* rows by index (``X[idx]``) and the column means (``X.mean(axis=0)``), which every
-  backend's ``X`` supports;
-* :meth:`RowBackend.group_centroids`: means of groups of rows (neighbourhoods, seed
-  classes);
-* :meth:`RowBackend.min_divergence`: every row's divergence to its nearest centre,
-  ``D_i = min_h D(x_i, c_h)``, kept where the rows are, as a :class:`MinDivergence`
-  that draws k-means++ candidates with probability proportional to ``D_i`` (Arthur &
-  Vassilvitskii 2007), scores candidate centres by ``Σ_i min(D_i, D(x_i, c))``, and
-  adds a centre.
-
-:class:`InMemoryRows` is the backend of an array in memory (a NumPy array or a CSR
-matrix); the Dask backend is :class:`hmrf.distributed.GatheredRows`, whose rows stay in
-the chunks on the workers. :func:`rows_of` gives the backend of ``X``: ``X`` itself
-when it is one, else the in-memory backend of the array.
-
-One level up, an estimator's ``fit`` is written once against a fit backend (what
-:class:`InMemoryFit` does for an array in memory, :class:`hmrf.distributed.DaskFit` for
-a Dask array): it checks the data, builds the model where the rows are, names the passes
-over the data the EM loops run, and returns the labels as that backend keeps them.
+The initialisation (:mod:`hmrf.initialization`) reads the data only through rows by
+index, the column means and the methods of a :class:`RowBackend`: :class:`InMemoryRows`
+for an array in memory, :class:`hmrf.distributed.GatheredRows` for the chunks of a Dask
+array on its workers. One level up, an estimator's ``fit`` is written once against a
+fit backend: :class:`InMemoryFit`, or :class:`hmrf.distributed.DaskFit`.
 """
 
 from __future__ import annotations
@@ -71,12 +54,7 @@ class MinDivergence:
 
 
 class RowBackend:
-    """The rows of the data, wherever they are (module docstring).
-
-    Attributes
-    ----------
-    shape : tuple (n, d)
-    """
+    """The rows of the data, wherever they are (module docstring), of ``shape`` (n, d)."""
 
     shape: tuple
 
@@ -149,34 +127,28 @@ class _InMemoryDivergence(MinDivergence):
     def draw(self, trials, rng):
         return kmeanspp_candidates(self.closest, trials, rng)
 
+    def _with(self, centre):
+        return np.minimum(self.closest, min_divergence_rows(self._family, self._X, self._data, centre))
+
     def potentials(self, candidates):
         pots = np.empty(candidates.shape[0])
         low, self._best = np.inf, None
         for t in range(candidates.shape[0]):  # a few candidates, each a pass over the rows
-            d = np.minimum(self.closest, min_divergence_rows(self._family, self._X, self._data,
-                                                             candidates[t:t + 1]))
+            d = self._with(candidates[t:t + 1])
             pots[t] = d.sum()
             if pots[t] < low:  # keep one vector: the lowest candidate's (first_lowest's rule)
                 low, self._best = pots[t], (candidates, t, d)
         return pots
 
     def with_centre(self, candidates, t):
-        if self._best is not None and self._best[0] is candidates and self._best[1] == t:
-            d = self._best[2]
-        else:
-            d = np.minimum(self.closest, min_divergence_rows(self._family, self._X, self._data,
-                                                             candidates[t:t + 1]))
+        best = self._best
+        d = best[2] if best is not None and best[0] is candidates and best[1] == t else \
+            self._with(candidates[t:t + 1])
         return _InMemoryDivergence(self._X, self._family, self._data, d)
 
 
 class InMemoryRows(RowBackend):
-    """The backend of an array in memory (module docstring).
-
-    Parameters
-    ----------
-    X : ndarray or csr_matrix (n, d)
-        Prepared data.
-    """
+    """The backend of prepared data in memory (ndarray or CSR matrix)."""
 
     def __init__(self, X: MatrixLike) -> None:
         self.X = X
@@ -207,10 +179,9 @@ def rows_of(X: MatrixLike | RowBackend) -> RowBackend:
 
 
 class InMemoryFit:
-    """The fit backend of an array in memory (module docstring): the estimators' ``fit``
-    calls, in order, ``data``, ``partial_labels``,
-    ``model``, the EM loops with ``hard_pass``/``soft_pass`` (``None``: the
-    in-memory passes of :mod:`hmrf.em`), and ``labels``."""
+    """The fit backend of an array in memory: the estimators' ``fit`` calls, in order,
+    ``data``, ``partial_labels``, ``model``, the EM loops with ``hard_pass``/``soft_pass``
+    (``None``: the in-memory passes of :mod:`hmrf.em`), and ``labels``."""
 
     hard_pass = None
     soft_pass = None

@@ -43,6 +43,12 @@ __all__ = ["Constraints", "MUST_LINK", "CANNOT_LINK", "check_constraints", "as_c
 _CONFLICT_POLICIES = ("raise", "warn", "soften", "drop")
 
 
+def _check_n(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ValueError(f"n must be a non-negative integer; got {n!r}.")
+    return int(n)
+
+
 def _ranks_within(counts) -> np.ndarray:
     """``0..c-1`` for every count ``c`` of ``counts``, concatenated (a vectorised
     ``np.concatenate([np.arange(c) for c in counts])``)."""
@@ -104,9 +110,7 @@ class Constraints:
 
     def __init__(self, n: int, pairs: ArrayLike, kind: ArrayLike, weight: float | ArrayLike = 1.0, *,
                  conflicts: str = "raise") -> None:
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-            raise ValueError(f"n must be a non-negative integer; got {n!r}.")
-        n = int(n)
+        n = _check_n(n)
         if conflicts not in _CONFLICT_POLICIES:
             raise ValueError(f"conflicts must be one of {_CONFLICT_POLICIES}; got {conflicts!r}.")
         pairs = as_pair_array(pairs, "pairs")
@@ -170,10 +174,6 @@ class Constraints:
             must-links first, then all cannot-links. ``np.inf`` = hard.
         conflicts : str, default="raise"
             See :class:`Constraints`.
-
-        Returns
-        -------
-        Constraints
         """
         if np.ndim(weight) != 0:
             for name, given in (("must_link", must_link), ("cannot_link", cannot_link)):
@@ -184,10 +184,7 @@ class Constraints:
                     )
         ml = as_pair_array(must_link, "must_link")
         cl = as_pair_array(cannot_link, "cannot_link")
-        if n is None:
-            n = int(max(ml.max(initial=-1), cl.max(initial=-1)) + 1)
-        elif isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-            raise ValueError(f"n must be a non-negative integer; got {n!r}.")
+        n = int(max(ml.max(initial=-1), cl.max(initial=-1)) + 1) if n is None else _check_n(n)
         check_pairs_in_range(ml, int(n), "must_link")
         check_pairs_in_range(cl, int(n), "cannot_link")
         w = check_weights(weight, ml.shape[0] + cl.shape[0], "weight")
@@ -202,16 +199,11 @@ class Constraints:
         ----------
         y : array-like of shape (n,)
             Integer class labels, ``-1`` for unlabelled points.
-        weight : float, default=1.0
         pairs : {"all", "spanning"}, default="all"
             ``"all"``: every labelled pair (must-link within a class, cannot-link across).
             ``"spanning"``: a must-link chain per class and one cannot-link between the
             first members of every two classes: the same closure in ``O(L + c^2)`` pairs
             (a different energy).
-
-        Returns
-        -------
-        Constraints
         """
         y = np.asarray(y)
         if y.ndim != 1:
@@ -301,26 +293,10 @@ class Constraints:
                            among: ArrayLike | None = None, weight: float | ArrayLike = 1.0) -> Self:
         """Random labelled pairs, the supervision of the thesis's experiments (§4.5.2).
 
-        Draws ``n_pairs`` distinct pairs uniformly among the points ``among`` (default:
-        all) and makes each a must-link if the two labels agree, else a cannot-link.
-
-        Parameters
-        ----------
-        y : array-like (n,)
-            True class labels.
-        n_pairs : int
-            Number of pairs, ``>= 0`` (capped at the number of distinct pairs available).
-        rng : int, numpy Generator or RandomState, optional
-            Seed or Generator (an int seeds a Generator as the estimators'
-            ``random_state`` does).
-        among : array-like of int, optional
-            Candidate points (e.g. the training fold), indices in ``[0, n)``.
-        weight : float, default=1.0
-
-        Raises
-        ------
-        ValueError
-            ``y`` not 1-D, ``n_pairs`` not a non-negative integer, ``among`` out of range.
+        Draws ``n_pairs`` distinct pairs (at most all there are) uniformly among the
+        points ``among`` (default: all; e.g. the training fold) and makes each a
+        must-link if the two labels ``y`` agree, else a cannot-link. ``rng`` is a seed or
+        Generator, as the estimators' ``random_state``.
         """
         y = np.asarray(y)
         if y.ndim != 1:
@@ -370,9 +346,6 @@ class Constraints:
 
         Parameters
         ----------
-        shape : (int, int)
-            ``(height, width)`` of the image, both ``>= 1``.
-        connectivity : {4, 8}, default=4
         weight : float, default=1.0
             ``λ >= 0``, the cost of a label change between two horizontal or vertical
             neighbours of equal colour (``np.inf``: hard, without ``image``). It is
@@ -390,25 +363,12 @@ class Constraints:
             ``h (w - 1) + (h - 1) w`` must-links, plus ``2 (h - 1)(w - 1)`` with
             ``connectivity=8``, sorted by ``(p, q)``.
 
-        Raises
-        ------
-        ValueError
-            A bad ``shape``, ``connectivity``, ``weight``, ``image`` or ``beta``, or an
-            infinite ``weight`` with ``image``.
-
         Notes
         -----
         The ``1 / dist`` factor is the Euclidean-length weighting of Boykov & Kolmogorov
-        (2003, §3), also Boykov & Jolly (2001, eq. 4) and GrabCut (Rother, Kolmogorov &
-        Blake 2004, eq. 11): a boundary costs about its length in any direction. The
-        contrast term and ``β`` are GrabCut's (eq. 5).
-
-        References
-        ----------
-        Boykov & Jolly (2001), "Interactive graph cuts for optimal boundary & region
-        segmentation of objects in N-D images", ICCV. Boykov & Kolmogorov (2003),
-        "Computing geodesics and minimal surfaces via graph cuts", ICCV. Rother,
-        Kolmogorov & Blake (2004), "GrabCut", ACM SIGGRAPH.
+        (2003, "Computing geodesics and minimal surfaces via graph cuts", ICCV, §3): a
+        boundary costs about its length in any direction. The contrast term and ``β``
+        are GrabCut's (Rother, Kolmogorov & Blake 2004, ACM SIGGRAPH, eq. 5).
 
         Examples
         --------
@@ -438,9 +398,7 @@ class Constraints:
     @classmethod
     def empty(cls, n: int) -> Self:
         """No constraints on ``n`` points."""
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-            raise ValueError(f"n must be a non-negative integer; got {n!r}.")
-        return cls._from_validated(n, np.empty((0, 2)), np.empty(0), np.empty(0))
+        return cls._from_validated(_check_n(n), np.empty((0, 2)), np.empty(0), np.empty(0))
 
     # ----------------------------------------------------------------- accessors
     @property
@@ -532,17 +490,9 @@ class Constraints:
 
     # ---------------------------------------------------------- derived structure
     def component_labels(self, *, hard_only: bool = False) -> np.ndarray:
-        """Must-link closure component of each point, shape (n,).
-
-        Points with no must-link are their own component. Computed with
-        :func:`scipy.sparse.csgraph.connected_components`.
-
-        Parameters
-        ----------
-        hard_only : bool, default=False
-            Use only hard must-links (the components every feasible labelling must keep
-            together).
-        """
+        """Must-link closure component of each point (n,); points with no must-link are
+        their own component. ``hard_only``: of the hard must-links only (the components
+        every feasible labelling keeps together)."""
         key = "hard_components" if hard_only else "components"
         if key not in self._cache:
             mask = self._kind == MUST_LINK
@@ -566,20 +516,9 @@ class Constraints:
         return comp[np.searchsorted(nodes, members)]
 
     def neighborhoods(self, *, include_singletons: bool = False) -> list[np.ndarray]:
-        """Neighbourhoods: components of the must-link closure (Basu 2005, §4.4.3).
-
-        Parameters
-        ----------
-        include_singletons : bool, default=False
-            Also return points that appear only in cannot-links, as one-point
-            neighbourhoods.
-
-        Returns
-        -------
-        list of ndarray
-            Sorted member indices of each neighbourhood, largest first (ties: smallest
-            first member first).
-        """
+        """Neighbourhoods: components of the must-link closure (Basu 2005, §4.4.3), as
+        sorted member indices, largest first (ties: smallest first member first).
+        ``include_singletons``: also points that appear only in cannot-links."""
         members, starts, _ = self.neighborhood_layout(include_singletons=include_singletons)
         return np.split(members.copy(), starts[1:]) if members.size else []  # the layout is cached, read-only
 
@@ -620,17 +559,10 @@ class Constraints:
         return members[order].astype(np.int64), starts, sizes
 
     def inferred_cannot_links(self, *, include_singletons: bool = True) -> np.ndarray:
-        """Pairs of neighbourhoods joined by at least one cannot-link.
-
-        Indices refer to ``self.neighborhoods(include_singletons=...)``. Per Basu,
-        Bilenko & Mooney (2004), §3.1, a cannot-link between two neighbourhoods implies
-        cannot-links between all their members.
-
-        Returns
-        -------
-        ndarray of shape (q, 2)
-            Neighbourhood index pairs ``(p, p')`` with ``p < p'``, sorted.
-        """
+        """Pairs ``(p, p')``, ``p < p'``, sorted, of neighbourhoods (indices into
+        ``self.neighborhoods(include_singletons=...)``) joined by at least one cannot-link,
+        which implies cannot-links between all their members (Basu, Bilenko & Mooney
+        2004, §3.1)."""
         members, starts, sizes = self.neighborhood_layout(include_singletons=include_singletons)
         which = np.full(self._n, -1, dtype=np.int64)
         which[members] = np.repeat(np.arange(sizes.size), sizes)
@@ -645,13 +577,8 @@ class Constraints:
 
         Must-links between every two points of a neighbourhood and cannot-links between
         every two points of neighbourhoods joined by a cannot-link. Pairs already present
-        keep their weight; inferred pairs get ``weight`` (the thesis uses unit weights for
-        inferred constraints, §4.5.2).
-
-        Raises
-        ------
-        ValueError
-            If the closure would exceed ``max_pairs`` pairs.
+        keep their weight; inferred pairs get ``weight`` (unit in the thesis, §4.5.2). A
+        ``ValueError`` if the closure would exceed ``max_pairs`` pairs.
         """
         members, starts, sizes = self.neighborhood_layout(include_singletons=True)
         q = self.inferred_cannot_links()

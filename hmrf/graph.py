@@ -6,17 +6,14 @@ problem over hidden labels ``y in {0..k-1}^n``::
     E(y) = sum_i U[i, y_i] + sum_e cost_e(y_{a_e}, y_{b_e})
 
 with unary costs ``U`` (n, k) from the emission family and one pairwise factor per
-edge ``e = (a_e, b_e)``. :class:`PairwiseGraph` stores the factors as flat arrays
-(the layout that makes PGMax-style vectorised inference fast) in two flavours that
-may be mixed in one graph:
+edge ``e = (a_e, b_e)``, stored as flat arrays by :class:`PairwiseGraph`:
 
 * **Potts edges** (``kind = +1`` must-link, ``-1`` cannot-link): the generalised
-  Potts potential of eq. 4.4, ``w_e [y_a != y_b]`` or ``w_e [y_a == y_b]``.
-  ``w_e = inf`` makes the edge hard. Engines use O(k) updates for these.
-* **Table edges** (``kind = 0``): ``w_e * T[t_e][y_a, y_b]`` with one (k, k) table
-  per edge or one table shared by many edges (OpenGM stores function objects once,
-  not per factor). ``w_e`` must be finite; a table may hold ``inf`` for forbidden
-  label pairs. ``0 * inf`` is taken as 0 (a zero-weight edge costs nothing).
+  Potts potential of eq. 4.4, ``w_e [y_a != y_b]`` or ``w_e [y_a == y_b]``;
+  ``w_e = inf`` makes the edge hard.
+* **Table edges** (``kind = 0``): ``w_e * T[t_e][y_a, y_b]`` with tables that edges may
+  share; ``w_e`` is finite, a table may hold ``inf`` for forbidden label pairs, and
+  ``0 * inf`` is 0.
 
 Engines never see the data ``X`` or the emission parameters: only ``U`` and this graph.
 """
@@ -49,14 +46,11 @@ T = TypeVar("T")
 
 
 def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray:
-    """Sum ``values`` (e,) or (e, k) into ``n_rows`` buckets given by ``rows``.
-
-    A sparse-matrix product, which is much faster than ``np.add.at`` for 2-D values.
-    """
+    """Sum ``values`` (e,) or (e, k) into ``n_rows`` buckets given by ``rows`` (a sparse
+    product: much faster than ``np.add.at`` for 2-D values)."""
     e = rows.shape[0]
     agg = sp.csr_matrix((np.ones(e), (rows, np.arange(e))), shape=(n_rows, e))
-    out = agg @ values
-    return np.asarray(out)
+    return np.asarray(agg @ values)
 
 
 def independent_sets(n_nodes: int, edges: np.ndarray,
@@ -64,31 +58,11 @@ def independent_sets(n_nodes: int, edges: np.ndarray,
     """Partition nodes into independent sets (a proper colouring), Luby-style.
 
     Every round selects the remaining nodes whose priority beats all their remaining
-    neighbours'; at least the top-priority node is selected, so it ends. Without
-    ``rng`` the priorities are fixed (higher degree first, ties in a fixed
-    pseudo-random order of the indices), so the colouring is a function of the graph
-    alone and can be cached on it (:meth:`PairwiseGraph.independent_sets`); with a
-    NumPy Generator they are a random permutation. Ties are not broken by index: on a
-    regular graph such as an image grid, where every degree is equal, index priorities
-    select one anti-diagonal per round (about ``h + w`` rounds); random ones need
-    O(log n) rounds (Luby 1986).
-
-    Parameters
-    ----------
-    n_nodes : int
-    edges : ndarray of shape (m, 2)
-    rng : numpy Generator, optional
-        Random priorities; fixed ones without it.
-
-    Returns
-    -------
-    list of ndarray
-        The sets, in the order the rounds selected them; together they hold every node once.
-
-    References
-    ----------
-    Luby (1986), "A simple parallel algorithm for the maximal independent set problem",
-    SIAM J. Computing 15(4).
+    neighbours' (Luby 1986, SIAM J. Computing 15(4)). Without ``rng`` the priorities are
+    fixed (higher degree first, ties in a fixed pseudo-random order: index order would
+    take one anti-diagonal of a grid per round), so the colouring is a function of the
+    graph alone; with ``rng`` they are a random permutation. Returns the sets in the
+    order the rounds selected them.
     """
     src = np.r_[edges[:, 0], edges[:, 1]]
     dst = np.r_[edges[:, 1], edges[:, 0]]
@@ -116,27 +90,13 @@ def independent_sets(n_nodes: int, edges: np.ndarray,
 def best_per_component(unary: NDArray[Any], graph: PairwiseGraph, candidates: NDArray[Any],
                        comp: NDArray[Any] | None = None,
                        n_comp: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Combine candidate labellings component by component, keeping the cheapest part.
+    """Combine candidate labellings (R, n) component by component, keeping the cheapest
+    part: ``(labels (n,), choice (n_comp,))``.
 
-    The E-step energy is a sum over connected components,
-    ``E(y) = sum_c E_c(y)`` with ``E_c(y) = sum_{i in c} U[i, y_i] + sum_{e in c} cost_e(y)``,
-    so taking, in every component, the candidate with the lowest ``E_c`` gives a
-    labelling no worse than the best single candidate (and usually much better).
-
-    Parameters
-    ----------
-    unary : ndarray (n, k)
-    graph : PairwiseGraph
-    candidates : ndarray (R, n)
-    comp : ndarray (n,), optional
-        Component of every node; ``graph.components()`` by default.
-    n_comp : int, optional
-
-    Returns
-    -------
-    labels : ndarray (n,)
-    choice : ndarray (n_comp,)
-        Index of the candidate used in each component.
+    The E-step energy is a sum over connected components of
+    ``E_c(y) = sum_{i in c} U[i, y_i] + sum_{e in c} cost_e(y)``, so the result is no
+    worse than the best single candidate. ``comp``, ``n_comp``: the components, by
+    default ``graph.components()``.
     """
     if comp is None:
         n_comp, comp = graph.components()
@@ -204,10 +164,9 @@ Reweight = Literal["keep", "drop"] | Callable[[Any, np.ndarray], Any]
 class CacheKey:
     """The key of one kind of entry in a :class:`GraphCache`, with its re-weighting rule.
 
-    A module that caches a structure on graphs declares one key at module level and
-    reads its entry with ``graph.cache.get(KEY, build)``; keys compare by identity, so
-    two modules never share an entry by accident, and a new engine adds its entries
-    without editing this module.
+    A module declares its keys at module level and reads its entry with
+    ``graph.cache.get(KEY, build)``; keys compare by identity, so two modules never
+    share an entry by accident.
 
     Parameters
     ----------
@@ -232,21 +191,10 @@ class CacheKey:
 class GraphCache:
     """Structures derived from one (immutable) :class:`PairwiseGraph`, built on first use.
 
-    A graph is solved many times during EM (one E-step per iteration, the factors
-    unchanged), so what depends on the graph alone is computed once and kept here: a
-    registry of entries, each under the :class:`CacheKey` of the module that builds and
-    reads it (``cache.get(KEY, build)``). The graph layer's own keys are
-    ``ADJACENCY``, ``COMPONENTS``, ``CONSTRAINED``, ``EDGE_CLASSES`` and
-    ``INDEPENDENT_SETS``; engines declare theirs beside their code.
-
-    The weight-update contract: a potential whose weights change between E-steps
-    (MPCKMeans' distance-scaled penalties) re-weights its graph with
-    :meth:`PairwiseGraph.with_weights`, whose cache is :meth:`reweighted`: every entry
-    as its key's ``on_reweight`` says. Structural entries (``"keep"``) are shared; the
-    constrained part is re-weighted likewise (with its own caches); the hard-must-link
-    reduction re-weights itself (the same contraction with the new weights, or ``None``
-    when the hard edges changed); every other entry is built anew. A module reads the
-    weights from the graph it is given at every solve.
+    A graph is solved once per EM iteration with its factors unchanged, so what depends
+    on it alone is kept here, each entry under the :class:`CacheKey` of the module that
+    builds it. A graph re-weighted by :meth:`PairwiseGraph.with_weights` gets the
+    :meth:`reweighted` cache: every entry as its key's ``on_reweight`` says.
     """
 
     __slots__ = ("_entries",)
@@ -318,12 +266,8 @@ class PairwiseGraph:
     Notes
     -----
     Build one with :meth:`from_constraints`, :meth:`potts` or :meth:`from_tables`, or
-    combine several with :meth:`concatenate`. What every engine derives from the graph
-    is computed here, once, and cached (:class:`GraphCache`): the classes of its factors
-    (:meth:`edge_classes`), its connected components, the constrained part, a colouring
-    into independent sets (:meth:`independent_sets`), and per-component energies and the
-    cheapest candidate per component (:meth:`component_energies`,
-    :meth:`best_per_component`).
+    combine several with :meth:`concatenate`. What engines derive from the graph is
+    computed here once and cached (:class:`GraphCache`).
     """
 
     n_nodes: int
@@ -349,9 +293,6 @@ class PairwiseGraph:
             if np.any(edges[:, 0] == edges[:, 1]):
                 b = int(np.flatnonzero(edges[:, 0] == edges[:, 1])[0])
                 raise ValueError(f"edge #{b} joins node {edges[b, 0]} to itself.")
-            if np.any(np.isnan(weight)) or np.any(weight < 0):
-                b = int(np.flatnonzero(np.isnan(weight) | (weight < 0))[0])
-                raise ValueError(f"edge weight #{b} is {weight[b]}; weights must be >= 0.")
             if not np.all(np.isin(kind, (POTTS_ML, POTTS_CL, TABLE))):
                 raise ValueError("kind entries must be +1 (must-link), -1 (cannot-link) or 0 (table).")
         tables, tindex = self.tables, self.table_index
@@ -370,18 +311,14 @@ class PairwiseGraph:
             ti = tindex[is_table]
             if ti.min() < 0 or ti.max() >= tables.shape[0]:
                 raise ValueError("table_index refers to a table that does not exist.")
-            if np.any(np.isinf(weight[is_table])):
-                raise ValueError("table edges need finite weights; put inf inside the table instead.")
         else:
             tables, tindex = None, None
-        for a in (edges, weight, kind) + ((tables, tindex) if tables is not None else ()):
+        _check_weights(weight, is_table)
+        for a in (edges, kind) + ((tables, tindex) if tables is not None else ()):
             a.flags.writeable = False
-        object.__setattr__(self, "n_nodes", n)
-        object.__setattr__(self, "edges", edges)
-        object.__setattr__(self, "weight", weight)
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "tables", tables)
-        object.__setattr__(self, "table_index", tindex)
+        for name, value in (("n_nodes", n), ("edges", edges), ("weight", weight), ("kind", kind),
+                            ("tables", tables), ("table_index", tindex)):
+            object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------- constructors
     @classmethod
@@ -405,11 +342,8 @@ class PairwiseGraph:
     @classmethod
     def from_constraints(cls, constraints: Constraints,
                          scale: float | NDArray[np.floating] = 1.0) -> PairwiseGraph:
-        """Potts graph of a :class:`~hmrf.Constraints`; edge weight = ``scale * w_ij``.
-
-        ``scale`` is a scalar (the ``w`` of PCKMeans) or one factor per constraint
-        (MPCKMeans' distance scaling ``f_ij``).
-        """
+        """Potts graph of a :class:`~hmrf.Constraints`; edge weight = ``scale * w_ij``,
+        ``scale`` a scalar or one factor per constraint."""
         with np.errstate(invalid="ignore"):  # 0 * inf: a hard constraint stays hard
             w = np.asarray(scale, dtype=np.float64) * constraints.weight
             w = np.where(np.isinf(constraints.weight), np.inf, w)
@@ -447,20 +381,14 @@ class PairwiseGraph:
 
     def with_weights(self, weight: float) -> PairwiseGraph:
         """The same factors with the edge weights ``weight`` (m,), sharing the edges, kinds,
-        tables and the structural caches of this graph (:class:`GraphCache`): what a
-        potential whose penalties change after every M-step hands the engines, so that
-        their layouts are built once per fit. The weights are checked as in the
-        constructor; the edges are not checked again."""
+        tables and the structural caches of this graph (:class:`GraphCache`), so that a
+        potential re-weighted after every M-step has the engines' layouts built once per
+        fit. Only the weights are checked."""
         w = np.array(weight, dtype=np.float64).reshape(-1)
         m = self.n_edges
         if w.shape != (m,):
             raise ValueError(f"weight must have shape ({m},); got {w.shape}.")
-        if m and (np.any(np.isnan(w)) or np.any(w < 0)):
-            b = int(np.flatnonzero(np.isnan(w) | (w < 0))[0])
-            raise ValueError(f"edge weight #{b} is {w[b]}; weights must be >= 0.")
-        if self.tables is not None and np.any(np.isinf(w[self.edge_classes().table])):
-            raise ValueError("table edges need finite weights; put inf inside the table instead.")
-        w.flags.writeable = False
+        _check_weights(w, self.kind == TABLE)
         g = object.__new__(PairwiseGraph)
         for name, value in (("n_nodes", self.n_nodes), ("edges", self.edges), ("weight", w),
                             ("kind", self.kind), ("tables", self.tables),
@@ -517,13 +445,8 @@ class PairwiseGraph:
         return self.edge_classes().hard
 
     def edge_classes(self) -> EdgeClasses:
-        """The classes of the factors (must / cannot / table, hard / soft), cached.
-
-        Every engine reads the classes here rather than comparing ``kind`` and
-        ``weight`` itself, so that "hard" and "soft" mean one thing everywhere
-        (:class:`EdgeClasses`). They depend on the weights, so a re-weighted graph
-        (:meth:`with_weights`) computes its own.
-        """
+        """The classes of the factors (must / cannot / table, hard / soft), cached: every
+        engine reads them here, so that "hard" and "soft" mean one thing everywhere."""
         return self.cache.get(EDGE_CLASSES, lambda: EdgeClasses.of(self.kind, self.weight))
 
     def independent_sets(self) -> list[np.ndarray]:
@@ -670,6 +593,16 @@ def as_graph(graph: PairwiseGraph, n_nodes: int | None = None) -> PairwiseGraph:
     if n_nodes is not None and g.n_nodes != n_nodes:
         raise ValueError(f"the graph has {g.n_nodes} nodes but the unary costs have {n_nodes} rows.")
     return g
+
+
+def _check_weights(weight, is_table) -> None:
+    """Edge weights are ``>= 0``, finite on table edges; read-only once checked."""
+    if weight.size and (np.any(np.isnan(weight)) or np.any(weight < 0)):
+        b = int(np.flatnonzero(np.isnan(weight) | (weight < 0))[0])
+        raise ValueError(f"edge weight #{b} is {weight[b]}; weights must be >= 0.")
+    if np.any(np.isinf(weight[is_table])):
+        raise ValueError("table edges need finite weights; put inf inside the table instead.")
+    weight.flags.writeable = False
 
 
 #: ``constrained_part`` and ``subgraph`` index the nodes by an (n_nodes,) table when

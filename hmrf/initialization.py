@@ -12,15 +12,12 @@
   of the global centroid.
 * ``"pckmeans++"`` — k-means++ seeding of the data (Arthur & Vassilvitskii 2007) in which
   drawing a point of a must-link neighbourhood (two or more points, as ``"pckmeans"``)
-  seeds the centroid of the whole neighbourhood. When the neighbourhoods cover the data
-  this is size-weighted k-means++ over their centroids (a neighbourhood is drawn with
-  probability about ``size · D(centroid, nearest centre)``); when they are few and
-  small it is k-means++ on the data. A neighbourhood seeds at most one centre (a
-  further draw from it seeds the point drawn: soft must-links between the neighbours
-  of a grid make one neighbourhood of all points). No neighbourhood is a seed because
-  it exists (two neighbourhoods of one class, or a two-point neighbourhood in a sparse
-  text space, would lock EM into a poor optimum), and the draws differ between runs,
-  so that several runs (``n_init``) let the objective choose.
+  seeds the centroid of the whole neighbourhood (size-weighted k-means++ over the
+  centroids where the neighbourhoods cover the data). A neighbourhood seeds at most one
+  centre (a further draw from it seeds the point drawn). No neighbourhood is a seed
+  because it exists (two neighbourhoods of one class would lock EM into a poor
+  optimum), and the draws differ between runs, so that ``n_init`` runs let the
+  objective choose.
 * ``"k-means++"`` — neighbourhood centroids as above, remaining centres by k-means++
   seeding (Arthur & Vassilvitskii 2007) under the family's divergence.
 * ``"buckshot"`` — Buckshot (Cutting et al. 1992): group-average HAC on a random sample
@@ -29,11 +26,8 @@
   constraints are not used.
 * ``"random"`` — k distinct data points.
 
-Distances respect the emission family (``family.divergence``), so cosine data gets
-cosine farthest-first. Everything is vectorised over points, and memory is linear in
-the number of points and constraints whatever the number of neighbourhoods: their
-centroids come from one sparse (neighbourhoods x n) indicator product, never a dense
-one, and k-means++ keeps one (n,) distance vector plus a block of candidates.
+Distances are the emission family's ``divergence``. Memory is linear in the number of
+points and constraints whatever the number of neighbourhoods.
 """
 
 from __future__ import annotations
@@ -137,11 +131,9 @@ def _in_domain(X, centers, family) -> np.ndarray:
 def _kmeanspp(X, m, centers, family, rng, represent=None) -> np.ndarray:
     """``m`` more centres by greedy k-means++ seeding given existing ``centers``
     (Arthur & Vassilvitskii 2007, with ``2 + log k`` candidates per step as
-    scikit-learn does), on the rows wherever they are (:mod:`hmrf.backend`): each step
-    draws the candidates with probability proportional to the rows' divergence to their
-    nearest centre, keeps the first of those that lower the summed divergence most, and
-    updates the divergences. ``represent(rows) -> (len(rows), d)`` gives the centre a
-    drawn row seeds (default: the row itself)."""
+    scikit-learn does), on the rows wherever they are (:mod:`hmrf.backend`).
+    ``represent(rows) -> (len(rows), d)`` gives the centre a drawn row seeds (default:
+    the row itself)."""
     n = X.shape[0]
     represent = (lambda rows: _rows(X, rows)) if represent is None else represent
     if centers.shape[0] == 0:
@@ -217,24 +209,12 @@ def _cannot_linked_to_all(constraints: Constraints, members, group, n_groups) ->
 def initial_centers(X: NDArray[Any] | sparse.csr_matrix, n_clusters: int, family: EmissionFamily,
                     constraints: Constraints | None = None, method: str = "neighborhoods",
                     rng: RandomLike = None) -> np.ndarray:
-    """Initial centre vectors (k, d), before the family projects them into its domain.
+    """Initial centre vectors (k, d) by ``method`` (module docstring) or given as an
+    array, before the family projects them into its domain.
 
-    Parameters
-    ----------
-    X : ndarray, csr_matrix (n, d) or RowBackend
-        Prepared data, or the ``X`` of a model whose rows are elsewhere
-        (:class:`hmrf.distributed.GatheredRows`).
-    n_clusters : int
-    family : EmissionFamily
-        Supplies the divergence used for farthest-first and k-means++.
-    constraints : Constraints, optional
-    method : {"pckmeans++", "neighborhoods", "pckmeans", "k-means++", "buckshot", "random"} or array (k, d)
-    rng : numpy Generator, int, RandomState or None
-        A Generator is drawn on as is (a fit passes its own); anything else seeds one.
-
-    Returns
-    -------
-    ndarray of shape (k, d)
+    ``X`` is the prepared data or a model's rows kept elsewhere
+    (:class:`hmrf.distributed.GatheredRows`); a Generator ``rng`` is drawn on as is,
+    anything else seeds one.
     """
     rng = _generator(rng)
     k, n = n_clusters, X.shape[0]
@@ -291,29 +271,18 @@ def centers_from_constraints(X: MatrixLike, k: int, family: EmissionFamily, cons
 def seeded_centers(X: NDArray[Any] | sparse.csr_matrix, seeds: NDArray[Any], n_clusters: int,
                    rng: RandomLike = None, *, fill: str = "perturbed",
                    family: EmissionFamily | None = None) -> np.ndarray:
-    """Centres from labelled seeds (Basu 2005, Figs. 3.1-3.2).
+    """Centres from labelled seeds (Basu 2005, Figs. 3.1-3.2): the seed-class means, then
+    the centres of the clusters without seeds.
 
     Parameters
     ----------
-    X : ndarray, csr_matrix (n, d) or RowBackend
     seeds : ndarray (n,)
         Cluster index ``0..k-1`` of each seed, ``-1`` for unlabelled points; the seeded
         clusters are ``0..c-1``.
-    n_clusters : int
-    rng : numpy Generator, int, RandomState or None
-        As for :func:`initial_centers`.
     fill : {"perturbed", "k-means++"}, default="perturbed"
-        Centres of the clusters without seeds (incomplete seeding, §3.5.4):
-        ``"perturbed"``, random perturbations of the global centroid (the thesis,
-        following Dhillon et al. 2001); ``"k-means++"``, greedy k-means++ given the seed
-        means (Arthur & Vassilvitskii 2007), which needs ``family``.
-    family : EmissionFamily, optional
-        The divergence of ``fill="k-means++"``.
-
-    Returns
-    -------
-    ndarray (k, d)
-        Seed-class means, then the centres of the clusters without seeds.
+        Centres of the clusters without seeds (§3.5.4): random perturbations of the
+        global centroid (Dhillon et al. 2001), or greedy k-means++ given the seed means
+        under ``family``'s divergence.
     """
     rng = _generator(rng)
     lab = np.flatnonzero(seeds >= 0)

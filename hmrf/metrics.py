@@ -74,20 +74,9 @@ def pairwise_f_measure(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 
 def objective(X: MatrixLike, labels: ArrayLike, centers: ArrayLike, constraints: Constraints | None = None,
               emission: str | EmissionFamily = "sqeuclidean", w: float = 1.0) -> float:
-    """HMRF-KMeans objective (Basu 2005, eq. 4.10) of a labelling and centres.
-
+    """HMRF-KMeans objective (Basu 2005, eq. 4.10) of a labelling and centres:
     ``Σ_i D(x_i, μ_{y_i}) + w Σ_{violated} w_ij`` with the family's divergence
-    (squared Euclidean: ``||x - μ||²``, no ½).
-
-    Parameters
-    ----------
-    X : array-like or sparse (n, d)
-    labels : array-like (n,)
-    centers : array-like (k, d)
-    constraints : Constraints, optional
-    emission : str or EmissionFamily, default="sqeuclidean"
-    w : float, default=1.0
-    """
+    (squared Euclidean: ``||x - μ||²``, no ½)."""
     from .emissions import EmissionParams
     from .model import HMRF
 

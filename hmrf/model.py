@@ -7,8 +7,7 @@ pairwise potentials over the labels. It evaluates the objective
     J(y, Θ) = Σ_i D_Θ(x_i, y_i) + Σ_e cost_e(y) [+ normaliser terms]     (eq. 4.9/4.10)
 
 and hands the E-step to engines as unary costs plus a
-:class:`~hmrf.graph.PairwiseGraph`. It also shows itself as the factor graph of
-thesis Fig. A.1 (:meth:`HMRF.to_networkx`).
+:class:`~hmrf.graph.PairwiseGraph`.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from ._validation import check_data, check_dense, check_n_clusters
 from .backend import RowBackend
 from .constraints import Constraints, check_constraints
 from .emissions import EmissionFamily, get_emission
-from .emissions.base import NORMALIZERS, MStepContext
+from .emissions.base import MStepContext
 from .emissions.stats import Spread
 from .graph import POTTS_CL, POTTS_ML, TABLE, PairwiseGraph
 from .potentials import PairwisePotential, PottsConstraints
@@ -64,9 +63,8 @@ def block_unary(family: EmissionFamily, X_block: MatrixLike, params: EmissionPar
 
 
 def clamp_rows(cost: NDArray[Any], clamped: NDArray[np.intp] | None) -> NDArray[np.floating]:
-    """Fix the label of the rows of ``cost`` (b, k) whose ``clamped`` (b,) value is >= 0:
-    their other labels get infinite cost, in place (CONSTRAINED-KMEANS, Basu 2005,
-    Fig. 3.2; the labelled documents of naive-Bayes EM). Returns ``cost``."""
+    """Fix, in place, the label of the rows of ``cost`` (b, k) whose ``clamped`` (b,) value
+    is >= 0, as :func:`block_unary` says. Returns ``cost``."""
     fixed = np.flatnonzero(clamped >= 0)
     if fixed.size:
         row = cost[fixed, clamped[fixed]].copy()
@@ -129,61 +127,38 @@ class HMRF:
         Observed points, or a :class:`~hmrf.backend.RowBackend` of rows kept elsewhere
         (the model is then that backend's ``model_class()``, e.g.
         :class:`hmrf.distributed.DaskHMRF` for the chunks of a Dask array).
-    n_clusters : int
-        Number of label values k.
-    emission : str or EmissionFamily, default="sqeuclidean"
-        Cluster-conditional distribution (see :mod:`hmrf.emissions`).
     constraints : Constraints, optional
-        Pairwise supervision; becomes a :class:`~hmrf.potentials.PottsConstraints`
-        potential with global weight ``w``.
+        Pairwise supervision: a :class:`~hmrf.potentials.PottsConstraints` potential
+        with global weight ``w``.
     w : float or "auto", default=1.0
-        Global constraint weight (only used with ``constraints``). ``"auto"``:
-        ``AUTO_W_FACTOR`` (2) times :meth:`data_scale`, a weight in the units of the
-        emission (Notes).
+        Global constraint weight. ``"auto"``: ``AUTO_W_FACTOR`` (2) times
+        :meth:`data_scale` (Notes).
     potentials : PairwisePotential or list of them, optional
-        Further pairwise potentials (e.g. a :class:`~hmrf.potentials.TablePotential`),
-        with their own costs: ``w`` scales the constraints only, not these.
+        Further pairwise potentials, with their own costs (``w`` does not scale them).
     normalizer : {"constant", "closed_form"}, default="constant"
-        Which emission normaliser terms the objective keeps (see ARCHITECTURE.md,
-        "Normalisers"). The MRF normaliser ``log Z`` is always treated as constant,
-        which is exact for potentials that do not depend on Θ.
+        Which emission normaliser terms the objective keeps. The MRF normaliser
+        ``log Z`` is treated as constant, exact for potentials that do not depend on Θ.
     clamped : array-like of shape (n,), optional
-        Labels fixed for some points (``-1`` = free); other labels get infinite unary
-        cost (CONSTRAINED-KMEANS, Basu 2005, Fig. 3.2).
+        Labels fixed for some points (``-1`` = free): :func:`block_unary`.
     validated : bool, default=False
         Whether ``X`` is the output of :func:`hmrf._validation.check_data` and
-        ``constraints`` a :class:`~hmrf.Constraints` on its rows: an estimator checks both
-        at its entrance (``fit``), so the model does not scan ``X`` again (what depends
-        on the family, dense data for a dense-only family, is still checked).
+        ``constraints`` a :class:`~hmrf.Constraints` on its rows (an estimator checks
+        both at its entrance).
 
     Attributes
     ----------
     X : ndarray or csr_matrix
-        The prepared data (domain-checked, normalised by the family; never the
-        caller's array modified in place).
-    w : float
-        The global constraint weight in use (``"auto"`` resolved on first use).
+        The prepared data (domain-checked, normalised by the family).
     w_spec : float or str
         The ``w`` given.
-    incremental_statistics : bool
-        Whether EM may update the M-step statistics from the points that moved instead
-        of accumulating them in every pass: true for data in memory, except CSR data of
-        a family with linear costs, whose compiled sweep adds them up at a fraction of
-        its cost (:mod:`hmrf.em.sparse`) and in row order.
-    emission : EmissionFamily
-    potentials : list of PairwisePotential
 
     Notes
     -----
     ``w="auto"`` makes a violated constraint cost about what it costs to move a point
-    across the data: ``w = 2 s`` with ``s`` the mean cost of a point, above the cost of
-    the centre itself, when all the points form one cluster fitted by the family's
-    M-step (:meth:`data_scale`). For a Bregman divergence ``s = mean_i D(x_i, x̄) =
-    mean_i φ(x_i) - φ(x̄)``, the Bregman information of the data (Banerjee et al.
-    2005, §3.1); for squared Euclidean distance ``2 s = 2 tr(Σ) = E ||x_i - x_j||²``,
-    the expected divergence between two random points. For the cosine family it is
-    ``2 mean_i (1 - x_iᵀ μ̂)``. A number keeps its meaning (the thesis's ``w``,
-    eq. 4.10).
+    across the data: ``w = 2 s`` with ``s`` the mean cost of a point above that of the
+    centre when all the points form one cluster (:meth:`data_scale`). For a Bregman
+    divergence ``s`` is the Bregman information ``mean_i φ(x_i) - φ(x̄)`` (Banerjee et
+    al. 2005, §3.1); for squared Euclidean distance ``2 s = E ||x_i - x_j||²``.
     """
 
 
@@ -210,8 +185,6 @@ class HMRF:
             self.X = self.emission.prepare(X)
         self.n_samples = int(self.X.shape[0])
         self.n_clusters = check_n_clusters(n_clusters, self.n_samples)
-        if normalizer not in NORMALIZERS:
-            raise ValueError(f"normalizer must be one of {NORMALIZERS}; got {normalizer!r}.")
         self.emission.check_normalizer(normalizer)
         self.normalizer = normalizer
         pots = []
@@ -277,28 +250,19 @@ class HMRF:
         keeps it) and ``μ̄`` its centre. For a Bregman family with the constant
         normaliser, ``mean_i D(x_i, x̄)``.
 
-        One pass over the rows (:meth:`one_cluster_moments`), made once per model (its
-        rows, family and normaliser do not change). Where the unary costs are affine in
-        the data terms ``a(x)`` and ``x`` (:class:`~hmrf.emissions.LinearCosts`:
-        ``u(x) = s (a(x) + <x, g>) + const``; the Bregman families, ``a = φ``, and vMF,
-        ``a = 0``), their mean is their value at the mean plus ``s`` times the Jensen gap
-        of ``a``:
-
-            mean_i u(x_i, θ̄) - u(μ̄, θ̄) = u(x̄, θ̄) - u(μ̄, θ̄) + s (mean_i a(x_i) - a(x̄))
-
-        and for ``a = φ`` the gap is the Bregman information of the data,
-        ``E[D_φ(X, E X)] = E φ(X) - φ(E X)`` (Banerjee et al. 2005, JMLR 6, §3.1), summed
-        without cancellation by
-        :class:`~hmrf.emissions.stats.Spread`. Other families give the summed cost from
-        the one-cluster statistics where they can
-        (:meth:`~hmrf.emissions.EmissionFamily.summed_cost`: Mahalanobis, from the
-        scatter), or add up their costs in a second pass.
+        Computed once per model, in one pass over the rows. Where the costs are
+        :class:`~hmrf.emissions.LinearCosts`, ``u(x) = s (a(x) + <x, g>) + const``, their
+        mean is their value at the mean plus ``s`` times the Jensen gap of ``a``, for
+        ``a = φ`` the Bregman information ``E φ(X) - φ(E X)`` (Banerjee et al. 2005, JMLR 6,
+        §3.1), summed without cancellation by :class:`~hmrf.emissions.stats.Spread`; other
+        families give the sum from the statistics
+        (:meth:`~hmrf.emissions.EmissionFamily.summed_cost`) or a second pass.
 
         Raises
         ------
         ValueError
-            The scale is not finite: the message names the family and which of its
-            methods gave the first non-finite value (no weight is made up in its place).
+            The scale is not finite: the message names the family method that gave the
+            first non-finite value.
         """
         cached = getattr(self, "_data_scale", None)
         if cached is not None:
@@ -463,10 +427,8 @@ class HMRF:
         return self.emission.update(stats, params, self.normalizer, self.context(labels))
 
     def m_step(self, labels: NDArray[np.intp], params: EmissionParams) -> EmissionParams:
-        """Re-estimate Θ for ``labels`` (the M-step of Basu 2005, §4.4.5): the family's
-        :meth:`~hmrf.emissions.EmissionFamily.update` on the statistics of all points,
-        with the labels and potentials in an :class:`~hmrf.emissions.MStepContext`
-        (MPCKMeans' metric update reads the violated constraints)."""
+        """Re-estimate Θ for ``labels`` (the M-step of Basu 2005, §4.4.5) from the
+        statistics of all points."""
         labels = np.asarray(labels)
         return self.update(self.statistics(labels), labels, params)
 
@@ -485,30 +447,18 @@ class HMRF:
         return self.graph(params).energy(y, self.unary(params))
 
     def energy_terms(self, labels: NDArray[np.intp], params: EmissionParams) -> dict:
-        """The objective term by term (for teaching and debugging).
-
-        Returns
-        -------
-        dict
-            ``distortion`` (Σ D(x_i, μ_{y_i})), ``normalizer`` (the rest of the unary
-            cost: log Z_Θ and prior terms), ``must_link``, ``cannot_link``, ``table``
-            (violated factor costs by kind) and ``total``.
-        """
+        """The objective term by term: ``distortion`` (Σ D(x_i, μ_{y_i})), ``normalizer``
+        (the rest of the unary cost), ``must_link``, ``cannot_link``, ``table`` (factor
+        costs by kind) and ``total``."""
         y = self._check_labels(labels)
         rows = np.arange(self.n_samples)
         unary = self.unary(params)[rows, y]
         distortion = self.emission.distortion(self.X, params, data=self.data_terms)[rows, y]
         g = self.graph(params)
-        costs = g.edge_costs(y)
-        terms = {
-            "distortion": float(distortion.sum()),
-            "normalizer": float((unary - distortion).sum()),
-            "must_link": float(costs[g.edge_classes().must].sum()),
-            "cannot_link": float(costs[g.edge_classes().cannot].sum()),
-            "table": float(costs[g.edge_classes().table].sum()),
-        }
-        terms["total"] = float(unary.sum() + costs.sum())
-        return terms
+        costs, cls = g.edge_costs(y), g.edge_classes()
+        return {"distortion": float(distortion.sum()), "normalizer": float((unary - distortion).sum()),
+                "must_link": float(costs[cls.must].sum()), "cannot_link": float(costs[cls.cannot].sum()),
+                "table": float(costs[cls.table].sum()), "total": float(unary.sum() + costs.sum())}
 
     # -------------------------------------------------------------------- views
     def to_networkx(self, include_observed: bool = True) -> nx.Graph:
@@ -532,13 +482,9 @@ class HMRF:
         if include_observed:
             g.add_nodes_from((("x", i) for i in range(n)), role="observed", bipartite=0)
             g.add_edges_from((("x", i), ("D", i)) for i in range(n))
-        pg = self.graph(None) if not self.depends_on_params else None
-        if pg is None:
-            pairs = self.constraints.pairs
-            kinds = self.constraints.kind
-            weights = self.constraints.weight
-        else:
-            pairs, kinds, weights = pg.edges, pg.kind, pg.weight
+        src = self.constraints if self.depends_on_params else self.graph(None)
+        pairs = src.pairs if self.depends_on_params else src.edges
+        kinds, weights = src.kind, src.weight
         names = {POTTS_ML: ("M", "must_link"), POTTS_CL: ("C", "cannot_link"), TABLE: ("T", "table")}
         for e, ((a, b), kd, wt) in enumerate(zip(pairs.tolist(), kinds.tolist(), weights.tolist())):
             tag, role = names[kd]
@@ -549,12 +495,8 @@ class HMRF:
 
     def to_pgmpy(self, params: EmissionParams,
                  factor_graph: bool = False) -> DiscreteMarkovNetwork | FactorGraph:
-        """The E-step problem under ``params`` as a pgmpy model with factors ``exp(-cost)``.
-
-        A ``DiscreteMarkovNetwork`` (or, with ``factor_graph=True``, the
-        ``FactorGraph`` of Basu 2005, Fig. A.1) over the hidden labels ``"y0"``,
-        ``"y1"``, ...; see :func:`hmrf.interop.to_pgmpy`. pgmpy is imported lazily.
-        """
+        """The E-step problem under ``params`` as a pgmpy model with factors ``exp(-cost)``
+        (:func:`hmrf.interop.to_pgmpy`)."""
         from .interop import to_pgmpy
 
         return to_pgmpy(self.unary(params), self.graph(params), factor_graph=factor_graph)

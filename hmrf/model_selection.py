@@ -195,12 +195,8 @@ class PairwiseClusterer(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
-    estimator_ : estimator
-        The fitted clone.
-    labels_ : ndarray (n,)
-        Its labels of all the points.
-    constraints_ : Constraints
-        The pairs it was fitted with.
+    estimator_, labels_, constraints_
+        The fitted clone, its labels of all the points, the pairs it was fitted with.
     """
 
     def __init__(self, estimator: BaseEstimator, X: MatrixLike, *,
@@ -214,12 +210,7 @@ class PairwiseClusterer(ClusterMixin, BaseEstimator):
 
     def fit(self, pairs: PairsLike, y: ArrayLike | None = None) -> Self:
         """Cluster all of ``X`` under ``pairs`` ((m, 3) or (m, 4) rows ``(i, j, kind[,
-        weight])``, or a :class:`~hmrf.Constraints`).
-
-        Returns
-        -------
-        self
-        """
+        weight])``, or a :class:`~hmrf.Constraints`)."""
         if self.scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {SCORINGS}; got {self.scoring!r}.")
         X = self._points()
@@ -251,21 +242,10 @@ def _held_out(estimator, pairs):
 
 
 def held_out_pairwise_f(estimator: BaseEstimator, pairs: PairsLike, y: ArrayLike | None = None) -> float:
-    """Pairwise F-measure of a fitted clustering on held-out pairs, must-links the
-    positives (Basu 2005, eq. 2.5, on the given pairs only); a ``GridSearchCV`` scorer.
-
-    Parameters
-    ----------
-    estimator : fitted estimator with ``labels_`` of all points (a :class:`PairwiseClusterer`)
-    pairs : ndarray (m, 3 or 4) or Constraints
-    y : ignored
-
-    Returns
-    -------
-    float
-        ``2 P R / (P + R)``, precision and recall 1 when there is nothing to count (as
-        :func:`hmrf.metrics.pairwise_f_measure`).
-    """
+    """Pairwise F-measure ``2 P R / (P + R)`` of a fitted clustering (``labels_`` of all
+    points, a :class:`PairwiseClusterer`) on held-out pairs, must-links the positives
+    (Basu 2005, eq. 2.5, on the given pairs only); a ``GridSearchCV`` scorer. Precision
+    and recall are 1 when there is nothing to count."""
     same, must = _held_out(estimator, pairs)
     tp = float(np.count_nonzero(same & must))
     precision = tp / same.sum() if same.any() else 1.0
@@ -285,19 +265,10 @@ def held_out_accuracy(estimator: BaseEstimator, pairs: PairsLike, y: ArrayLike |
 class Selection:
     """Outcome of :func:`choose_w`, :func:`choose_k` or :func:`bic_k`.
 
-    Attributes
-    ----------
-    best : float or int
-        The chosen value.
-    values : ndarray
-        The values tried.
-    scores : ndarray
-        Mean held-out score of each value (higher is better), or the BIC (lower is better).
-    std : ndarray
-        Standard deviation of the score over the folds (zeros for the BIC).
-    criterion : str
-    search : object
-        The :class:`~sklearn.model_selection.GridSearchCV` (``None`` for the BIC).
+    ``best`` is the chosen value among ``values``; ``scores`` the mean held-out score of
+    each (higher is better) or the BIC (lower is better), ``std`` its deviation over the
+    folds; ``search`` the :class:`~sklearn.model_selection.GridSearchCV` (``None`` for
+    the BIC).
     """
 
     best: object
@@ -334,19 +305,13 @@ def choose_w(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints,
 
     Parameters
     ----------
-    estimator : estimator with a ``w`` parameter (HMRFKMeans, PCKMeans, MPCKMeans, ...)
-    X : array-like or sparse matrix (n, d)
-    constraints : Constraints
     ws : sequence of float, optional
         Weights to try; default ``W_FACTORS`` (0 to 16) times the weight ``w="auto"``
         stands for on ``X`` (:meth:`hmrf.HMRF.auto_w`, under the estimator's emission).
     cv : int or splitter, default=5
         Folds of :class:`ConstraintKFold`, or a splitter over the pairs.
-    scoring : {"pairwise_f", "accuracy"}, default="pairwise_f"
     random_state : int, optional
         Shuffles the folds (the estimator keeps its own ``random_state``).
-    n_jobs : int, optional
-        ``GridSearchCV``'s parallel fits.
 
     Returns
     -------
@@ -373,13 +338,8 @@ def choose_k(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints, 
              cv: int = 5, scoring: str = "pairwise_f", random_state: RandomLike = None,
              n_jobs: int | None = None) -> Selection:
     """The number of clusters with the best held-out score, by cross-validation over the
-    pairs (as :func:`choose_w`, searching ``n_clusters`` over ``ks``).
-
-    Returns
-    -------
-    Selection
-        ``best`` is the chosen ``k`` (the smallest of equal scores).
-    """
+    pairs (as :func:`choose_w`, searching ``n_clusters`` over ``ks``; the smallest of
+    equal scores)."""
     ks = [int(k) for k in ks]
     return _search(estimator, X, constraints, "n_clusters", ks, cv, scoring, random_state, n_jobs)
 
@@ -407,25 +367,9 @@ def bic_k(X: MatrixLike, ks: Sequence[int], constraints: Constraints | None = No
     normalizer="closed_form")``, an isotropic Gaussian or von Mises-Fisher mixture);
     ``p_k`` counts its free parameters (means, one scale per cluster, mixing weights).
 
-    Parameters
-    ----------
-    X : array-like or sparse matrix (n, d)
-    ks : sequence of int
-    constraints : Constraints, optional
-    emission : {"sqeuclidean", "cosine"}, default="sqeuclidean"
-    estimator : estimator, optional
-        An unfitted estimator to use instead (it must fit with ``em="soft"`` and
-        ``normalizer="closed_form"`` and have ``n_clusters``); ``emission`` is then its.
-    random_state : int, optional
-
-    Returns
-    -------
-    Selection
-        ``scores`` holds the BIC of every ``k`` (lower is better).
-
-    References
-    ----------
-    Schwarz (1978); Basu (2005), §4.3.4 (the emission normaliser ``log Z_Θ``).
+    ``estimator``, optional, is an unfitted estimator to use instead (fitting with
+    ``em="soft"`` and ``normalizer="closed_form"``, with ``n_clusters``). ``scores`` of
+    the :class:`Selection` hold the BIC of every ``k`` (Schwarz 1978; Basu 2005, §4.3.4).
     """
     from .emissions import get_emission
     from .estimators import HMRFKMeans

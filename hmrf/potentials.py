@@ -1,13 +1,8 @@
 """Pairwise constraint potentials: the MRF prior over labels (ARCHITECTURE.md, layer 3).
 
 A potential turns supervision into the factors of the E-step problem, a
-:class:`~hmrf.graph.PairwiseGraph`. :class:`PottsConstraints` is the generalised Potts
-potential of Basu (2005), eq. 4.4. :class:`TablePotential` lets a user give any
-(k, k) cost table per edge (or one table shared by many edges) — a new constraint
-potential in a few lines. A potential whose costs depend on the data or the emission
-parameters (MPCKMeans' distance-scaled penalties) sets ``depends_on_params = True`` so
-the model asks for its graph again after every M-step (and re-weights the same edges:
-:meth:`~hmrf.graph.PairwiseGraph.with_weights`).
+:class:`~hmrf.graph.PairwiseGraph`. One whose costs depend on the emission parameters
+sets ``depends_on_params = True``: the model asks for its graph after every M-step.
 """
 
 from __future__ import annotations
@@ -34,11 +29,8 @@ __all__ = ["PairwisePotential", "PottsConstraints", "DistanceScaledPotts", "Tabl
 
 
 class PairwisePotential:
-    """Base class: something that produces pairwise factors on ``n`` label variables.
-
-    Subclasses implement :meth:`graph`. Set ``depends_on_params = True`` if the factor
-    costs change with the emission parameters.
-    """
+    """Base class: something that produces pairwise factors on ``n`` label variables, a
+    :class:`~hmrf.graph.PairwiseGraph` (``graph``)."""
 
     depends_on_params = False
 
@@ -60,12 +52,7 @@ class PottsConstraints(PairwisePotential):
     the constraint's own weight and ``w`` a global multiplier (the ``w`` of PCKMeans,
     Basu, Bilenko & Mooney 2004, eq. 1).
 
-    Parameters
-    ----------
-    constraints : Constraints
-    w : float, default=1.0
-        Global weight of the constraints against the emission costs. ``np.inf`` makes
-        every constraint hard.
+    ``w = np.inf`` makes every constraint hard.
 
     Examples
     --------
@@ -117,35 +104,24 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
 
         f_M = max(α_min, α_max - ||x_i - x_j||²_A),   f_C = min(α_min + ||x_i - x_j||²_A, α_max)
 
-    so a violated must-link between close points and a violated cannot-link between
-    distant points are the "worse errors". ``A`` is the emission's current metric (its
-    mean ``Ā`` over clusters for per-cluster metrics, which keeps the factor a Potts
-    factor; parameters without a metric mean ``A = I``). The costs change with ``A``,
-    so ``depends_on_params`` is true and the model re-weights the graph after every
-    M-step.
+    ``A`` is the emission's current metric (its mean over clusters for per-cluster
+    metrics, which keeps the factor a Potts factor; ``A = I`` without a metric).
+    ``mirrored`` exchanges the two forms (Bilenko, Basu & Mooney, ICML 2004).
 
     Parameters
     ----------
-    constraints : Constraints
-    w : float, default=1.0
-        Global weight (``np.inf``: every constraint hard; hard constraints stay hard).
     alpha_min : float, default=0.0
-        ``α_min >= 0`` (the paper's experiments use 0); keeps edge weights non-negative.
+        ``α_min >= 0`` (the paper's experiments use 0).
     alpha_max : {"must_link", "data"} or float, default="must_link"
         ``"must_link"``: the largest squared must-link distance under the current
-        metric, as in the paper's experiments (§4.1); with no must-link it falls back
-        to ``"data"``, the squared diameter of ``X`` under the current metric
-        (computed exactly, O(n² d) in blocks, and only when it can matter: when some
-        penalty has the form ``max(α_min, α_max - d²)``, or ``α_min > 0``; otherwise every
-        ``α_min + d² <= diameter`` and the cap cannot bind). A float fixes ``α_max``.
+        metric (§4.1), else ``"data"``: the squared diameter of ``X`` under it (exact,
+        O(n² d) in blocks, computed only where the cap can bind).
 
     Notes
     -----
-    The MRF normaliser ``log Z(A)`` of these potentials depends on ``A``; like the
-    paper we drop it (treat it as constant), so the objective is eq. 4 exactly.
-    :meth:`metric_terms` gives the violated pairs of ``M*`` and ``C*`` (those whose
-    penalty is not at a threshold) with their signed weights, the terms of the
-    paper's metric update (appendix), which differentiates ``f`` for fixed ``α_max``.
+    The MRF normaliser ``log Z(A)`` is dropped, as in the paper, so the objective is
+    eq. 4 exactly; :meth:`metric_terms` differentiates ``f`` for fixed ``α_max``
+    (the paper's appendix).
 
     Examples
     --------
@@ -239,11 +215,7 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
         return cache[key]
 
     def edge_scale(self, X: MatrixLike | None = None, params: EmissionParams | None = None) -> np.ndarray:
-        """``f_ij`` per constraint: ``f_M`` for must-links, ``f_C`` for cannot-links.
-
-        Scores every pair with ``D(x_i, x_j)`` only, never with the labels, so the factor
-        stays a Potts factor.
-        """
+        """``f_ij`` per constraint: ``f_M`` for must-links, ``f_C`` for cannot-links."""
         if X is None:
             raise ValueError("DistanceScaledPotts needs the data X to scale its penalties.")
         if len(self.constraints) == 0:
@@ -255,13 +227,9 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
     def graph(self, X: MatrixLike | None = None, params: EmissionParams | None = None,
               n_clusters: int | None = None) -> PairwiseGraph:
         """Potts graph with edge weights ``w · w_ij · f_ij``; hard constraints stay hard
-        (also where ``f_ij = 0``, without forming ``0 · inf``).
-
-        Only the weights change from one call to the next: the graph is built once and
-        re-weighted (:meth:`~hmrf.graph.PairwiseGraph.with_weights`), so the engines'
-        layouts of its structure are built once per fit. The graph of the last ``(X,
-        params)`` is remembered: the M-step's safeguard and the next E-step ask for the
-        same parameters (which are immutable)."""
+        (also where ``f_ij = 0``). The graph is built once and re-weighted, so the
+        engines' layouts of its structure are built once per fit; the graph of the last
+        (immutable) ``(X, params)`` is remembered."""
         last = self._last
         if self._graph is not None and last is not None and last[0] is X and last[1] is params:
             return self._graph
@@ -274,23 +242,19 @@ class DistanceScaledPotts(PottsConstraints, MetricTerms):
         scale[hard] = np.inf
         if self._graph is None:
             self._graph = PairwiseGraph.from_constraints(self.constraints, scale)
-            self._last = (X, params)
-            return self._graph
-        with np.errstate(invalid="ignore"):  # as from_constraints: 0 * inf stays hard
-            w = np.where(np.isinf(weight), np.inf, scale * weight)
-        self._graph = self._graph.with_weights(w)
+        else:
+            with np.errstate(invalid="ignore"):  # as from_constraints: 0 * inf stays hard
+                w = np.where(np.isinf(weight), np.inf, scale * weight)
+            self._graph = self._graph.with_weights(w)
         self._last = (X, params)
         return self._graph
 
     def metric_terms(self, X: MatrixLike, params: EmissionParams,
                      labels: NDArray[np.intp]) -> tuple[Any, Any] | tuple[NDArray[Any], NDArray[Any]]:
-        """Violated pairs of ``M*`` and ``C*`` and their coefficients in the metric update.
-
-        Returns ``(diff, coef)``: rows ``x_i - x_j`` and ``c_ij = ∂(penalty)/∂ d²_ij`` for the
-        violated constraints whose penalty is strictly between the thresholds: ``-w w_ij``
-        for must-links and ``+w w_ij`` for cannot-links (signs exchanged when
-        ``mirrored``). Hard constraints (infinite weight) are left out.
-        """
+        """``(diff, coef)``: rows ``x_i - x_j`` of the violated soft constraints whose
+        penalty is strictly between the thresholds, and ``∂ penalty / ∂ d²_ij``:
+        ``-w w_ij`` for must-links, ``+w w_ij`` for cannot-links (exchanged when
+        ``mirrored``)."""
         c = self.constraints
         if len(c) == 0:
             return np.empty((0, X.shape[1])), np.empty(0)
@@ -331,17 +295,7 @@ def _sq_diameter(X, metric, block: int = 2048) -> float:
 class TablePotential(PairwisePotential):
     """Arbitrary pairwise cost tables: ``cost_e(a, b) = weight_e · T[t_e][a, b]``.
 
-    Parameters
-    ----------
-    n : int
-        Number of points.
-    edges : array of shape (m, 2)
-        Point pairs; the first point indexes the table's rows.
-    tables : array of shape (k, k) or (T, k, k)
-        One shared table or ``T`` tables (``inf`` forbids a label pair).
-    table_index : array of shape (m,), optional
-        Which table each edge uses (see :meth:`PairwiseGraph.from_tables`).
-    weight : float or array of shape (m,), default=1.0
+    The parameters are those of :meth:`PairwiseGraph.from_tables`.
 
     Examples
     --------

@@ -1,8 +1,9 @@
 """Conformance checks for the library's extension points, as scikit-learn's ``check_estimator``.
 
 :func:`check_engine`, :func:`check_emission` and :func:`check_potential` run the contracts
-of docs/extending.md on any object and raise an ``AssertionError`` naming the contract
-broken; :func:`parametrize_with_checks` makes one pytest test per (object, contract).
+of docs/extending.md on any object and raise an ``AssertionError`` naming the first
+contract broken at the start of its message; :func:`parametrize_with_checks` makes one
+pytest test per (object, contract).
 Problems are small (at most 7 nodes, 3 labels, 30 points), so known answers come from
 enumerating every labelling.
 """
@@ -277,13 +278,7 @@ def engine_checks() -> dict[str, Callable[[Any], None]]:
 def check_engine(engine: Any) -> None:
     """Run every engine contract (:func:`engine_checks`, docs/extending.md "The engine
     contract") on ``engine``, an :class:`~hmrf.inference.InferenceEngine` or anything with
-    its ``map``.
-
-    Raises
-    ------
-    AssertionError
-        The first contract broken, named at the start of the message.
-    """
+    its ``map``."""
     for check in _ENGINE_CHECKS.values():
         check(engine)
 
@@ -462,17 +457,11 @@ def check_emission(family: EmissionFamily, X: NDArray[np.floating] | None = None
 
     Parameters
     ----------
-    family : EmissionFamily
     X : array of shape (n, d), optional
         Data inside the family's domain, at least 10 rows; by default 30 points uniform in
         ``(0.05, 0.95)^4``.
     bad_X : array, optional
         Data outside the domain, which ``prepare`` must refuse.
-
-    Raises
-    ------
-    AssertionError
-        The first contract broken, named at the start of the message.
     """
     X = _default_data() if X is None else np.asarray(X, dtype=np.float64)
     for check in _EMISSION_CHECKS.values():
@@ -554,20 +543,8 @@ def check_potential(potential: PairwisePotential, X: NDArray[np.floating] | None
                     n_clusters: int = 3) -> None:
     """Run every pairwise-potential contract (:func:`potential_checks`, docs/extending.md
     "Potentials") on ``potential``; the exact E-step is checked when
-    ``n_clusters ** n_nodes <= 5000``.
-
-    Parameters
-    ----------
-    potential : PairwisePotential
-    X : array of shape (n_nodes, d), optional
-        Points for the model (random ones by default).
-    n_clusters : int, default=3
-
-    Raises
-    ------
-    AssertionError
-        The first contract broken, named at the start of the message.
-    """
+    ``n_clusters ** n_nodes <= 5000``, on the points ``X`` (n_nodes, d) (random ones by
+    default)."""
     for check in _POTENTIAL_CHECKS.values():
         check(potential, X, n_clusters)
 

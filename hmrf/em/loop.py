@@ -76,18 +76,11 @@ def rise_tolerance(objective: float, dtype: DTypeLike) -> float:
 
 @dataclass
 class EMResult:
-    """Outcome of one EM run.
+    """Outcome of one EM run: ``labels``, ``params``, their objective ``J`` and the
+    ``history`` of the objective after every M-step (non-increasing).
 
     Attributes
     ----------
-    labels : ndarray (n,)
-    params : EmissionParams
-    objective : float
-        ``J(labels, params)`` of the returned pair.
-    history : list of float
-        Objective after every M-step (non-increasing).
-    n_iter : int
-    converged : bool
     trace : list of dict
         Per iteration: ``objective``, ``e_energy``, ``lower_bound``, ``n_changed``,
         ``rejected``, ``reseeded``, ``e_time``, ``m_time``, and ``engine``: the
@@ -113,6 +106,14 @@ def check_engine(engine: InferenceEngine) -> None:
     go through :func:`solve_e_step`, which does not check them again)."""
     if isinstance(engine, InferenceEngine):
         engine.check_params()
+
+
+def _check_loop(max_iter: int, tol: float) -> None:
+    """``max_iter >= 1`` and a finite ``tol >= 0``, or a ``ValueError`` naming them."""
+    if int(max_iter) < 1:
+        raise ValueError(f"max_iter must be >= 1; got {max_iter}.")
+    if not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
 
 
 def solve_e_step(engine: InferenceEngine, unary: NDArray[np.floating], graph: PairwiseGraph, init: Any,
@@ -171,18 +172,12 @@ OWN_COST_TRIALS = 8
 
 
 def _reseed(labels, cost, graph, n_clusters, allowed, movable=None, own_cost=None) -> tuple[np.ndarray, int]:
-    """Give empty clusters a point without increasing the objective (module docstring):
-    ``(labels, number re-seeded)``, the labels a copy when something moved.
-
-    Candidates are points whose move alone does not raise the pairwise energy (every
-    unconstrained point qualifies), whose cluster keeps at least one member and that
-    ``allowed(rows, h) -> bool array`` lets cluster ``h`` take (finite cost); of those,
-    the one with the largest current ``cost`` (n,) moves. ``movable`` (n,) bool excludes
-    points that may never move (clamped labels). ``own_cost(i, h)``, when given, is
-    point ``i``'s cost in cluster ``h`` fitted to it alone: a point whose move raises the
-    pairwise energy by ``Δ_i`` then qualifies if ``c_i - own_cost(i, h) > Δ_i``, tried
-    for the ``OWN_COST_TRIALS`` largest ``c_i - Δ_i`` when no free point qualifies. A
-    cluster stays empty only when no point qualifies."""
+    """Give empty clusters a point without increasing the objective, by the rule of the
+    module docstring: ``(labels, number re-seeded)``, the labels a copy when something
+    moved. A candidate's own cluster keeps a member; ``allowed(rows, h) -> bool array``
+    says which points cluster ``h`` may take (finite cost); ``movable`` (n,) excludes
+    clamped points; ``own_cost(i, h)``, when given, is ``u_i``, tried for the
+    ``OWN_COST_TRIALS`` largest ``c_i - Δ_i``."""
     counts = np.bincount(labels, minlength=n_clusters)
     empty = np.flatnonzero(counts == 0)
     if empty.size == 0:
@@ -255,12 +250,6 @@ def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_
 
     Parameters
     ----------
-    model : HMRF
-    params : EmissionParams
-        Initial parameters (from :mod:`hmrf.initialization`).
-    engine : InferenceEngine
-    max_iter : int
-        Maximum EM iterations.
     tol : float
         Stop when the relative decrease of the objective is at most ``tol`` or when the
         labels stop changing. After a stop on the tolerance or on ``max_iter``, the
@@ -279,16 +268,9 @@ def run_em(model: HMRF, params: EmissionParams, engine: InferenceEngine, *, max_
     validated : bool, default=False
         Whether ``max_iter``, ``tol`` and the engine's parameters were checked by the
         caller (an estimator checks them once per fit, whatever its number of runs).
-
-    Returns
-    -------
-    EMResult
     """
     if not validated:
-        if int(max_iter) < 1:
-            raise ValueError(f"max_iter must be >= 1; got {max_iter}.")
-        if not np.isfinite(tol) or tol < 0:
-            raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
+        _check_loop(max_iter, tol)
         check_engine(engine)
     rng = np.random.default_rng() if rng is None else rng
     k = model.n_clusters

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..inference import MeanField, get_engine
-from .loop import EMResult, _check_finite, check_engine, rise_tolerance, solve_e_step
+from .loop import EMResult, _check_finite, _check_loop, check_engine, rise_tolerance, solve_e_step
 from .passes import soft_pass
 
 if TYPE_CHECKING:
@@ -87,23 +87,13 @@ def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngi
                 max_iter: int = 100, tol: float = 1e-4, rng: np.random.Generator | None = None,
                 callback: Callable[..., Any] | None = None, data_pass: Callable[..., Any] | None = None,
                 row_weights: NDArray[np.floating] | None = None, mixing: float | None = None) -> EMResult:
-    """Soft EM on ``model`` from ``params`` (module docstring).
+    """Soft EM on ``model`` from ``params`` (module docstring); the other parameters are
+    :func:`~hmrf.em.run_em`'s, ``callback`` called after each E-step.
 
     Parameters
     ----------
-    model : HMRF
-    params : EmissionParams
     engine : str or InferenceEngine, optional
         Posteriors of the constrained points (:func:`posterior_engine`; mean-field).
-    max_iter : int
-        Maximum E-steps.
-    tol : float
-        Stop when the relative decrease of the objective is at most ``tol``.
-    rng : numpy Generator
-    callback : callable, optional
-        ``callback(iteration, labels, params, objective)`` after each E-step.
-    data_pass : callable, optional
-        The pass over the data, as :func:`hmrf.em.passes.soft_pass` (the default).
     row_weights : ndarray (n,), optional
         ``λ_i >= 0`` (finite; > 0 on rows with an infinite cost).
     mixing : float, optional
@@ -117,10 +107,7 @@ def run_soft_em(model: HMRF, params: EmissionParams, engine: str | InferenceEngi
         constrained); ``objective``, ``history``: ``F`` after each E-step; ``params``: those
         of the last E-step; ``trace[-1]``: the constrained points' ``posteriors``, ``nodes``.
     """
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1; got {max_iter}.")
-    if not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be a finite number >= 0; got {tol}.")
+    _check_loop(max_iter, tol)
     if "pairwise" in model.emission.m_step_needs and model.depends_on_params:
         raise ValueError(f"soft EM is not available for {model.emission!r} with parameter-dependent "
                          "potentials (MPCKMeans' metric update needs MAP labels); use em='hard'.")

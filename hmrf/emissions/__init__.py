@@ -75,25 +75,11 @@ def register_emission(name: str, factory: Callable[..., Any], description: str |
         [project.entry-points."hmrf.emissions"]
         bernoulli = "my_package.families:Bernoulli"
 
-    Parameters
-    ----------
-    name : str
-        Lower-case letters, digits and ``_ . + -``; case-insensitive when looked up.
-    factory : callable
-        ``factory(**params) -> EmissionFamily``: a family class or a function returning
-        a family.
-    description : str, optional
-        One line for ``hmrf <command> --help``; by default the first line of the
-        factory's docstring.
-    replace : bool, default=False
-        Redefine a name that exists.
-
-    Raises
-    ------
-    ValueError
-        A name already taken (without ``replace``) or not of the form above.
-    TypeError
-        A factory that is not callable.
+    ``name``: lower-case letters, digits and ``_ . + -`` (case-insensitive when looked
+    up); ``factory(**params) -> EmissionFamily``; ``description``: one line for ``hmrf
+    <command> --help`` (default: the first line of the factory's docstring). A name
+    already taken (without ``replace``) or not of that form is a ``ValueError``, a
+    factory that is not callable a ``TypeError``.
 
     See Also
     --------

@@ -1,23 +1,10 @@
 """The emission-family protocol: how a cluster generates its points.
 
 In the HMRF (Basu 2005, §4.3.4, eq. 4.8) point ``x_i`` in cluster ``h`` has density
-``p(x | h, Θ) = exp(-D(x, μ_h)) / Z_Θ``. An :class:`EmissionFamily` supplies
-
-* ``prepare(X)``: domain checks and normalisation (a new array; the input is never
-  modified),
-* ``divergence(X, C)``: the distortion ``D(x_i, c_h)`` for all pairs, (n, k),
-* ``unary(X, params, normalizer)``: the per-point cost ``-log p(x_i | h)`` the E-step
-  minimises, i.e. the divergence plus, when kept, the normaliser ``log Z_Θ`` and any
-  prior term,
-* ``statistics(X, assignment, k)``: additive per-cluster sums (counts, sums, a second
-  moment where needed) of a hard labelling or soft responsibilities, accumulated block
-  by block (:mod:`hmrf.emissions.stats`),
-* ``update(stats, params, normalizer, context)``: the M-step, the parameters minimising
-  the summed cost, from those statistics (and, where the family declares it in
-  ``m_step_needs``, the labels, data or potentials of an :class:`MStepContext`);
-  ``m_step(X, assignment, ...)`` is ``update`` on the statistics of all of ``X``,
-* ``init_params(X, centers)``: parameters from initial centre vectors.
-
+``p(x | h, Θ) = exp(-D(x, μ_h)) / Z_Θ``. An :class:`EmissionFamily` supplies the
+distortion ``D`` (``divergence``), the per-point cost ``-log p(x_i | h)`` (``unary``),
+additive per-cluster statistics (:mod:`hmrf.emissions.stats`) and the M-step from them
+(``update``); :data:`REQUIRED_MEMBERS` and :data:`OPTIONAL_MEMBERS` list the protocol.
 ``normalizer="constant"`` drops ``log Z_Θ`` (the thesis's HMRF-KMeans, §4.4.1);
 ``"closed_form"`` keeps it for families that have one and learns the scale it depends
 on (per-cluster variance, vMF concentration).
@@ -97,15 +84,12 @@ class LinearCosts:
     ----------
     weights : ndarray (d, k)
         Row ``f`` holds ``g_hf`` of every cluster (the layout a sparse row reads: one
-        contiguous k-vector per stored entry), in the data's precision, C-contiguous.
-    bias, offset : ndarray (k,)
-        In the data's precision.
+        contiguous k-vector per stored entry), C-contiguous. The arrays are in the data's
+        precision.
     scale : ndarray (k,) or None
-        ``None``: 1 for every cluster. Then ``bias_h + <x_i, g_h> + offset_h`` orders
-        the clusters of row ``i`` as its costs do (``a_i`` and the clip, which only
-        undoes round-off, change no comparison), and the argmin is taken on it.
-    lo, hi : float
-        The clip.
+        ``None``: 1 for every cluster; then the argmin is taken on ``bias_h + <x_i, g_h>
+        + offset_h`` (``a_i`` and the clip, which only undoes round-off, change no
+        comparison).
     """
 
     weights: np.ndarray
@@ -139,38 +123,19 @@ def work_dtype(X: MatrixLike) -> np.dtype:
 
 
 def inner_products(X: MatrixLike, G: ArrayLike) -> np.ndarray:
-    """``X @ G.T``, the (n, k) inner products ``<x_i, g_h>``: the one GEMM of an E-step.
-
-    Every family whose cost is linear in the point up to per-point and per-cluster
-    terms (:class:`LinearCosts`: the Bregman divergences, vMF, a diagonal Mahalanobis
-    metric) computes its (n, k) costs from this product. The result is a new array in
-    ``X``'s precision (``work_dtype``). For dense ``X`` it is formed as
-    ``(G @ X.T).T``: OpenBLAS is markedly faster with the long dimension last when k is
-    small. Sparse ``X`` uses the sparse-dense product (``X`` stays sparse).
-
-    Parameters
-    ----------
-    X : ndarray or sparse matrix of shape (n, d)
-    G : array-like of shape (k, d)
-
-    Returns
-    -------
-    ndarray of shape (n, k)
-    """
+    """``X @ G.T``, the (n, k) inner products ``<x_i, g_h>`` in ``X``'s precision: the one
+    GEMM of an E-step (:class:`LinearCosts`)."""
     G = np.asarray(G, dtype=work_dtype(X))
     if sp.issparse(X):
         return np.asarray(X @ G.T)
-    return (G @ X.T).T
+    return (G @ X.T).T  # OpenBLAS is markedly faster with the long dimension last
 
 
 def check_squared_scale(X: MatrixLike, family: str) -> None:
     """Refuse data whose squared distances overflow or underflow the working precision.
 
-    Squared Euclidean and Mahalanobis costs are sums of squares of the entries: entries
-    beyond ``sqrt(max / d)`` overflow to ``inf`` and non-zero entries below
-    ``sqrt(tiny)`` vanish, so when even the largest entry is that small every distance
-    is zero and clusters would be decided by round-off. The message names
-    the scale found and the fix (rescaling does not change the clustering).
+    Entries beyond ``sqrt(max / d)`` overflow squared distances to ``inf``; when even the
+    largest entry is below ``sqrt(tiny)`` every distance is zero and round-off decides.
     """
     data = X.data if sp.issparse(X) else X
     if data.size == 0:
@@ -206,26 +171,8 @@ def _check_normalizer(normalizer: str) -> str:
 
 def cluster_sums(X: MatrixLike, assignment: NDArray[np.intp],
                  n_clusters: int) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Per-cluster sums of rows of ``X`` and cluster sizes.
-
-    Parameters
-    ----------
-    X : ndarray or sparse matrix (n, d)
-    assignment : ndarray (n,) of int labels, or (n, k) responsibilities
-    n_clusters : int
-
-    Returns
-    -------
-    sums : ndarray (k, d)
-        Dense, even for sparse ``X`` (k centres, not n points).
-    counts : ndarray (k,)
-        Number of points (or total responsibility) per cluster.
-
-    Notes
-    -----
-    One pass over the rows (:func:`~hmrf.emissions.stats.group_sums`), no loop over
-    clusters and no dense (k, n) indicator.
-    """
+    """Dense per-cluster sums (k, d) of the rows of ``X`` and the counts (k,) under labels
+    (n,) or responsibilities (n, k)."""
     st = ClusterStats.from_data(X, assignment, n_clusters)
     return st.sums, st.counts
 
@@ -236,21 +183,9 @@ class MStepContext:
 
     A family says which of these it reads in ``EmissionFamily.m_step_needs``
     (``"data"``: ``X`` and ``labels``; ``"pairwise"``: ``potentials`` and
-    ``pairwise_energy``), so that the loop (and the out-of-core path, which cannot hand
-    over ``X``) knows what to provide.
-
-    Attributes
-    ----------
-    X : ndarray or sparse matrix, optional
-        The prepared data (rows of constrained pairs are what potentials read).
-    labels : ndarray (n,), optional
-        The labelling the statistics were computed for.
-    potentials : tuple of PairwisePotential
-        The model's pairwise potentials.
-    pairwise_energy : callable, optional
-        ``pairwise_energy(params) -> float``: the potentials' energy at ``labels`` under
-        trial parameters (for families whose potentials depend on Θ).
-    n_clusters : int
+    ``pairwise_energy(params) -> float``, the potentials' energy at ``labels`` under trial
+    parameters), so that the loop (and the out-of-core path, which cannot hand over
+    ``X``) knows what to provide.
     """
 
     X: object = None
@@ -280,12 +215,8 @@ class EmissionProtocol(Protocol):
     """Every member of an emission family that the model, the EM loop and the
     initialisation call: what :class:`EmissionFamily` implements.
 
-    A new family subclasses :class:`EmissionFamily` and writes the two **required**
-    members, :meth:`EmissionFamily.divergence` and :meth:`EmissionFamily.update`; the base
-    class gives every other one a
-    default, correct for any family, and :data:`OPTIONAL_MEMBERS` says what overriding
-    each one buys (a fused GEMM pass, a one-pass data scale, ...).
-    :func:`hmrf.testing.check_emission` checks a family against this protocol.
+    A new family writes the :data:`REQUIRED_MEMBERS`; :data:`OPTIONAL_MEMBERS` says what
+    overriding each other one buys. :func:`hmrf.testing.check_emission` checks a family.
     """
 
     name: str
@@ -359,28 +290,11 @@ OPTIONAL_MEMBERS = {
 
 
 class EmissionFamily(ABC):
-    """Base class of emission families (see module docstring for the protocol).
+    """Base class of emission families.
 
-    Subclasses implement :meth:`divergence` and :meth:`update`; they may override
-    :meth:`prepare`, ``data_terms``, :meth:`init_params`, :meth:`cluster_cost`,
-    :meth:`unary` and :meth:`second_moment`.
-
-    Attributes
-    ----------
-    name : str
-        Short name used in reprs and the CLI.
-    has_closed_form_normalizer : bool
-        Whether ``normalizer="closed_form"`` is meaningful for this family. If not,
-        asking for it raises a ``ValueError`` rather than silently dropping it.
-    accepts_sparse : bool
-        Whether sparse ``X`` is supported (it is never densified).
-    exact_m_step : bool
-        Whether :meth:`update` returns the exact minimiser of the objective for the
-        labels (EM then warns if the objective rises, which would be a bug).
-    m_step_needs : frozenset
-        What :meth:`update` reads besides the cluster statistics: ``"data"`` (the data
-        and labels of :class:`MStepContext`) and/or ``"pairwise"`` (the potentials and
-        their energy under trial parameters).
+    ``divergence`` and ``update`` are abstract, every other member of
+    :class:`EmissionProtocol` has a default (:data:`OPTIONAL_MEMBERS` describes them and
+    the class attributes).
     """
 
     name = "emission"
@@ -391,28 +305,20 @@ class EmissionFamily(ABC):
 
     # -------------------------------------------------------------- data domain
     def prepare(self, X: MatrixLike) -> NDArray[np.floating] | sparse.csr_matrix:
-        """Check the domain of ``X`` and return the data the family works on.
-
-        The default accepts any finite real data unchanged. Must not modify ``X``.
-        """
+        """Check the domain of ``X`` and return the data the family works on (never
+        modifying ``X``); the default returns it unchanged."""
         return X
 
     def data_terms(self, X: MatrixLike) -> np.ndarray | None:
-        """Per-row quantities that depend on the data only (e.g. ``φ(x_i)``), or ``None``.
-
-        The model computes them once (n floats) and passes the rows of each block to
-        :meth:`unary` and :meth:`divergence` as ``data``.
-        """
+        """Per-row quantities of the data alone (``φ(x_i)``), or ``None``; the model
+        computes them once and passes each block's rows as ``data``."""
         return None
 
     # ------------------------------------------------------------------- costs
     @abstractmethod
     def divergence(self, X: MatrixLike, centers: NDArray[np.floating], data: Any = None) -> np.ndarray:
-        """Distortion ``D(x_i, c_h)`` for every row of ``X`` and of ``centers``, (n, k).
-
-        ``data`` holds the rows of ``data_terms`` for ``X`` when the caller has them.
-        The result has the precision of ``X`` (float32 stays float32).
-        """
+        """Distortion ``D(x_i, c_h)`` (n, k) in ``X``'s precision; ``data``: the rows of
+        ``data_terms`` when the caller has them."""
 
     def divergence_to(self, X: MatrixLike, point: NDArray[np.floating]) -> NDArray[np.float64] | None:
         """``D_φ(x_i, c)`` of every row to one point ``c`` (n,), float64, for the Bregman
@@ -422,28 +328,17 @@ class EmissionFamily(ABC):
         return None
 
     def distortion(self, X: MatrixLike, params: EmissionParams, data: Any = None) -> np.ndarray:
-        """The distortion part of the unary cost, (n, k): ``D(x_i, μ_h)`` by default.
-
-        :meth:`HMRF.energy_terms <hmrf.HMRF.energy_terms>` reports the rest of the unary
-        cost (normaliser and prior terms) separately. Families whose distortion depends
-        on more than the centres (a learned metric) override this.
-        """
+        """The distortion part of the unary cost (n, k), ``D(x_i, μ_h)`` by default, that
+        :meth:`HMRF.energy_terms <hmrf.HMRF.energy_terms>` reports apart from the rest."""
         return self.divergence(X, params.centers, data=data)
 
     def cluster_cost(self, params: EmissionParams, normalizer: str = "constant") -> np.ndarray:
-        """Per-cluster term of the unary cost (k,): log-normaliser and prior terms.
-
-        Zero by default.
-        """
+        """Per-cluster term of the unary cost (k,): log-normaliser and prior; 0 by default."""
         return np.zeros(params.n_clusters)
 
     def unary(self, X: MatrixLike, params: EmissionParams, normalizer: str = "constant",
               data: Any = None) -> np.ndarray:
-        """Per-point cost ``-log p(x_i | y_i = h, Θ)`` up to a constant, shape (n, k).
-
-        With ``normalizer="constant"`` this is ``D(x_i, μ_h)`` (plus the family's prior
-        term, if any); with ``"closed_form"`` the scaled divergence plus ``log Z_Θ``.
-        """
+        """Per-point cost ``-log p(x_i | y_i = h, Θ)`` up to a constant, (n, k)."""
         self.check_normalizer(normalizer)
         cost = self.divergence(X, params.centers, data=data)
         cost += self.cluster_cost(params, normalizer)[None, :].astype(cost.dtype)
@@ -487,21 +382,13 @@ class EmissionFamily(ABC):
     @abstractmethod
     def update(self, stats: ClusterStats, params: EmissionParams | None = None,
                normalizer: str = "constant", context: MStepContext | None = None) -> EmissionParams:
-        """The M-step: parameters minimising the summed unary cost, from cluster statistics.
-
-        Clusters with no points keep their previous parameters (the EM loop re-seeds
-        empty clusters before calling this). ``context`` carries what
-        ``m_step_needs`` asks for.
-        """
+        """The M-step: parameters minimising the summed unary cost, from cluster statistics;
+        empty clusters keep their previous parameters."""
 
     def m_step(self, X: MatrixLike, assignment: NDArray[np.intp], params: EmissionParams | None = None,
                normalizer: str = "constant") -> EmissionParams:
-        """Parameters minimising the summed unary cost for ``assignment`` on ``X``.
-
-        ``assignment`` is an (n,) label vector or (n, k) responsibilities. The same as
-        :meth:`update` on the statistics of all of ``X`` (the EM loop accumulates them
-        block by block instead).
-        """
+        """:meth:`update` on the statistics of all of ``X`` under labels (n,) or
+        responsibilities (n, k)."""
         self.check_normalizer(normalizer)
         k = self._n_clusters(assignment, params)
         shift = self.default_shift(X) if self.second_moment(normalizer) is not None else None

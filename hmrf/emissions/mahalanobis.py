@@ -62,15 +62,9 @@ CONSTANT_REL = 1e-12
 
 
 def log_det_pd(A: Any) -> np.ndarray:
-    """``log det A`` of symmetric positive-definite matrices from their Cholesky factors.
-
-    ``log det A = 2 Σ_d log L_dd`` with ``A = L Lᵀ``; finite where ``det`` under- or
-    overflows (e.g. ``A = 1e-30 I`` in 30 dimensions). ``A`` has shape (d, d) or (g, d, d).
-
-    Raises
-    ------
-    ValueError
-        If some ``A`` is not positive definite.
+    """``log det A = 2 Σ_d log L_dd`` (``A = L Lᵀ``) of symmetric positive-definite
+    matrices (d, d) or (g, d, d), finite where ``det`` under- or overflows; a
+    ``ValueError`` if some ``A`` is not positive definite.
 
     Examples
     --------
@@ -88,10 +82,8 @@ def log_det_pd(A: Any) -> np.ndarray:
 
 
 def pair_sq_distances(diff: Any, metric: Any) -> np.ndarray:
-    """``||v_e||²_A`` for every row ``v_e`` of ``diff`` (dense or sparse, (m, d)).
-
-    ``metric`` is a (d,) diagonal, a (d, d) matrix or ``None`` (identity).
-    """
+    """``||v_e||²_A`` for every row ``v_e`` of ``diff`` (dense or sparse, (m, d)), ``A`` a
+    (d,) diagonal, a (d, d) matrix or ``None`` (identity)."""
     if metric is None:
         return row_dot(diff)
     metric = np.asarray(metric)
@@ -107,20 +99,10 @@ def pair_sq_distances(diff: Any, metric: Any) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MahalanobisParams(EmissionParams):
-    """Centres plus the learned metric.
-
-    Attributes
-    ----------
-    metric : ndarray of shape (g, d) or (g, d, d)
-        Diagonal (2-D) or full (3-D) metrics ``A_g``; ``g = 1`` when shared by all
-        clusters, ``g = k`` for per-cluster metrics.
-    prior : ndarray of shape (d,)
-        Diagonal ``t`` of the shrinkage target ``T``.
-    metric_step : float
-        Fraction of the paper's metric update that was accepted in the last M-step
-        (1 = all of it, 0 = the previous metric was kept; see
-        :meth:`Mahalanobis.update`).
-    """
+    """Centres plus the learned metric: ``metric`` (g, d) diagonal or (g, d, d) full
+    ``A_g``, ``g = 1`` shared or ``k`` per cluster; ``prior`` the diagonal ``t`` of the
+    shrinkage target ``T``; ``metric_step`` the fraction of the paper's metric update
+    accepted in the last M-step (:meth:`Mahalanobis.update`)."""
 
     metric: np.ndarray | None = None
     prior: np.ndarray | None = None
@@ -234,10 +216,9 @@ class Mahalanobis(EmissionFamily):
     Notes
     -----
     The objective, the update (★) and the regularisation are in the module docstring.
-    Unary costs take one matrix product per metric: ``(X∘X) aᵀ - 2 X (μ∘a)ᵀ + (μ∘μ) aᵀ``
-    for diagonal metrics, ``||L_gᵀ(x - μ)||²`` for full ones (``d > MAX_FULL_DIM`` is
-    refused). The ``log det A`` normaliser is always kept (without it the metric update
-    has no minimiser), whatever ``normalizer``.
+    The ``log det A`` normaliser is always kept (without it the metric update has no
+    minimiser), whatever ``normalizer``; a full metric beyond ``MAX_FULL_DIM`` features
+    is refused.
 
     References
     ----------

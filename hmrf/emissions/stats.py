@@ -67,21 +67,11 @@ def _centred(X, shift):
 
 @dataclass
 class ClusterStats:
-    """Sufficient statistics of k clusters, additive over rows.
-
-    Attributes
-    ----------
-    counts : ndarray (k,)
-        Number of points (or summed responsibilities) per cluster.
-    sums : ndarray (k, d)
-        ``Σ_i r_ih x_i``.
-    second : ndarray or None
-        ``Σ r_ih ||x_i - c||²`` (k,), ``Σ r_ih (x_i - c)∘(x_i - c)`` (k, d) or
-        ``Σ r_ih (x_i - c)(x_i - c)ᵀ`` (k, d, d), as ``second_kind`` says.
-    second_kind : {None, "norm", "diagonal", "full"}
-    shift : ndarray (d,) or None
-        The ``c`` of the second moments (``None`` means 0).
-    """
+    """Sufficient statistics of k clusters, additive over rows: ``counts`` (k,) of points
+    (or summed responsibilities), ``sums`` ``Σ_i r_ih x_i`` (k, d), and ``second`` as
+    ``second_kind`` says: ``Σ r_ih ||x_i - c||²`` (k,), ``Σ r_ih (x_i - c)∘(x_i - c)``
+    (k, d) or ``Σ r_ih (x_i - c)(x_i - c)ᵀ`` (k, d, d), around ``shift`` ``c``
+    (``None``: 0)."""
 
     counts: np.ndarray
     sums: np.ndarray
@@ -231,14 +221,7 @@ class Spread:
     the family's ``divergence_to``; a family without one (its costs are linear in ``x``:
     vMF) has no information term (0).
 
-    Attributes
-    ----------
-    count : float
-    sums : ndarray (d,)
-        float64.
-    information : float
-        ``Σ_i D(x_i, x̄)`` of these rows.
-    family : EmissionFamily
+    ``information`` is ``Σ_i D(x_i, x̄)`` of these rows.
     """
 
     count: float

@@ -301,10 +301,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         """The squared-Euclidean model of the data alone on the unit rows of a cosine
         model, whose optimum is :attr:`Start.CHORD` (``None`` for other families, soft EM
         or rows not in memory). SP-KMeans on small sets of sparse rows stops in poor local
-        optima (Basu 2005, §4.5.1, after Dhillon & Guan 2003); on unit rows
-        ``||x - m||² = 1 - 2 xᵀm + ||m||²``, so Lloyd's iterations on the chord keep a
-        diffuse cluster's centre short, where the nearest direction ``xᵀm / ||m||`` does
-        not. Its normalised means start SP-KMeans (§2.3.2)."""
+        optima (Basu 2005, §4.5.1); on unit rows ``||x - m||² = 1 - 2 xᵀm + ||m||²``, so
+        Lloyd's iterations on the chord keep a diffuse cluster's centre short."""
         if (self._setting("em") != "hard" or type(model) is not HMRF
                 or not isinstance(model.emission, VonMisesFisher)):
             return None
@@ -324,21 +322,14 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,), optional
-            Partial labels, ``-1`` for unlabelled (scikit-learn convention); turned into
-            must-links within and cannot-links across classes.
-        must_link, cannot_link : sequence of (i, j) pairs, optional
+            Partial labels, ``-1`` for unlabelled; turned into must-links within and
+            cannot-links across classes.
         constraints : Constraints, optional
             Alternative to the pair lists (not both).
         potentials : PairwisePotential or list of them, optional
-            Further pairwise potentials on the points of ``X`` (e.g. a
-            :class:`~hmrf.potentials.TablePotential`), added to the constraint factors
-            with their own costs: ``w`` does not scale them.
-
-        Returns
-        -------
-        self
+            Further pairwise potentials on the points of ``X``, with their own costs
+            (``w`` does not scale them).
         """
         if is_dask_collection(X):  # a Dask array: EM on its chunks, where they are (hmrf.distributed)
             from ..distributed.fit import DaskFit
@@ -450,17 +441,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         return self.fit(X, y, **fit_params).labels_
 
     def predict(self, X: MatrixLike) -> NDArray[Any]:
-        """Nearest cluster of new points under the fitted emission (no constraints).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-            (a lazy Dask array for a Dask array ``X``)
-        """
+        """Nearest cluster of new points under the fitted emission (no constraints); a
+        lazy Dask array for a Dask array ``X``."""
         if is_dask_collection(X):
             from ..distributed.fit import predict_dask
             return predict_dask(self, X)
@@ -494,33 +476,15 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
 
     @available_if(_is_soft)
     def predict_proba(self, X):
-        """Posterior ``p(y = h | x)`` of new points under the fitted model (no constraints):
-        ``π_h p(x | h, Θ) / Σ_g π_g p(x | g, Θ)``, i.e. ``softmax(-U)`` (after ``em="soft"``).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_clusters)
-        """
+        """Posterior ``p(y = h | x)`` (n_samples, n_clusters) of new points under the
+        fitted model (no constraints): ``π_h p(x | h, Θ) / Σ_g π_g p(x | g, Θ)``, i.e.
+        ``softmax(-U)`` (after ``em="soft"``)."""
         return self._posterior(X, 0)
 
     @available_if(_has_density)
     def score_samples(self, X):
         """Log-likelihood ``log Σ_h π_h p(x | h, Θ)`` of each new point (after ``em="soft"``
-        with ``normalizer="closed_form"``, where ``p(x | h, Θ)`` is a normalised density:
-        the isotropic Gaussian, the von Mises-Fisher on the unit sphere).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
+        with ``normalizer="closed_form"``, where ``p(x | h, Θ)`` is a normalised density)."""
         return -self._posterior(X, 1)
 
     def __sklearn_tags__(self):

@@ -33,15 +33,12 @@ class COPKMeans(HMRFClusterMixin):
 
     Parameters
     ----------
-    n_clusters : int, default=8
-    emission : str or EmissionFamily, default="auto"
-        As :class:`~hmrf.HMRFKMeans` (cosine on text, §3.5).
     init : {"k-means++", "random"} or array of shape (k, d), default="k-means++"
         ``"k-means++"``: greedy k-means++ in which drawing a point of a must-link
         component seeds the component's centroid (``"pckmeans++"`` of
         :func:`~hmrf.initialization.initial_centers`). ``"random"``: the paper's, random
         data points from distinct must-link components (thesis §3.5.3).
-    max_iter, tol, random_state :
+    emission, max_iter, tol, random_state :
         As :class:`~hmrf.HMRFKMeans`.
     inference : "greedy" or GreedyFeasible, default="greedy"
         The assignment step, ``"greedy"`` being ``GreedyFeasible()``, the paper's (abort
@@ -59,11 +56,6 @@ class COPKMeans(HMRFClusterMixin):
         paper's algorithm), one in another order, or one by the exact repair.
     labels_, cluster_centers_, objective_, history_, n_iter_, converged_, constraints_ :
         As :class:`~hmrf.HMRFKMeans`.
-
-    Raises
-    ------
-    InfeasibleError
-        From ``fit``: every run met a point with no legal cluster.
 
     Notes
     -----

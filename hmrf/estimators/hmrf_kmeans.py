@@ -53,11 +53,10 @@ class HMRFKMeans(HMRFClusterMixin):
         (:mod:`hmrf.initialization`).
     n_init : int or "auto", default="auto"
         Runs from different initialisations; the lowest objective wins. ``"auto"``: up to
-        10 runs where a run is cheap, 30 on sparse rows (Basu 2005, §4.5.1), fewer as
-        ``k`` times the entries of ``X`` and the constraints grow, one for an array
-        ``init``; the seeding from the constraints and a start from the clustering of
-        the data alone in turn, until two seedings reach the lowest objective. ``n_runs_``
-        says how many ran (:doc:`/choosing` has the cost).
+        10 runs (30 on sparse rows, Basu 2005, §4.5.1), fewer as the work of a run grows,
+        one for an array ``init``; seedings from the constraints and from the data alone
+        in turn, until two seedings reach the lowest objective (``n_runs_`` ran;
+        :doc:`/choosing`).
     max_iter : int, default=100
     tol : float, default=1e-4
         Relative decrease of the objective below which EM stops.
@@ -69,12 +68,10 @@ class HMRFKMeans(HMRFClusterMixin):
         experiments do (§4.5.2).
     em : {"hard", "soft"}, default="hard"
         ``"hard"``: MAP labels in every E-step (HMRF-KMeans, :mod:`hmrf.em`). ``"soft"``:
-        posteriors and the variational free energy (:mod:`hmrf.em.soft`), with
-        ``inference`` an engine that gives them (``"auto"`` or ``"mean_field"``:
-        mean-field; ``BeliefPropagation(mode="sum")``); then ``predict_proba`` and, with
+        posteriors and the variational free energy (:mod:`hmrf.em.soft`) from an engine
+        that gives them (``"auto"``: mean-field); then ``predict_proba`` and, with
         ``normalizer="closed_form"`` (which also learns mixing weights),
         ``score_samples``.
-    random_state : int, RandomState or None, default=None
 
     Attributes
     ----------
@@ -127,12 +124,10 @@ class PCKMeans(HMRFClusterMixin):
 
     Parameters
     ----------
-    n_clusters : int, default=8
-    emission : {"auto", "sqeuclidean", "cosine"} or EmissionFamily, default="auto"
     w : float or "auto", default="auto"
         Weight of a violated constraint against ``||x - μ||²`` (no ½: an implementation
         with ``½||x - μ||²`` and weight ``w`` has the optimum of ours with ``2w``).
-    inference, init, n_init, max_iter, tol, em, random_state :
+    emission, inference, init, n_init, max_iter, tol, em, random_state :
         As :class:`HMRFKMeans`.
     closure : bool, default=True
         Augment the constraints by their transitive closure (ICML 2004, §3.1).
@@ -164,12 +159,8 @@ class KMeans(HMRFClusterMixin):
 
     Parameters
     ----------
-    n_clusters : int, default=8
-    emission : str or EmissionFamily, default="sqeuclidean"
-    init : {"k-means++", "neighborhoods", "random"} or array, default="k-means++"
-    n_init, tol, normalizer, random_state :
+    emission, init, n_init, tol, normalizer, random_state :
         As :class:`HMRFKMeans`.
-    max_iter : int, default=300
     em : {"hard", "soft"}, default="hard"
         ``"soft"`` with ``normalizer="closed_form"`` is the EM of a mixture of isotropic
         Gaussians (or vMF), mixing weights included (the "spherical" model of
@@ -205,7 +196,6 @@ class SphericalKMeans(HMRFClusterMixin):
 
     Parameters
     ----------
-    n_clusters : int, default=8
     w : float or "auto", default="auto"
         As :class:`HMRFKMeans`: ``"auto"`` is ``2 mean_i (1 - x_iᵀ μ̂)`` with ``μ̂`` the
         normalised mean direction of the data.

@@ -73,12 +73,10 @@ MKMEANS_AUTO_SHRINKAGE = 0.9
 def auto_shrinkage(n_samples: int, n_features: int) -> float:
     """``λ`` of MPCKMeans' named metrics: ``d / (n + d)``, a prior worth ``d`` points.
 
-    The prior term of the Mahalanobis emission is worth ``λ' = λ / (1 - λ)``
-    pseudo-points per point (the parameter prior ``-log Pr(Θ)`` of Basu 2005, eq. 4.9),
-    ``n λ'`` in all; ``λ = d / (n + d)`` makes that ``d``, as many as a diagonal metric
+    The prior ``-log Pr(Θ)`` (Basu 2005, eq. 4.9) of the Mahalanobis emission is worth
+    ``λ / (1 - λ)`` pseudo-points per point, ``d`` in all, as many as a diagonal metric
     has parameters: the regularisation Basu, Bilenko & Mooney (2004, §5) call for where
-    ``A`` would be singular, strong for few data and vanishing as ``n`` grows. ``λ`` is
-    also the floor of ``A⁻¹`` in units of the target (``a_d t_d <= (n + d) / d``).
+    ``A`` would be singular, vanishing as ``n`` grows.
 
     Examples
     --------
@@ -107,11 +105,8 @@ class _MetricLearner(HMRFClusterMixin):
         return _moved_emission(cls.__name__, given)
 
     def _resolved_metric(self, X=None, n_constraints=None) -> str:
-        """The metric of ``emission``, with ``"auto"`` resolved (see the class
-        docstring): ``"cosine"`` for text (sparse non-negative rows,
-        :func:`hmrf.emissions.data_emission`), ``"identity"`` for other sparse ``X`` or
-        fewer constraints than features, else ``"diagonal"`` (without ``X``: what the
-        last fit resolved it to)."""
+        """The metric of ``emission``, ``"auto"`` resolved as the class docstring says
+        (without ``X``: what the last fit resolved it to)."""
         emission = self.emission
         if isinstance(emission, EmissionFamily):
             return getattr(emission, "metric", COSINE)
@@ -147,9 +142,8 @@ class _MetricLearner(HMRFClusterMixin):
 
     def _resolved_shrinkage(self, X=None) -> float:
         """The shrinkage of ``emission``: a Mahalanobis family's own, else the
-        estimator's rule from the shape of ``X`` (without ``X``: what the last fit
-        resolved it to; before any fit ``1 / 2``, its value for ``n = d``, which only
-        names the family)."""
+        estimator's rule from the shape of ``X`` (without ``X``: the last fit's; before
+        any fit ``1 / 2``, which only names the family)."""
         if isinstance(self.emission, Mahalanobis):
             return self.emission.shrinkage
         if X is None:
@@ -160,9 +154,7 @@ class _MetricLearner(HMRFClusterMixin):
     _auto_shrinkage = staticmethod(auto_shrinkage)
 
     def _distance_w(self) -> float:
-        """``w`` of the distance-scaled penalties: ``"auto"`` is 1, since ``f_M`` and
-        ``f_C`` are squared distances under the learned metric, in the units of the
-        emission cost ``||x - μ||²_A`` already (Basu, Bilenko & Mooney 2004, eq. 4)."""
+        """``w`` of the distance-scaled penalties: ``"auto"`` is 1 (class docstring)."""
         return 1.0 if isinstance(self.w, str) else self.w
 
     def _distance_potential(self, constraints, w=None):
@@ -205,24 +197,20 @@ class MPCKMeans(_MetricLearner):
     ----------
     n_clusters : int, default=8
     emission : {"auto", "mahalanobis", "sqeuclidean", "cosine"} or EmissionFamily, default="auto"
-        The metric. A :class:`~hmrf.emissions.Mahalanobis` family is used as given
-        (``Mahalanobis("full", per_cluster=True, shrinkage=0.01)``). A name stands for a
-        metric with this estimator's shrinkage: ``"mahalanobis"`` a learned diagonal
-        ``A``, ``"sqeuclidean"`` ``A = I``, ``"cosine"`` ``A = I`` on the unit sphere
-        (SP-KMeans, Basu 2005, §2.3.2, §4.3.4: :class:`~hmrf.emissions.VonMisesFisher`
-        with ``κ = 2``, whose cost ``2 (1 - xᵀμ̂) = ||x - μ̂||²`` keeps the units of the
-        penalties). ``"auto"``: ``"cosine"`` for sparse rows with no negative entry
-        (text), ``"sqeuclidean"`` for other sparse ``X`` or fewer constraints (after the
-        closure) than features (a diagonal ``A`` has ``d`` parameters: Basu, Bilenko &
-        Mooney 2004, §1, §5), ``"mahalanobis"`` otherwise. The shrinkage of a name is
-        ``λ = d / (n + d)`` (``auto_shrinkage``) toward the squared feature ranges
-        (``target="range"``), with ``A⁻¹`` floored at ``λ`` (every weight within
-        ``a_d t_d <= (n + d) / d`` of the target's). ``metric_kind_`` and ``shrinkage_``
-        are what the fit used (:doc:`/metric_learning`).
+        The metric. A :class:`~hmrf.emissions.Mahalanobis` family is used as given. A
+        name stands for a metric with this estimator's shrinkage: ``"mahalanobis"`` a
+        learned diagonal ``A``, ``"sqeuclidean"`` ``A = I``, ``"cosine"`` ``A = I`` on the
+        unit sphere (:class:`~hmrf.emissions.VonMisesFisher` with ``κ = 2``, whose cost
+        ``2 (1 - xᵀμ̂) = ||x - μ̂||²`` keeps the units of the penalties). ``"auto"``:
+        ``"cosine"`` for sparse non-negative rows (text), ``"sqeuclidean"`` for other
+        sparse ``X`` or fewer constraints (after the closure) than features (Basu,
+        Bilenko & Mooney 2004, §1, §5), ``"mahalanobis"`` otherwise. The shrinkage of a
+        name is ``auto_shrinkage`` toward the squared feature ranges, with ``A⁻¹``
+        floored at ``λ`` (:doc:`/metric_learning`).
     w : float or "auto", default="auto"
         Global constraint weight (``np.inf``: hard). ``"auto"``: 1 for the distance-scaled
         penalties (squared distances under the metric, in the emission's units); for
-        ``penalty="constant"`` the weight of :class:`~hmrf.HMRFKMeans`. Resolved: ``w_``.
+        ``penalty="constant"`` the weight of :class:`~hmrf.HMRFKMeans`.
     alpha_min : float, default=0.0
     alpha_max : {"auto", "must_link", "data"} or float, default="auto"
         ``"must_link"``: the largest squared must-link distance under the current metric
@@ -236,39 +224,27 @@ class MPCKMeans(_MetricLearner):
         2004). ``"constant"``: ``f ≡ 1`` (plain Potts, as PCKMeans).
     closure : bool, default=True
         Augment the constraints by their transitive closure (§3.1).
-    init : {"pckmeans++", "pckmeans", "neighborhoods", "k-means++", "random"} or array, default="pckmeans++"
-        As :class:`~hmrf.HMRFKMeans`; ``"pckmeans"`` is the paper's seeding (§3.1).
-    n_init : int or "auto", default="auto"
-        As :class:`~hmrf.HMRFKMeans`; the paper makes one run.
-    inference : str or InferenceEngine, default="auto"
-        E-step engine (Fig. 1, step 2a). The paper's is greedy (``"icm"``, Basu 2005,
-        §4.4.4), whose single-point moves cannot move a must-link neighbourhood as a
-        whole: the global engines (``"bp"``, ``"auto"``) reach a lower ``J``
-        (:doc:`/metric_learning`, :doc:`/choosing`).
-    max_iter : int, default=100
-    tol : float, default=1e-4
-    random_state : int, RandomState or None, default=None
+    init, n_init, inference, max_iter, tol, random_state :
+        As :class:`~hmrf.HMRFKMeans`; the paper's seeding (§3.1) is ``init="pckmeans"``,
+        its E-step greedy (``inference="icm"``, Fig. 1, step 2a), which cannot move a
+        must-link neighbourhood as a whole (:doc:`/metric_learning`).
 
     Attributes
     ----------
     metric_ : ndarray
         Learned metric: (d,) or (d, d) shared; (k, d) or (k, d, d) per cluster (ones
         for ``"identity"`` and ``"cosine"``).
-    metric_kind_ : str
-        The metric the fit used (``"diagonal"``, ``"full"``, ``"identity"`` or
-        ``"cosine"``; ``emission`` resolved).
-    shrinkage_ : float
-        The shrinkage ``λ`` the fit used (``emission`` resolved).
+    metric_kind_, shrinkage_ : str, float
+        The metric (``"diagonal"``, ``"full"``, ``"identity"``, ``"cosine"``) and ``λ``
+        the fit used.
     labels_, cluster_centers_, params_, objective_, history_, n_iter_, converged_,
     constraints_, em_result_, n_features_in_ : see :class:`HMRFClusterMixin`.
-        ``objective_`` is ``J`` above, exactly what the loop minimises.
+        ``objective_`` is ``J`` above.
 
     Notes
     -----
-    The metric step applies the paper's update only as far as it lowers ``J`` (see
-    :meth:`Mahalanobis.update`), so ``history_`` never increases, whatever the
-    engine (``hmrf.em`` keeps the previous labels if an engine returns worse ones).
-    ``params_.metric_step`` says how much of the last update was accepted.
+    The metric step applies the paper's update only as far as it lowers ``J``
+    (:meth:`Mahalanobis.update`), so ``history_`` never increases.
 
     References
     ----------
@@ -333,19 +309,12 @@ def satisfied_fraction(constraints, labels) -> float:
 class MKMeans(_MetricLearner):
     """M-KMeans: KMeans with the metric learning of MPCKMeans (Basu et al. 2004, §4.2).
 
-    The paper's ablation "K-Means clustering with the metric learning component
-    described in Section 3.3, without utilizing constraints for seeding": the
-    initialisation (``init``) and the assignment (nearest centre under the learned
-    metric) ignore the constraints, which enter only the metric update through the
-    violated-pair terms of MPCKMeans (violations judged by the current labels). With no
-    constraints the metric is the per-cluster-dispersion scaling of eq. 2.
-
-    The fraction of the constraints a labelling satisfies then measures the metric:
-    with ``emission="auto"`` and a learned metric, the fit is repeated with ``A = I``
-    and the learned metric is kept only if it satisfies more constraints by more than
-    one standard error, ``sqrt(p (1 - p) / m)`` (``p`` the identity fit's fraction, ``m``
-    the constraints; the paper's "dip": "feature weights learned from few constraints
-    are unreliable", §4.2). ``satisfied_`` holds both fractions.
+    The initialisation and the assignment (nearest centre under the learned metric)
+    ignore the constraints, which enter only the metric update through the
+    violated-pair terms of MPCKMeans. With ``emission="auto"`` and a learned metric, the
+    fit is repeated with ``A = I`` and the learned metric is kept only if it satisfies
+    more constraints by more than one standard error, ``sqrt(p (1 - p) / m)`` (``p`` the
+    identity fit's fraction, ``m`` the constraints; the paper's "dip", §4.2).
 
     Parameters
     ----------
@@ -375,13 +344,12 @@ class MKMeans(_MetricLearner):
     metric_, metric_kind_, shrinkage_, labels_, cluster_centers_, params_, history_, n_iter_ :
         As MPCKMeans.
     objective_ : float
-        ``Σ_i ||x_i - μ_{y_i}||²_A - log det A`` (eq. 2 with the per-point normaliser,
-        plus the shrinkage prior): what the E-step and the centre update minimise. The
+        ``Σ_i ||x_i - μ_{y_i}||²_A - log det A`` (eq. 2, plus the shrinkage prior); the
         metric step also weighs the constraint terms, so with constraints ``history_``
-        can rise; with none it is non-increasing.
+        can rise.
     satisfied_ : dict
-        After a fit with ``emission="auto"`` that learned a metric: the fraction of the
-        constraints satisfied with the learned (``"diagonal"``) and the identity metric.
+        The fractions of the constraints satisfied with the learned (``"diagonal"``) and
+        the identity metric, after a fit with ``emission="auto"`` that learned one.
 
     References
     ----------
@@ -420,8 +388,7 @@ class MKMeans(_MetricLearner):
         return _moved_emission(cls.__name__, given)
 
     def _metric_w(self, n_samples, n_constraints) -> float:
-        """``w`` of the metric update's constraint terms: ``"auto"`` is
-        ``min(1, n / m)`` (class docstring); a number is used as given."""
+        """``w`` of the metric update's constraint terms (class docstring)."""
         if not isinstance(self.w, str):
             return self.w
         return min(1.0, n_samples / max(n_constraints, 1))
@@ -438,16 +405,8 @@ class MKMeans(_MetricLearner):
 
     def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
             cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
-        """Cluster ``X`` and learn the metric (arguments as ``HMRFKMeans.fit``).
-
-        With ``emission="auto"`` and a learned metric, the fit is repeated with the
-        identity metric, and the learned one is kept only if its labelling satisfies
-        more of the constraints by more than one standard error (class docstring).
-
-        Returns
-        -------
-        self
-        """
+        """Cluster ``X`` and learn the metric (arguments as ``HMRFKMeans.fit``; the
+        identity-metric check of the class docstring)."""
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
         if not isinstance(self.emission, str) or self.emission != "auto" or self.metric_kind_ != "diagonal":
             return self

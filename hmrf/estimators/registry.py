@@ -35,14 +35,10 @@ class EstimatorSpec:
     description : str
         One line, shown by ``hmrf <command> --help``.
     supervision : {"constraints", "labels", "none"}
-        What ``fit`` takes: pairwise constraints (``fit(X, constraints=...)``; partial
-        labels ``fit(X, y)`` become pairs), labelled seeds only (``fit(X, y)``), or
-        nothing.
-    takes_engine : bool
-        Whether the estimator has an ``inference`` parameter (an E-step engine of
-        :data:`hmrf.inference.ENGINES`).
-    takes_w : bool
-        Whether it has a constraint weight ``w``.
+        What ``fit`` takes: pairwise constraints (partial labels become pairs), labelled
+        seeds only (``fit(X, y)``), or nothing.
+    takes_engine, takes_w : bool
+        Whether the estimator has an ``inference`` parameter, a constraint weight ``w``.
     emissions : tuple of str or None
         ``None``: any family, passed as ``emission=``. Otherwise the names it takes:
         passed as ``emission=`` when ``named_emission`` (the metric learners' names of
@@ -173,29 +169,9 @@ def make_estimator(name: str, n_clusters: int, emission: str | EmissionFamily | 
                    random_state: int | None = None) -> BaseEstimator:
     """The unfitted estimator a name of :data:`ESTIMATORS` stands for.
 
-    Parameters
-    ----------
-    name : str
-    n_clusters : int
-    emission : str or EmissionFamily, optional
-        For estimators with a free family; for the others it must name the family
-        they fix (or be omitted).
-    w : float, optional
-        Constraint weight; an error for estimators without one.
-    engine : str or InferenceEngine, optional
-        E-step engine; ``None`` keeps the estimator's default. An error for estimators
-        without an engine (COP-KMeans, Seeded-KMeans, KMeans, ...), which would
-        otherwise ignore it silently.
-    random_state : int, optional
-
-    Returns
-    -------
-    estimator
-
-    Raises
-    ------
-    ValueError
-        Unknown name or engine, or a setting the estimator does not have.
+    ``emission`` names the family of an estimator with a free one, or the family an
+    estimator fixes; ``w`` and ``engine`` (``None``: the estimator's default) are a
+    ``ValueError`` for an estimator without them, as an unknown name or engine is.
 
     Examples
     --------

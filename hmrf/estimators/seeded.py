@@ -69,14 +69,10 @@ class SeededKMeans(HMRFClusterMixin):
         the run of ``n_init=1``; each series stops on its own, so the seeds add starts
         and take none away and the fit's criterion is never above the fit without seeds'.
     selection : {"seeds", "objective"}, default="seeds"
-        Which run wins. ``"objective"``: the lowest ``J_kmeans``, as for every estimator.
-        ``"seeds"`` (:class:`SeedsKept`): among the runs that no other beats in both
-        ``J_kmeans`` and seeds kept, the lowest ``J_kmeans + Σ_i min(w, Δ_i)`` over the
-        seeds outside the cluster matched to their class, ``Δ_i`` the cost of moving
-        seed ``i`` there, ``w`` the weight of ``w="auto"``: a seed class of a few
-        atypical points (§3.3.2) cannot fix a worse minimum than a start without seeds
-        unless its start keeps enough more seeds to pay for it. With clamped seeds
-        (:class:`ConstrainedKMeans`) both are the lowest ``J_kmeans``.
+        Which run wins: the lowest ``J_kmeans``, or the rule of :class:`SeedsKept`, so
+        that a seed class of a few atypical points (§3.3.2) cannot fix a worse minimum
+        than a start without seeds unless it keeps enough more seeds to pay for it. With
+        clamped seeds (:class:`ConstrainedKMeans`) both are the lowest ``J_kmeans``.
     max_iter, tol, normalizer, random_state :
         As :class:`~hmrf.HMRFKMeans`.
     em : {"hard", "soft"}, default="hard"
@@ -126,13 +122,10 @@ class SeededKMeans(HMRFClusterMixin):
         return SeedsKept(model, _seed_clusters(y, model.n_samples, self.n_clusters), self.n_clusters)
 
     def _series(self, n_init, auto, data_alone, chord, rng):
-        """With ``n_init="auto"`` and free seeds: the runs of the fit without seeds, the
-        same starts on the fit's generator, and before them up to ``n_init // 2`` runs
-        from the seed means on a copy of the generator as the fit received it (the first
-        is the run of ``n_init=1``, the thesis's); each series stops on its own, so the
-        fit without seeds' runs are among the fit's. Otherwise, and for
-        Constrained-KMeans (whose model clamps the seeds, so no run is the fit without
-        them), the runs of the base class."""
+        """With ``n_init="auto"`` and free seeds, the two series of the class docstring
+        (the seeded one on a copy of the generator as the fit received it); otherwise,
+        and for Constrained-KMeans (no run of which is the fit without seeds), the base
+        class's."""
         if not auto or self._clamp:
             return super()._series(n_init, auto, data_alone, chord, rng)
         unseeded = Series((Start.DATA, Start.CHORD) if chord else (Start.DATA,), n_init, rng)
@@ -174,13 +167,7 @@ class SeedsKept:
     of moving and paying). Clusters are matched to seed classes by the least total cost
     for the score and by the most seeds kept for ``missed`` (Kuhn's Hungarian method,
     SciPy's ``linear_sum_assignment``). Only runs that can still win are kept (``front``).
-
-    Parameters
-    ----------
-    model : HMRF
-    seeds : (ndarray (n,), ndarray)
-        Seed cluster of every point (``-1`` unlabelled) and the seed classes.
-    n_clusters : int
+    ``seeds`` is the seed cluster of every point (``-1`` unlabelled) and the seed classes.
     """
 
     def __init__(self, model: HMRF, seeds: tuple, n_clusters: int) -> None:

@@ -1,21 +1,11 @@
-"""Giving supervision to an estimator: one adapter for every caller, one normalisation.
+"""Giving supervision to an estimator: one adapter for every caller.
 
-Estimators accept supervision as a :class:`~hmrf.Constraints` or as must-link and
-cannot-link pair lists; :func:`hmrf.constraints.as_constraints` turns either into one
-:class:`~hmrf.Constraints`, checked against ``X`` at the entrance, once.
-:func:`emission_of` says which emission family an HMRF estimator fits with (the
-divergence selectors and the commands measure distance with it).
-
-Learning curves, active-learning curves, the NPU selector and the ``hmrf`` commands all
-hand "whatever supervision there is" — a :class:`~hmrf.Constraints`, partial labels,
-or nothing — to an estimator that may take pairs, labelled seeds or nothing at all.
-:func:`fit_supervised` does it in one place, from what the estimator declares:
-
-* estimators of :data:`~hmrf.estimators.ESTIMATORS` know their kind (the table's
-  ``supervision`` column);
-* any other estimator takes no supervision (``fit(X)``) unless its class declares a
-  ``hmrf_supervision`` attribute, ``"constraints"`` or ``"labels"`` — the protocol for
-  a foreign scikit-learn estimator that wants hmrf's supervision.
+Learning curves, active learning, the NPU selector and the ``hmrf`` commands hand
+"whatever supervision there is" (a :class:`~hmrf.Constraints`, partial labels or
+nothing) to an estimator that may take pairs, labelled seeds or nothing at all:
+:func:`fit_supervised` does it in one place, from what the estimator declares
+(:func:`supervision_kind`). :func:`emission_of` says which emission family an HMRF
+estimator fits with.
 """
 
 from __future__ import annotations
@@ -57,16 +47,9 @@ def emission_of(estimator: BaseEstimator, X: MatrixLike | None = None) -> Emissi
 def supervision_kind(estimator: BaseEstimator) -> str:
     """What supervision ``estimator.fit`` takes: ``"constraints"``, ``"labels"`` or ``"none"``.
 
-    Parameters
-    ----------
-    estimator : estimator instance
-
-    Returns
-    -------
-    str
-        The row of :data:`~hmrf.estimators.ESTIMATORS` whose class the estimator is an
-        instance of (the most derived one); else the class attribute
-        ``hmrf_supervision``; else ``"none"``.
+    The row of :data:`~hmrf.estimators.ESTIMATORS` whose class the estimator is an
+    instance of (the most derived one); else the class attribute ``hmrf_supervision``
+    (the protocol for a foreign scikit-learn estimator); else ``"none"``.
 
     Examples
     --------
@@ -97,11 +80,7 @@ def neighborhoods_from_constraints(constraints: Constraints) -> list[np.ndarray]
     greedily, largest component first, each kept if it is cannot-linked to every one
     kept before; with no cannot-link at all this is the largest component alone
     ("we will treat the largest connected component as the known neighborhood").
-
-    Returns
-    -------
-    list of ndarray
-        Sorted member indices of each neighbourhood, in the order chosen.
+    Returns the sorted member indices of each, in the order chosen.
     """
     hoods = constraints.neighborhoods(include_singletons=True)
     if not hoods:
@@ -152,24 +131,9 @@ def _seeds(constraints: Constraints, n_clusters: int | None = None) -> np.ndarra
 
 
 def fit_supervised(estimator: BaseEstimator, X: MatrixLike, supervision: Any = None) -> BaseEstimator:
-    """Fit ``estimator`` on ``X`` with ``supervision`` in the form it takes.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Fitted in place.
-    X : array-like or sparse matrix of shape (n_samples, n_features)
-    supervision : Constraints, array-like of shape (n_samples,) or None
-        Pairwise constraints, or partial labels with ``-1`` for unlabelled points.
-
-    Returns
-    -------
-    estimator
-        The fitted estimator.
-
-    Notes
-    -----
-    By :func:`supervision_kind`:
+    """Fit ``estimator`` (in place) on ``X`` with ``supervision``, a
+    :class:`~hmrf.Constraints` or partial labels (``-1`` unlabelled), in the form it
+    takes, by :func:`supervision_kind`:
 
     * ``"constraints"``: ``fit(X, constraints=c)``, or ``fit(X, y)`` for partial labels
       (turned into must-links within and cannot-links across classes by the estimator);
