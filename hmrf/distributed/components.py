@@ -75,22 +75,11 @@ def _keep(values: list) -> list:
 class ComponentPlan:
     """Connected components of the constrained part grouped into tasks (module docstring).
 
-    Parameters
-    ----------
-    data : ChunkedData
-    nodes : ndarray (m,)
-        The constrained points, increasing.
-    sub : PairwiseGraph
-        The factors among them, re-indexed to ``0..m-1``.
-
-    Attributes
-    ----------
-    n_tasks : int
-    task_graphs : list
-        Each task's subgraph (on its points in increasing order), kept on the workers.
-    chunk_cuts : list of (order, bounds, tasks)
-        Per chunk: its constrained rows (in the order of ``nodes``) ordered by task,
-        where each task's run ends, and which tasks they are.
+    ``nodes`` are the constrained points (increasing) and ``sub`` the factors among
+    them, re-indexed to ``0..m-1``. ``task_graphs`` holds each task's subgraph (on its
+    points in increasing order), kept on the workers; ``chunk_cuts`` per chunk its
+    constrained rows ordered by task, where each task's run ends, and which tasks they
+    are.
     """
 
     def __init__(self, data: ChunkedData, nodes: NDArray[np.intp], sub: PairwiseGraph) -> None:
