@@ -159,10 +159,6 @@ def _kept(solved, rejected):
     return solved[1] if rejected else solved[0]
 
 
-def _piece(labels, a, b):
-    return labels[a:b]
-
-
 def _write_back(family, X_c, labels, local, cut, stats_args, *pieces):
     """A chunk's labels with the kept labels of its constrained rows written over the
     argmin ones, and the change of its M-step statistics (``None`` without
@@ -228,7 +224,7 @@ def solve_on_workers(plan: ComponentPlan, model: Any, step: Any, chunk_outputs: 
     for c in range(n_chunks):
         for t, length in plan.touch[c]:
             a = offsets[t]
-            back[c].append(dask.delayed(_piece, pure=False)(kept[t], a, a + length))
+            back[c].append(dask.delayed(operator.getitem, pure=False)(kept[t], slice(a, a + length)))
             offsets[t] = a + length
     stats_args = (k, model.normalizer, shift) if accumulate else None
     write = dask.delayed(_write_back, pure=False, nout=2)

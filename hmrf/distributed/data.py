@@ -159,10 +159,6 @@ def _data_terms(X, family):
     return family.data_terms(X)
 
 
-def _take_rows(X, local):
-    return X[local]
-
-
 def _nbytes(X) -> int:
     if sp.issparse(X):
         return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
@@ -372,7 +368,7 @@ class ChunkedData:
         if rows.size == 0:
             return sp.csr_matrix((0, self.d), dtype=self.dtype) if self.sparse else \
                 np.empty((0, self.d), dtype=self.dtype)
-        parts = [dask.delayed(_take_rows, pure=False)(self.chunks[c], local)
+        parts = [dask.delayed(operator.getitem, pure=False)(self.chunks[c], local)
                  for c, local in enumerate(self.split(rows)) if local.size]
         got = dask.compute(*parts)
         return sp.vstack(got, format="csr") if self.sparse else np.concatenate(got)

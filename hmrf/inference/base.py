@@ -206,11 +206,6 @@ def _weighted_terms(w, cl_inside, tab_inside, tab_diag_raw):
     return const, tab_diag
 
 
-def _structure(graph: PairwiseGraph) -> _Structure:
-    """The hard-must-link contraction of ``graph``, cached on it."""
-    return graph.cache.get(REDUCTION, lambda: _contract(graph))
-
-
 def _contract(graph: PairwiseGraph) -> _Structure:
     n = graph.n_nodes
     e, kind, w = graph.edges, graph.kind, graph.weight
@@ -267,7 +262,7 @@ def reduce_problem(unary: np.ndarray, graph: PairwiseGraph) -> ReducedProblem:
         A hard cannot-link inside a hard must-link component, or a (super-)node whose
         every label has infinite cost.
     """
-    st = _structure(graph)
+    st = graph.cache.get(REDUCTION, lambda: _contract(graph))
     if st.contracted:
         sup_unary = segment_sum(st.node_of, unary, st.n_super)
         if st.tab_rows.size:
