@@ -2,15 +2,10 @@
 
 For the E-step energy ``E(y) = Σ_i U[i, y_i] + Σ_e cost_e(y_a, y_b)`` the posterior
 ``p(y) ∝ exp(-E(y))`` is approximated by a product ``q(y) = Π_i q_i(y_i)`` minimising
-the variational free energy (Jordan et al. 1999; Wainwright & Jordan 2008, §5)
-
-    F(q) = Σ_i Σ_h q_ih U_ih + Σ_e E_q[cost_e] + Σ_i Σ_h q_ih log q_ih  >=  -log Z.
-
-Fixing every factor but ``q_i``, the minimiser is
-
-    q_i(h) ∝ exp(-U_ih - Σ_{e = (i, j)} E_{q_j}[cost_e(h, y_j)]),
-
-which for a Potts must-link of weight ``w`` is ``w (1 - q_jh)``, for a cannot-link
+the variational free energy ``F(q)`` of :mod:`hmrf.inference.posteriors`. Fixing every
+factor but ``q_i``, the minimiser is ``q_i(h) ∝ exp(-U_ih - Σ_{e = (i, j)}
+E_{q_j}[cost_e(h, y_j)])``, where the expectation
+for a Potts must-link of weight ``w`` is ``w (1 - q_jh)``, for a cannot-link
 ``w q_jh`` and for a table ``Σ_b T(h, b) q_jb``. A colour class of the graph is updated
 at once (its nodes share no factor), each update an exact coordinate minimisation, so
 ``F`` never increases (the soft analogue of ICM, Basu 2005, §4.4.4). Infinite pairwise
