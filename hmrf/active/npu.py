@@ -22,14 +22,8 @@ if TYPE_CHECKING:
     from .._typing import MatrixLike, RandomLike
     from ..emissions.base import EmissionFamily
 
-__all__ = [
-    "NPU",
-    "forest_leaves",
-    "relabelled_points",
-    "leaf_neighborhood_similarity",
-    "neighborhood_probabilities",
-    "normalized_uncertainty",
-]
+__all__ = ["NPU", "forest_leaves", "relabelled_points", "leaf_neighborhood_similarity",
+           "neighborhood_probabilities", "normalized_uncertainty"]
 
 
 def forest_leaves(X: MatrixLike, labels: ArrayLike, n_estimators: int = 50, random_state: int = 0,
@@ -233,19 +227,10 @@ class NPU(ActiveSelector):
         "forest_tolerance": [Interval(Real, 0, 1, closed="left")],
     }
 
-    def __init__(
-        self,
-        clusterer: BaseEstimator | None = None,
-        *,
-        n_estimators: int = 50,
-        closure: bool = True,
-        reuse_forest: bool = True,
-        forest_tolerance: float = 0.0,
-        warm_start: bool = False,
-        emission: str | EmissionFamily | None = None,
-        n_jobs: int | None = None,
-        random_state: RandomLike = None,
-    ) -> None:
+    def __init__(self, clusterer: BaseEstimator | None = None, *, n_estimators: int = 50,
+                 closure: bool = True, reuse_forest: bool = True, forest_tolerance: float = 0.0,
+                 warm_start: bool = False, emission: str | EmissionFamily | None = None,
+                 n_jobs: int | None = None, random_state: RandomLike = None) -> None:
         self.clusterer = clusterer
         self.n_estimators = n_estimators
         self.closure = closure

@@ -207,17 +207,9 @@ class TerminalOracle(Oracle):
     True
     """
 
-    def __init__(
-        self,
-        X: MatrixLike | None = None,
-        budget: int | None = None,
-        *,
-        describe: Callable[..., Any] | None = None,
-        feature_names: Sequence[str] | None = None,
-        input: TextIO | None = None,
-        output: TextIO | None = None,
-        max_retries: int = 5,
-    ) -> None:
+    def __init__(self, X: MatrixLike | None = None, budget: int | None = None, *,
+                 describe: Callable[..., Any] | None = None, feature_names: Sequence[str] | None = None,
+                 input: TextIO | None = None, output: TextIO | None = None, max_retries: int = 5) -> None:
         super().__init__(budget)
         if X is not None and not sp.issparse(X):
             X = np.asarray(X)

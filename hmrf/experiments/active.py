@@ -208,23 +208,11 @@ def _one_run(r, seeds, template, clusterer, X, y, budgets, closure, noise, dont_
     return records
 
 
-def active_curve(
-    selector: ActiveSelector,
-    clusterer: BaseEstimator,
-    X: MatrixLike,
-    y: ArrayLike | None = None,
-    *,
-    budgets: Sequence[int] = range(0, 151, 10),
-    n_runs: int = 10,
-    closure: bool = True,
-    noise: float = 0.0,
-    dont_know: float = 0.0,
-    oracle_factory: Callable[..., Any] | None = None,
-    random_state: int = 0,
-    dataset: str | None = None,
-    progress: Any = None,
-    n_jobs: int | None = None,
-) -> ActiveCurve:
+def active_curve(selector: ActiveSelector, clusterer: BaseEstimator, X: MatrixLike,
+                 y: ArrayLike | None = None, *, budgets: Sequence[int] = range(0, 151, 10), n_runs: int = 10,
+                 closure: bool = True, noise: float = 0.0, dont_know: float = 0.0,
+                 oracle_factory: Callable[..., Any] | None = None, random_state: int = 0,
+                 dataset: str | None = None, progress: Any = None, n_jobs: int | None = None) -> ActiveCurve:
     """Learning curve of an active selector with a clusterer (Basu 2005, §5.5.2).
 
     Each run fits a clone of ``selector`` once with the largest budget, then clusters
