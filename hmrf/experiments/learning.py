@@ -275,6 +275,7 @@ def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, 
     -------
     CurveTable
         One record per (estimator, run, fold, point, noise).
+
     References
     ----------
     Basu (2005), §3.5.2-3.5.3 (seeds, noise, 10-fold CV), §4.5.2 (20 × 2-fold CV, random

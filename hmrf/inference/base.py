@@ -359,12 +359,13 @@ class InferenceEngine:
                         init: NDArray[np.intp] | None = None, rng: np.random.Generator | None = None,
                         callback: Callable[..., Any] | None = None, *,
                         started: float | None = None) -> InferenceResult:
-        """:meth:`map` on inputs it would accept unchanged, without checking them again
-        (the E-steps of a fit, checked at the estimator's entrance).
+        """:meth:`~hmrf.inference.base.InferenceEngine.map` on inputs it would
+        accept unchanged, without checking them again (the E-steps of a fit, checked at
+        the estimator's entrance).
 
-        Parameters are those of :meth:`map`; ``started`` is ``time.perf_counter()`` when
-        the call began. An engine that adds to the result of its E-step overrides this
-        method (not :meth:`map`), so that both ways in give the same result.
+        Parameters are those of ``map``; ``started`` is ``time.perf_counter()`` when the
+        call began. An engine that adds to the result of its E-step overrides this method
+        (not ``map``), so that both ways in give the same result.
         """
         t0 = time.perf_counter() if started is None else started
         gen = rng
