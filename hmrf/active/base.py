@@ -292,26 +292,22 @@ class _Closure:
 
 class ActiveSelector(BaseEstimator):
     """Base class of the query selectors: subclasses implement ``_select(state)``.
-
-    Selection ends when the oracle's budget is spent, when the oracle stops answering,
-    or when the method has nothing left to ask.
+    Selection ends when the budget is spent, the oracle stops answering, or the method
+    has nothing left to ask (``stop_reason_``).
 
     Attributes
     ----------
     constraints_ : Constraints
         Warm-start constraints plus every answered pair (and inferred must-links).
     queries_ : list of Query
-        The queries asked by this ``fit``, in order, with their answers.
     inferred_ : list of (i, j, t)
         Must-links inferred without a query, after the ``t``-th query.
     neighborhoods_ : list of ndarray
         The neighbourhoods at the end (sorted member indices).
     query_subjects_ : ndarray of shape (n_queries,)
-        For neighbourhood-based selectors, the point each query was placing (its
-        cost in queries is ``np.bincount(query_subjects_)``); -1 for pair queries.
-    n_queries_ : int
-    stop_reason_ : str
-        Why selection ended.
+        The point each query was placing (its cost in queries is
+        ``np.bincount(query_subjects_)``); -1 for pair queries.
+    n_queries_, stop_reason_
     """
 
     def _family(self, X=None):
@@ -319,26 +315,18 @@ class ActiveSelector(BaseEstimator):
 
     def fit(self, X: MatrixLike, oracle: Oracle | OracleLike, *, constraints: Constraints | None = None,
             neighborhoods: Sequence[ArrayLike] | None = None) -> Self:
-        """Select queries, ask ``oracle`` and record the constraints.
+        """Select queries, ask ``oracle`` (its ``remaining`` budget bounds the queries)
+        and record the constraints.
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-        oracle : Oracle or OracleLike
-            Answers ``query(i, j)``; its ``remaining`` budget bounds the queries.
         constraints : Constraints, optional
-            Supervision already available (warm start). Its pairs are never asked
-            again and its neighbourhoods (:func:`neighborhoods_from_constraints`) are
-            grown further.
+            Supervision already available (warm start): its pairs are never asked again
+            and its neighbourhoods (:func:`neighborhoods_from_constraints`) are grown.
         neighborhoods : list of array-like of int, optional
-            Disjoint groups of points known to be in different classes (warm start):
-            used as the neighbourhoods (instead of those of ``constraints``) and added
-            to the constraints as a must-link chain per group and a cannot-link
-            between every two groups.
-
-        Returns
-        -------
-        self
+            Disjoint groups of points known to be in different classes (warm start),
+            used as the neighbourhoods and added to the constraints as a must-link chain
+            per group and a cannot-link between every two groups.
         """
         Xc = check_data(X)
         n = Xc.shape[0]

@@ -64,11 +64,9 @@ class COBRAS(ClusterMixin, ActiveSelector):
        of super-instances. A must-link merges the clusters; a cannot-link goes on with
        the next pair. The phase ends when every pair of clusters is known to differ.
 
-    A super-instance's representative is ``argmin_{i ∈ S} D(x_i, μ_S)``. Every point
-    takes the cluster of its super-instance (``labels_``, :meth:`labels_at`); during a
-    merging phase the new super-instances show the cluster they came from until a
-    cannot-link says otherwise, then the nearest cluster they are not known to differ
-    from.
+    A super-instance's representative is ``argmin_{i ∈ S} D(x_i, μ_S)``; every point
+    takes the cluster of its super-instance (new super-instances show the cluster they
+    came from until a cannot-link says otherwise).
 
     Parameters
     ----------
@@ -90,20 +88,18 @@ class COBRAS(ClusterMixin, ActiveSelector):
     ----------
     labels_ : ndarray of shape (n_samples,)
         The clustering after the last query, labels ``0..c-1``.
-    n_clusters_ : int
     super_instances_ : list of ndarray
         Members of each super-instance at the end.
     representatives_ : ndarray
-        The representative of each super-instance.
-    constraints_, queries_, inferred_, n_queries_, stop_reason_ :
+    n_clusters_, constraints_, queries_, inferred_, n_queries_, stop_reason_
         As :class:`~hmrf.active.ActiveSelector` (pairs of representatives).
 
     Notes
     -----
-    A pair already asked, or whose answer the transitive closure of the answers
-    implies, is never asked. A "don't know" counts as a cannot-link when estimating the
-    splitting level; in merging it keeps the two clusters apart for the phase. The
-    distance of two super-instances is ``(D(μ_a, μ_b) + D(μ_b, μ_a)) / 2``.
+    A pair asked before, or implied by the transitive closure of the answers, is never
+    asked. A "don't know" counts as a cannot-link when estimating the splitting level and
+    keeps two clusters apart for a merging phase. The distance of two super-instances is
+    ``(D(μ_a, μ_b) + D(μ_b, μ_a)) / 2``.
 
     References
     ----------
@@ -159,15 +155,9 @@ class COBRAS(ClusterMixin, ActiveSelector):
         return labels.astype(np.int64)
 
     def super_instances_at(self, n_queries: int) -> tuple[NDArray[Any], NDArray[Any]]:
-        """The super-instances after the first ``n_queries`` queries.
-
-        Returns
-        -------
-        membership : ndarray of shape (n_samples,)
-            Super-instance of every point, ``0..s-1``.
-        representatives : ndarray of shape (s,)
-            The representative of each super-instance.
-        """
+        """The super-instances after the first ``n_queries`` queries: ``(membership,
+        representatives)``, the super-instance ``0..s-1`` of every point and the
+        representative of each."""
         point_si, _ = self._membership_at(n_queries)
         ids, membership = np.unique(point_si, return_inverse=True)
         reps = np.asarray([self._sis[s].rep for s in ids.tolist()], dtype=np.int64)

@@ -46,11 +46,9 @@ class Explore(ActiveSelector):
     Notes
     -----
     The distance of a point to the neighbourhoods is that to their nearest member,
-    ``d(x, S) = min_{x' ∈ S} D(x, x')`` (§5.2), kept as one (n,) vector. A point is
-    paired with the member of each neighbourhood closest to it. A point answered "don't
-    know" for some neighbourhood and cannot-linked to the others is set aside. On
-    well-separated clusters all ``k`` are found within ``k (k-1) / 2`` queries
-    (Appendix B.3 bounds the general case).
+    ``d(x, S) = min_{x' ∈ S} D(x, x')`` (§5.2); a point is paired with the member of
+    each neighbourhood closest to it. A point answered "don't know" for some
+    neighbourhood and cannot-linked to the others is set aside.
 
     References
     ----------
@@ -95,19 +93,13 @@ class ExploreConsolidate(Explore):
     cannot-links the ``k``-th neighbourhood is inferred without a query, so a point
     costs at most ``k - 1`` queries (thesis §5.3).
 
-    Parameters
-    ----------
-    n_clusters : int
-        ``k``, the number of clusters (required: CONSOLIDATE relies on it).
-    emission : str, EmissionFamily or None, default=None
-    random_state : int, RandomState, Generator or None, default=None
+    Parameters are those of :class:`Explore`; ``n_clusters`` is required.
 
     Notes
     -----
     Centroids are the family's M-step of the members. The inferred must-link (point,
     nearest member of the last neighbourhood) is in ``constraints_`` and ``inferred_``.
-    After a "don't know" the last neighbourhood is not inferred; cannot-links to all
-    ``k`` (a noisy oracle) start a new neighbourhood, as in EXPLORE.
+    After a "don't know" the last neighbourhood is not inferred.
 
     References
     ----------

@@ -1,10 +1,8 @@
 """Ask/tell sessions: drive any query selector one answer at a time.
 
 A selector *pulls* its answers (``fit(X, oracle)`` calls ``oracle.query`` and waits);
-a notebook widget hears an answer later, in a callback on the thread that would be
-blocked. :class:`InteractiveSession` runs the selector in a worker thread whose oracle
-hands each pair over a queue, so the caller's thread waits only while the selector
-computes.
+a notebook widget hears an answer later, in a callback. :class:`InteractiveSession` runs
+the selector in a worker thread whose oracle hands each pair over a queue.
 """
 
 from __future__ import annotations
@@ -34,10 +32,9 @@ _STOP = object()  # sent instead of an answer: the oracle stops the selection
 
 
 def parse_kind(kind: str | bool | int) -> int:
-    """``+1`` (must-link) or ``-1`` (cannot-link) from the ways a caller may say it.
-
-    Accepts ``True`` / ``False``, ``+1`` / ``-1`` and the strings ``"must"``,
-    ``"must_link"``, ``"ml"``, ``"cannot"``, ``"cannot_link"``, ``"cl"`` (any case).
+    """``+1`` (must-link) or ``-1`` (cannot-link) from ``True`` / ``False``, ``+1`` /
+    ``-1`` or ``"must"``, ``"must_link"``, ``"ml"``, ``"cannot"``, ``"cannot_link"``,
+    ``"cl"`` (any case).
 
     Examples
     --------
@@ -95,8 +92,7 @@ class InteractiveSession:
     ----------
     selector : ActiveSelector
         Any selector of :mod:`hmrf.active` (or an object with ``fit(X, oracle,
-        constraints=None)`` that asks ``oracle.query``). It is cloned: the object
-        passed in is never fitted.
+        constraints=None)``); it is cloned.
     X : array-like or sparse matrix of shape (n_samples, n_features)
     budget : int or None, default=None
         Number of queries that may be asked ("don't know" answers count; pairs added
@@ -123,14 +119,10 @@ class InteractiveSession:
     -----
     The selector runs in a daemon thread, blocked in ``oracle.query`` until
     :meth:`answer`; the two threads never run at once, so a session asks what the
-    selector's own ``fit`` would ask, and the same ``random_state`` gives the same
-    session. :meth:`add_constraint` stops the running selection (keeping its
-    constraints) and starts a new one warm from everything known. The must-links a
-    selector infers (thesis §5.3) join :attr:`constraints` when a selection ends.
-
-    References
-    ----------
-    Basu (2005), §5.1 (the query model); Xiong, Azimi & Fern (2014), Alg. 1.
+    selector's own ``fit`` would ask. :meth:`add_constraint` stops the running selection
+    and starts a new one warm from everything known. The must-links a selector infers
+    (thesis §5.3) join :attr:`constraints` when a selection ends. Basu (2005), §5.1 (the
+    query model).
 
     Examples
     --------
@@ -265,28 +257,20 @@ class InteractiveSession:
         return self._known_in_run()
 
     def next_query(self) -> tuple[int, int] | None:
-        """The pair ``(i, j)``, ``i < j``, to ask next; ``None`` once selection has ended.
-
-        After a ``TimeoutError`` this waits for the selector again.
-        """
+        """The pair ``(i, j)``, ``i < j``, to ask next; ``None`` once selection has ended
+        (after a ``TimeoutError`` this waits for the selector again)."""
         if self._pending is None and self._running:
             self._wait()
         return self._pending
 
     def answer(self, value: bool | None) -> tuple[int, int] | None:
-        """Answer the pending query and return the next one (``None``: selection ended).
-
-        Parameters
-        ----------
-        value : True, False or None
-            Must-link, cannot-link or "don't know" (the pair is not asked again).
+        """Answer the pending query with True (must-link), False (cannot-link) or None
+        ("don't know": not asked again); return the next query (``None``: ended).
 
         Raises
         ------
         RuntimeError
             If no query is pending.
-        TypeError
-            If ``value`` is not True, False or None.
         """
         value = check_answer(value, "an answer is")
         if self._pending is None and self._running:  # after a TimeoutError: never answer unseen
@@ -303,20 +287,8 @@ class InteractiveSession:
         return self._pending
 
     def add_constraint(self, i: int, j: int, kind: str | bool | int) -> tuple[int, int] | None:
-        """Add a pair of the user's own choosing and restart selection with it.
-
-        Parameters
-        ----------
-        i, j : int
-            Two different points.
-        kind : {"must", "cannot"}, bool or {+1, -1}
-            Must-link (``"must"``, ``"ml"``, ``True``, ``+1``) or cannot-link
-            (``"cannot"``, ``"cl"``, ``False``, ``-1``).
-
-        Returns
-        -------
-        (i, j) or None
-            The next query of the restarted selection.
+        """Add a pair of the user's own choosing (``kind`` as :func:`parse_kind`) and
+        restart selection with it; returns the restarted selection's next query.
 
         Raises
         ------

@@ -28,22 +28,8 @@ _BLOCK = 512
 def kernel_width(divergence: Callable[..., Any], n: int, percentile: float = 20.0,
                  rng: RandomLike = None) -> float:
     """``σ``: the ``percentile``-th percentile of ``sqrt(D(x_i, x_j))`` over the ordered
-    pairs ``i ≠ j`` (of 2000 points drawn at random when ``n > 2000``).
-
-    Parameters
-    ----------
-    divergence : callable
-        ``f(rows, cols) -> (len(rows), len(cols))`` divergences between points.
-    n : int
-    percentile : float, default=20.0
-    rng : int or numpy Generator, optional
-        Draws the subsample when ``n > 2000``.
-
-    Returns
-    -------
-    float
-        σ (1.0 if all distances are zero).
-    """
+    pairs ``i ≠ j`` (of 2000 points drawn by ``rng`` when ``n > 2000``), with
+    ``divergence(rows, cols) -> (len(rows), len(cols))``; 1.0 if all are zero."""
     if n < 2:
         return 1.0
     idx = np.arange(n)
@@ -76,24 +62,14 @@ class MinMax(ExploreConsolidate):
     placed as in CONSOLIDATE: neighbourhoods by centroid distance, at most ``k - 1``
     queries, the last neighbourhood inferred.
 
-    Parameters
-    ----------
-    n_clusters : int
-    percentile : float, default=20.0
-        Percentile of pairwise distances used as the kernel width σ.
-    emission : str, EmissionFamily or None, default=None
-    random_state : int, RandomState, Generator or None, default=None
-
-    Attributes
-    ----------
-    sigma_ : float
-        The kernel width used.
+    Parameters are those of :class:`~hmrf.active.ExploreConsolidate`, and
+    ``percentile``, of the pairwise distances used as the kernel width σ (``sigma_``).
 
     Notes
     -----
-    ``max_j s(x, x_j)`` is kept as one (n,) vector. As the kernel decreases with ``D``,
-    the point chosen is the farthest from the skeleton in EXPLORE's sense; σ matters
-    only where the kernel underflows to 0, where ties go to the smallest index.
+    As the kernel decreases with ``D``, the point chosen is the farthest from the
+    skeleton in EXPLORE's sense; σ matters only where the kernel underflows to 0, where
+    ties go to the smallest index.
 
     References
     ----------

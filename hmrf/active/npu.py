@@ -22,39 +22,19 @@ if TYPE_CHECKING:
     from .._typing import MatrixLike, RandomLike
     from ..emissions.base import EmissionFamily
 
-__all__ = [
-    "NPU",
-    "forest_leaves",
-    "relabelled_points",
-    "leaf_neighborhood_similarity",
-    "neighborhood_probabilities",
-    "normalized_uncertainty",
-]
+__all__ = ["NPU", "forest_leaves", "relabelled_points", "leaf_neighborhood_similarity",
+           "neighborhood_probabilities", "normalized_uncertainty"]
 
 
 def forest_leaves(X: MatrixLike, labels: ArrayLike, n_estimators: int = 50, random_state: int = 0,
                   n_jobs: int | None = None) -> np.ndarray:
-    """Leaf of every point in every tree of a random forest fitted to ``labels``.
+    """Leaf of every point in every tree of a random forest fitted to ``labels``, (n, T).
 
     The leaves of :class:`sklearn.ensemble.RandomForestClassifier`'s
-    ``fit(X, labels).apply(X)`` with ``n_estimators`` and ``random_state``: bootstrap
-    trees with ``max_features="sqrt"``, grown one by one without the forest's per-tree
-    checks and copies (on ``n_jobs`` threads; the result does not depend on it).
-
-    Parameters
-    ----------
-    X : ndarray or sparse matrix of shape (n, d)
-        Converted to float32 (CSC for sparse fitting, CSR for the leaves).
-    labels : array-like of shape (n,)
-    n_estimators : int, default=50
-    random_state : int, default=0
-    n_jobs : int or None, default=None
-        Threads (``None``: 1; ``-1``: all cores).
-
-    Returns
-    -------
-    ndarray of shape (n, n_estimators)
-        Node index of the leaf of every point in every tree.
+    ``fit(X, labels).apply(X)`` with ``n_estimators`` and ``random_state`` (bootstrap
+    trees, ``max_features="sqrt"``, ``X`` as float32), grown one by one without the
+    forest's per-tree checks and copies on ``n_jobs`` threads (``None``: 1; ``-1``: all
+    cores); the result does not depend on ``n_jobs``.
     """
     import os
     from concurrent.futures import ThreadPoolExecutor
@@ -94,26 +74,10 @@ def leaf_neighborhood_similarity(leaves: NDArray[Any], hoods: Any,
     """Average random-forest similarity of points to each neighbourhood (eq. 1 numerator).
 
     ``M(x, x') = (1/T) Σ_t [leaf_t(x) = leaf_t(x')]`` (Xiong et al. 2014, §3.3.1) and
-    ``A(x, N_i) = (1/|N_i|) Σ_{x' ∈ N_i} M(x, x')``.
-
-    Parameters
-    ----------
-    leaves : ndarray of shape (n, T)
-        Leaf index of every point in every tree (``RandomForestClassifier.apply``).
-    hoods : list of array-like of int
-        Members of each neighbourhood.
-    candidates : array-like of int, optional
-        Rows to compute (default: all points).
-
-    Returns
-    -------
-    ndarray of shape (len(candidates), l)
-
-    Notes
-    -----
-    With ``L`` the sparse one-hot (n, #leaves) leaf membership and ``H`` the
-    member-to-neighbourhood indicator, ``A = L[candidates] (L[members]^T H) / (T |N_i|)``:
-    two sparse products, never an n × m similarity block.
+    ``A(x, N_i) = (1/|N_i|) Σ_{x' ∈ N_i} M(x, x')``, for the rows ``candidates``
+    (default: all) of ``leaves`` (n, T) and the member lists ``hoods``. With ``L`` the
+    sparse one-hot leaf membership and ``H`` the member-to-neighbourhood indicator,
+    ``A = L[candidates] (L[members]^T H) / (T |N_i|)``: never an n × m block.
     """
     leaves = np.asarray(leaves)
     n, T = leaves.shape
@@ -154,20 +118,9 @@ def neighborhood_probabilities(similarity: Any) -> np.ndarray:
 def normalized_uncertainty(P: ArrayLike) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Entropy, expected number of queries, and their ratio (Xiong et al., eqs. 2–4).
 
-    ``H(N | x) = -Σ_i p_i log2 p_i`` (eq. 2, ``0 log 0 = 0``);
-    ``E[q(x)] = Σ_i i p_(i)`` with the probabilities sorted in *decreasing* order,
-    the order the neighbourhoods are queried in (eq. 3); the score is ``H / E[q]``
-    (eq. 4).
-
-    Parameters
-    ----------
-    P : array-like of shape (n, l)
-        Rows are probability vectors.
-
-    Returns
-    -------
-    entropy, expected_cost, score : ndarray of shape (n,)
-
+    ``H(N | x) = -Σ_i p_i log2 p_i`` (eq. 2, ``0 log 0 = 0``); ``E[q(x)] = Σ_i i p_(i)``
+    with the rows of ``P`` sorted in decreasing order, the order the neighbourhoods are
+    queried in (eq. 3); the score is ``H / E[q]`` (eq. 4). Returns the three (n,) arrays.
     Examples
     --------
     >>> H, E, s = normalized_uncertainty([[0.2, 0.5, 0.3]])
@@ -208,24 +161,19 @@ def _takes_centres(estimator) -> bool:
 class NPU(ActiveSelector):
     """Normalized point-based uncertainty: iterative active selection (Xiong et al. 2014).
 
-    Algorithm 1: start with one random point as ``N_1``; then repeat — cluster the data
+    Algorithm 1: start with one random point as ``N_1``; then repeat: cluster the data
     with the current constraints (``clusterer``), pick the most informative point
-    (Algorithm 2), query it against the neighbourhoods in decreasing ``p(x ∈ N_i)``
-    until a must-link (join) or cannot-links to all (new neighbourhood) — while
-    queries are allowed.
-
-    Algorithm 2: a random forest of ``n_estimators`` trees learns to predict the
-    current cluster labels; ``M(x, x')`` is the fraction of trees in which ``x`` and
-    ``x'`` share a leaf; ``p(x ∈ N_i)`` is proportional to the average ``M`` to the
-    members of ``N_i`` (eq. 1); the uncertainty is the entropy (eq. 2), the cost the
-    expected number of queries with the probabilities sorted decreasingly (eq. 3),
-    and ``x* = argmax_{x ∉ ∪N_i} H / E[q]`` (eq. 4).
+    (Algorithm 2: a random forest learns the cluster labels,
+    :func:`leaf_neighborhood_similarity`, :func:`neighborhood_probabilities`,
+    ``x* = argmax_{x ∉ ∪N_i}`` of :func:`normalized_uncertainty`), and query it against
+    the neighbourhoods in decreasing ``p(x ∈ N_i)`` until a must-link (join) or
+    cannot-links to all (new neighbourhood).
 
     Parameters
     ----------
     clusterer : hmrf estimator
-        A clone is re-fitted every iteration (:func:`~hmrf.active.base.fit_clusterer`).
-        Xiong et al. use MPCKMeans.
+        A clone is re-fitted every iteration (:func:`~hmrf.active.base.fit_clusterer`);
+        Xiong et al. use MPCKMeans. A failed re-clustering raises a ``RuntimeError``.
     n_estimators : int, default=50
     closure : bool, default=True
         Cluster with the transitive closure of the constraints (Xiong et al., §4.1.2);
@@ -235,18 +183,15 @@ class NPU(ActiveSelector):
         clusterer's ``emission`` if any, else squared Euclidean).
     reuse_forest : bool, default=True
         Reuse the forest while the clustering it was trained on still holds, up to a
-        renaming of the clusters and ``forest_tolerance``. ``False`` refits every
-        iteration, as Alg. 2 line 1.
+        renaming of the clusters and ``forest_tolerance`` (the fraction of points that
+        may change cluster, :func:`relabelled_points`). ``False``: Alg. 2 line 1.
     forest_tolerance : float in [0, 1), default=0.0
-        Fraction of the points that may have changed cluster (:func:`relabelled_points`)
-        before the forest is trained again (see :doc:`/active_learning`).
     warm_start : bool, default=False
         Start each re-clustering from the previous cluster centres (one run), where the
-        clusterer takes ``init`` centres. ``False`` re-clusters from scratch, as Alg. 1
-        line 3 (see :doc:`/active_learning`).
+        clusterer takes ``init`` centres. ``False``: Alg. 1 line 3
+        (:doc:`/active_learning`).
     n_jobs : int or None, default=None
-        Threads growing the forest's trees (:func:`forest_leaves`); the result does
-        not depend on it.
+        Threads growing the forest's trees (the result does not depend on it).
     random_state : int, RandomState, Generator or None, default=None
         Source of the first point, the forests, ties, and the clusterer's
         ``random_state`` when that is ``None``.
@@ -264,10 +209,9 @@ class NPU(ActiveSelector):
 
     Notes
     -----
-    With a single neighbourhood every point has entropy 0: the point is drawn at
-    random and no clustering is run. Ties of eq. 4 are broken at random. A failed
-    re-clustering raises a ``RuntimeError`` naming the query. ``n_jobs`` and
-    ``warm_start`` are the two ways to scale up of §3.4.
+    With a single neighbourhood the point is drawn at random and no clustering is run.
+    Ties of eq. 4 are broken at random. ``n_jobs`` and ``warm_start`` are the two ways
+    to scale up of §3.4.
 
     References
     ----------
@@ -283,19 +227,10 @@ class NPU(ActiveSelector):
         "forest_tolerance": [Interval(Real, 0, 1, closed="left")],
     }
 
-    def __init__(
-        self,
-        clusterer: BaseEstimator | None = None,
-        *,
-        n_estimators: int = 50,
-        closure: bool = True,
-        reuse_forest: bool = True,
-        forest_tolerance: float = 0.0,
-        warm_start: bool = False,
-        emission: str | EmissionFamily | None = None,
-        n_jobs: int | None = None,
-        random_state: RandomLike = None,
-    ) -> None:
+    def __init__(self, clusterer: BaseEstimator | None = None, *, n_estimators: int = 50,
+                 closure: bool = True, reuse_forest: bool = True, forest_tolerance: float = 0.0,
+                 warm_start: bool = False, emission: str | EmissionFamily | None = None,
+                 n_jobs: int | None = None, random_state: RandomLike = None) -> None:
         self.clusterer = clusterer
         self.n_estimators = n_estimators
         self.closure = closure

@@ -28,11 +28,7 @@ __all__ = ["Query", "BudgetExhausted", "OracleLike", "Oracle", "LabelOracle", "T
 
 
 class Query(NamedTuple):
-    """One logged query: the pair asked (``i < j``) and the answer.
-
-    ``answer`` is ``True`` (must-link), ``False`` (cannot-link) or ``None``
-    (don't know).
-    """
+    """One logged query: the pair asked (``i < j``) and the answer (True, False or None)."""
 
     i: int
     j: int
@@ -77,23 +73,9 @@ def _check_rate(value, name):
 
 
 class Oracle(ABC):
-    """Base class of oracles: a budget and a log around ``_answer(i, j)``.
-
-    Parameters
-    ----------
-    budget : int or None, default=None
-        Maximum number of queries answered; ``None`` means unlimited. "Don't know"
-        answers count against the budget (the person was asked).
-
-    Attributes
-    ----------
-    log : list of Query
-        Every query answered so far, in order, with ``i < j``.
-
-    Notes
-    -----
-    Asking a pair twice raises ``ValueError``: queries are never repeated (§5.1).
-    """
+    """Base class of oracles: a ``budget`` (``None``: unlimited; "don't know" answers
+    count) and a ``log`` of every :class:`Query` around ``_answer(i, j)``. Asking a pair
+    twice raises ``ValueError``: queries are never repeated (§5.1)."""
 
     def __init__(self, budget: int | None = None) -> None:
         self.budget = _check_budget(budget)
@@ -125,12 +107,8 @@ class Oracle(ABC):
         return None
 
     def query(self, i: int, j: int) -> bool | None:
-        """Answer whether points ``i`` and ``j`` belong to the same cluster.
-
-        Returns
-        -------
-        True, False or None
-            Must-link, cannot-link or "don't know".
+        """Answer whether points ``i`` and ``j`` belong to the same cluster: True, False
+        or None ("don't know").
 
         Raises
         ------
@@ -163,20 +141,9 @@ class Oracle(ABC):
 class LabelOracle(Oracle):
     """Answer queries from class labels: must-link iff ``y[i] == y[j]``.
 
-    The noise-free oracle of the experiments of Basu (2005, §5.5.2) and Xiong et al.
-    (2014, §4.1.2), with optional answer noise and "don't know" answers.
-
-    Parameters
-    ----------
-    y : array-like of shape (n,)
-        True class labels (any hashable values NumPy can compare).
-    budget : int or None, default=None
-    noise : float, default=0.0
-        Probability that a definite answer is flipped (must-link <-> cannot-link).
-    dont_know : float, default=0.0
-        Probability of answering ``None`` instead.
-    random_state : int, Generator or None, default=None
-        Source of the noise and "don't know" draws.
+    The oracle of the experiments of Basu (2005, §5.5.2) and Xiong et al. (2014,
+    §4.1.2); ``noise`` is the probability that a definite answer is flipped,
+    ``dont_know`` that of answering ``None`` (both drawn from ``random_state``).
 
     Examples
     --------
@@ -225,16 +192,10 @@ class TerminalOracle(Oracle):
     Parameters
     ----------
     X : array-like or sparse matrix of shape (n, d), optional
-        The points; a point is shown as its feature vector (or its non-zero entries
-        for sparse rows) unless ``describe`` is given.
-    budget : int or None, default=None
-    describe : callable, optional
-        ``describe(i) -> str``: how to show point ``i`` (e.g. the text of a document).
-    feature_names : sequence of str, optional
-        Names shown next to feature values.
+        The points, shown as feature vectors (non-zero entries for sparse rows) unless
+        ``describe(i) -> str`` is given (e.g. the text of a document).
     input, output : file-like, optional
         Streams of answers and prompts (default ``sys.stdin`` and ``sys.stdout``).
-    max_retries : int, default=5
 
     Examples
     --------
@@ -246,17 +207,9 @@ class TerminalOracle(Oracle):
     True
     """
 
-    def __init__(
-        self,
-        X: MatrixLike | None = None,
-        budget: int | None = None,
-        *,
-        describe: Callable[..., Any] | None = None,
-        feature_names: Sequence[str] | None = None,
-        input: TextIO | None = None,
-        output: TextIO | None = None,
-        max_retries: int = 5,
-    ) -> None:
+    def __init__(self, X: MatrixLike | None = None, budget: int | None = None, *,
+                 describe: Callable[..., Any] | None = None, feature_names: Sequence[str] | None = None,
+                 input: TextIO | None = None, output: TextIO | None = None, max_retries: int = 5) -> None:
         super().__init__(budget)
         if X is not None and not sp.issparse(X):
             X = np.asarray(X)

@@ -19,24 +19,13 @@ _BLOCK = 512
 
 
 class RandomPairs(ActiveSelector):
-    """Uniformly random pairs not already asked and not implied by the answers so far.
+    """Uniformly random pairs neither asked before nor implied by the transitive closure
+    of the answers: the "Random" policy of Xiong et al. (2014, §4.1.4) and the
+    non-active baseline of Basu (2005, §5.5.2). As no implied pair is asked, even a
+    noisy oracle gives no contradictory constraints.
 
-    The "Random" policy of Xiong et al. (2014, §4.1.4): each query is uniform among the
-    pairs neither asked before nor implied by the transitive closure of the answers.
-
-    Parameters
-    ----------
-    random_state : int, RandomState, Generator or None, default=None
-
-    Notes
-    -----
     Pairs are drawn by rejection in batches of 256; after eight empty batches the
-    remaining pairs are enumerated and one is drawn uniformly. As no implied pair is
-    asked, even a noisy oracle gives no contradictory constraints.
-
-    References
-    ----------
-    Basu (2005), §5.5.2 (the non-active baseline); Xiong, Azimi & Fern (2014), §4.1.4.
+    remaining pairs are enumerated and one is drawn uniformly.
     """
 
     def __init__(self, *, random_state: RandomLike = None) -> None:

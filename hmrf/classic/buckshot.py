@@ -68,33 +68,14 @@ def buckshot_centers(X: MatrixLike, n_clusters: int, rng: RandomLike = None,
                      ) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.intp]]:
     """Initial centres by Buckshot: group-average HAC on a random sample of ``⌈√(k n)⌉`` points.
 
-    Parameters
-    ----------
-    X : ndarray or sparse matrix (n, d)
-        Data as the emission family sees it (after ``family.prepare``: unit rows for
-        cosine). Sparse input stays sparse; only the ``k`` centroids are dense.
-    n_clusters : int
-    rng : int, Generator, RandomState or None
-        Draws the sample.
-    family : EmissionFamily, optional
-        Dissimilarity of the HAC: squared Euclidean when omitted, ``1 - cos`` for
-        :class:`~hmrf.emissions.VonMisesFisher`, else ``½ (D(x, μ(y)) + D(y, μ(x)))``
-        with each point made a centre by ``family.init_params``.
-    return_sample : bool, default=False
-        Also return the indices of the sampled rows.
-
-    Returns
-    -------
-    centers : ndarray (k, d)
-        Mean of the sampled points of every HAC cluster.
-    sample : ndarray (s,)
-        Sorted indices of the sampled rows (with ``return_sample=True``).
-
-    Notes
-    -----
-    ``s = min(n, ⌈√(k n)⌉)`` rows are drawn without replacement, clustered by
-    :func:`scipy.cluster.hierarchy.linkage` with ``method="average"`` (UPGMA) and cut at
-    ``k`` clusters: O(k n d), linear in ``n``.
+    ``s = min(n, ⌈√(k n)⌉)`` rows of ``X`` (as the family sees it, after
+    ``family.prepare``; sparse stays sparse) are drawn by ``rng`` without replacement,
+    clustered by :func:`scipy.cluster.hierarchy.linkage` with ``method="average"``
+    (UPGMA), cut at ``k`` clusters, and the centres are the clusters' means: O(k n d).
+    The dissimilarity is squared Euclidean when ``family`` is omitted, ``1 - cos`` for
+    :class:`~hmrf.emissions.VonMisesFisher`, else ``½ (D(x, μ(y)) + D(y, μ(x)))`` with
+    each point made a centre by ``family.init_params``. ``return_sample`` also returns
+    the sorted indices of the sampled rows.
 
     References
     ----------

@@ -19,10 +19,8 @@ __all__ = ["plot_dendrogram"]
 
 
 def _complete_forest(Z, n_leaves):
-    """Join the roots of a forest at one height above every merge, for drawing only.
-
-    Returns the full linkage matrix and that height (``None`` if ``Z`` is a tree).
-    """
+    """Join the roots of a forest at one height above every merge, for drawing only:
+    ``(Z, height)``, ``height`` ``None`` if ``Z`` is a tree."""
     r = Z.shape[0]
     if r >= n_leaves - 1:
         return Z, None
@@ -42,26 +40,11 @@ def _complete_forest(Z, n_leaves):
 
 
 def plot_dendrogram(hac: HAC, ax: Axes | None = None, *, show_cut: bool = True, **kwargs: Any) -> Axes:
-    """Draw the merge tree of a fitted :class:`~hmrf.HAC` with SciPy's ``dendrogram``.
+    """Draw the merge tree of a fitted :class:`~hmrf.HAC` with SciPy's ``dendrogram``
+    (``kwargs``, e.g. ``truncate_mode="lastp", p=30`` for large trees) into ``ax`` (a new
+    figure when omitted), with the height of the cut into ``labels_`` dashed
+    (``show_cut``).
 
-    Parameters
-    ----------
-    hac : HAC
-        A fitted estimator.
-    ax : matplotlib Axes, optional
-        Drawn into a new figure when omitted.
-    show_cut : bool, default=True
-        Draw the height at which the tree was cut into ``labels_`` (dashed).
-    **kwargs
-        Passed to :func:`scipy.cluster.hierarchy.dendrogram` (e.g. ``truncate_mode="lastp",
-        p=30`` for large trees, ``color_threshold``).
-
-    Returns
-    -------
-    ax : matplotlib Axes
-
-    Notes
-    -----
     With must-links the leaves are the must-link components, labelled ``"{point}+{m}"``
     (the component's first point and its ``m`` further members). When cannot-links stop
     the merging early the tree is a forest: its roots are joined for drawing at a

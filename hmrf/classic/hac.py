@@ -49,19 +49,12 @@ __all__ = ["HAC"]
 class HAC(ClusterMixin, BaseEstimator):
     """Hierarchical agglomerative clustering, optionally under must-link/cannot-link constraints.
 
-    Starts with every point in its own cluster and repeatedly merges the two closest
-    clusters (Mooney's slides, "HAC Algorithm"), where the distance between clusters is
-
-    * ``"single"``: ``min_{x∈A, y∈B} d(x, y)`` (chaining, long thin clusters),
-    * ``"complete"``: ``max_{x∈A, y∈B} d(x, y)`` (tight, spherical clusters),
-    * ``"average"``: ``mean_{x∈A, y∈B} d(x, y)`` (UPGMA, SciPy's ``average``).
-
-    The tree is cut at ``n_clusters`` clusters or at ``distance_threshold``.
-
-    With constraints (Davidson & Ravi 2005), the must-link closure components are the
-    leaves and no merge joins two cannot-linked points, whatever the weights. When
-    merging stops above ``n_clusters`` (every two clusters cannot-linked), an exact
-    repair moves the fewest points (:func:`~hmrf.classic.linkage.repair_dead_end`).
+    Repeatedly merges the two closest clusters (Mooney's slides, "HAC Algorithm") under
+    single (``min d(x, y)``), complete (``max``) or average link (UPGMA, the mean over
+    ``x∈A, y∈B``), and cuts the tree at ``n_clusters`` or ``distance_threshold``. With
+    constraints (Davidson & Ravi 2005) the must-link components are the leaves and no
+    merge joins two cannot-linked points; when merging stops above ``n_clusters``, an
+    exact repair moves the fewest points (:func:`~hmrf.classic.linkage.repair_dead_end`).
 
     Parameters
     ----------
@@ -82,38 +75,33 @@ class HAC(ClusterMixin, BaseEstimator):
     ----------
     labels_ : ndarray (n,)
         Contiguous cluster labels, in order of first point.
-    n_clusters_ : int
     linkage_matrix_ : ndarray (r, 4)
         The merges in SciPy's format over the ``n_leaves_`` leaves (the points, or the
-        must-link components with constraints), sorted by height. With cannot-links
-        the merging stops early and ``r < n_leaves_ - 1`` (a forest).
+        must-link components), sorted by height; ``r < n_leaves_ - 1`` when
+        cannot-links stop the merging early.
     leaves_ : ndarray (n,)
-        Leaf of every point (its must-link component; ``arange(n)`` without).
+        Leaf of every point (its must-link component).
     leaf_sizes_ : ndarray of int
-        Number of points in each of the ``n_leaves_`` leaves.
-    n_leaves_ : int
     n_merges_ : int
         Rows of ``linkage_matrix_`` applied to obtain ``labels_``.
     n_moved_ : int
         Points the repair of a dead end moved out of their cluster.
-    constraints_ : Constraints
-    n_features_in_ : int
+    n_clusters_, n_leaves_, constraints_, n_features_in_
 
     Raises
     ------
     InfeasibleError
-        (from :meth:`fit`) ``n_clusters`` exceeds the number of must-link components,
-        or the repair proved that no ``n_clusters`` clusters keep every cannot-link.
+        ``n_clusters`` exceeds the number of must-link components, or no
+        ``n_clusters`` clusters keep every cannot-link.
     ConstraintSearchError
-        (from :meth:`fit`) The repair reached ``time_limit`` without an answer.
+        The repair reached ``time_limit`` without an answer.
 
     Notes
     -----
     Unconstrained fits call :func:`scipy.cluster.hierarchy.linkage`; the constrained
-    loop is :func:`~hmrf.classic.linkage.constrained_linkage`, O(n²) time and memory.
-    Whether ``k`` clusters can keep a set of cannot-links is NP-complete (Davidson &
-    Ravi 2005): the repair decides it by a mixed-integer program over the cannot-linked
-    leaves.
+    loop is O(n²) in time and memory. Whether ``k`` clusters can keep a set of
+    cannot-links is NP-complete (Davidson & Ravi 2005): the repair decides it by a
+    mixed-integer program over the cannot-linked leaves.
 
     References
     ----------
@@ -164,19 +152,8 @@ class HAC(ClusterMixin, BaseEstimator):
             cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
         """Build the hierarchy and cut it.
 
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), optional
-            Partial labels, ``-1`` for unlabelled: must-links within and cannot-links
-            across classes.
-        must_link, cannot_link : sequence of (i, j) pairs, optional
-        constraints : Constraints, optional
-            Alternative to the pair lists (not both).
-
-        Returns
-        -------
-        self
+        ``y`` (partial labels, ``-1`` for unlabelled) gives must-links within and
+        cannot-links across classes; ``constraints`` is the alternative to the pair lists.
         """
         self._check_params()
         Xc = check_data(X)

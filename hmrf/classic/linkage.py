@@ -40,28 +40,16 @@ def _upper(M) -> np.ndarray:
 
 
 def condensed_distances(X: MatrixLike, metric: str = "euclidean") -> np.ndarray:
-    """Pairwise distances between the rows of ``X`` in condensed form.
+    """Pairwise distances between the rows of ``X`` in condensed form (``"cosine"`` is
+    ``1 - cos(x, y)``).
 
-    Parameters
-    ----------
-    X : ndarray or sparse matrix (n, d)
-    metric : {"euclidean", "sqeuclidean", "cosine", "cityblock"}
-        ``"cosine"`` is ``1 - cos(x, y)``.
-
-    Returns
-    -------
-    ndarray (n(n-1)/2,)
+    Dense input goes to :func:`scipy.spatial.distance.pdist`; sparse input is never
+    densified (Gram products, or scikit-learn's sparse ``manhattan_distances``).
 
     Raises
     ------
     ValueError
-        A zero row with ``metric="cosine"`` (its direction is undefined).
-
-    Notes
-    -----
-    Dense input goes to :func:`scipy.spatial.distance.pdist`. Sparse input is never
-    densified: Gram products ``X Xᵀ`` give euclidean, squared euclidean and cosine
-    distances, and scikit-learn's sparse ``manhattan_distances`` the city-block ones.
+        A zero row with ``metric="cosine"``.
     """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}; got {metric!r}.")
@@ -105,28 +93,9 @@ def contiguous_labels(groups: ArrayLike | None) -> np.ndarray:
 
 
 def cut_linkage(Z: NDArray[Any], n_leaves: int, n_merges: int) -> np.ndarray:
-    """Cluster of every leaf after the first ``n_merges`` rows of a linkage matrix.
-
-    Parameters
-    ----------
-    Z : ndarray (m, 4)
-        SciPy linkage format, rows in merge order (leaves ``0..n_leaves-1``, the
-        cluster made by row ``t`` is ``n_leaves + t``); ``m`` may be below
-        ``n_leaves - 1`` (a forest).
-    n_leaves : int
-    n_merges : int
-        How many rows to apply (``n_leaves - k`` for ``k`` clusters).
-
-    Returns
-    -------
-    ndarray (n_leaves,)
-        Contiguous cluster labels, in order of first leaf.
-
-    Notes
-    -----
-    The applied merges are edges ``(child, parent)`` of a graph whose connected
-    components (:func:`scipy.sparse.csgraph.connected_components`) are the clusters.
-    """
+    """Cluster of every leaf after the first ``n_merges`` rows of the SciPy linkage
+    matrix ``Z`` (possibly a forest): the connected components of the applied merges,
+    as contiguous labels in order of first leaf."""
     t = np.arange(n_merges)
     kids = np.asarray(Z[:n_merges, :2], dtype=np.int64)
     m = n_leaves + n_merges
@@ -217,22 +186,16 @@ def constrained_linkage(D: NDArray[Any], n: int, method: Literal["single", "comp
     ----------
     D : ndarray (n(n-1)/2,)
         Condensed distances between the points (overwritten: pass a copy to keep it).
-    n : int
-    method : {"single", "complete", "average"}
     components : ndarray (n,), optional
-        Must-link component ``0..L-1`` of every point (:meth:`hmrf.Constraints.component_labels`);
-        default: every point on its own.
+        Must-link component ``0..L-1`` of every point (:meth:`hmrf.Constraints.component_labels`).
     cannot_link : ndarray (m, 2), optional
-        Cannot-linked point pairs.
 
     Returns
     -------
     Z : ndarray (r, 4)
-        The merges between the ``L`` components in SciPy's linkage format (children,
-        height, number of leaves below), sorted by height; ``r = L - 1`` for a full
-        tree, fewer when cannot-links end the merging early.
+        The merges between the ``L`` components in SciPy's linkage format, sorted by
+        height; ``r < L - 1`` when cannot-links end the merging early.
     leaf_sizes : ndarray (L,)
-        Points in every component.
 
     Raises
     ------
@@ -242,11 +205,9 @@ def constrained_linkage(D: NDArray[Any], n: int, method: Literal["single", "comp
     Notes
     -----
     Forbidden merges are ``+inf`` entries, kept ``+inf`` by the Lance-Williams updates,
-    so the three linkages stay *reducible* (``d(A ∪ B, C) >= min(d(A, C), d(B, C))``)
-    and the nearest-neighbour chain (Murtagh 1983; Müllner 2011) finds the merges of the
-    greedy closest-pair loop in O(L²) time. SciPy's ``linkage`` refuses non-finite
-    distances, and a large finite stand-in would let single and average link forget a
-    forbidden merge.
+    so the three linkages stay *reducible* and the nearest-neighbour chain (Murtagh
+    1983; Müllner 2011) finds the greedy closest-pair merges in O(L²) time (SciPy's
+    ``linkage`` refuses non-finite distances).
 
     References
     ----------
@@ -362,23 +323,17 @@ def repair_dead_end(clusters: NDArray[Any], sizes: NDArray[Any], cannot_link: ND
         Points in every leaf.
     cannot_link : ndarray (m, 2)
         Cannot-linked leaf pairs (distinct leaves).
-    n_clusters : int
-        ``k``.
-    time_limit : float, default=60.0
-        Seconds for HiGHS.
 
     Returns
     -------
     labels : ndarray (L,)
-        Label of every leaf.
     moved : int
         Points whose leaf left its cluster's label.
 
     Raises
     ------
     InfeasibleError
-        HiGHS proved that no ``k`` labels keep every cannot-link (the cannot-link graph
-        of the leaves is not ``k``-colourable).
+        HiGHS proved the cannot-link graph of the leaves is not ``k``-colourable.
     ConstraintSearchError
         The time limit passed before a labelling was found or infeasibility proved.
     """

@@ -1,17 +1,11 @@
 """Naive-Bayes EM: a multinomial mixture over word counts, unsupervised or semi-supervised.
 
-The model of Nigam, McCallum, Thrun & Mitchell (2000) (and the "Naive Bayes EM" and
-"Semi-Supervised EM" slides of Mooney's clustering lecture): a document ``x`` (a row of
-word counts) is drawn from class ``c`` with probability ``π_c`` and then word by word
-from the class's word distribution ``θ_c``, so that
-
-    log P(c, x | θ) = log π_c + Σ_w x_w log θ_cw          (up to the multinomial coefficient)
-
-It is fitted by the soft EM loop (:func:`hmrf.em.run_soft_em`) on an HMRF with the
-:class:`~hmrf.emissions.Multinomial` family, mixing weights, labelled documents clamped
-to their class and unlabelled ones weighted by ``λ``; must-links and cannot-links
-between documents are the HMRF's Potts factors, whose documents get mean-field
-posteriors.
+The model of Nigam, McCallum, Thrun & Mitchell (2000): a document ``x`` (a row of word
+counts) is drawn from class ``c`` with probability ``π_c``, then word by word from
+``θ_c``, so that ``log P(c, x | θ) = log π_c + Σ_w x_w log θ_cw`` (up to the
+multinomial coefficient). It is fitted by the soft EM loop (:func:`hmrf.em.run_soft_em`)
+on an HMRF with the :class:`~hmrf.emissions.Multinomial` family, labelled documents
+clamped; must-links and cannot-links are the HMRF's Potts factors.
 """
 
 from __future__ import annotations
@@ -69,12 +63,10 @@ def log_joint(X: MatrixLike, log_prior: Any, log_theta: Any) -> np.ndarray:
 class NaiveBayesEM(ClusterMixin, BaseEstimator):
     """Multinomial naive Bayes fitted by EM on labelled and unlabelled documents.
 
-    Unsupervised (no labels), it is the slides' "Naive Bayes EM" soft clustering of text;
-    with some labels (``y`` with ``-1`` for unlabelled documents) it is the
-    semi-supervised EM of Nigam et al. (2000): labelled documents are frozen at their
-    class, unlabelled ones are relabelled probabilistically at every E-step and count
-    with weight ``λ = unlabeled_weight`` in the M-step. With every document labelled it
-    is scikit-learn's ``MultinomialNB``.
+    Without labels, the "Naive Bayes EM" soft clustering of text; with some (``y``,
+    ``-1`` for unlabelled documents), the semi-supervised EM of Nigam et al. (2000):
+    labelled documents are frozen at their class, unlabelled ones weigh ``λ =
+    unlabeled_weight`` in the M-step. With every document labelled: ``MultinomialNB``.
 
     Parameters
     ----------
@@ -105,8 +97,7 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
     Attributes
     ----------
     labels_ : ndarray (n,)
-        Class of every training document: its label if labelled, else the most
-        probable class.
+        Label of every labelled document, the most probable class of the others.
     responsibilities_ : ndarray (n, k)
         ``P(c | x_i)`` at the fitted parameters (one-hot for labelled documents).
     class_log_prior_ : ndarray (k,)
@@ -114,15 +105,12 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
     feature_log_prob_ : ndarray (k, d)
         ``log θ_cw`` (scikit-learn's ``MultinomialNB`` names).
     cluster_centers_ : ndarray (k, d)
-        ``θ_c``: each class's word distribution, the KL centre of the class.
+        ``θ_c``, the KL centre of the class.
     log_likelihood_ : float
-        Log posterior of the fitted parameters (objective below).
+        Log posterior ``ℓ(θ)`` of the fitted parameters (Notes).
     log_likelihood_history_ : ndarray
-        Its value at the start and after every iteration of the best run
-        (non-decreasing).
-    n_iter_ : int
-    converged_ : bool
-    n_features_in_ : int
+        Its value at the start and after every iteration of the best run (non-decreasing).
+    n_iter_, converged_, n_features_in_
 
     Notes
     -----
@@ -140,11 +128,9 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
 
     the negative of the soft EM loop's free energy plus prior term at the exact
     posteriors (:mod:`hmrf.em.soft`). With must-links and cannot-links (Potts penalties
-    of the constraints' weights, in the units of the log-likelihood), the constrained
-    documents' terms are replaced by the negative mean-field free energy of the costs
-    ``-Λ(i) log P(c, x_i | θ)`` and the factors. The class-conditional log-likelihood is
-    ``-|x_i|`` times the KL divergence of :class:`hmrf.emissions.KL` to ``θ_c`` plus a
-    per-document constant (:class:`~hmrf.emissions.Multinomial`; ``docs/classic.md``).
+    in the units of the log-likelihood), the constrained documents' terms are replaced by
+    the negative mean-field free energy of the costs ``-Λ(i) log P(c, x_i | θ)`` and the
+    factors (``docs/classic.md``).
 
     References
     ----------
@@ -219,15 +205,9 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         X : array-like or sparse matrix of shape (n_documents, n_words)
             Non-negative word counts (never densified).
         y : array-like of shape (n_documents,), optional
-            Class ``0..k-1`` of labelled documents, ``-1`` for unlabelled ones
-            (scikit-learn's semi-supervised convention); ``None``: all unlabelled.
-        must_link, cannot_link : sequence of (i, j) pairs, optional
-        constraints : Constraints, optional
+            Class ``0..k-1`` of labelled documents, ``-1`` for unlabelled ones.
+        must_link, cannot_link, constraints : optional
             Pairwise supervision between documents (class Notes).
-
-        Returns
-        -------
-        self
         """
         validate_params(self)
         Xc = self._check_X(X, reset=True)
@@ -282,11 +262,8 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
         return np.argmax(self._joint(X), axis=1).astype(np.int64)
 
     def score_samples(self, X: MatrixLike) -> NDArray[np.float64]:
-        """``log P(x_i | θ) = log Σ_c π_c Π_w θ_cw^{x_iw}`` of every document.
-
-        The probability of the document's word sequence (its bag of words without the
-        multinomial coefficient and the length model, which do not depend on θ).
-        """
+        """``log P(x_i | θ) = log Σ_c π_c Π_w θ_cw^{x_iw}`` of every document (without the
+        multinomial coefficient and the length model, which do not depend on θ)."""
         return logsumexp(self._joint(X), axis=1)
 
     def score(self, X: MatrixLike, y: ArrayLike | None = None) -> float:

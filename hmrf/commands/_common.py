@@ -128,6 +128,11 @@ def dataset_listing() -> str:
     return listing("bundled data sets (--dataset)", rows) + "\ndata packages:\n" + extra
 
 
+def full_listing() -> str:
+    """The estimators, engines, emission families and data sets (the epilog of fit and curve)."""
+    return "\n\n".join([estimator_listing(), engine_listing(), emission_listing(), dataset_listing()])
+
+
 def add_parser(sub, name, *, summary, description, epilog=""):
     """A sub-command parser with the shared formatter."""
     return sub.add_parser(name, help=summary, description=description, epilog=epilog,

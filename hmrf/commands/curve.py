@@ -32,11 +32,8 @@ DEFAULT_ESTIMATOR, DEFAULT_CONSTRAINTS, DEFAULT_FOLDS = "hmrf-kmeans", "0:500:10
 
 
 def add_parser(sub):
-    def epilog():
-        return "\n\n".join([common.estimator_listing(), common.engine_listing(),
-                            common.emission_listing(), common.dataset_listing()])
-
-    p = common.add_parser(sub, "curve", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
+    p = common.add_parser(sub, "curve", summary=SUMMARY, description=DESCRIPTION,
+                          epilog=common.full_listing)
     common.add_data_options(p, labels_help="true class of every row of --data (needed with --data)")
     p.add_argument("--estimator", action="append", metavar="NAME",
                    help="estimator(s), listed below; repeat or comma-separate to compare several "

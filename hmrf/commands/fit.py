@@ -39,11 +39,8 @@ Examples:
 
 
 def add_parser(sub):
-    def epilog():
-        return "\n\n".join([common.estimator_listing(), common.engine_listing(),
-                            common.emission_listing(), common.dataset_listing()])
-
-    p = common.add_parser(sub, "fit", summary=SUMMARY, description=DESCRIPTION, epilog=epilog)
+    p = common.add_parser(sub, "fit", summary=SUMMARY, description=DESCRIPTION,
+                          epilog=common.full_listing)
     common.add_data_options(p, labels_help="class labels of --data, one per row (-1 or empty: "
                                            "unknown): seeds, or the source of --constraints/--seeds, "
                                            "and the reference of the scores")

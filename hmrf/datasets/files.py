@@ -44,19 +44,8 @@ def _unsupported(path, ext, what):
 
 
 class DataFileError(ValueError):
-    """A problem in a user's file, located by row, line and column.
-
-    Parameters
-    ----------
-    path : str
-    message : str
-    row : int, optional
-        0-based data row (the position pairs files use).
-    line : int, optional
-        1-based line of a text file.
-    column : int or str, optional
-        Column name (header) or 0-based position.
-    """
+    """A problem in a user's file, located by 0-based data ``row``, 1-based ``line`` of
+    a text file and ``column`` (header name or 0-based position)."""
 
     def __init__(self, path: str, message: str, *, row: int | None = None, line: int | None = None,
                  column: str | int | None = None) -> None:
@@ -241,25 +230,13 @@ _UNKNOWN = ("", "-1")
 # ----------------------------------------------------------------------- data
 def read_data(path: str | os.PathLike[str], *, id_column: str | int | None = None, min_df: int = 5,
               max_df: float = 0.95) -> tuple[Any, Any]:
-    """Points from a file: one row per point, in file order.
+    """Points from a file (:data:`FORMATS`), one row per point, in file order.
 
-    Parameters
-    ----------
-    path : str or path-like
-        ``.csv``, ``.tsv``, ``.npy``, ``.npz``, ``.parquet`` or ``.txt`` (see
-        :data:`FORMATS`).
-    id_column : str or int, optional
-        A column of a CSV/TSV/Parquet table holding point identifiers (by header name
-        or 0-based position): kept apart, not a feature.
-    min_df, max_df : optional
-        Document-frequency cut-offs of the TF-IDF of a ``.txt`` corpus
-        (:func:`~hmrf.datasets.text.thesis_tfidf`).
-
-    Returns
-    -------
-    X : ndarray of float64 (n, d), or csr_matrix for a sparse ``.npz`` or a ``.txt``
-    ids : ndarray of str (n,) or None
-        The id column, if any.
+    ``id_column`` (header name or 0-based position) of a CSV/TSV/Parquet table holds
+    point identifiers, kept apart; ``min_df``, ``max_df`` are the document-frequency
+    cut-offs of the TF-IDF of a ``.txt`` corpus (:func:`~hmrf.datasets.text.thesis_tfidf`).
+    Returns ``(X, ids)``: float64 ``X`` (csr_matrix for a sparse ``.npz`` or a ``.txt``)
+    and the id column or None.
 
     Raises
     ------
@@ -267,8 +244,6 @@ def read_data(path: str | os.PathLike[str], *, id_column: str | int | None = Non
         A missing or unreadable file, a text cell in a numeric column, NaN or infinity,
         a ragged row, duplicate ids, a document with no term left after the TF-IDF
         cut-offs (the message names the file, the row, the line and the column).
-    ImportError
-        A Parquet file without pyarrow.
     """
     path = os.fspath(path)
     check_exists(path)
@@ -364,21 +339,11 @@ def _read_documents(path, min_df, max_df):
 
 # ---------------------------------------------------------------------- pairs
 def read_pairs(path: str | os.PathLike[str], n: int) -> Constraints:
-    """Pairwise constraints from a CSV/TSV/Parquet table.
+    """Pairwise constraints on ``n`` points from a CSV/TSV/Parquet table.
 
     Columns ``i``, ``j`` (0-based data rows), ``kind`` (``must``/``cannot``, also
     ``must-link``, ``ml``, ...) and an optional ``weight`` (``>= 0``, ``inf`` hard), by
     header name or, without a header, in that order.
-
-    Parameters
-    ----------
-    path : str or path-like
-    n : int
-        Number of points (rows of the data file).
-
-    Returns
-    -------
-    Constraints
 
     Raises
     ------
@@ -484,22 +449,9 @@ def read_labels(path: str | os.PathLike[str], n: int,
     """Class labels from a file, one per data row, ``-1`` or an empty cell for unknown.
 
     A single column of ``n`` labels (after an optional header row), or with ``ids`` a
-    table ``id, label`` matched to the data by id. Labels (integers or names) are
-    numbered ``0..c-1`` in sorted order.
-
-    Parameters
-    ----------
-    path : str or path-like
-    n : int
-        Number of points.
-    ids : ndarray of str, optional
-
-    Returns
-    -------
-    y : ndarray of int64 (n,)
-        ``-1`` where unknown.
-    classes : ndarray
-        ``classes[c]`` is the label written in the file for class ``c``.
+    table ``id, label`` matched to the data by id. Returns ``(y, classes)``: labels
+    numbered ``0..c-1`` in the sorted order of the labels written in the file,
+    ``classes[c]`` the label written for class ``c``.
 
     Raises
     ------

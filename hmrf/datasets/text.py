@@ -20,25 +20,10 @@ __all__ = ["read_orange_tab", "thesis_tfidf", "sample_documents"]
 
 
 def read_orange_tab(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
-    """Class labels and texts of a corpus in Orange's tab-delimited format.
-
-    Three header lines (names, types, flags), then one row per document: the class is
-    the column flagged ``class``, the text the first ``string`` column.
-
-    Parameters
-    ----------
-    path : str or path-like
-
-    Returns
-    -------
-    labels : ndarray of str, shape (n,)
-    texts : list of str, length n
-
-    Raises
-    ------
-    ValueError
-        If the header has no class column or no string column, or a row has the wrong
-        number of fields (the message names the file and line).
+    """Class labels (ndarray of str) and texts (list) of a corpus in Orange's
+    tab-delimited format: three header lines (names, types, flags), then one row per
+    document; the class is the column flagged ``class``, the text the first ``string``
+    column. A ``ValueError`` names the file and line of a malformed header or row.
 
     Examples
     --------
@@ -82,38 +67,14 @@ def thesis_tfidf(documents: Sequence[str], *, min_df: int = 5, max_df: float = 0
                  stop_words: str = "english") -> tuple[sparse.csr_matrix, NDArray[np.str_]]:
     """TF-IDF vectors of Basu (2005), §2.5, as a sparse CSR matrix with unit L2 rows.
 
-    Parameters
-    ----------
-    documents : sequence of str
-    min_df : int, default=5
-        Terms in fewer than ``min_df`` documents are removed.
-    max_df : float, default=0.95
-        Terms in more than this fraction of the documents are removed.
-    stop_words : "english", list of str or None, default="english"
-        Stop words removed before counting (``"english"``: scikit-learn's list).
-
-    Returns
-    -------
-    X : scipy.sparse.csr_matrix of shape (n_documents, n_terms), float64
-        Row ``j`` is ``w_·j / ||w_·j||_2`` (a document whose terms were all removed is
-        a zero row).
-    terms : ndarray of str, shape (n_terms,)
-
-    Notes
-    -----
     With ``f_ij`` the count of term ``i`` in document ``j``, ``N`` documents and
     ``df_i`` the number of documents containing term ``i``, the weight is
-
-        w_ij = f_ij · log2(N / df_i)                               (thesis §2.5)
-
-    Terms with ``df_i < min_df`` or ``df_i > max_df · N`` are removed and every vector
-    scaled to unit L2 norm. Counts come from scikit-learn's ``CountVectorizer``; its
-    ``TfidfTransformer`` is not used, its IDF being ``ln(N / df) + 1``. The thesis's stop
-    list (MC toolkit) is not available; scikit-learn's English list is used.
-
-    References
-    ----------
-    Basu (2005), §2.5; Dhillon, Fan & Guan (2001) for the frequency cut-offs.
+    ``w_ij = f_ij · log2(N / df_i)`` (thesis §2.5); terms with ``df_i < min_df`` or
+    ``df_i > max_df · N`` are removed and every row scaled to unit L2 norm (a document
+    whose terms were all removed is a zero row). scikit-learn's ``TfidfTransformer`` is
+    not used (its IDF is ``ln(N / df) + 1``), nor the thesis's MC-toolkit stop list:
+    ``stop_words="english"`` is scikit-learn's. Returns ``(X, terms)``. Basu (2005),
+    §2.5; Dhillon, Fan & Guan (2001) for the frequency cut-offs.
 
     Examples
     --------
@@ -155,31 +116,13 @@ def thesis_tfidf(documents: Sequence[str], *, min_df: int = 5, max_df: float = 0
 def sample_documents(labels: NDArray[np.str_], texts: Sequence[str], classes: Sequence[str],
                      per_class: int | None, rng: np.random.Generator, *, max_rounds: int = 50,
                      **tfidf_args: Any) -> tuple[sparse.csr_matrix, NDArray[np.int64], NDArray[np.int64]]:
-    """Draw ``per_class`` documents of each class and vectorise them (thesis §2.5).
+    """Draw ``per_class`` documents (``None``: all) of each of ``classes`` without
+    replacement and vectorise them by :func:`thesis_tfidf` (thesis §2.5); a document
+    whose vector is empty is replaced by another of its class, up to ``max_rounds``
+    times.
 
-    Documents are drawn without replacement; one whose TF-IDF vector is empty is
-    replaced by another of its class and the collection vectorised again.
-
-    Parameters
-    ----------
-    labels : ndarray of str (N,)
-    texts : sequence of str (N,)
-    classes : sequence of str
-        Classes to draw from; class ``c`` of the result is ``classes[c]``.
-    per_class : int or None
-        Documents per class (``None``: all documents of the class).
-    rng : numpy Generator
-    max_rounds : int, default=50
-    **tfidf_args
-        Passed to :func:`thesis_tfidf`.
-
-    Returns
-    -------
-    X : csr_matrix (n, d)
-    y : ndarray of int64 (n,)
-        Index into ``classes``; documents are ordered by class.
-    chosen : ndarray of int64 (n,)
-        Row of each document in ``labels`` / ``texts``.
+    Returns ``(X, y, chosen)``: ``y`` the index into ``classes`` (documents ordered by
+    class), ``chosen`` the row of each document in ``labels`` / ``texts``.
     """
     labels = np.asarray(labels)
     pools, chosen = [], []

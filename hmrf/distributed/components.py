@@ -75,22 +75,11 @@ def _keep(values: list) -> list:
 class ComponentPlan:
     """Connected components of the constrained part grouped into tasks (module docstring).
 
-    Parameters
-    ----------
-    data : ChunkedData
-    nodes : ndarray (m,)
-        The constrained points, increasing.
-    sub : PairwiseGraph
-        The factors among them, re-indexed to ``0..m-1``.
-
-    Attributes
-    ----------
-    n_tasks : int
-    task_graphs : list
-        Each task's subgraph (on its points in increasing order), kept on the workers.
-    chunk_cuts : list of (order, bounds, tasks)
-        Per chunk: its constrained rows (in the order of ``nodes``) ordered by task,
-        where each task's run ends, and which tasks they are.
+    ``nodes`` are the constrained points (increasing) and ``sub`` the factors among
+    them, re-indexed to ``0..m-1``. ``task_graphs`` holds each task's subgraph (on its
+    points in increasing order), kept on the workers; ``chunk_cuts`` per chunk its
+    constrained rows ordered by task, where each task's run ends, and which tasks they
+    are.
     """
 
     def __init__(self, data: ChunkedData, nodes: NDArray[np.intp], sub: PairwiseGraph) -> None:
@@ -170,10 +159,6 @@ def _kept(solved, rejected):
     return solved[1] if rejected else solved[0]
 
 
-def _piece(labels, a, b):
-    return labels[a:b]
-
-
 def _write_back(family, X_c, labels, local, cut, stats_args, *pieces):
     """A chunk's labels with the kept labels of its constrained rows written over the
     argmin ones, and the change of its M-step statistics (``None`` without
@@ -239,7 +224,7 @@ def solve_on_workers(plan: ComponentPlan, model: Any, step: Any, chunk_outputs: 
     for c in range(n_chunks):
         for t, length in plan.touch[c]:
             a = offsets[t]
-            back[c].append(dask.delayed(_piece, pure=False)(kept[t], a, a + length))
+            back[c].append(dask.delayed(operator.getitem, pure=False)(kept[t], slice(a, a + length)))
             offsets[t] = a + length
     stats_args = (k, model.normalizer, shift) if accumulate else None
     write = dask.delayed(_write_back, pure=False, nout=2)

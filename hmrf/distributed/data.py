@@ -159,10 +159,6 @@ def _data_terms(X, family):
     return family.data_terms(X)
 
 
-def _take_rows(X, local):
-    return X[local]
-
-
 def _nbytes(X) -> int:
     if sp.issparse(X):
         return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
@@ -225,7 +221,6 @@ class ColumnSummary:
 
     Attributes
     ----------
-    n : int
     sums, mean, var : ndarray (d,)
         Column sums, means and population variances (float64).
     nbytes : int
@@ -263,37 +258,29 @@ class ColumnSummary:
 
 
 class ChunkedData:
-    """The prepared row chunks of a Dask array, left on the cluster.
+    """The prepared row chunks of a Dask array (dense, scipy.sparse or pydata ``sparse``
+    chunks), left on the cluster; ``family`` validates and prepares each chunk.
 
     Parameters
     ----------
-    X : dask.array.Array (n, d)
-        Row-chunked data, dense or with scipy.sparse (or pydata ``sparse``) chunks.
-    family : EmissionFamily
-        Validates and prepares each chunk (:meth:`~hmrf.emissions.EmissionFamily.prepare`).
     persist : {"auto", True, False}, default="auto"
         Keep the prepared chunks (and the family's data terms) in the workers' memory;
         ``"auto"``: when they take at most ``PERSIST_FRACTION`` of the workers' summed
-        memory limits (of this machine's without a client), else every pass reads the
-        chunks again (out of core).
+        memory limits, else every pass reads the chunks again (out of core).
 
     Attributes
     ----------
-    n, d : int
     dtype : numpy dtype
         float32 for float32 input, else float64 (as ``check_data``).
-    sparse : bool
     starts, stops : ndarray
         First and one-past-last row of each non-empty chunk.
     chunks : list of Delayed
         The prepared chunks.
     data_terms : list of Delayed or None
-        The family's per-row data terms of each chunk, kept on the workers when they fit
-        (else each pass computes them).
+        The family's per-row data terms of each chunk, when they fit on the workers.
     row_chunks : tuple of int
         The row chunks of ``X`` (for arrays returned to the user).
-    persisted : bool
-    summary : ColumnSummary
+    n, d, sparse, persisted, summary
     """
 
     def __init__(self, X: MatrixLike, family: EmissionFamily, persist: Literal["auto"] = "auto") -> None:
@@ -381,7 +368,7 @@ class ChunkedData:
         if rows.size == 0:
             return sp.csr_matrix((0, self.d), dtype=self.dtype) if self.sparse else \
                 np.empty((0, self.d), dtype=self.dtype)
-        parts = [dask.delayed(_take_rows, pure=False)(self.chunks[c], local)
+        parts = [dask.delayed(operator.getitem, pure=False)(self.chunks[c], local)
                  for c, local in enumerate(self.split(rows)) if local.size]
         got = dask.compute(*parts)
         return sp.vstack(got, format="csr") if self.sparse else np.concatenate(got)

@@ -93,25 +93,10 @@ def fit_dask(estimator: BaseEstimator, X: da.Array, y: ArrayLike | None = None, 
              must_link: PairsLike | None = None, cannot_link: PairsLike | None = None,
              constraints: Constraints | None = None, potentials: Any = None,
              persist: bool | str | None = None, component_tasks_above: int | None = None) -> BaseEstimator:
-    """Fit an HMRF estimator on a row-chunked Dask array: its ``fit`` with a
-    :class:`DaskFit` backend (module docstring).
-
-    Parameters
-    ----------
-    estimator : HMRFClusterMixin
-    X : dask.array.Array (n, d)
-        Dense or with sparse chunks (for families that accept sparse data).
-    y, must_link, cannot_link, constraints, potentials :
-        As the estimator's ``fit``; ``y`` may be a Dask array (n labels are read).
-    persist : {"auto", True, False}, optional
-        As :class:`DaskFit`.
-    component_tasks_above : int, optional
-        As :class:`DaskFit`.
-
-    Returns
-    -------
-    estimator
-        Fitted; ``labels_`` is a Dask array chunked like the rows of ``X``.
+    """Fit an HMRF estimator on a row-chunked Dask array (dense, or sparse chunks for
+    families that accept sparse data): its ``fit`` with a :class:`DaskFit` backend
+    (``persist``, ``component_tasks_above``; module docstring). ``y`` may be a Dask
+    array. The fitted ``labels_`` is a Dask array chunked like the rows of ``X``.
     """
     return estimator._fit(DaskFit(persist, component_tasks_above), X, y, must_link=must_link,
                           cannot_link=cannot_link, constraints=constraints, potentials=potentials)

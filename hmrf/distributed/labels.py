@@ -47,20 +47,13 @@ class ChunkLabels:
         The chunks the labels belong to (their row ranges).
     chunks : list of Delayed
         Each chunk's labels (of ``label_dtype(n_clusters)``), persisted on the workers.
-    nodes : ndarray of int
-        Increasing point indices whose labels the client knows ...
-    values : ndarray of int
-        ... and those labels.
+    nodes, values : ndarray of int
+        Increasing point indices whose labels the client knows, and those labels.
     counts : ndarray (k,) of int
-        Points in each cluster.
-    previous : ChunkLabels, optional
-        The labels of the pass that computed these (its ``previous`` labelling) ...
-    free_changed : int, optional
-        ... and the number of points outside ``free_except`` whose label differs from
-        them (counted on the workers by that pass).
-    free_except : ndarray of int, optional
-        The points the pass left to the client (the constrained points).
-
+    previous, free_changed, free_except : optional
+        The labels of the pass that computed these, and the number of points outside
+        ``free_except`` (the constrained points, left to the client) whose label differs
+        from them (counted on the workers by that pass).
     Notes
     -----
     ``labels[idx]`` with integer indices returns their labels (read from their chunks

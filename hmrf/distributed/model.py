@@ -58,23 +58,17 @@ class DaskHMRF(HMRF):
     Parameters
     ----------
     X : dask.array.Array of shape (n, d), or DaskRows
-        Row-chunked data, dense or with sparse chunks (families that accept sparse data),
-        or its :class:`~hmrf.distributed.DaskRows`: ``HMRF(DaskRows(X), ...)`` builds a
-        ``DaskHMRF`` (how the estimators' ``_model`` builds theirs on Dask).
-    n_clusters, emission, constraints, w, potentials, normalizer, clamped, validated :
-        As :class:`~hmrf.HMRF`.
+        Row-chunked data, dense or with sparse chunks (families that accept sparse data);
+        ``HMRF(DaskRows(X), ...)`` builds a ``DaskHMRF``.
     persist : {"auto", True, False}, default="auto"
-        Keep the prepared chunks in the workers' memory (see
-        :class:`~hmrf.distributed.ChunkedData`); with ``DaskRows``, its own.
+        As :class:`~hmrf.distributed.ChunkedData`; the other parameters are those of
+        :class:`~hmrf.HMRF`.
 
     Attributes
     ----------
     data : ChunkedData
-        The prepared chunks.
     X : GatheredRows
         Rows by index and the column summary (never every row).
-    incremental_statistics : bool
-        ``False``: every pass accumulates the statistics on the workers.
     component_tasks_above : int
         With at least this many constrained points the E-step of the constrained part
         runs on the workers (:mod:`hmrf.distributed.components`).

@@ -55,33 +55,15 @@ def chunk_assignment(family: EmissionFamily, X: NDArray[Any] | sp.csr_matrix, da
                      previous: NDArray[Any] | None, local: NDArray[Any] | None, accumulate: bool,
                      shift: NDArray[Any] | None,
                      return_costs: bool = False) -> tuple[tuple[Any, Any, Any, Any], Any]:
-    """The hard E-step pass over one chunk (the module docstring's results).
+    """The hard E-step pass over one prepared chunk ``X`` (b rows): the arguments of
+    :func:`hmrf.em.passes.assign_block`, ``data`` the family's data terms of the chunk
+    (``None``: per block) and ``local`` the increasing chunk-local indices of its
+    constrained rows.
 
-    Parameters
-    ----------
-    family : EmissionFamily
-    X : ndarray or csr_matrix (b, d)
-        The prepared chunk.
-    data : ndarray (b,) or None
-        The family's data terms of the chunk (computed per block when ``None``).
-    params : EmissionParams
-    normalizer : str
-    n_clusters : int
-    clamped, previous : ndarray (b,) or None
-    local : ndarray or None
-        Chunk-local indices of the constrained rows, increasing.
-    accumulate : bool
-    shift : ndarray (d,) or None
-    return_costs : bool
-        Return every row's minimum cost instead of their sum (for re-seeding an empty
-        cluster, on demand).
-
-    Returns
-    -------
-    (labels, cost, previous_cost, constrained_unary), stats
-        ``labels`` (b,) of ``label_dtype``, ``cost`` the sum of the rows' minimum costs
-        (or, with ``return_costs``, the (b,) float64 minima), ``previous_cost`` a float,
-        ``constrained_unary`` (b_c, k); ``stats`` a ClusterStats or ``None``.
+    Returns ``(labels, cost, previous_cost, constrained_unary), stats``: ``labels`` (b,)
+    of ``label_dtype``, ``cost`` the sum of the rows' minimum costs (with
+    ``return_costs``, the (b,) minima, for re-seeding an empty cluster),
+    ``constrained_unary`` (b_c, k) and ``stats`` a ClusterStats or ``None``.
     """
     b, k = X.shape[0], n_clusters
     labels = np.empty(b, dtype=label_dtype(k))

@@ -70,28 +70,12 @@ def reseed_on_workers(model: Any, params: Any, pass_args: list, labels: ChunkLab
     """Give empty clusters a point (module docstring): the choice of
     the in-memory re-seeding of :mod:`hmrf.em.loop`, with the costs on the workers.
 
-    Parameters
-    ----------
-    model : DaskHMRF
-    params : EmissionParams
-        The parameters of the pass.
-    pass_args : list
-        The per-chunk arguments of :func:`~hmrf.distributed.passes.chunk_assignment` of
-        the pass (its minimum costs are recomputed once and kept on the workers).
-    labels : ChunkLabels
-        The E-step's labels.
-    graph : PairwiseGraph
-    own_cost : callable or None
-        As for the in-memory re-seeding (``hmrf.em.loop._reseed``).
-    constrained_unary : ndarray (m, k), optional
-        The constrained points' cost rows, when the client holds them ...
-    kept_unary : list, optional
-        ... else each chunk's, kept on its worker.
-
-    Returns
-    -------
-    labels : ChunkLabels
-    n_reseeded : int
+    ``pass_args`` are the per-chunk arguments of
+    :func:`~hmrf.distributed.passes.chunk_assignment` of the pass (its minimum costs are
+    recomputed once and kept on the workers); ``own_cost`` as for the in-memory
+    re-seeding (``hmrf.em.loop._reseed``); the constrained points' cost rows are
+    ``constrained_unary`` when the client holds them, else each chunk's ``kept_unary``.
+    Returns the new labels and the number of clusters re-seeded.
     """
     empty = np.flatnonzero(labels.counts == 0)
     if empty.size == 0:

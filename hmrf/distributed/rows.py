@@ -37,18 +37,8 @@ __all__ = ["DaskRows", "GatheredRows", "ChunkDivergence"]
 
 class DaskRows(RowBackend):
     """The rows of a row-chunked Dask array before a model reads them:
-    ``HMRF(DaskRows(X), ...)`` is a :class:`~hmrf.distributed.DaskHMRF`.
-
-    Parameters
-    ----------
-    X : dask.array.Array (n, d)
-    persist : {"auto", True, False}, default="auto"
-        As :class:`~hmrf.distributed.ChunkedData`.
-
-    Attributes
-    ----------
-    shape : tuple (n, d)
-    """
+    ``HMRF(DaskRows(X), ...)`` is a :class:`~hmrf.distributed.DaskHMRF`; ``persist`` as
+    :class:`~hmrf.distributed.ChunkedData`."""
 
     ndim = 2
 
@@ -75,26 +65,10 @@ class DaskRows(RowBackend):
 
 
 class GatheredRows(RowBackend):
-    """Rows of a :class:`ChunkedData` by index, and its column summary.
-
-    Parameters
-    ----------
-    data : ChunkedData
-
-    Attributes
-    ----------
-    data : ChunkedData
-    shape : tuple (n, d)
-    dtype : numpy dtype
-    n_gathered : int
-        Number of distinct rows fetched so far (the client holds these, m x d).
-    nnz : int
-        Stored entries, for sparse rows only (from the summary pass).
-
-    Notes
-    -----
-    ``X[idx]`` with an integer, a list or an integer array returns those prepared rows as
-    the in-memory model would, fetching the missing ones in one computation.
+    """Rows of a :class:`ChunkedData` (``data``) by index, and its column summary:
+    ``X[idx]`` (an integer, a list or an integer array) returns those prepared rows as
+    the in-memory model would, fetching the missing ones in one computation;
+    ``n_gathered`` counts the distinct rows fetched (the client holds these, m x d).
     """
 
     ndim = 2
@@ -115,11 +89,7 @@ class GatheredRows(RowBackend):
                              "build the model on DaskRows(X) instead.")
         return self
 
-    @staticmethod
-    def model_class() -> type:
-        from .model import DaskHMRF
-
-        return DaskHMRF
+    model_class = staticmethod(DaskRows.model_class)
 
     @property
     def n_gathered(self) -> int:

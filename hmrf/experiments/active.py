@@ -208,29 +208,18 @@ def _one_run(r, seeds, template, clusterer, X, y, budgets, closure, noise, dont_
     return records
 
 
-def active_curve(
-    selector: ActiveSelector,
-    clusterer: BaseEstimator,
-    X: MatrixLike,
-    y: ArrayLike | None = None,
-    *,
-    budgets: Sequence[int] = range(0, 151, 10),
-    n_runs: int = 10,
-    closure: bool = True,
-    noise: float = 0.0,
-    dont_know: float = 0.0,
-    oracle_factory: Callable[..., Any] | None = None,
-    random_state: int = 0,
-    dataset: str | None = None,
-    progress: Any = None,
-    n_jobs: int | None = None,
-) -> ActiveCurve:
+def active_curve(selector: ActiveSelector, clusterer: BaseEstimator, X: MatrixLike,
+                 y: ArrayLike | None = None, *, budgets: Sequence[int] = range(0, 151, 10), n_runs: int = 10,
+                 closure: bool = True, noise: float = 0.0, dont_know: float = 0.0,
+                 oracle_factory: Callable[..., Any] | None = None, random_state: int = 0,
+                 dataset: str | None = None, progress: Any = None, n_jobs: int | None = None) -> ActiveCurve:
     """Learning curve of an active selector with a clusterer (Basu 2005, §5.5.2).
 
     Each run fits a clone of ``selector`` once with the largest budget, then clusters
     with :meth:`~hmrf.active.ActiveSelector.clusterer_constraints` after the first ``b``
     queries for every budget ``b`` (the clusterer's own ``closure`` off) and scores the
-    clustering against ``y`` on all points and on the points no query involved.
+    clustering against ``y`` on all points and on the points no query involved: an
+    :class:`ActiveCurve`, one record per (run, budget).
 
     Parameters
     ----------
@@ -238,37 +227,27 @@ def active_curve(
         Its ``random_state`` is set per run. An :class:`~hmrf.active.NPU` without a
         clusterer gets ``clusterer``; ``emission=None`` becomes the clusterer's.
     clusterer : hmrf estimator or None
-        A clone is fitted at every budget (:func:`~hmrf.active.fit_clusterer`).
+        A clone is fitted at every budget (:func:`~hmrf.active.fit_clusterer`);
         ``None``: the selector's own clustering (:meth:`COBRAS.labels_at
         <hmrf.active.COBRAS.labels_at>`).
     X : array-like, sparse matrix, or str
         The data, or the name of a data set of :func:`hmrf.datasets.load_dataset`.
     y : array-like of shape (n,)
         True classes (answers of the :class:`LabelOracle` and the ground truth).
-    budgets : sequence of int, default=range(0, 151, 10)
-    n_runs : int, default=10
     closure : bool, default=True
         Give the clusterer the transitive closure of the constraints (Xiong et al. 2014,
         §4.1.2; Basu 2005, §4.5.2); ``False``: the answered pairs only.
     noise, dont_know : float, default=0.0
         Error and "don't know" rates of the label oracle.
     oracle_factory : callable, optional
-        ``oracle_factory(run, budget) -> Oracle`` instead of a :class:`LabelOracle`
-        (e.g. a :class:`TerminalOracle` for an interactive session).
+        ``oracle_factory(run, budget) -> Oracle`` instead of a :class:`LabelOracle`.
     random_state : int, default=0
         Seeds every run (selector, oracle and clusterer seeds are drawn from it).
-    dataset : str, optional
-        Name used in tables and files.
     progress : bool, str or callable, optional
-        A tqdm progress bar over the runs (a string names it), or a callable
-        ``progress(run, n_runs)`` called after each run.
+        A tqdm progress bar over the runs (a string names it), or ``progress(run,
+        n_runs)`` called after each run.
     n_jobs : int, optional
         Runs in parallel with joblib (``-1``: all cores); not with ``oracle_factory``.
-
-    Returns
-    -------
-    ActiveCurve
-        One record per (run, budget).
     """
     name = dataset
     if isinstance(X, str):

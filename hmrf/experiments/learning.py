@@ -51,19 +51,8 @@ def make_splits(n: int, runs: int, folds: int | None = None, test_fraction: floa
                 random_state: int = 0) -> list[tuple[int, int, NDArray[np.intp], NDArray[np.intp]]]:
     """Train/test index splits: ``runs`` × (``folds``-fold CV or one random split).
 
-    Parameters
-    ----------
-    n : int
-    runs : int
-    folds : int, optional
-        k-fold cross-validation per run (shuffled; fold ``f`` is the test part).
-    test_fraction : float, optional
-        Instead of ``folds``: one split per run holding out this fraction.
-    random_state : int
-
-    Returns
-    -------
-    list of (run, fold, train_idx, test_idx)
+    Returns ``(run, fold, train_idx, test_idx)`` tuples: shuffled k-fold CV (fold ``f``
+    the test part) or, with ``test_fraction``, one split per run holding it out.
     """
     from sklearn.model_selection import KFold, ShuffleSplit
 
@@ -252,54 +241,40 @@ def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, 
         An unfitted estimator (cloned for every fit), a callable ``(point, run) ->
         estimator``, or a dict ``{name: either}``. A ``random_state`` of ``None`` becomes
         a seed of ``(random_state, run, fold)`` (common random numbers).
-    X : array-like or sparse matrix (n, d)
     y : array-like (n,)
         True classes: the source of the supervision and the reference of the scores.
     supervision : {"constraints", "labels"} or callable, default="constraints"
         ``"constraints"``: ``point`` random pairs among the training points, must-link
-        if their classes agree, else cannot-link (§4.5.2), passed as
-        ``fit(X, constraints=...)``. ``"labels"``: a fraction ``point`` of the
-        training points keep their class, the rest are ``-1`` (§3.5.3), passed as
-        ``fit(X, y_seed)``. A callable ``(X, y, train_idx, point, rng) -> Constraints |
-        partial labels`` gives any other supervision, from training points only. Each
-        estimator gets it in the form it takes (:func:`hmrf.estimators.fit_supervised`).
+        if their classes agree (§4.5.2). ``"labels"``: a fraction ``point`` of the
+        training points keep their class, the rest are ``-1`` (§3.5.3). A callable
+        ``(X, y, train_idx, point, rng) -> Constraints | partial labels`` gives any other
+        supervision, from training points only (:func:`hmrf.estimators.fit_supervised`).
+        Draws are nested along the curve (each point's draw extends the previous one's).
     points : sequence
         Numbers of pairs, or seed fractions in [0, 1].
-    runs : int, default=1
     folds : int or None, default=10
-        ``folds``-fold cross-validation per run: every fold is the held-out part once.
-    test_fraction : float, optional
-        With ``folds=None``: one random split per run holding out this fraction.
+        ``folds``-fold cross-validation per run; ``None``: one random split per run
+        holding out ``test_fraction``.
     noise : float or sequence of float, default=0.0
         Fraction of the seeds given a random wrong class (§3.5.3), or of the pairs whose
-        kind is flipped (the nearest integer count). A sequence makes noise a second axis
-        of the curve. Not available with a supervision callable.
+        kind is flipped; a sequence makes noise a second axis of the curve.
     metrics : sequence of str, default=("nmi", "pairwise_f", "objective")
-        From ``SCORES`` (:data:`~hmrf.experiments.METRICS`). External scores use the
-        held-out points only; the objective is ``objective_`` on the whole data set.
-    random_state : int, default=0
-        Seeds the splits, the supervision and the estimators.
+        From :data:`SCORES`: external scores on the held-out points, ``objective_`` on
+        the whole data set.
     n_jobs : int, optional
         Parallel fits with joblib (``-1``: all cores).
     progress : bool or str, default=True
-        Show a tqdm progress bar (when tqdm is installed); a string names it.
+        A tqdm progress bar (when tqdm is installed); a string names it.
     errors : {"raise", "record"}, default="raise"
-        ``"record"`` keeps going when a fit fails (e.g. COP-KMeans finds no feasible
-        assignment): the record has NaN scores and the message in ``error``.
+        ``"record"`` keeps going when a fit fails: NaN scores and the message in ``error``.
     prepare, fit_stats : callable, optional
         ``prepare(estimator) -> dict | None`` before each fit and ``fit_stats(estimator)
-        -> dict`` after each successful one, outside the timed region; their entries
-        become columns of the record.
+        -> dict`` after each successful one, untimed; their entries become columns.
 
     Returns
     -------
     CurveTable
         One record per (estimator, run, fold, point, noise).
-
-    Notes
-    -----
-    Draws are nested along the curve (each point's seeds or pairs extend the previous
-    point's); each is still a uniform random draw.
 
     References
     ----------

@@ -80,10 +80,6 @@ class CurveTable:
     ``n_cannot_link``; :func:`~hmrf.experiments.active_curve` adds ``selector``,
     ``dataset``, ``n_queries`` and ``select_time``; a caller's ``fit_stats`` adds its
     own columns.
-
-    Parameters
-    ----------
-    records : iterable of dict
     """
 
     def __init__(self, records: Iterable[dict[str, Any]] = ()) -> None:
@@ -195,17 +191,12 @@ class CurveTable:
     def compare(self, a: str, b: str, metric: str = "nmi", rtol: float | None = None) -> list:
         """Paired comparison of estimators ``a`` and ``b`` at every (point, noise).
 
-        Pairs the fits of the same (run, fold) (same split and supervision). Returns per
-        point: ``mean_diff`` (a - b), ``wins`` / ``losses`` / ``ties`` of ``a`` and the
-        two-tailed paired t-test p-value (the test of Basu 2005, §3.5.4 and §4.5.3;
-        1.0 when all differences are ties, 0.0 when they are all equal and non-zero).
-
-        A win is a better value of ``metric``: lower for the metrics of
-        :data:`LOWER_IS_BETTER` (the objective J), higher for the others (``direction``
-        in each row says which). Two values within ``rtol · max(1, |a|, |b|)`` of each
-        other are a tie: round-off of the working precision is not a win. By default
-        ``rtol`` is the EM loop's round-off tolerance
-        (``hmrf.em.loop.RISE_RTOL``, 1e-9).
+        Pairs the fits of the same (run, fold); returns per point ``mean_diff`` (a - b),
+        ``wins`` / ``losses`` / ``ties`` of ``a`` and the two-tailed paired t-test
+        p-value (Basu 2005, §3.5.4 and §4.5.3; 1.0 when all are ties, 0.0 when all
+        differences are equal and non-zero). A win is a lower value for
+        :data:`LOWER_IS_BETTER` (``direction``), else a higher one; values within ``rtol ·
+        max(1, |a|, |b|)`` (default the EM loop's ``RISE_RTOL``) are a tie.
         """
         from scipy.stats import ttest_rel
 
@@ -245,25 +236,10 @@ class CurveTable:
     def plot(self, metric: str | Sequence[str] = "nmi", *, x: Literal["point", "noise"] | None = None,
              ax: Axes | None = None, band: Literal["std", "sem"] = "std", title: str | None = None,
              path: str | os.PathLike[str] | None = None) -> Axes:
-        """Mean curve of each metric per estimator, with a ± std (or ± sem) band, named in
-        the axis label as :meth:`format_summary` names it.
-
-        Parameters
-        ----------
-        metric : str or sequence of str
-            One metric, or several (one line per estimator and metric).
-        x : {"point", "noise"}, optional
-            The horizontal axis; by default ``noise`` when there is a single point and
-            several noise levels, else ``point``.
-        ax : matplotlib Axes, optional
-        band : {"std", "sem", None}
-        title : str, optional
-        path : str or path-like, optional
-            Save the figure there (PNG, PDF, SVG... by its extension).
-
-        Returns
-        -------
-        matplotlib Axes
+        """Mean curve of each ``metric`` (one or several) per estimator, with a ± std
+        (or ± sem) band, named in the axis label as :meth:`format_summary` names it.
+        ``x`` defaults to ``noise`` when there is a single point and several noise
+        levels, else ``point``; ``path`` saves the figure (format by its extension).
         """
         metrics = [metric] if isinstance(metric, str) else list(metric)
         rows = self.summary(metrics)

@@ -88,15 +88,13 @@ def register_engine(name: str, factory: Callable[..., Any], description: str | N
     Parameters
     ----------
     name : str
-        Lower-case letters, digits and ``_ . + -`` (no spaces, commas or parentheses:
-        the command line splits on them); case-insensitive when looked up.
+        Lower-case letters, digits and ``_ . + -`` (the command line splits on spaces,
+        commas and parentheses); case-insensitive when looked up.
     factory : callable
         ``factory(**params) -> engine``: an :class:`~hmrf.inference.InferenceEngine`
-        subclass (or anything with a ``map`` method of the same signature), or a function
-        returning one. The keyword arguments are those a name carries.
+        subclass or a function returning an object with its ``map`` method.
     description : str, optional
-        One line for ``hmrf <command> --help``; by default the first line of the
-        factory's docstring.
+        One line for ``--help``; by default the first line of the factory's docstring.
     replace : bool, default=False
         Redefine a name that exists (the library's own included).
 
@@ -127,17 +125,10 @@ def register_engine(name: str, factory: Callable[..., Any], description: str | N
 def get_engine(spec: Any) -> InferenceEngine:
     """Resolve an engine from a name of :data:`ENGINES` or return an engine as is.
 
-    Parameters
-    ----------
     spec : str or InferenceEngine
-        A name (case-insensitive), e.g. ``"icm"``, ``"bp"``, built with the row's
-        settings, or a name with keyword arguments, ``"lp(polish=icm, n_rounds=50)"``
-        (each value a Python literal or a bare word; checked here); or an engine object
-        (anything with a ``map`` method), returned unchanged.
-
-    Returns
-    -------
-    InferenceEngine
+        A name (case-insensitive) of :data:`ENGINES`, optionally with keyword arguments,
+        ``"lp(polish=icm, n_rounds=50)"`` (Python literals or bare words; checked here),
+        or an engine object (anything with a ``map`` method), returned unchanged.
 
     Raises
     ------
@@ -145,8 +136,7 @@ def get_engine(spec: Any) -> InferenceEngine:
         Unknown name (the message lists the names), a name of earlier releases (the
         message gives its spelling), or parameters the engine refuses.
     TypeError
-        Neither a name nor an object with a ``map`` method, or a factory that does not
-        build one.
+        Neither a name nor an object with a ``map`` method.
 
     Examples
     --------

@@ -1,19 +1,11 @@
 """The one interface every E-step engine implements, and the problem reduction they share.
 
-``engine.map(unary, graph, init=None, rng=None, callback=None) -> InferenceResult``
-
-Before an engine's own algorithm runs, :meth:`InferenceEngine.map` shrinks the problem
-exactly (no approximation):
-
-1. **Hard must-link contraction.** Points joined by hard must-links must share a label,
-   so each such component becomes one super-node whose unary costs are the sum of its
-   members' (a factor inside a component becomes a constant or a unary term).
-2. **Isolation.** Super-nodes with no remaining factor take the argmin of their unary
-   row, vectorised over all of them at once.
-
-Only the remaining *constrained* nodes reach the engine (``_solve``), so an engine's
-cost grows with the number of constraints, not with ``n`` (ARCHITECTURE.md, layer 5).
-The energy reported in the result is always recomputed on the original problem.
+Before an engine runs, :meth:`InferenceEngine.map` shrinks the problem exactly: points
+joined by hard must-links become one super-node (unary costs summed; a factor inside a
+component becomes a constant or a unary term), and super-nodes with no remaining factor
+take the argmin of their unary row. Only the constrained nodes reach the engine
+(``_solve``), so its cost grows with the constraints, not with ``n``. The reported
+energy is recomputed on the original problem.
 """
 
 from __future__ import annotations
@@ -55,22 +47,17 @@ class InferenceResult:
     Attributes
     ----------
     labels : ndarray of shape (n,)
-        The labelling found.
     energy : float
-        Its energy ``sum_i U[i, y_i] + sum_e cost_e`` on the original problem.
+        ``sum_i U[i, y_i] + sum_e cost_e`` on the original problem.
     lower_bound : float or None
-        A proven lower bound on the optimal energy (LP value, MILP bound), if the
-        engine provides one.
+        A proven lower bound on the optimal energy (LP value, MILP bound), if any.
     n_iter : int
-        Iterations (sweeps, message-passing rounds, ...) the engine ran.
     converged : bool
         Whether the engine met its own stopping criterion before its cap.
     info : dict
         Engine-specific extras (``time`` in seconds is always present).
     marginals : ndarray of shape (n, k) or None
-        Posteriors ``q_i(h)`` of every node, from an engine that gives them
-        (``gives_marginals``): exact for isolated nodes, shared within a hard must-link
-        component.
+        Posteriors ``q_i(h)`` from an engine that gives them (``gives_marginals``).
     free_energy : float or None
         Their variational free energy ``F(q) >= -log Z`` (:mod:`hmrf.inference.posteriors`).
     """
@@ -94,25 +81,9 @@ class InferenceResult:
 
 @dataclass
 class Solution:
-    """What an engine's ``_solve`` returns: its labelling of the reduced problem
-    (:meth:`InferenceEngine.map` expands it and recomputes the energy on the original
-    problem).
-
-    Attributes
-    ----------
-    labels : ndarray of shape (n_active,)
-        Labels of the constrained super-nodes the engine was given.
-    lower_bound : float or None
-        A proven lower bound on the reduced problem's optimal energy, if any.
-    n_iter : int
-        Iterations the engine ran.
-    converged : bool
-        Whether the engine met its own stopping criterion before its cap.
-    info : dict
-        Engine-specific extras, carried into ``InferenceResult.info``.
-    marginals : ndarray of shape (n_active, k) or None
-        Posteriors of the constrained super-nodes (an engine that gives marginals).
-    """
+    """What an engine's ``_solve`` returns: the fields of :class:`InferenceResult` but
+    ``energy`` and ``free_energy``, on the constrained super-nodes it was given
+    (:meth:`InferenceEngine.map` expands them)."""
 
     labels: np.ndarray
     lower_bound: float | None = None
@@ -217,8 +188,7 @@ class _Structure:
 
     def reweighted(self, weight) -> _Structure | None:
         """The same reduction under new edge weights (the weight-update contract of
-        :class:`~hmrf.graph.GraphCache`): the contraction and the active nodes stay, the
-        weighted terms and ``sub``'s weights follow; ``None`` when the hard edges changed."""
+        :class:`~hmrf.graph.GraphCache`); ``None`` when the hard edges changed."""
         if not np.array_equal(np.isinf(weight), self.hard):
             return None
         const, tab_diag = _weighted_terms(weight, self.cl_inside, self.tab_inside, self.tab_diag_raw)
@@ -234,11 +204,6 @@ def _weighted_terms(w, cl_inside, tab_inside, tab_diag_raw):
         with np.errstate(invalid="ignore"):
             tab_diag = np.where(wt == 0, 0.0, wt * tab_diag_raw)
     return const, tab_diag
-
-
-def _structure(graph: PairwiseGraph) -> _Structure:
-    """The hard-must-link contraction of ``graph``, cached on it."""
-    return graph.cache.get(REDUCTION, lambda: _contract(graph))
 
 
 def _contract(graph: PairwiseGraph) -> _Structure:
@@ -288,10 +253,8 @@ def _contract(graph: PairwiseGraph) -> _Structure:
 
 
 def reduce_problem(unary: np.ndarray, graph: PairwiseGraph) -> ReducedProblem:
-    """Contract hard must-links and solve isolated nodes (see module docstring).
-
-    The graph-only part (components, the reduced graph) is computed once per graph and
-    cached on it; each call only aggregates the unary costs.
+    """Contract hard must-links and solve isolated nodes (see module docstring); the
+    graph-only part is cached on the graph.
 
     Raises
     ------
@@ -299,7 +262,7 @@ def reduce_problem(unary: np.ndarray, graph: PairwiseGraph) -> ReducedProblem:
         A hard cannot-link inside a hard must-link component, or a (super-)node whose
         every label has infinite cost.
     """
-    st = _structure(graph)
+    st = graph.cache.get(REDUCTION, lambda: _contract(graph))
     if st.contracted:
         sup_unary = segment_sum(st.node_of, unary, st.n_super)
         if st.tab_rows.size:
@@ -326,26 +289,15 @@ def reduce_problem(unary: np.ndarray, graph: PairwiseGraph) -> ReducedProblem:
 class InferenceEngine:
     """Base class of E-step engines (ICM, belief propagation, LP, MILP, ...).
 
-    Subclasses implement :meth:`_solve` on the reduced problem; :meth:`map` handles
-    validation (of the inputs, and of the engine's parameters against its
-    ``_parameter_constraints`` table, :mod:`hmrf._validation`), then :meth:`solve_validated`
-    the reduction, callbacks, timing and the final energy (the EM loop, whose inputs are
-    checked once at the estimator's entrance, calls :meth:`solve_validated` directly).
-    Engines see costs and a graph, never the data or the emission
-    parameters.
+    :meth:`map` validates the inputs and the engine's ``_parameter_constraints``, then
+    :meth:`solve_validated` reduces the problem, calls the subclass's
+    ``_solve(unary, graph, init, rng, notify) -> Solution`` on the constrained
+    super-nodes (``notify(iteration, labels, bound)`` reports progress), and recomputes
+    the energy on the original problem. Engines see costs and a graph, never the data.
 
-    The contract. The labelling :meth:`map` returns honours every hard factor (hard
-    must- and cannot-links, infinite table entries, forbidden labels), or :meth:`map`
-    raises :class:`~hmrf.InfeasibleError` naming a point: every result passes a final
-    check (:func:`~hmrf.inference.feasibility.raise_if_infeasible`), whatever the
-    engine's own algorithm did.
-
-    Notes
-    -----
-    ``_solve(unary, graph, init, rng, notify)`` receives the unary costs (n_c, k) and
-    :class:`~hmrf.graph.PairwiseGraph` of the constrained super-nodes, an initial
-    labelling of them or ``None``, a NumPy ``Generator``, and ``notify(iteration,
-    labels, bound)`` to report progress. It returns a :class:`Solution`.
+    The contract: the returned labelling honours every hard factor, or :meth:`map`
+    raises :class:`~hmrf.InfeasibleError` naming a point
+    (:func:`~hmrf.inference.feasibility.raise_if_infeasible` checks every result).
     """
 
     #: Whether the energy of the returned labelling never exceeds that of ``init``.
@@ -368,22 +320,13 @@ class InferenceEngine:
         unary : array-like of shape (n, k)
             Unary costs (``+inf`` forbids a label).
         graph : PairwiseGraph or Constraints or None
-            Pairwise factors; a :class:`~hmrf.Constraints` is used with its weights
-            as Potts edge costs.
+            Pairwise factors (a :class:`~hmrf.Constraints` gives Potts edge costs).
         init : array-like of shape (n,), optional
-            Starting labelling (used by local engines such as ICM), or starting
-            posteriors (n, k) for an engine that gives marginals.
+            Starting labelling, or posteriors (n, k) for an engine that gives marginals.
         rng : int, numpy Generator or RandomState, optional
-            Source of randomness (update orders, rounding); an int or RandomState
-            seeds a Generator as the estimators' ``random_state`` does
-            (``hmrf._validation.check_random_state``).
         callback : callable, optional
-            ``callback(iteration, labels, energy, bound)`` after each iteration, with
-            labels and energy of the full problem (OpenGM's visitor).
-
-        Returns
-        -------
-        InferenceResult
+            ``callback(iteration, labels, energy, bound)`` after each iteration, on the
+            full problem (OpenGM's visitor).
 
         Raises
         ------
@@ -391,7 +334,7 @@ class InferenceEngine:
             No labelling honouring the hard factors was found; ``point`` names a point
             (exact engines raise only when none exists).
         ValueError
-            Bad costs, labels or engine parameters (the message names which).
+            Bad costs, labels or engine parameters.
         """
         t0 = time.perf_counter()
         self.check_params()
@@ -416,31 +359,13 @@ class InferenceEngine:
                         init: NDArray[np.intp] | None = None, rng: np.random.Generator | None = None,
                         callback: Callable[..., Any] | None = None, *,
                         started: float | None = None) -> InferenceResult:
-        """:meth:`~hmrf.inference.base.InferenceEngine.map` on inputs it would accept
-        unchanged, without checking them again: the E-steps of an EM fit, whose costs,
-        graph and engine the estimator checked at its entrance (ARCHITECTURE.md,
-        "Validation once").
+        """:meth:`~hmrf.inference.base.InferenceEngine.map` on inputs it would
+        accept unchanged, without checking them again (the E-steps of a fit, checked at
+        the estimator's entrance).
 
-        Parameters
-        ----------
-        unary : ndarray of shape (n, k), float64
-            Finite or ``+inf`` costs.
-        graph : PairwiseGraph
-            On ``n`` nodes, its tables checked against ``k`` (``check_labels``).
-        init : ndarray of shape (n,) of labels in ``[0, k)``, or None
-        rng : numpy Generator
-        callback : callable, optional
-            As for :meth:`~hmrf.inference.base.InferenceEngine.map`.
-        started : float, optional
-            ``time.perf_counter()`` when the call began (the reported ``time``).
-
-        Returns
-        -------
-        InferenceResult
-            As :meth:`~hmrf.inference.base.InferenceEngine.map`; an engine that adds to
-            the result of its E-step overrides this method (not
-            :meth:`~hmrf.inference.base.InferenceEngine.map`), so that both ways in give
-            the same result.
+        Parameters are those of ``map``; ``started`` is ``time.perf_counter()`` when the
+        call began. An engine that adds to the result of its E-step overrides this method
+        (not ``map``), so that both ways in give the same result.
         """
         t0 = time.perf_counter() if started is None else started
         gen = rng
@@ -496,9 +421,7 @@ class InferenceEngine:
         )
 
     def check_params(self) -> None:
-        """Check the engine's parameters against its ``_parameter_constraints`` table
-        (:mod:`hmrf._validation`): :meth:`~hmrf.inference.base.InferenceEngine.map` does, and
-        the EM loop once per fit."""
+        """Check the engine's parameters against its ``_parameter_constraints`` table."""
         if hasattr(type(self), "_parameter_constraints"):
             validate_params(self)
 

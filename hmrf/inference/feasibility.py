@@ -9,9 +9,6 @@ visit the nodes one by one, each taking its cheapest label compatible with the h
 factors to the nodes already placed. The order matters; :func:`greedy_with_restarts`
 tries the most constrained nodes first and then squeaky-wheel orders (the nodes that
 hit dead ends first).
-
-Every function here is sequential over the nodes it places (a greedy assignment is
-inherently so) and runs only on the components that need it.
 """
 
 from __future__ import annotations
@@ -94,23 +91,9 @@ def greedy_assign(unary: NDArray[Any], hard: HardFactors, order: NDArray[np.intp
                   labels: NDArray[Any] | None = None) -> np.ndarray:
     """One greedy pass (the assignment step of COP-KMeans, Wagstaff et al. 2001).
 
-    Parameters
-    ----------
-    unary : ndarray (n, k)
-        Costs; each node takes its cheapest allowed label.
-    hard : HardFactors
-    order : ndarray of int
-        Nodes to place, in visiting order.
-    labels : ndarray (n,), optional
-        Labels of the nodes not in ``order`` (``-1`` = not placed, ignored by the
-        others). Not modified.
-
-    Returns
-    -------
-    ndarray (n,)
-        A new labelling; nodes of ``order`` that found no allowed label are ``-1`` (the
-        pass goes on without them, so the first ``-1`` in ``order`` is where Wagstaff's
-        algorithm aborts).
+    The nodes of ``order`` take in turn their cheapest label allowed by ``hard``;
+    ``labels`` (not modified) gives the other nodes' labels (``-1``: not placed).
+    Returns a new labelling in which nodes that found no allowed label are ``-1``.
     """
     n = unary.shape[0]
     out = np.full(n, -1, dtype=np.int64) if labels is None else np.array(labels, dtype=np.int64)
@@ -149,19 +132,11 @@ def greedy_with_restarts(unary: NDArray[np.floating], hard: HardFactors, comp: A
                          labels: NDArray[np.intp] | None = None) -> tuple[np.ndarray, int, np.ndarray]:
     """Greedy passes over ``todo`` until every node is placed or ``n_restarts`` run out.
 
-    The first pass visits :func:`constrained_first_order`. Each restart re-assigns the
-    connected components (``comp``) that still hold a dead end, in a squeaky-wheel
-    order (Joslin & Clements 1999): the nodes that hit dead ends most often in earlier
-    passes first, then the most constrained, ties in random order.
-
-    Returns
-    -------
-    labels : ndarray (n,)
-        ``-1`` where the last pass found no allowed label.
-    restarts : int
-        Passes after the first.
-    order : ndarray
-        The last pass's visiting order (its first ``-1`` is where it got stuck first).
+    The first pass visits :func:`constrained_first_order`; each restart re-assigns the
+    components (``comp``) that still hold a dead end in a squeaky-wheel order (Joslin &
+    Clements 1999): most dead ends first, then most constrained, ties random. Returns
+    ``(labels, restarts, order)``: ``-1`` where the last pass found no allowed label,
+    and that pass's visiting order.
     """
     order = constrained_first_order(hard, todo, rng)
     labels = greedy_assign(unary, hard, order, labels)
@@ -179,19 +154,9 @@ def greedy_with_restarts(unary: NDArray[np.floating], hard: HardFactors, comp: A
 
 def greedy_repair(unary: NDArray[np.floating], graph: PairwiseGraph, labels: NDArray[np.intp],
                   rng: np.random.Generator, n_restarts: int = 10) -> np.ndarray:
-    """Re-place, greedily, every connected component that breaks a hard factor.
-
-    Each such component is emptied and assigned again by :func:`greedy_assign`, with
-    up to ``n_restarts`` further point orders for the components that hit a dead end
-    (:func:`greedy_with_restarts`). Components that honour their hard factors keep
-    their labels.
-
-    Returns
-    -------
-    ndarray (n,)
-        A new labelling; ``-1`` marks the nodes that found no allowed label in the last
-        order tried for their component (every order tried hit a dead end there).
-    """
+    """Re-place greedily (:func:`greedy_with_restarts`) every connected component that
+    breaks a hard factor; the others keep their labels. ``-1`` marks the nodes that
+    found no allowed label in the last order tried for their component."""
     labels = np.array(labels, dtype=np.int64)
     bad = violating_nodes(unary, graph, labels)
     if bad.size == 0:
@@ -204,12 +169,8 @@ def greedy_repair(unary: NDArray[np.floating], graph: PairwiseGraph, labels: NDA
 
 def raise_if_infeasible(unary: NDArray[np.floating], graph: PairwiseGraph, labels: NDArray[np.intp],
                         engine: str) -> None:
-    """Raise :class:`~hmrf.InfeasibleError` if ``labels`` breaks a hard factor.
-
-    The last check of :meth:`~hmrf.inference.InferenceEngine.map`: no engine returns a
-    labelling of infinite energy. ``point`` is a node on a broken hard factor (or one
-    given a forbidden label).
-    """
+    """Raise :class:`~hmrf.InfeasibleError` naming a node on a broken hard factor (or
+    with a forbidden label): the last check of :meth:`~hmrf.inference.InferenceEngine.map`."""
     bad = violating_nodes(unary, graph, labels)
     if bad.size == 0:
         return

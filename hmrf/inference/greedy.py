@@ -1,11 +1,8 @@
 """Greedy feasible assignment: the assignment step of COP-KMeans (Wagstaff et al. 2001).
 
 Nodes are visited once; each takes its cheapest label that violates no hard factor with
-the nodes already placed (Basu 2005, §2.3.3). If no label is legal the algorithm aborts
-with :class:`~hmrf.InfeasibleError` naming the point, as COP-KMeans does. Soft factors
-are ignored: COP-KMeans treats every constraint as hard. Two optional next steps for a
-dead end are offered: restarts in other point orders, and an exact repair by
-:class:`~hmrf.inference.ExactMILP`.
+the nodes already placed (Basu 2005, §2.3.3); a dead end raises
+:class:`~hmrf.InfeasibleError` naming the point. Soft factors are ignored.
 """
 
 from __future__ import annotations
@@ -37,39 +34,29 @@ class GreedyFeasible(InferenceEngine):
     Parameters
     ----------
     n_restarts : int, default=0
-        When the pass hits a dead end, re-assign the connected components that contain
-        one in up to this many other point orders (squeaky wheel: the points that hit
-        dead ends first; :func:`~hmrf.inference.feasibility.greedy_with_restarts`). 0 is
-        Wagstaff et al.'s algorithm: abort at the first dead end.
+        Other point orders for the components at a dead end
+        (:func:`~hmrf.inference.feasibility.greedy_with_restarts`); 0 is Wagstaff et
+        al.'s algorithm: abort at the first dead end.
     repair : {None, "milp"}, default=None
-        ``"milp"``: components still at a dead end after the restarts are solved
-        exactly by :class:`~hmrf.inference.ExactMILP` on their hard factors (the
-        cheapest labelling that honours them all), which also proves infeasibility.
+        ``"milp"``: components still at a dead end are solved exactly on their hard
+        factors by :class:`~hmrf.inference.ExactMILP`, which also proves infeasibility.
     time_limit : float, default=60.0
         Seconds for the MILP repair of one E-step (see :class:`ExactMILP`).
 
     Notes
     -----
     Only hard factors are enforced (hard Potts edges, infinite table entries, forbidden
-    labels). Wagstaff et al. visit points in data order; the first pass visits the
-    constrained nodes with the most hard constraints first (ties in random order), a
-    static DSATUR-style order that makes greedy dead ends, and hence aborts on feasible
-    problems, much rarer (unconstrained points are order-independent). Hard must-link
-    components arrive contracted into one node whose cost is the sum of its members'
-    costs (the base class's exact reduction), so a component moves as a unit; Wagstaff
-    et al. instead let the first member visited decide, which can only give a higher
-    summed cost. Only nodes with constraints reach the Python loop (it is inherently
-    sequential); everything else is a vectorised argmin.
-
-    ``result.info["method"]`` says what produced the labels: ``"greedy"`` (the first
-    pass), ``"restarts"`` (a later point order) or ``"milp"`` (the exact repair).
+    labels). The first pass visits the constrained nodes with the most hard constraints
+    first (a static DSATUR-style order; Wagstaff et al. use data order), which makes dead
+    ends on feasible problems much rarer. Hard must-link components arrive contracted, so
+    a component moves as a unit at its summed cost. ``result.info["method"]`` is one of
+    :data:`METHODS`: ``"greedy"`` (the first pass), ``"restarts"`` or ``"milp"``.
 
     Raises
     ------
     InfeasibleError
-        A node with no label compatible with its already-placed neighbours, after the
-        restarts and without the MILP repair; or, with ``repair="milp"``, hard
-        constraints that no labelling can satisfy.
+        A node with no label compatible with its placed neighbours after the restarts
+        (without the MILP repair), or hard constraints no labelling satisfies.
 
     References
     ----------

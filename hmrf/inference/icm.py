@@ -5,13 +5,10 @@ its neighbours' current labels (eq. 4.11); sweeps repeat in random order until n
 label changes. Every update is an exact coordinate minimisation, so the energy never
 increases.
 
-Vectorisation without changing the algorithm: nodes with no factor between them do not
-influence each other's conditional cost, so updating an independent set at once gives
-the same result as updating its members one after another in any order. We split the
-constrained nodes into independent sets once per graph (Luby-style rounds, vectorised
-over edges; cached on the graph, so EM pays once per fit) and visit the sets in a fresh
-random order every sweep. Each set
-update costs O(k) per incident Potts edge and O(k) per incident table edge.
+Nodes with no factor between them do not influence each other's conditional cost, so
+updating an independent set at once equals updating its members one after another: the
+constrained nodes are split into independent sets once per graph (cached on it) and the
+sets are visited in a fresh random order every sweep.
 """
 
 from __future__ import annotations
@@ -90,10 +87,8 @@ class _Block:
 
 
 def build_blocks(graph: PairwiseGraph) -> list[_Block]:
-    """Independent sets of ``graph`` with their incident factors, in one O(m) pass.
-
-    Cached on the (immutable) graph, so EM pays for it once per fit.
-    """
+    """Independent sets of ``graph`` with their incident factors (one O(m) pass, cached
+    on the graph)."""
     return graph.cache.get(BLOCKS, lambda: _blocks(graph))
 
 
@@ -133,30 +128,12 @@ def iterated_conditional_modes(unary: NDArray[Any], graph: PairwiseGraph, labels
                                notify: Callable[..., Any] | None = None) -> tuple[np.ndarray, int, bool]:
     """ICM sweeps (Basu 2005, §4.4.4, eq. 4.11) from ``labels`` until no label changes.
 
-    Each sweep visits the independent sets of :func:`build_blocks` in a random order; a
-    node takes the label minimising first its number of violated hard factors, then its
-    conditional cost, and keeps its label unless another is strictly better. The energy
-    never increases, and a labelling that honours every hard factor keeps honouring them.
-
-    Parameters
-    ----------
-    unary : ndarray (n, k)
-    graph : PairwiseGraph
-    labels : ndarray (n,)
-        Starting labelling (not modified).
-    rng : numpy Generator
-        Order of the independent sets in each sweep.
-    max_iter : int, default=100
-        Maximum number of sweeps.
-    notify : callable, optional
-        ``notify(sweep, labels)`` after each sweep.
-
-    Returns
-    -------
-    labels : ndarray (n,)
-    n_sweeps : int
-    converged : bool
-        Whether a sweep changed nothing before ``max_iter``.
+    Each sweep visits the independent sets of :func:`build_blocks` in a random order
+    (from ``rng``); a node takes the label minimising first its number of violated hard
+    factors, then its conditional cost, and keeps its label unless another is strictly
+    better. The energy never increases, and hard factors once honoured stay honoured.
+    ``labels`` is not modified; ``notify(sweep, labels)`` runs after each sweep. Returns
+    ``(labels, n_sweeps, converged)``, ``converged`` when a sweep changed nothing.
     """
     k = unary.shape[1]
     labels = np.array(labels, dtype=np.int64)
@@ -194,23 +171,12 @@ class ICM(InferenceEngine):
     Notes
     -----
     Starts from ``init`` when given (EM passes the previous labels), otherwise from the
-    unary argmin. A node keeps its label unless another label is strictly cheaper, so
-    sweeps cannot cycle and the energy is non-increasing. Hard constraints are handled
-    lexicographically: a node first minimises the number of hard violations, then the
-    soft cost. ICM reaches a local minimum only; use the global engines for better
-    optima on hard instances.
-
-    Hard constraints. Sweeps can stall with a hard factor broken (every label of a node
-    breaks one, e.g. a hard cannot-link cycle started badly). Then every connected
-    component that still breaks a hard factor is re-assigned greedily
-    (:func:`~hmrf.inference.feasibility.greedy_repair`: COP-KMeans' assignment, each
-    node taking its cheapest label compatible with the nodes already placed; most
-    constrained nodes first, then up to ``repair_restarts`` squeaky-wheel orders that
-    visit first the nodes that hit dead ends) and the sweeps resume from there, which
-    keeps every hard factor honoured. If every order hits a dead end,
-    :class:`~hmrf.InfeasibleError` names the point that could not be placed: the
-    problem is infeasible or too hard for this repair (``ExactMILP`` decides). The
-    result never breaks a hard constraint.
+    unary argmin; reaches a local minimum only. If the sweeps stall with a hard factor
+    broken, every component that breaks one is re-assigned greedily
+    (:func:`~hmrf.inference.feasibility.greedy_repair`: COP-KMeans' assignment, most
+    constrained nodes first, then up to ``repair_restarts`` squeaky-wheel orders) and the
+    sweeps resume; if every order hits a dead end, :class:`~hmrf.InfeasibleError` names
+    the point that could not be placed (``ExactMILP`` decides feasibility exactly).
 
     References
     ----------

@@ -173,23 +173,13 @@ def build_program(unary: NDArray[Any], graph: PairwiseGraph, cycles: bool = Fals
         Factors; hard must-links are expected to be contracted already (see
         :func:`~hmrf.inference.reduce_problem`) but are accepted as ``u[a] = u[b]``.
     cycles : bool, default=False
-        Add the triangle inequalities of frustrated triangles (two must-links and a
-        cannot-link, :func:`frustrated_triangles`): with an agreement variable ``x_p``
-        per node pair of such a triangle, ``x_p >= 1 - (1/2) Σ_h z^(M)[e,h]`` for a
-        must-link ``e`` on ``p`` (agreement at least what the must-link pays for), ``x_p
-        <= Σ_h z^(C)[e,h]`` for a soft cannot-link (at most what it pays for; ``x_p =
-        0`` for a hard one), and ``x_ab + x_bc - x_ac <= 1`` with the cannot-link's pair
-        ``ac`` (agreement is transitive). Every labelling keeps its energy (``x`` = its
-        agreement indicators satisfies them), so the integer program's optimum is
-        unchanged, but the relaxation no longer lets both must-links of a triangle hold
-        while its cannot-link costs nothing: the cycle inequalities of the max-cut /
-        correlation-clustering polytope (Barahona & Mahjoub 1986; Sontag & Jaakkola 2007
-        for MAP), the cheapest ones that cut off the KT optimum on frustrated problems.
-        :class:`~hmrf.inference.ExactMILP` uses them.
-
-    Returns
-    -------
-    KTProgram
+        Add the cycle inequalities of frustrated triangles (:func:`frustrated_triangles`;
+        Barahona & Mahjoub 1986, Sontag & Jaakkola 2007): an agreement variable ``x_p``
+        per node pair, ``x_p >= 1 - (1/2) Σ_h z^(M)[e,h]`` for a must-link on ``p``,
+        ``x_p <= Σ_h z^(C)[e,h]`` for a soft cannot-link (0 for a hard one), and
+        ``x_ab + x_bc - x_ac <= 1`` with ``ac`` the cannot-link's pair. Every labelling
+        keeps its energy, but the relaxation cannot hold both must-links of a triangle
+        while its cannot-link costs nothing. :class:`~hmrf.inference.ExactMILP` uses them.
     """
     unary = np.asarray(unary, dtype=np.float64)
     n, k = unary.shape
@@ -272,26 +262,13 @@ def build_program(unary: NDArray[Any], graph: PairwiseGraph, cycles: bool = Fals
 
 
 class _HighsLP:
-    """A :class:`KTProgram` loaded into HiGHS, solved again whenever the unary costs change.
+    """A :class:`KTProgram` loaded into HiGHS (``highspy``) on the first solve, solved
+    again whenever the unary costs change.
 
-    The constraints of the program (A.2, A.5–A.8, table and hard factors) depend on the
-    graph alone; the unary costs enter only the objective of the ``u`` columns and, where
-    a label is forbidden (``inf``), their upper bound. :meth:`solve` sets those and runs
-    HiGHS' simplex again from the optimal basis of the previous solve: a basis that was
-    optimal stays feasible when only costs change, so the simplex goes on from there
-    instead of starting over (a hot start). The model is built on the first solve,
-    through HiGHS' own Python interface (``highspy``).
-
-    Parameters
-    ----------
-    prog : KTProgram
-        The program; its ``c`` and ``ub`` give the costs and bounds of every column
-        that :meth:`solve` does not set.
-
-    Notes
-    -----
-    Solves of one instance are serialised (a lock); a copy (pickle) keeps the program
-    and drops the solver, which is built again on the copy's first solve.
+    The constraints depend on the graph alone; the unary costs enter only the objective
+    of the ``u`` columns and, for forbidden labels, their upper bound. An optimal basis
+    stays feasible when only costs change, so each solve hot-starts the simplex from the
+    last one. Solves are serialised (a lock); a pickled copy drops the solver.
     """
 
     def __init__(self, prog: KTProgram) -> None:
@@ -396,37 +373,24 @@ class LPRelaxation(InferenceEngine):
         Run ICM from the rounded labelling (never increases the energy). Recommended
         with cannot-links (see Notes).
     solver : {"highs", "cvxpy"}, default="highs"
-        ``"highs"``: the program of :func:`build_program` solved by HiGHS, the E-steps
-        of a fit each from the previous one's optimal basis. ``"cvxpy"``: the same LP
-        stated in cvxpy's modelling language (:mod:`hmrf.inference.lp_cvxpy`), a
-        starting point for users who add their own constraints; cvxpy is imported
-        lazily.
+        ``"highs"``: :func:`build_program` solved by HiGHS, each E-step of a fit from
+        the previous one's optimal basis. ``"cvxpy"``: the same LP in cvxpy's modelling
+        language (:mod:`hmrf.inference.lp_cvxpy`), for users who add constraints.
     max_phases : int, optional
-        Cap on rounding phases (default ``ceil(10 k ln(n + 2))``, see
-        :func:`~hmrf.inference.rounding.kleinberg_tardos_rounding`).
+        Cap on rounding phases (default ``ceil(10 k ln(n + 2))``).
 
     Notes
     -----
-    The LP value is returned as ``lower_bound``: no labelling has lower energy, so
-    ``result.gap`` bounds how far the returned labelling is from the optimum, and
-    ``gap == 0`` proves it optimal.
-
-    Guarantees. With must-links only (non-negative weights) the E-step is the uniform
-    metric labelling problem and the rounding costs at most twice the LP value in
-    expectation (Kleinberg & Tardos 2002, Thm. 4.1): ``E[energy] <= 2 · lower_bound``
-    for the pairwise part, and unary costs are paid exactly in expectation.
-    Cannot-links are not a metric: the relaxation is weak there — the uniform
-    fractional labelling ``u[i, h] = 1/k`` satisfies every cannot-link (A.8) at zero
-    LP cost, and two cannot-linked points with equal fractional rows are always
-    rounded into the same cluster. Expect a positive gap and violated cannot-links on
-    problems where cannot-links matter; ``polish="icm"`` repairs most of them. Table
-    edges use the local-polytope relaxation and the same rounding (no guarantee for
-    non-metric tables).
+    The LP value is the ``lower_bound``, so ``gap == 0`` proves the labelling optimal.
+    With must-links only (uniform metric labelling) the rounding costs at most twice the
+    LP value in expectation (Kleinberg & Tardos 2002, Thm. 4.1). Cannot-links are not a
+    metric and the relaxation is weak there (``u[i, h] = 1/k`` satisfies every (A.8) at
+    zero cost): expect a gap and violated cannot-links; ``polish="icm"`` repairs most.
+    Table edges use the local-polytope relaxation and the same rounding.
 
     References
     ----------
-    Kleinberg & Tardos (2002), JACM 49(5), §4 (uniform labelling, randomized rounding).
-    Basu (2005), Appendix A.2, eqs. A.1–A.8.
+    Kleinberg & Tardos (2002), JACM 49(5), §4; Basu (2005), Appendix A.2, eqs. A.1–A.8.
 
     Examples
     --------
@@ -475,19 +439,14 @@ def solve_lp(unary: NDArray[np.floating], graph: PairwiseGraph,
              solver: str = "highs") -> tuple[np.ndarray, float, dict]:
     """The relaxation A.1–A.8 of ``(unary, graph)`` solved by ``solver``: ``(u, value, info)``.
 
-    ``"highs"`` builds the sparse program (:func:`build_program`) once per graph and
-    keeps it in HiGHS on the graph, so that the E-steps of a fit,
-    whose graph is the same, only change its costs and start from the last optimal
-    basis; ``"cvxpy"`` states it in cvxpy
-    (:func:`~hmrf.inference.lp_cvxpy.solve_kt_cvxpy`).
+    ``"highs"`` keeps the program (:func:`build_program`) in HiGHS on the graph, so the
+    E-steps of a fit change only its costs and start from the last optimal basis.
 
     Raises
     ------
     InfeasibleError
-        The relaxation is infeasible, so no labelling honours the hard factors; ``point``
-        is where a greedy assignment gets stuck.
-    ImportError
-        ``solver="cvxpy"`` without cvxpy installed (the message gives the command).
+        No labelling honours the hard factors; ``point`` is where a greedy assignment
+        gets stuck.
     """
     t0 = time.perf_counter()
     try:
@@ -515,26 +474,10 @@ def relax_and_round(unary: NDArray[Any], graph: PairwiseGraph, rng: np.random.Ge
                     init: NDArray[Any] | None = None, notify: Callable[..., Any] | None = None) -> Solution:
     """Kleinberg–Tardos on a (reduced) problem: solve the LP, round, optionally polish.
 
-    The work of :class:`LPRelaxation` (whose parameters these are), as a function other
-    engines can call (e.g. :class:`~hmrf.inference.ExactMILP` when it runs out of time).
-
-    Parameters
-    ----------
-    unary : ndarray (n, k)
-    graph : PairwiseGraph
-    rng : numpy Generator
-    n_rounds, polish, solver, max_phases
-        As :class:`LPRelaxation`.
-    init : ndarray (n,), optional
-        Returned only if no rounding (nor its repair) honours the hard factors
-        (:func:`~hmrf.inference.polish.finish`).
-    notify : callable, optional
-        ``notify(iteration, labels, bound)`` after rounding and after polishing.
-
-    Returns
-    -------
-    Solution
-        ``labels``, ``lower_bound`` (the LP value), ``n_iter``, ``converged``, ``info``.
+    The work of :class:`LPRelaxation`, whose parameters these are, for other engines
+    to call (:class:`~hmrf.inference.ExactMILP` when it runs out of time). ``init`` is
+    returned only if no rounding (nor its repair) honours the hard factors;
+    ``notify(iteration, labels, bound)`` runs after rounding and after polishing.
     """
     notify = notify or (lambda *a, **kw: None)
     polish = check_polish(polish)

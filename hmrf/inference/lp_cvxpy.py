@@ -33,21 +33,9 @@ def _cvxpy():
 def kt_problem(unary: NDArray[Any], graph: PairwiseGraph) -> tuple[Any, Any]:
     """The relaxation A.1–A.8 as a ``cvxpy.Problem``.
 
-    Parameters
-    ----------
-    unary : ndarray (n, k)
-    graph : PairwiseGraph
-
-    Returns
-    -------
-    problem : cvxpy.Problem
-    u : cvxpy.Variable of shape (n, k)
-        The fractional assignment (read ``u.value`` after ``problem.solve()``).
-
-    Raises
-    ------
-    ImportError
-        cvxpy is not installed (the message gives the install command).
+    Returns ``(problem, u)``, ``u`` the ``cvxpy.Variable`` (n, k) of the fractional
+    assignment (read ``u.value`` after ``problem.solve()``). Without cvxpy, an
+    ImportError gives the install command.
 
     Examples
     --------

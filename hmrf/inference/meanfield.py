@@ -2,26 +2,14 @@
 
 For the E-step energy ``E(y) = Σ_i U[i, y_i] + Σ_e cost_e(y_a, y_b)`` the posterior
 ``p(y) ∝ exp(-E(y))`` is approximated by a product ``q(y) = Π_i q_i(y_i)`` minimising
-the variational free energy (Jordan et al. 1999; Wainwright & Jordan 2008, §5)
-
-    F(q) = Σ_i Σ_h q_ih U_ih + Σ_e E_q[cost_e] + Σ_i Σ_h q_ih log q_ih  >=  -log Z.
-
-Fixing every factor but ``q_i``, the minimiser is
-
-    q_i(h) ∝ exp(-U_ih - Σ_{e = (i, j)} E_{q_j}[cost_e(h, y_j)]),
-
-which for a Potts must-link of weight ``w`` is ``w (1 - q_jh)``, for a cannot-link
-``w q_jh`` and for a table ``Σ_b T(h, b) q_jb``: O(k) per Potts edge. Nodes that share
-no factor do not enter each other's update, so a colour class of the graph is updated
-at once, with exactly the result of updating its members one by one; each such update
-is an exact coordinate minimisation, so ``F`` never increases (the soft analogue of
-ICM's sweeps, Basu 2005, §4.4.4).
-
-The engine works on the reduced problem every engine gets
-(:func:`~hmrf.inference.base.reduce_problem`: hard must-links contracted, isolated nodes
-exact); infinite pairwise costs count as the finite
-:func:`~hmrf.inference.posteriors.hard_cost`, as in ``F``
-(:mod:`hmrf.inference.posteriors`).
+the variational free energy ``F(q)`` of :mod:`hmrf.inference.posteriors`. Fixing every
+factor but ``q_i``, the minimiser is ``q_i(h) ∝ exp(-U_ih - Σ_{e = (i, j)}
+E_{q_j}[cost_e(h, y_j)])``, where the expectation
+for a Potts must-link of weight ``w`` is ``w (1 - q_jh)``, for a cannot-link
+``w q_jh`` and for a table ``Σ_b T(h, b) q_jb``. A colour class of the graph is updated
+at once (its nodes share no factor), each update an exact coordinate minimisation, so
+``F`` never increases (the soft analogue of ICM, Basu 2005, §4.4.4). Infinite pairwise
+costs count as the finite :func:`~hmrf.inference.posteriors.hard_cost`, as in ``F``.
 """
 
 from __future__ import annotations
@@ -106,11 +94,9 @@ class MeanField(InferenceEngine):
     """Naive mean-field posteriors of the E-step (module docstring): coordinate descent
     on ``F(q)`` by colour classes.
 
-    The result's ``marginals`` are ``q``, its ``free_energy`` is ``F(q)`` and its
-    ``labels`` the argmax of ``q`` (made to honour the hard factors by
-    :func:`~hmrf.inference.polish.finish` where it does not). ``init`` may be posteriors
-    (n, k), which soft EM passes from its previous E-step, or labels (a one-hot start);
-    without it the sweeps start from the exact posteriors of the unary costs alone.
+    ``labels`` are the argmax of the posteriors ``q`` (made to honour the hard factors by
+    :func:`~hmrf.inference.polish.finish`). ``init`` may be posteriors (n, k), as soft
+    EM passes, or labels; without it the sweeps start from the unary posteriors.
 
     Parameters
     ----------

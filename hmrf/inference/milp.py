@@ -1,13 +1,9 @@
 """Exact E-step by mixed-integer programming (Basu 2005, Appendix A.2 with integrality).
 
-The program of :func:`~hmrf.inference.lp.build_program` with ``u`` binary is exactly
-the E-step: for binary ``u`` the optimal ``z^(M)``, ``z^(C)`` and ``mu`` are the
-indicator values of eqs. A.3/A.4, so the program's optimum is the minimum energy; the
-triangle inequalities of its frustrated triangles (``cycles=True``) keep that optimum
-and tighten the relaxation HiGHS branches on.
-HiGHS (``scipy.optimize.milp``) solves it by branch and cut, one batch of connected
-components at a time (components are independent; small ones are batched so the
-per-call overhead stays small).
+For binary ``u`` the optimal ``z^(M)``, ``z^(C)`` and ``mu`` of
+:func:`~hmrf.inference.lp.build_program` are the indicators of eqs. A.3/A.4, so the
+program's optimum is the minimum energy. HiGHS (``scipy.optimize.milp``) solves it by
+branch and cut, one batch of connected components at a time.
 """
 
 from __future__ import annotations
@@ -53,45 +49,30 @@ class ExactMILP(InferenceEngine):
     Parameters
     ----------
     time_limit : float, default=60.0
-        Wall-clock seconds for HiGHS' branch and cut over the whole call. If it runs
-        out the engine is *anytime*: it returns the best labelling it has (see Notes)
-        with ``converged=False`` and ``lower_bound`` = the proven bound.
+        Seconds of HiGHS' branch and cut over the whole call; when it runs out the
+        result is the best labelling found, ``converged=False``, the proven bound.
     mip_rel_gap : float, default=1e-9
-        Relative optimality gap at which HiGHS stops (HiGHS' default 1e-4 is not
-        "exact"). HiGHS also stops at its absolute gap of 1e-6.
+        Relative optimality gap at which HiGHS stops (its own default 1e-4 is not exact).
 
     Notes
     -----
-    The program is the Kleinberg–Tardos one of :func:`~hmrf.inference.lp.build_program`
-    with binary ``u``, strengthened by the triangle inequalities of its frustrated
-    triangles (``cycles=True``: two must-links and a cannot-link; the optimum is
-    unchanged, the relaxation much tighter on frustrated problems; docs/inference.md
-    has the measurements). Intended for small problems (tens to a few hundred
-    constrained points) and as the ground truth of tests and benchmarks; its cost can
-    grow exponentially, mostly with cannot-links. ``lower_bound`` equals the optimum up
-    to the gap when ``converged`` is True. Infeasible hard constraints (e.g. k+1
-    mutually hard-cannot-linked points) raise :class:`~hmrf.InfeasibleError`: this
-    engine decides feasibility exactly.
+    The program of :func:`~hmrf.inference.lp.build_program` with binary ``u`` and the
+    triangle inequalities of its frustrated triangles (``cycles=True``: same optimum,
+    much tighter relaxation). For small problems and as the ground truth of tests; its
+    cost can grow exponentially with cannot-links. Infeasible hard constraints raise
+    :class:`~hmrf.InfeasibleError`: this engine decides feasibility exactly.
 
-    Anytime behaviour. Before HiGHS runs, a warm start is computed: the ``"auto"``
-    engine's labelling (:class:`~hmrf.inference.auto.AutoEngine`) and ``init`` if given,
-    each polished by ICM, the cheaper of them in every connected component. For every
-    batch of components HiGHS does not solve to optimality, the result is the cheaper of
-    the warm start and HiGHS' incumbent on that batch. With the same ``rng`` the warm
-    start does not depend on ``time_limit`` and HiGHS' search does not either (its
-    incumbent only improves as it runs), so the returned energy never increases with
-    ``time_limit``, and it is never worse than the warm start. The bound is the larger
-    of HiGHS' dual bound and the strengthened LP's value (HiGHS reports a trivial bound
-    when stopped before its root relaxation). ``info`` holds ``warm_energy``,
-    ``highs_incumbents`` (batches where HiGHS' labelling was kept), ``mip_nodes`` and
-    ``anytime_batches``. The warm start and the finishing steps take time on top of
-    ``time_limit`` (milliseconds on the problems this engine is for).
+    Anytime: the warm start is the ``"auto"`` engine's labelling and ``init``, each
+    polished by ICM, the cheaper in every component; on a batch HiGHS does not solve to
+    optimality the result is the cheaper of the warm start and HiGHS' incumbent, so the
+    energy never increases with ``time_limit``. The bound is the larger of HiGHS' dual
+    bound and the strengthened LP's value. ``info`` holds ``warm_energy``,
+    ``highs_incumbents``, ``mip_nodes`` and ``anytime_batches``.
 
     References
     ----------
-    Basu (2005), Appendix A.2 (eqs. A.1–A.8 with u, z binary). Sontag & Jaakkola
-    (2007), "New outer bounds on the marginal polytope", NIPS (cycle inequalities for
-    MAP). Barahona & Mahjoub (1986), "On the cut polytope", Math. Programming 36.
+    Basu (2005), Appendix A.2 (eqs. A.1–A.8 with u, z binary); Sontag & Jaakkola (2007),
+    NIPS; Barahona & Mahjoub (1986), Math. Programming 36.
 
     Examples
     --------

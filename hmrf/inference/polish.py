@@ -1,19 +1,9 @@
 """Shared last steps of the global engines: optional ICM polish and the hard-constraint check.
 
-The global engines (belief propagation, LP rounding, exact MILP) produce a labelling
-of the reduced E-step problem by a method that does not look at one node at a time.
-Two finishing steps are shared:
-
-* ``polish="icm"`` runs :class:`~hmrf.inference.ICM` from that labelling. ICM never
-  increases the energy, so the polished result is never worse; it repairs the
-  single-node mistakes that rounding and max-product decoding can leave (typically a
-  violated cannot-link between two nodes whose fractional / belief vectors agree).
-* :func:`finish` keeps the cheapest of the candidate labellings and checks hard
-  factors: a labelling with infinite energy (a violated hard cannot-link or a
-  forbidden label) is never returned silently. If no candidate is finite, ICM repairs
-  the best one (it minimises hard violations first, whatever ``polish`` says), then a
-  greedy re-assignment of the components still broken; if that fails too the engine
-  raises :class:`~hmrf.InfeasibleError` naming a point.
+``polish="icm"`` runs :class:`~hmrf.inference.ICM` from a global engine's labelling:
+never worse, it repairs the single-node mistakes that rounding and max-product decoding
+leave. :func:`finish` keeps the cheapest candidate and never returns a labelling of
+infinite energy silently: it repairs one or raises :class:`~hmrf.InfeasibleError`.
 """
 
 from __future__ import annotations
@@ -58,38 +48,13 @@ def finish(unary: NDArray[Any], graph: PairwiseGraph, candidates: Any, engine: s
            energies: Any = None) -> tuple[np.ndarray, float]:
     """The lowest-energy candidate labelling; repair or raise if it breaks a hard factor.
 
-    If every candidate has infinite energy, ICM is run from the best one (ICM first
-    minimises the number of violated hard factors, then the energy); if a hard factor
-    is still broken, the components that break one are re-assigned greedily
-    (:func:`~hmrf.inference.feasibility.greedy_repair`) and ICM runs again; if that
-    fails too, ``fallback`` (the caller's ``init``) is returned if it is feasible, and
-    otherwise the problem is reported as infeasible.
-
-    Parameters
-    ----------
-    unary : ndarray (n, k)
-    graph : PairwiseGraph
-    candidates : list of ndarray (n,)
-        Labellings of the reduced problem (``None`` entries are skipped).
-    engine : str
-        Engine name for the error message.
-    rng : numpy Generator, optional
-        For the ICM repair (its update order).
-    fallback : ndarray (n,), optional
-        Used only when no candidate (nor its repair) honours the hard factors.
-    energies : list, optional
-        Known energies of the candidates (``None`` where unknown); a candidate equal to
-        an earlier one is not evaluated again either.
-
-    Returns
-    -------
-    labels, energy
-
-    Raises
-    ------
-    InfeasibleError
-        When every candidate and every repair breaks a hard factor. ``point`` is a
-        node the greedy repair could not place.
+    ``candidates`` are labellings of the reduced problem (``None`` skipped), ``energies``
+    their known energies (``None`` where unknown). If every candidate has infinite
+    energy: ICM from the best one, then a greedy re-assignment of the broken components
+    (:func:`~hmrf.inference.feasibility.greedy_repair`) and ICM again, then ``fallback``
+    if it is feasible; otherwise :class:`~hmrf.InfeasibleError` names a point the repair
+    could not place (``engine`` names the engine in the message). Returns
+    ``(labels, energy)``.
     """
     known = [None] * len(candidates) if energies is None else list(energies)
     cands, energies = [], []

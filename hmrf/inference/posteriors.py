@@ -7,12 +7,10 @@ Jordan 2008, §5) is
 
     F(q) = Σ_i Σ_h q_ih U_ih + Σ_e E_q[cost_e] + Σ_i Σ_h q_ih log q_ih  >=  -log Z.
 
-It is evaluated on the reduced problem (:func:`~hmrf.inference.base.reduce_problem`): a
-hard must-link component is one super-node with one factor ``q`` (its internal factors a
-constant or a unary term), and an isolated super-node has the exact posterior
-``q_ih ∝ exp(-U_ih)`` and free energy ``-log Σ_h exp(-U_ih)``. An infinite pairwise cost
-(hard cannot-link, infinite table entry) counts as ``HARD`` times the largest finite cost
-of the problem, so that posteriors putting mass on a violation pay for it in ``F``.
+It is evaluated on the reduced problem (:func:`~hmrf.inference.base.reduce_problem`);
+an isolated super-node has the exact posterior ``q_ih ∝ exp(-U_ih)``. An infinite
+pairwise cost counts as ``HARD`` times the largest finite cost of the problem, so that
+mass on a violation pays for it in ``F``.
 """
 
 from __future__ import annotations

@@ -7,18 +7,11 @@ Given the LP solution ``u`` (n, k) with rows on the simplex, one rounding is::
         every still-unassigned node i with u[i, h] >= alpha takes label h
     until every node has a label
 
-(Kleinberg & Tardos 2002, §4 "the uniform labeling problem"). A node is assigned in a
-phase with probability ``sum_h u[i, h] / k = 1/k``, so the expected number of phases
-is about ``k ln n``. Two nodes with fractional vectors ``u_i, u_j`` are separated with
-probability at most ``||u_i - u_j||_1`` — the source of the factor-2 guarantee for
-must-links (uniform metric labelling). Nothing similar holds for cannot-links: two
-cannot-linked nodes with the same fractional vector are caught by the same phase, so
-they always get the same label, while the LP pays nothing for the pair as soon as
-``u[i, h] + u[j, h] <= 1`` for every ``h`` (e.g. the uniform vector, for k >= 2).
-
-The sequential process is vectorised over phases: we draw a block of phases at once
-and give each node the label of the first phase in the block that catches it, which
-is exactly what running the phases one after another does.
+(Kleinberg & Tardos 2002, §4, the uniform labeling problem). Two nodes are separated
+with probability at most ``||u_i - u_j||_1``, the factor-2 guarantee for must-links;
+two cannot-linked nodes with the same fractional vector always get the same label.
+The phases are drawn in blocks, each node taking the label of the first phase that
+catches it: exactly the sequential process.
 """
 
 from __future__ import annotations
@@ -45,21 +38,17 @@ def kleinberg_tardos_rounding(u: NDArray[Any], rng: np.random.Generator, n_round
     Parameters
     ----------
     u : ndarray of shape (n, k)
-        Fractional labelling, rows summing to 1 (entries below 1e-9 are treated as 0,
-        so a label the LP gave no weight is never chosen).
-    rng : numpy Generator
-    n_rounds : int, default=1
+        Fractional labelling, rows summing to 1 (entries below 1e-9 count as 0).
     max_phases : int, optional
-        Cap on phases per rounding; default ``ceil(10 k ln(n + 2))``, which leaves a
-        node unassigned with probability at most ``(n + 2)^-10``. Nodes still
-        unassigned at the cap take ``argmax_h u[i, h]`` (counted in ``info``).
+        Cap on phases per rounding; default ``ceil(10 k ln(n + 2))`` (a node stays
+        unassigned with probability at most ``(n + 2)^-10``); nodes still unassigned
+        take ``argmax_h u[i, h]``.
 
     Returns
     -------
     labels : ndarray of shape (n_rounds, n)
     info : dict
-        ``phases`` (mean phases drawn per rounding) and ``fallback`` (nodes placed by
-        the argmax fallback, over all rounds).
+        ``phases`` (mean per rounding) and ``fallback`` (nodes placed by the argmax).
 
     References
     ----------

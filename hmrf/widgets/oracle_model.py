@@ -59,7 +59,6 @@ class OracleModel:
 
     Parameters
     ----------
-    X : array-like or sparse matrix of shape (n_samples, n_features)
     y : array-like of shape (n_samples,), optional
         True classes, for the learning curve only.
     n_clusters : int, optional
@@ -70,16 +69,11 @@ class OracleModel:
         The clustering shown (default ``HMRFKMeans(n_clusters=k)``, Basu 2005, ch. 4).
     budget : int, optional
         Maximum number of queries (own pairs do not count).
-    constraints : Constraints, optional
-        Supervision known before the first query.
     projection : array-like of shape (n_samples, 2), optional
         Where to draw the points (default: :func:`~hmrf.widgets.project_2d`).
     warm_start : bool, default=True
-        Re-fit from the previous centres (see :class:`~hmrf.widgets.Reclusterer`).
-    max_iter : int, default=10
-        EM iterations of a warm-started re-fit.
-    random_state : int or None, default=None
-        Passed to the default selector and estimator.
+        Re-fit from the previous centres, ``max_iter`` EM iterations
+        (:class:`~hmrf.widgets.Reclusterer`).
 
     Attributes
     ----------
@@ -87,10 +81,8 @@ class OracleModel:
     reclusterer : Reclusterer
     xy : ndarray of shape (n_samples, 2)
         Drawing coordinates.
-    history : list of CurvePoint
-        One entry per answer, and one for the start.
-    label_history : list of ndarray
-        The labels of each entry of ``history``.
+    history, label_history : list
+        One :class:`CurvePoint` and one labelling per answer, and one for the start.
     """
 
     def __init__(self, X: MatrixLike, y: ArrayLike | None = None, *, n_clusters: int | None = None,

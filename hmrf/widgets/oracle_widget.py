@@ -37,23 +37,8 @@ class OracleWidget(anywidget.AnyWidget):
     ``d`` (don't know); click two points, then ``m`` or ``c``, to add a pair of your own
     (``Esc`` cancels). With true labels ``y`` a learning curve grows beside the plot.
 
-    Parameters
-    ----------
-    X : array-like or sparse matrix of shape (n_samples, n_features)
-    y : array-like of shape (n_samples,), optional
-        True classes, for the learning curve only.
-    width, height : int, default=460, 380
-        Size of the scatter plot in pixels.
-    **options
-        ``n_clusters``, ``selector``, ``estimator``, ``budget``, ``constraints``,
-        ``projection``, ``warm_start``, ``max_iter``, ``random_state``: as
-        :class:`~hmrf.widgets.OracleModel`.
-
-    Attributes
-    ----------
-    model : OracleModel
-        Everything the widget shows: ``model.session`` (queries and constraints),
-        ``model.labels``, ``model.history`` (the learning curve).
+    Parameters are those of :class:`~hmrf.widgets.OracleModel` (``model``), and
+    ``width``, ``height``, the size of the scatter plot in pixels.
 
     Notes
     -----
@@ -155,11 +140,8 @@ class OracleWidget(anywidget.AnyWidget):
         self._sync()
 
     def _on_message(self, _widget, content, _buffers) -> None:
-        """A click or key press in the browser (runs on the kernel's main thread).
-
-        Every message ends in one update of the traits (``version`` + 1), which is how
-        the browser knows the kernel is ready for the next click.
-        """
+        """A click or key press in the browser; every message ends in one update of the
+        traits (``version`` + 1), which tells the browser the kernel is ready."""
         try:
             kind = content.get("type") if isinstance(content, dict) else None
             if kind == "answer":

@@ -34,15 +34,7 @@ def plot_oracle(model: OracleModel | OracleWidget, axes: Axes | Sequence[Axes] |
     Must-links are green and cannot-links red, dashed where violated; the pending query
     is circled. With true labels a second panel shows NMI and ARI against the answers.
 
-    Parameters
-    ----------
-    model : OracleModel or OracleWidget
-    axes : matplotlib Axes or pair of Axes, optional
-        Where to draw (the curve needs the second); by default a new figure.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``axes``: a new figure by default (the curve needs a second Axes).
     """
     plt = load("matplotlib.pyplot", purpose="plot_oracle")
     from matplotlib.collections import LineCollection

@@ -18,22 +18,10 @@ __all__ = ["project_2d"]
 
 
 def project_2d(X: MatrixLike, projection: ArrayLike | None = None, *, random_state: int = 0) -> np.ndarray:
-    """Coordinates of shape (n, 2) to draw the points of ``X`` at.
-
-    Parameters
-    ----------
-    X : array-like or sparse matrix of shape (n_samples, n_features)
-    projection : array-like of shape (n_samples, 2), optional
-        Coordinates of one's own (e.g. a t-SNE or UMAP embedding); checked and returned
-        as float64.
-    random_state : int, default=0
-        For the ARPACK start vector of sparse PCA (dense PCA is deterministic).
-
-    Returns
-    -------
-    ndarray of shape (n_samples, 2)
-        ``X`` itself when it has two columns; one column drawn against zeros; otherwise
-        the scores on the first two principal components (scikit-learn's ``PCA``).
+    """Coordinates of shape (n, 2) to draw the points of ``X`` at: ``projection`` (e.g.
+    a t-SNE or UMAP embedding, checked), ``X`` itself when it has two columns, one
+    column drawn against zeros, else the scores on the first two principal components
+    (scikit-learn's ``PCA``; ``random_state`` seeds ARPACK's start for sparse data).
 
     Examples
     --------

@@ -26,15 +26,6 @@ def align_labels(labels: ArrayLike, reference: ArrayLike) -> np.ndarray:
     contingency table (``scipy.optimize.linear_sum_assignment``). The partition is
     unchanged.
 
-    Parameters
-    ----------
-    labels, reference : array-like of int of shape (n,)
-        Non-negative cluster labels.
-
-    Returns
-    -------
-    ndarray of int64 of shape (n,)
-
     Examples
     --------
     >>> from hmrf.widgets.refit import align_labels
@@ -68,25 +59,9 @@ class Reclusterer:
     refit from their own initialisation. Labels are renamed to agree with the previous
     fit (:func:`align_labels`).
 
-    Parameters
-    ----------
-    estimator : hmrf estimator
-        Cloned for every fit (:func:`~hmrf.active.fit_clusterer`).
-    X : array-like or sparse matrix of shape (n_samples, n_features)
-    warm_start : bool, default=True
-    max_iter : int, default=10
-        Iteration cap of a warm-started fit.
-
-    Attributes
-    ----------
-    estimator_ : estimator
-        The last fitted clone.
-    labels_ : ndarray of shape (n_samples,)
-        Its labels, renamed to agree with the fit before.
-    warm_ : bool
-        Whether the last fit was warm-started.
-    seconds_ : float
-        Wall time of the last fit.
+    ``estimator`` is cloned for every fit (:func:`~hmrf.active.fit_clusterer`);
+    ``estimator_`` is the last fitted clone, ``labels_`` its labels renamed, ``warm_``
+    whether it was warm-started and ``seconds_`` its wall time.
     """
 
     def __init__(self, estimator: BaseEstimator, X: MatrixLike, *, warm_start: bool = True,
