@@ -55,9 +55,10 @@ __all__ = ["bp_forward", "bp_backward", "bp_flood", "bp_sums", "trws_forward", "
 
 @intrinsic
 def _runtime(typingctx, flag):
-    """``flag`` typed as a run-time ``bool``, not a literal ``True`` / ``False``: the kernels
-    that pass constant flags to :func:`_message` share its one compiled form (LLVM inlines
-    it and folds the constant at each call)."""
+    """``flag`` typed as a run-time ``bool``, not a literal ``True`` / ``False``: BP's passes
+    share one compiled form of :func:`_message` for both directions (LLVM inlines it at
+    each call). TRW-S's passes call it with literal flags: a form per direction,
+    specialised to max-product."""
     if not isinstance(flag, (types.Boolean, types.BooleanLiteral)):
         return None
 
@@ -410,7 +411,7 @@ def trws_forward(u, msg, lo, kind, w, tab_of, tcost, fptr, bptr, be, gamma, acti
         for e in range(fptr[s], fptr[s + 1]):
             for y in range(k):
                 h[y] = g * th[y] - msg[e, y]
-            _message(h, kind[e], w[e], tcost, tab_of[e], 1.0, _runtime(True), _runtime(False), new)
+            _message(h, kind[e], w[e], tcost, tab_of[e], 1.0, True, False, new)
             for y in range(k):
                 msg[e, y] = new[y]
 
@@ -435,7 +436,7 @@ def trws_backward(u, msg, kind, w, tab_of, tcost, fptr, bptr, be, gamma, active,
             e = be[p]
             for y in range(k):
                 h[y] = g * (th[y] - mins) - msg[e, y]
-            lb[c] += _message(h, kind[e], w[e], tcost, tab_of[e], 1.0, _runtime(False), _runtime(False), new)
+            lb[c] += _message(h, kind[e], w[e], tcost, tab_of[e], 1.0, False, False, new)
             for y in range(k):
                 msg[e, y] = new[y]
 
