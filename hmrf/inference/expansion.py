@@ -65,11 +65,9 @@ ARC_LAYOUT = CacheKey("expansion.arc_layout", "keep")
 
 def _arc_layout(graph: PairwiseGraph) -> tuple[np.ndarray, ...]:
     """:func:`~hmrf.inference.maxflow_numba.arc_layout` of ``graph``, cached on it."""
-    def build():
-        layout = maxflow.arc_layout(graph.n_nodes, graph.edges[:, 0], graph.edges[:, 1])
-        for a in layout:
-            a.flags.writeable = False
-        return layout
+    def build():  # writable C arrays, as QPBO's own cuts pass: one compiled form of the max-flow
+        return maxflow.arc_layout(graph.n_nodes, np.ascontiguousarray(graph.edges[:, 0]),
+                                  np.ascontiguousarray(graph.edges[:, 1]))
 
     return graph.cache.get(ARC_LAYOUT, build)
 

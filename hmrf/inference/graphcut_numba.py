@@ -273,7 +273,7 @@ def move_cut(labels, alpha, unary, allowed_alpha, p, q, wc, wk, tab_of, tab_cost
     nf = np.count_nonzero(x)
     if nf == 0:
         return x, nf, False
-    nm = 0
+    nm = np.int64(0)  # int64 from the start: one compiled maxflow_reuse
     for i in range(n):
         t = unary[i, alpha] - unary[i, labels[i]] if x[i] else 0.0
         if not recycle:

@@ -123,8 +123,9 @@ def maxflow(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in
         else:
             parent[i] = NO_PARENT
             in_sink_tree[i] = False
+    zero = np.int64(0)  # not a literal 0: one compiled _search for every caller
     return _search(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
-                   queue, 0, 0, 0)
+                   queue, zero, zero, zero)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -145,13 +146,13 @@ def maxflow_reuse(ptr, head, sister, rcap, trcap, parent, next_active, stamp, di
     """
     n = trcap.shape[0]
     queue = np.full(2, NO_PARENT, dtype=np.int64)
-    time = 0
+    time = np.int64(0)  # int64 from the start (a literal 0 would compile _search once more)
     for i in range(n):
         next_active[i] = NO_PARENT
         if stamp[i] > time:
             time = stamp[i]
     time += 1  # later than every stamp: no cached distance is current
-    o_len = 0
+    o_len = np.int64(0)
     for t in range(n_marked):
         i = marked[t]
         is_marked[i] = False
@@ -183,7 +184,7 @@ def maxflow_reuse(ptr, head, sister, rcap, trcap, parent, next_active, stamp, di
         stamp[i] = time
         dist[i] = 1
     return _search(ptr, head, sister, rcap, trcap, parent, next_active, stamp, dist, in_sink_tree, orphans,
-                   queue, 0, o_len, time)
+                   queue, np.int64(0), o_len, time)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -53,6 +53,21 @@ __all__ = ["bp_forward", "bp_backward", "bp_flood", "bp_sums", "trws_forward", "
            "compile_must_link_passes"]
 
 
+@intrinsic
+def _runtime(typingctx, flag):
+    """``flag`` typed as a run-time ``bool``, not a literal ``True`` / ``False``: BP's passes
+    share one compiled form of :func:`_message` for both directions (LLVM inlines it at
+    each call). TRW-S's passes call it with literal flags: a form per direction,
+    specialised to max-product."""
+    if not isinstance(flag, (types.Boolean, types.BooleanLiteral)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[0], signature.args[0], signature.return_type)
+
+    return types.boolean(flag), codegen
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _logaddexp(a, b):
     if a < b:
@@ -62,7 +77,7 @@ def _logaddexp(a, b):
     return a + math.log1p(math.exp(b - a))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _message(h, ke, we, tcost, t, scale, towards_hi, sum_mode, out):
     """The normalised message of one factor from ``h`` into ``out`` (module docstring).
 
@@ -211,7 +226,7 @@ def bp_forward(u, msgs, into_f, into_b, labels, node_e, fac, flags, damping, tol
         for e in range(fptr[i], fptr[i + 1]):
             for y in range(k):
                 h[y] = bel[y] - msgs[m + e, y]
-            _message(h, kind[e], w[e], tcost, tab_of[e], 1.0, True, sum_mode, new)
+            _message(h, kind[e], w[e], tcost, tab_of[e], 1.0, _runtime(True), sum_mode, new)
             moved |= _update(e, hi[e], new, msgs, into_f, 1.0, damping, tol, dirty_f, dirty_b, stale, frozen,
                              False)
         dirty_f[i] = False
@@ -237,7 +252,7 @@ def bp_backward(u, msgs, into_f, into_b, fac, flags, damping, tol, sum_mode):
             e = be[p]
             for y in range(k):
                 h[y] = bel[y] - msgs[e, y]
-            _message(h, kind[e], w[e], tcost, tab_of[e], 1.0, False, sum_mode, new)
+            _message(h, kind[e], w[e], tcost, tab_of[e], 1.0, _runtime(False), sum_mode, new)
             moved |= _update(m + e, lo[e], new, msgs, into_b, 1.0, damping, tol, dirty_f, dirty_b, stale,
                              frozen, True)
         dirty_b[i] = False
@@ -278,9 +293,12 @@ def bp_flood(u, msgs, old, into_f, into_b, beliefs, labels, fac, rho, wake, flag
             for y in range(k):
                 beliefs[i, y] = u[i, y] + into_f[i, y] + into_b[i, y]
             for e in range(fptr[i], fptr[i + 1]):
-                old[m + e] = msgs[m + e]
+                for y in range(k):
+                    old[m + e, y] = msgs[m + e, y]
             for p in range(bptr[i], bptr[i + 1]):
-                old[be[p]] = msgs[be[p]]
+                e = be[p]
+                for y in range(k):
+                    old[e, y] = msgs[e, y]
     moved = False
     for i in range(n):
         if not wake[i]:
@@ -289,14 +307,15 @@ def bp_flood(u, msgs, old, into_f, into_b, beliefs, labels, fac, rho, wake, flag
         for e in range(fptr[i], fptr[i + 1]):
             for y in range(k):
                 h[y] = beliefs[i, y] - old[m + e, y]
-            _message(h, kind[e], w[e] / rho[e], tcost, tab_of[e], 1.0 / rho[e], True, sum_mode, new)
+            _message(h, kind[e], w[e] / rho[e], tcost, tab_of[e], 1.0 / rho[e], _runtime(True), sum_mode, new)
             sent |= _update(e, hi[e], new, msgs, into_f, rho[e], damping, tol, dirty_f, dirty_b, stale,
                             frozen, False)
         for p in range(bptr[i], bptr[i + 1]):
             e = be[p]
             for y in range(k):
                 h[y] = beliefs[i, y] - old[e, y]
-            _message(h, kind[e], w[e] / rho[e], tcost, tab_of[e], 1.0 / rho[e], False, sum_mode, new)
+            _message(h, kind[e], w[e] / rho[e], tcost, tab_of[e], 1.0 / rho[e], _runtime(False), sum_mode,
+                     new)
             sent |= _update(m + e, lo[e], new, msgs, into_b, rho[e], damping, tol, dirty_f, dirty_b, stale,
                             frozen, True)
         if sent and damping > 0.0:  # a damped message has not reached its update yet
