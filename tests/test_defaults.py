@@ -553,11 +553,11 @@ def test_the_supervision_benchmark_confirms_a_miss_over_more_runs():
     assert "confirmed over 40 runs" in notes[0] and "not confirmed over 40 runs" in notes[1]
 
 
-def test_the_supervision_benchmark_records_its_command_without_the_cache(monkeypatch):
+def test_benchmarks_record_their_command_without_local_paths(monkeypatch):
     bench = _supervision_benchmark()
     monkeypatch.setattr("sys.argv", ["benchmarks/supervision.py", "--runs", "10", "--cache", "/tmp/c.json",
-                                     "--cache=/tmp/d.json", "--readme"])
-    assert bench.recorded_command().endswith("supervision.py --runs 10 --readme")
+                                     "--cache=/tmp/d.json", "--out", "/tmp/o", "--readme"])
+    assert bench.command_line().endswith("supervision.py --runs 10 --readme")
 
 
 def test_the_supervision_benchmark_repairs_kmeans_clustering_to_judge_a_hard_pair(monkeypatch):
