@@ -83,7 +83,9 @@ def linear_rows(start, stop, dense, indptr, indices, data, W, bias, offset, scal
             rows = np.ascontiguousarray(dense[s:e])  # a view of C-ordered data, else a copy of the sub-block
             np.dot(rows, W, block[:e - s])
         for i in range(s, e):
-            acc = block[0] if csr else block[i - s]  # a CSR row's products are formed in place
+            # a CSR row's products are formed in place; the bias is added where a cost is
+            # read, not written back into the block (a store per cost the loop never needs)
+            acc = block[0] if csr else block[i - s]
             if csr:
                 acc[:] = 0
                 for p in range(indptr[i], indptr[i + 1]):
@@ -91,8 +93,6 @@ def linear_rows(start, stop, dense, indptr, indices, data, W, bias, offset, scal
                     f = indices[p]
                     for h in range(k):
                         acc[h] += v * W[f, h]
-            for h in range(k):
-                acc[h] = bias[h] + acc[h]
             r = i - start
             a = row_terms[r]
             c = clamped[r] if has_clamped else -1
@@ -103,26 +103,26 @@ def linear_rows(start, stop, dense, indptr, indices, data, W, bias, offset, scal
                 best = np.inf
                 for h in range(k):
                     if scaled:
-                        key = scale[h] * min(max(a + acc[h], lo), hi) + offset[h]
+                        key = scale[h] * min(max(a + (bias[h] + acc[h]), lo), hi) + offset[h]
                     else:
-                        key = acc[h] + offset[h]
+                        key = (bias[h] + acc[h]) + offset[h]
                     if key < best:
                         best = key
                         arg = h
             labels[r] = arg
-            mins[r] = np.float64(scale[arg] * min(max(a + acc[arg], lo), hi) + offset[arg])
+            mins[r] = np.float64(scale[arg] * min(max(a + (bias[arg] + acc[arg]), lo), hi) + offset[arg])
             if has_previous:
                 q = previous[r]
                 if c >= 0 and q != c:
                     total += np.inf
                 else:
-                    total += np.float64(scale[q] * min(max(a + acc[q], lo), hi) + offset[q])
+                    total += np.float64(scale[q] * min(max(a + (bias[q] + acc[q]), lo), hi) + offset[q])
             if has_constrained and constrained[r]:
                 for h in range(k):
                     if c >= 0 and h != c:
                         crows[nc, h] = np.inf
                     else:
-                        crows[nc, h] = np.float64(scale[h] * min(max(a + acc[h], lo), hi) + offset[h])
+                        crows[nc, h] = np.float64(scale[h] * min(max(a + (bias[h] + acc[h]), lo), hi) + offset[h])
                 nc += 1
             if accumulate:
                 sq = 0.0
