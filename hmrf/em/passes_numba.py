@@ -122,7 +122,8 @@ def linear_rows(start, stop, dense, indptr, indices, data, W, bias, offset, scal
                     if c >= 0 and h != c:
                         crows[nc, h] = np.inf
                     else:
-                        crows[nc, h] = np.float64(scale[h] * min(max(a + (bias[h] + acc[h]), lo), hi) + offset[h])
+                        crows[nc, h] = np.float64(
+                            scale[h] * min(max(a + (bias[h] + acc[h]), lo), hi) + offset[h])
                 nc += 1
             if accumulate:
                 sq = 0.0
