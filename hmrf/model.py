@@ -375,7 +375,8 @@ class HMRF:
 
     def graph(self, params: EmissionParams | None = None) -> PairwiseGraph:
         """Pairwise factors of the E-step as a :class:`~hmrf.graph.PairwiseGraph`."""
-        if self._w is None and self._potts is not None:
+        if self._w is None and self._potts is not None and len(self._potts.constraints):
+            # w="auto" costs a pass over X (the data's scale): only pairs need it
             self.set_w(self.auto_w())
         if not self.potentials:
             if self._static_graph is None:
