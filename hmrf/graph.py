@@ -45,12 +45,17 @@ TABLE = 0
 T = TypeVar("T")
 
 
+def segment_matrix(rows: np.ndarray, n_rows: int) -> sp.csr_matrix:
+    """The (n_rows, e) 0/1 matrix whose product with values (e,) or (e, k) sums them into
+    the buckets ``rows``; kept by callers that sum over the same buckets repeatedly."""
+    e = rows.shape[0]
+    return sp.csr_matrix((np.ones(e), (rows, np.arange(e))), shape=(n_rows, e))
+
+
 def segment_sum(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray:
     """Sum ``values`` (e,) or (e, k) into ``n_rows`` buckets given by ``rows`` (a sparse
     product: much faster than ``np.add.at`` for 2-D values)."""
-    e = rows.shape[0]
-    agg = sp.csr_matrix((np.ones(e), (rows, np.arange(e))), shape=(n_rows, e))
-    return np.asarray(agg @ values)
+    return np.asarray(segment_matrix(rows, n_rows) @ values)
 
 
 def independent_sets(n_nodes: int, edges: np.ndarray,

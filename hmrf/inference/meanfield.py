@@ -17,10 +17,9 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._validation import Interval
-from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph
+from ..graph import POTTS_CL, POTTS_ML, TABLE, CacheKey, PairwiseGraph, segment_matrix
 from .base import InferenceEngine, Solution
 from .polish import finish
 from .posteriors import hard_cost, softmax_free_energy
@@ -58,8 +57,8 @@ class _Layout:
             row = local[src[d]]
             # the sum of a class's directed factors into its members, built once per layout:
             # the sweeps apply it many times
-            agg = sp.csr_matrix((np.ones(d.size), (row, np.arange(d.size))), shape=(members.size, d.size))
-            cls = dict(members=members, agg=agg, dst=dst[d], w=ww[d], kind=kind[d])
+            cls = dict(members=members, agg=segment_matrix(row, members.size), dst=dst[d], w=ww[d],
+                       kind=kind[d])
             if tables is not None:
                 t_idx = tables[1][d]
                 sel = kind[d] == TABLE
