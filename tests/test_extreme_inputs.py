@@ -31,6 +31,21 @@ def test_float32_overflow_is_judged_in_float32():
     HMRFKMeans(3, random_state=0).fit((X_IRIS * 1e17).astype(np.float64))
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_finiteness_check_is_exact_when_the_sum_overflows(sparse):
+    """The entrance check proves finiteness by a finite sum; a sum that overflows (finite
+    entries near the dtype's maximum) or turns to NaN (inf + -inf) is settled entry by entry."""
+    from hmrf._validation import check_data
+
+    big = np.array([[3e38, 3e38], [3e38, -1.0]], dtype=np.float32)
+    make = sp.csr_matrix if sparse else np.asarray
+    assert check_data(make(big), keep_float32=True).dtype == np.float32
+    for bad, kind, where in [([[1.0, np.inf], [-np.inf, 0.0]], "an infinite value", "row 0, column 1"),
+                             ([[1.0, 2.0], [3e38, np.nan]], "NaN", "row 1, column 1")]:
+        with pytest.raises(ValueError, match=f"{kind} at {where}"):
+            check_data(make(np.array(bad, dtype=np.float32)), keep_float32=True)
+
+
 @pytest.mark.parametrize("scale", [1e-300, 1e155, 1e300])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_cosine_is_scale_free(scale, sparse):

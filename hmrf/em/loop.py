@@ -462,7 +462,7 @@ def _counts(labels, k) -> np.ndarray:
 
 def _n_used(labels) -> int:
     """Number of non-empty clusters."""
-    return np.unique(labels).shape[0] if isinstance(labels, np.ndarray) else labels.n_used()
+    return int(np.count_nonzero(np.bincount(labels))) if isinstance(labels, np.ndarray) else labels.n_used()
 
 
 def _n_changed(new, old) -> int:
