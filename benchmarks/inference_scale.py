@@ -402,6 +402,8 @@ def small_instances(args, rows):
             body.append([gname if j == 0 else "", eng, f"{100 * ob.mean():.3f} %",
                          f"{100 * ob.max():.3f} %", f"{100 * np.mean(ob <= 1e-9):.0f} %",
                          f"{1e3 * t.mean():.1f} ms"])
-    table = ("The 40 small E-steps of part 1 (50–200 points), over the best labelling of each:\n\n"
+    table = ("The 40 small E-steps of part 1 (50–200 points), their costs rounded to multiples of 1/1000 "
+             "as GCO needs them (so ICM's excess differs from inference-small.md's on the same instances), "
+             "over the best labelling of each:\n\n"
              + markdown_table(["group", "engine", "mean excess", "max excess", "= best", "mean time"], body))
     return "\n".join(lines), table

@@ -169,7 +169,11 @@ def run_floor(n, d, k, iters, repeats, dtype):
     out.update(floor=float(np.median(floor)), hmrf_floor=float(np.median(t["hmrf"] / floor)),
                sklearn_floor=float(np.median(t["sklearn"] / floor)),
                hmrf_sklearn=float(np.median(t["hmrf"] / t["sklearn"])), agree=agree, gap=gap,
-               dtype=np.dtype(dtype).name, load=load_average())
+               dtype=np.dtype(dtype).name, load=load_average(),
+               # the dense table's row of the same fits (run_unconstrained's keys)
+               fit=float(np.median(t["hmrf"]) * ours.n_iter_), n_iter=int(ours.n_iter_),
+               per_iter=out["hmrf"], sk_per_iter=out["sklearn"], ratio=out["hmrf_sklearn"],
+               labels_equal=agree == n, peak_rss=peak_rss_mb())
     return out
 
 
@@ -201,6 +205,7 @@ def floor_table(args):
              + ", ".join(r["load"] for r in rows) + ".")
     print(table + "\n\n" + notes, flush=True)
     print(write_result("scale-floor", table, notes=notes))
+    return rows
 
 
 def run_constrained(n, d, k, fraction, engine, iters):
@@ -443,12 +448,15 @@ def main(argv=None):
         "| ratio | peak RSS | of which X | labels = sklearn |")
     out("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     loads = []
+    page = sizes == [10_000, 100_000, 1_000_000]  # the page's tables: the default sizes only
+    # at 10^6 the unconstrained float64 fits are the floor table's (one measurement, one number)
+    floor = floor_table(args)[0] if page else None
     for n in sizes:
         x_mb = n * args.d * 8 / 1e6
         for f in fractions:
             if f == 0:
-                r = spawn(job="unconstrained", n=n, d=args.d, k=args.k, iters=args.iters,
-                          repeats=args.repeats)
+                r = floor if floor is not None and n == 10**6 else spawn(
+                    job="unconstrained", n=n, d=args.d, k=args.k, iters=args.iters, repeats=args.repeats)
                 out(f"| {n:,} | 0 | - | {r['fit']:.2f} | {r['n_iter']} | {r['per_iter']:.4f} | - | "
                     f"{r['sk_per_iter']:.4f} | {r['ratio']:.2f} | {r['peak_rss'] - r['base_rss']:.0f} | "
                     f"{x_mb:.0f} | {r['labels_equal']} |")
@@ -460,7 +468,9 @@ def main(argv=None):
                     f"{r['per_iter']:.4f} | {r['init']:.2f} | {r['sk_per_iter']:.4f} | {r['ratio']:.2f} | "
                     f"{r['peak_rss'] - r['base_rss']:.0f} | {x_mb:.0f} | - |")
         loads.append(load_average())
-    notes = (f"d = {args.d}, k = {args.k}; X is n x d float64; times in seconds (fit: one default fit; "
+    notes = (f"d = {args.d}, k = {args.k}; X is n x d float64; no constraints: {args.iters} iterations from "
+             f"the same centres, medians of {args.repeats} interleaved repeats (at 10^6 the float64 fits of "
+             "scale-floor.md); times in seconds (fit: one default fit; "
              "per iteration: its time per EM iteration; init: the rest of the fit, other starts included; "
              "ratio: per iteration "
              "against scikit-learn's Lloyd KMeans on the same data); peak RSS in MB above the interpreter "
@@ -472,11 +482,10 @@ def main(argv=None):
                   f"{r['init_mem']:.0f} MB traced beyond X. MPCKMeans (diagonal), 100,000 x 50, 10,000 "
                   f"constraints: {r['mpck_fit']:.1f} s, {r['mpck_iter']} iterations.")
     print(notes)
-    if sizes == [10_000, 100_000, 1_000_000]:  # the page's tables: the default sizes only
+    if page:
         from _results import write_result
 
         print(write_result("scale-dense", "\n".join(lines), notes=notes))
-        floor_table(args)
 
 
 def sparse_table(args):
