@@ -4,8 +4,8 @@ Every optional import of the package goes through :func:`load` (the module, or a
 ``ImportError`` saying what needs it and the ``pip`` command that installs it) or
 :func:`available` (whether it imports, for code with a fallback)::
 
-    numba = load("numba", purpose="BeliefPropagation(kernel='numba')")
-    # ImportError: BeliefPropagation(kernel='numba') needs numba: pip install 'hmrf[fast]'
+    cvxpy = load("cvxpy", purpose="LPRelaxation(solver='cvxpy')")
+    # ImportError: LPRelaxation(solver='cvxpy') needs cvxpy: pip install 'hmrf[cvxpy]'
 
 Nothing is imported before it is asked for, so ``import hmrf`` stays light.
 """
@@ -18,7 +18,6 @@ __all__ = ["load", "available", "missing_message", "EXTRAS"]
 
 #: Top-level import name -> the extra of ``hmrf`` that installs it (pyproject.toml).
 EXTRAS = {
-    "numba": "fast",
     "cvxpy": "cvxpy",
     "matplotlib": "plot",
     "pyarrow": "parquet",
@@ -56,7 +55,7 @@ def missing_message(name: str, purpose: str | None = None, extra: str | None = N
 
 
 def load(name: str, extra: str | None = None, *, purpose: str | None = None, hint: str | None = None):
-    """The module ``name`` (e.g. ``"numba"``, ``"pyarrow.parquet"``), imported on first use.
+    """The module ``name`` (e.g. ``"cvxpy"``, ``"pyarrow.parquet"``), imported on first use.
 
     Parameters
     ----------

@@ -16,7 +16,7 @@ def test_an_installed_module_is_returned():
 
 
 @pytest.mark.parametrize("name, extra, distribution", [
-    ("numba", "fast", "numba"), ("cvxpy", "cvxpy", "cvxpy"),
+    ("cvxpy", "cvxpy", "cvxpy"), ("distributed", "dask", "distributed"),
     ("pyarrow.parquet", "parquet", "pyarrow"), ("matplotlib.pyplot", "plot", "matplotlib"),
 ])
 def test_a_missing_module_names_what_needs_it_and_the_extra(monkeypatch, name, extra, distribution):
