@@ -165,14 +165,15 @@ def run_floor(n, d, k, iters, repeats, dtype):
         d_sk = ((Xd - C[sk.labels_[differ]]) ** 2).sum(axis=1)
         gap = float(np.max(np.abs(d_ours - d_sk) / d_sk))
     floor = t["gemm"] + t["read"]
+    ratio = float(np.median(t["hmrf"] / t["sklearn"]))
     out = {name: float(np.median(v)) for name, v in t.items()}
     out.update(floor=float(np.median(floor)), hmrf_floor=float(np.median(t["hmrf"] / floor)),
                sklearn_floor=float(np.median(t["sklearn"] / floor)),
-               hmrf_sklearn=float(np.median(t["hmrf"] / t["sklearn"])), agree=agree, gap=gap,
+               hmrf_sklearn=ratio, agree=agree, gap=gap,
                dtype=np.dtype(dtype).name, load=load_average(),
                # the dense table's row of the same fits (run_unconstrained's keys)
                fit=float(np.median(t["hmrf"]) * ours.n_iter_), n_iter=int(ours.n_iter_),
-               per_iter=out["hmrf"], sk_per_iter=out["sklearn"], ratio=out["hmrf_sklearn"],
+               per_iter=out["hmrf"], sk_per_iter=out["sklearn"], ratio=ratio,
                labels_equal=agree == n, peak_rss=peak_rss_mb())
     return out
 
@@ -275,9 +276,9 @@ def _limit_threads(threads):
     """scikit-learn's OpenMP and BLAS threads and the hmrf pass's pool at ``threads``."""
     from threadpoolctl import threadpool_limits
 
-    import hmrf.em.passes as passes
+    import hmrf._blocks as blocks
 
-    passes.MAX_THREADS = threads
+    blocks.MAX_THREADS = threads
     return threadpool_limits(threads)
 
 

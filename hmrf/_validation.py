@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
+from ._blocks import map_row_blocks
+
 if TYPE_CHECKING:
     from ._typing import MatrixLike
 
@@ -62,9 +64,14 @@ def check_random_state(seed, name: str = "random_state") -> np.random.Generator:
 
 def _all_finite(values: np.ndarray) -> bool:
     """Whether every entry is finite: a finite sum proves it in one read with no (n, d)
-    temporary (NaN and inf propagate); only a sum that overflows needs the entrywise test."""
+    temporary (NaN and inf propagate; a large matrix is summed by row blocks on every
+    core); only a sum that overflows needs the entrywise test."""
     with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(values.sum()):
+        if values.ndim == 2:
+            total = sum(map_row_blocks(lambda rows: values[rows].sum(), *values.shape))
+        else:
+            total = values.sum()
+        if np.isfinite(total):
             return True
     return bool(np.all(np.isfinite(values)))
 

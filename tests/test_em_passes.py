@@ -252,11 +252,35 @@ def test_threaded_pass_gives_the_single_threaded_result(em_mode, monkeypatch):
     import hmrf._blocks as blocks
 
     monkeypatch.setattr(blocks, "BLOCK_ELEMENTS", 256 * 5)  # many blocks
-    monkeypatch.setattr(estep, "MAX_THREADS", 1)
+    monkeypatch.setattr(blocks, "MAX_THREADS", 1)
     one = fit()
-    monkeypatch.setattr(estep, "MAX_THREADS", 4)
-    monkeypatch.setattr(estep, "MIN_THREADED_ENTRIES", 0)
+    monkeypatch.setattr(blocks, "MAX_THREADS", 4)
+    monkeypatch.setattr(blocks, "MIN_THREADED_ENTRIES", 0)
     many = fit()
     np.testing.assert_array_equal(one.labels_, many.labels_)
     assert one.objective_ == many.objective_
     np.testing.assert_array_equal(one.history_, many.history_)
+
+
+def test_row_block_reductions_on_the_pool_equal_one_thread_and_nest(monkeypatch):
+    """The entrance's reductions over X (finiteness, scale, squared norms) run by row
+    blocks on the pass's pool; they equal the single-threaded results, and a pool thread
+    that asks for them runs the blocks itself instead of waiting on its own pool."""
+    import hmrf._blocks as blocks
+    from hmrf._validation import check_data
+    from hmrf.emissions.base import check_squared_scale
+    from hmrf.emissions.bregman import row_dot
+
+    X = np.random.default_rng(0).normal(size=(3000, 7)).astype(np.float32)
+    one = row_dot(X)
+    monkeypatch.setattr(blocks, "MIN_THREADED_ENTRIES", 0)
+    monkeypatch.setattr(blocks, "BLOCK_ELEMENTS", 256 * 7)
+    np.testing.assert_array_equal(row_dot(X), one)
+    for got in blocks.map_on_pool(lambda _: row_dot(X), range(4)):
+        np.testing.assert_array_equal(got, one)
+    bad = X.copy()
+    bad[2500, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN at row 2500, column 3"):
+        check_data(bad, keep_float32=True)
+    with pytest.raises(ValueError, match=r"entries reach 1e\+20"):
+        check_squared_scale(np.where(np.arange(3000)[:, None] == 2999, np.float32(-1e20), X), "squared Euclidean")

@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 
 from hmrf import Constraints, HMRFKMeans, KMeans, MPCKMeans, PCKMeans, SphericalKMeans
-from hmrf._blocks import BLOCK_ELEMENTS
-from hmrf.em.passes import _threads
+from hmrf._blocks import BLOCK_ELEMENTS, MIN_THREADED_ENTRIES, pool_threads
 
 N, D, K = 50_000, 10, 40
 #: the pass's blocks in flight: one (rows x k) float64 cost block per thread, one waiting
-BLOCKS = (_threads() + 1) * BLOCK_ELEMENTS * 8
+BLOCKS = (pool_threads(MIN_THREADED_ENTRIES) + 1) * BLOCK_ELEMENTS * 8
 
 
 def _data():

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 from oracles import passes_numpy as oracle
 
+import hmrf._blocks as _blocks
 import hmrf.em.passes as passes
 import hmrf.em.sparse as sparse
 from hmrf import HMRF, Constraints, HMRFKMeans, KMeans, SphericalKMeans
@@ -114,7 +115,7 @@ def test_statistics_by_cluster_part_do_not_depend_on_the_parts():
     labels = np.random.default_rng(0).integers(0, 7, X.shape[0])
     one = sparse.cluster_sums_by_part(X, labels, 7, "norm", None, 1)
     for parts in (2, 3, 7):
-        many = sparse.cluster_sums_by_part(X, labels, 7, "norm", passes.map_on_pool, parts)
+        many = sparse.cluster_sums_by_part(X, labels, 7, "norm", _blocks.map_on_pool, parts)
         np.testing.assert_array_equal(many.sums, one.sums)
         np.testing.assert_array_equal(many.second, one.second)
     np.testing.assert_array_equal(one.sums, oracle.group_sums(X, labels, 7))
@@ -128,10 +129,10 @@ def test_thread_count_changes_no_bit(name, monkeypatch):
     X, _ = _text(n=1500, d=400, seed=4)
     fits = []
     for threads in (1, 2, 5):
-        monkeypatch.setattr(passes, "MAX_THREADS", threads)
-        monkeypatch.setattr(passes, "MIN_THREADED_ENTRIES", 0)
+        monkeypatch.setattr(_blocks, "MAX_THREADS", threads)
+        monkeypatch.setattr(_blocks, "MIN_THREADED_ENTRIES", 0)
         monkeypatch.setattr(sparse, "BLOCK_NNZ", 1000)
-        monkeypatch.setattr(passes, "os", type("os", (), {"cpu_count": staticmethod(lambda t=threads: t)}))
+        monkeypatch.setattr(_blocks, "os", type("os", (), {"cpu_count": staticmethod(lambda t=threads: t)}))
         fits.append(KMeans(4, emission=name, random_state=0, max_iter=15, tol=0).fit(X))
     for f in fits[1:]:
         np.testing.assert_array_equal(f.labels_, fits[0].labels_)
@@ -153,8 +154,8 @@ def test_sparse_kmeans_equals_scikit_learn(threads, monkeypatch):
     X = TfidfTransformer().fit_transform(sp.csr_matrix(rng.poisson(profile[y]).astype(float))).tocsr()
     k = 12
     init = X[np.random.default_rng(0).choice(X.shape[0], k, replace=False)].toarray()
-    monkeypatch.setattr(passes, "MAX_THREADS", threads)
-    monkeypatch.setattr(passes, "MIN_THREADED_ENTRIES", 0)
+    monkeypatch.setattr(_blocks, "MAX_THREADS", threads)
+    monkeypatch.setattr(_blocks, "MIN_THREADED_ENTRIES", 0)
     monkeypatch.setattr(sparse, "BLOCK_NNZ", 10_000)
     for it in (1, 3, 10, 30):  # converges (labels stop changing) after 17
         with threadpool_limits(threads):

@@ -22,7 +22,6 @@ a Dask array elsewhere.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -220,10 +219,6 @@ def _assign(family, X, params, normalizer, k, form, data, clamped, previous, mas
     return BlockResult(labels, mins, prev, rows, stats)
 
 
-def _threads() -> int:
-    return max(1, min(os.cpu_count() or 1, MAX_THREADS))
-
-
 def pass_width(family: EmissionFamily, X: MatrixLike, n_clusters: int) -> int:
     """Columns of a pass's per-row temporaries: ``k`` for a family with linear costs (its
     sweep forms no (rows x d) block), else ``max(k, d)``."""
@@ -232,55 +227,21 @@ def pass_width(family: EmissionFamily, X: MatrixLike, n_clusters: int) -> int:
     return max(n_clusters, X.shape[1])
 
 
-def pool_threads(entries: int) -> int:
-    """Threads a pass over ``entries`` data entries runs on (1 below
-    ``MIN_THREADED_ENTRIES``)."""
-    return 1 if entries < MIN_THREADED_ENTRIES else _threads()
-
-
-def map_on_pool(work, items):
-    """``work(item)`` for every item on the pass's thread pool, results in item order."""
-    pool, _ = _thread_pool(_threads())
-    return [f.result() for f in [pool.submit(work, it) for it in items]]
-
-
-#: Threads that work on row blocks at once (each block's BLAS call then runs on one
-#: thread, as scikit-learn's Lloyd loop does with OpenMP over chunks).
-MAX_THREADS = 8
-#: Passes over fewer data entries (rows x max(k, d)) than this run on the calling
-#: thread: for them, handing blocks to threads costs more than it saves.
-MIN_THREADED_ENTRIES = 2**22
-
-_THREADING = {}
-
-
-def _thread_pool(n_threads):
-    """A pool of ``n_threads`` threads and a BLAS thread-limit controller, made once per
-    process and reused by every pass."""
-    if _THREADING.get("n") != n_threads:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from threadpoolctl import ThreadpoolController
-
-        _THREADING.update(n=n_threads, pool=ThreadPoolExecutor(n_threads, thread_name_prefix="hmrf-pass"),
-                          controller=ThreadpoolController())
-    return _THREADING["pool"], _THREADING["controller"]
-
-
-def run_blocks(work: Any, blocks: Any, entries: int = MIN_THREADED_ENTRIES) -> Iterator[Any]:
+def run_blocks(work: Any, blocks: Any, entries: int | None = None) -> Iterator[Any]:
     """``work(block)`` for every block, yielded in block order (so sums are added in the
-    same order whatever the number of threads): on a pool of threads when the pass covers
-    at least ``MIN_THREADED_ENTRIES`` entries, else on the calling thread. At most one
-    block per thread (and one waiting) is in flight, so memory stays that of a few
-    blocks."""
+    same order whatever the number of threads): on the pass's pool of threads
+    (:func:`hmrf._blocks.thread_pool`, each block's BLAS calls on one thread) when the
+    pass covers at least ``MIN_THREADED_ENTRIES`` entries (``None``: taken as enough),
+    else on the calling thread. At most one block per thread (and one waiting) is in
+    flight, so memory stays that of a few blocks."""
     from collections import deque
 
     blocks = list(blocks)
-    n_threads = _threads()
-    if n_threads == 1 or len(blocks) < 2 * n_threads or entries < MIN_THREADED_ENTRIES:
+    n_threads = _blocks.pool_threads(_blocks.MIN_THREADED_ENTRIES if entries is None else entries)
+    if n_threads == 1 or len(blocks) < 2 * n_threads or _blocks.in_pool_thread():
         yield from map(work, blocks)
         return
-    pool, controller = _thread_pool(n_threads)
+    pool, controller = _blocks.thread_pool(n_threads)
     with controller.limit(limits=1, user_api="blas"):
         pending = deque()
         for b in blocks:

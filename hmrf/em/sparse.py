@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import _blocks
 from ..emissions.stats import ClusterStats
 from . import passes
 
@@ -47,12 +48,11 @@ def sparse_row_blocks(indptr: Any, n_clusters: int, nnz_per_block: int = BLOCK_N
     """Row slices of about ``nnz_per_block`` stored entries each, of at most
     :func:`hmrf._blocks.block_rows` rows for (rows x k) temporaries; they depend on the
     data only, never on the number of threads."""
-    from .._blocks import block_rows
 
     n = indptr.shape[0] - 1
     nnz = int(indptr[-1])
     cuts = np.searchsorted(indptr, np.arange(nnz_per_block, nnz, nnz_per_block), side="left")
-    cap = block_rows(n, n_clusters)
+    cap = _blocks.block_rows(n, n_clusters)
     edges = np.unique(np.r_[0, cuts, n])
     out = []
     for s, e in zip(edges[:-1], edges[1:]):  # a loop over blocks; rows are split further if too many
@@ -132,7 +132,8 @@ def sparse_assignment_pass(model: HMRF, form: LinearCosts, previous: NDArray[np.
     if accumulate:
         fused, kind = passes.fused_second_moment(model.emission, model.normalizer)
         if fused and shift is None:
-            stats = cluster_sums_by_part(X, labels, k, kind, passes.map_on_pool, passes.pool_threads(entries))
+            n_parts = _blocks.pool_threads(entries)
+            stats = cluster_sums_by_part(X, labels, k, kind, _blocks.map_on_pool, n_parts)
         else:
             stats = model.emission.statistics(X, labels, k, model.normalizer, shift)
     unary_c = np.vstack(parts) if parts else np.empty((0, k))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import scipy.sparse as sp
 
+from .._blocks import map_row_blocks
 from .stats import ClusterStats
 
 if TYPE_CHECKING:
@@ -141,7 +142,10 @@ def check_squared_scale(X: MatrixLike, family: str) -> None:
     if data.size == 0:
         return
     info = np.finfo(work_dtype(X))
-    big = float(max(np.max(data), -np.min(data)))  # no |X| temporary
+    if data.ndim == 2:  # by row blocks on every core, no |X| temporary
+        big = float(max(map_row_blocks(lambda rows: max(data[rows].max(), -data[rows].min()), *data.shape)))
+    else:
+        big = float(max(np.max(data), -np.min(data)))
     limit = np.sqrt(info.max / (16.0 * X.shape[1]))
     if big > limit or 0.0 < big < np.sqrt(info.tiny) * 1e3:
         raise ValueError(
