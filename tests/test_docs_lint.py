@@ -466,6 +466,39 @@ def test_every_results_file_is_shown_and_every_include_exists():
     assert not files - used, f"results files no page shows (stale? remove or include): {sorted(files - used)}"
 
 
+def _table(name: str) -> list[dict]:
+    """The first markdown table of ``docs/results/<name>``, one dict per row (an empty
+    first cell takes the previous row's, as the grouped tables write it)."""
+    lines = [ln for ln in (DOCS / "results" / name).read_text(encoding="utf-8").splitlines()]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("| "))
+    rows, header, last = [], None, ""
+    for ln in lines[start:]:
+        if not ln.startswith("|"):
+            break
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif not set(ln) <= set("|-: "):
+            last = cells[0] or last
+            rows.append(dict(zip(header, [last, *cells[1:]])))
+    return rows
+
+
+def test_results_files_that_share_a_measurement_agree():
+    """One number, one source: where two results files show the same fits, each shows
+    the same value (so re-running one script alone shows up here)."""
+    auto = {(r["data set"], r["pairs"]): r["auto: J above best / NMI"].split("/")[-1].strip()
+            for r in _table("default_engine.md") if r["pairs"]}
+    for r in _table("auto_weight.md"):
+        key = (r["data set"], r["pairs"])
+        if key in auto:  # w = 2 s is what w="auto" resolves to: the same fits
+            assert r["w = 2 s"] == auto[key], f"{key}: auto_weight.md {r['w = 2 s']}, default_engine.md {auto[key]}"
+    floor = next(r for r in _table("scale-floor.md") if r["dtype"] == "float64")
+    dense = next(r for r in _table("scale-dense.md") if r["n"] == "1,000,000" and r["constraints"] == "0")
+    assert (dense["per iteration"], dense["sklearn per iteration"]) == \
+        (floor["hmrf per iteration"], floor["sklearn per iteration"])
+
+
 def _raised_names() -> set:
     names = set()
     for path in (ROOT / "hmrf").rglob("*.py"):
