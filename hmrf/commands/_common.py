@@ -238,8 +238,10 @@ def own_default(action, param: str, takes: str):
 
 
 #: Help of every command's ``--w`` (with :func:`own_default`).
-W_HELP = ("constraint weight: a number (inf = hard) or auto, twice the mean cost of a point "
-          "when all the data form one cluster (default: the estimator's own, %(own)s)")
+W_HELP = ("constraint weight: a number (inf = hard) or auto, the estimator's rule: twice the mean "
+          "cost of a point when all the data form one cluster (Potts penalties), 1 for mpckmeans' "
+          "distance-scaled penalties, min(1, n / pairs) for mkmeans (default: the estimator's own, "
+          "%(own)s)")
 
 
 def add_w_option(p):

@@ -98,7 +98,8 @@ ESTIMATORS = {
         "constraints", takes_engine=True, takes_w=True),
     "mpckmeans": EstimatorSpec(
         "mpckmeans:MPCKMeans",
-        "MPCKMeans: PCKMeans plus a learned diagonal Mahalanobis metric",
+        "MPCKMeans: PCKMeans with distance-scaled penalties and, given as many pairs as features, "
+        "a learned diagonal Mahalanobis metric (cosine on text)",
         "constraints", takes_engine=True, takes_w=True, emissions=_METRICS, named_emission=True),
     "mkmeans": EstimatorSpec(
         "mpckmeans:MKMeans",
@@ -125,7 +126,8 @@ ESTIMATORS = {
         no_engine="its E-steps always use the default engine, auto"),
     "kmeans": EstimatorSpec(
         "hmrf_kmeans:KMeans",
-        "KMeans from perturbed global centroids, no supervision (the thesis's baseline)",
+        "KMeans from perturbed global centroids (the thesis's initialisation; several runs where "
+        "cheap), no supervision",
         "none", params={"init": "neighborhoods"}, no_engine=_ARGMIN),
 }
 
