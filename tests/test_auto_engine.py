@@ -197,3 +197,9 @@ def test_compiled_components_number_them_as_scipy_does(seed):
     n_comp, comp = components(n, g.edges[:, 0], g.edges[:, 1])
     ref_n, ref = g.components()
     assert n_comp == ref_n and comp.tolist() == ref.tolist()
+
+
+@pytest.mark.parametrize("value", [False, True, "auto"])
+def test_removed_expansion_parameter_names_its_replacement(value):
+    with pytest.raises(TypeError, match=r'AutoEngine\(expansion=...\) was removed: expansion=False is inference="bp"'):
+        AutoEngine(expansion=value)

@@ -211,13 +211,16 @@ def test_curve_and_compare_on_text_use_cosine(tmp_path, capsys, monkeypatch):
     assert "emission cosine (the default for text)" in capsys.readouterr().out
 
 
-def test_sparse_non_negative_rows_are_text():
+def test_sparse_non_negative_rows_are_text_as_emission_auto_decides():
+    """The commands take for text exactly what ``emission="auto"`` takes for text."""
     from hmrf.commands._common import Data, is_text
+    from hmrf.emissions import data_emission
 
-    X = sp.random(10, 5, density=0.5, random_state=0, format="csr")
-    assert is_text(Data(X, None, "x", {}))
-    assert not is_text(Data(X.toarray(), None, "x", {}))
-    assert not is_text(Data(-X, None, "x", {}))
+    X = sp.csr_matrix(sp.random(10, 5, density=0.5, random_state=0) + sp.eye(10, 5))
+    empty = X.tolil()
+    empty[3] = 0
+    for M, text in ((X, True), (X.toarray(), False), (-X, False), (empty.tocsr(), False)):
+        assert is_text(Data(M, None, "x", {})) == text == (data_emission(M) == "cosine")
 
 
 # --------------------------------------------------- engine and initialisation

@@ -659,3 +659,13 @@ def test_dominated_variables_are_fixed_as_every_minimiser_fixes_them(seed):
         e = np.array([moves.energy(np.where(x, alpha, labels)) for x in xs])
         minimisers = xs[np.isclose(e, e.min(), rtol=1e-12, atol=1e-9)]
         assert minimisers[:, forced].all() and not minimisers[:, kept].any()
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: AlphaExpansion(kernel="numba"), r"AlphaExpansion\(kernel=...\) was removed: moves are built"),
+    (lambda: ExpansionMoves(np.zeros((2, 2)), None, kernel="numba"), r"ExpansionMoves\(kernel=...\) was removed"),
+    (lambda: AlphaExpansion(sweeps=3), r"AlphaExpansion got an unexpected keyword argument 'sweeps'"),
+])
+def test_removed_parameters_name_what_to_do(make, match):
+    with pytest.raises(TypeError, match=match):
+        make()

@@ -66,7 +66,7 @@ def emission_listing() -> str:
     from ..emissions import AUTO, EMISSIONS
 
     rows = {k: s.description for k, s in EMISSIONS.items()}
-    rows[AUTO] = "cosine for sparse non-negative rows (text), else sqeuclidean"
+    rows[AUTO] = "cosine for sparse non-negative rows none of which is empty (text), else sqeuclidean"
     return listing("emission families (--emission, same names as emission= in Python)", rows)
 
 
@@ -240,8 +240,8 @@ def own_default(action, param: str, takes: str):
 #: Help of every command's ``--w`` (with :func:`own_default`).
 W_HELP = ("constraint weight: a number (inf = hard) or auto, the estimator's rule: twice the mean "
           "cost of a point when all the data form one cluster (Potts penalties), 1 for mpckmeans' "
-          "distance-scaled penalties, min(1, n / pairs) for mkmeans (default: the estimator's own, "
-          "%(own)s)")
+          "distance-scaled penalties, min(1, n / m) for mkmeans, m the constraints after the closure "
+          "(default: the estimator's own, %(own)s)")
 
 
 def add_w_option(p):
@@ -394,14 +394,16 @@ def safe_name(text: str) -> str:
 
 
 def is_text(data: Data) -> bool:
-    """Whether the points are text: a ``.txt`` file (TF-IDF vectors), or sparse rows with
-    no negative entry (term counts or weights, as the bundled newsgroup sets)."""
+    """Whether the points are text: a ``.txt`` file (TF-IDF vectors), or sparse rows in
+    memory that ``emission="auto"`` takes for text (:func:`hmrf.emissions.data_emission`:
+    no negative entry, no empty row, as the bundled newsgroup sets)."""
     import scipy.sparse as sp
+
+    from ..emissions import data_emission
 
     if str(data.source.get("data") or "").lower().endswith(".txt"):
         return True
-    X = data.X
-    return sp.issparse(X) and (X.nnz == 0 or float(X.data.min()) >= 0.0)
+    return sp.issparse(data.X) and data_emission(data.X) == "cosine"
 
 
 def emission_for(given, spec, data: Data):

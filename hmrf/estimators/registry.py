@@ -98,8 +98,8 @@ ESTIMATORS = {
         "constraints", takes_engine=True, takes_w=True),
     "mpckmeans": EstimatorSpec(
         "mpckmeans:MPCKMeans",
-        "MPCKMeans: PCKMeans with distance-scaled penalties and, given as many pairs as features, "
-        "a learned diagonal Mahalanobis metric (cosine on text)",
+        "MPCKMeans: PCKMeans with distance-scaled penalties and, given as many constraints "
+        "(after the closure) as features, a learned diagonal Mahalanobis metric (cosine on text)",
         "constraints", takes_engine=True, takes_w=True, emissions=_METRICS, named_emission=True),
     "mkmeans": EstimatorSpec(
         "mpckmeans:MKMeans",

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._lazy import lazy_module
 from ..graph import COMPONENTS, CacheKey
-from .base import InferenceEngine, Solution
+from .base import InferenceEngine, Solution, refuse_removed
 from .bp import BeliefPropagation
 from .bp.schedules import frustrated_components
 from .expansion import AlphaExpansion
@@ -75,6 +75,11 @@ class AutoEngine(InferenceEngine):
     >>> AutoEngine().map(unary, c).labels.tolist()
     [0, 0, 1]
     """
+
+    def __init__(self, **removed) -> None:
+        refuse_removed("AutoEngine", removed, {
+            "expansion": 'expansion=False is inference="bp"; the moves always run, so drop '
+                         'expansion=True or "auto".'})
 
     def check_params(self) -> None:
         """Check the parts' parameters: belief propagation and the α-expansion moves."""

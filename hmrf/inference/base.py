@@ -445,3 +445,12 @@ class InferenceEngine:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({params})"
 
+
+
+def refuse_removed(owner: str, given: dict, hints: dict) -> None:
+    """Raise a ``TypeError`` naming what to do instead of each parameter in ``given``
+    (an engine's removed parameters, CHANGES.md)."""
+    for name in given:
+        if name in hints:
+            raise TypeError(f"{owner}({name}=...) was removed: {hints[name]}")
+        raise TypeError(f"{owner} got an unexpected keyword argument {name!r}.")

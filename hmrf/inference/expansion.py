@@ -35,7 +35,7 @@ import numpy as np
 from .._lazy import lazy_module
 from .._validation import Interval, Options
 from ..graph import CacheKey, PairwiseGraph
-from .base import InferenceEngine, Solution
+from .base import InferenceEngine, Solution, refuse_removed
 from .polish import finish
 
 # the compiled kernels load on first use: listing or building engines needs no numba
@@ -136,6 +136,9 @@ class MoveCut(NamedTuple):
     unlabelled: int
 
 
+#: what a removed ``kernel=`` argument says to do
+_COMPILED = "moves are built and cut by the compiled kernels; drop it."
+
 class ExpansionMoves:
     """An E-step energy prepared for α-expansion moves.
 
@@ -165,7 +168,9 @@ class ExpansionMoves:
         The finite cost ``M`` of one violated hard factor.
     """
 
-    def __init__(self, unary: NDArray[Any], graph: PairwiseGraph, recycle: bool = True) -> None:
+    def __init__(self, unary: NDArray[Any], graph: PairwiseGraph, recycle: bool = True,
+                 **removed: Any) -> None:
+        refuse_removed("ExpansionMoves", removed, {"kernel": _COMPILED})
         unary = np.asarray(unary, dtype=np.float64)
         k = unary.shape[1]
         self.allowed = np.isfinite(unary)
@@ -336,7 +341,8 @@ class AlphaExpansion(InferenceEngine):
     monotone_from_init = True
 
     def __init__(self, max_sweeps: int = 100, label_order: str = "fixed", nonsubmodular: str = "qpbo",
-                 tables: str = "semi-metric", cycles: str = "sweep") -> None:
+                 tables: str = "semi-metric", cycles: str = "sweep", **removed: Any) -> None:
+        refuse_removed("AlphaExpansion", removed, {"kernel": _COMPILED})
         self.max_sweeps = max_sweeps
         self.label_order = label_order
         self.nonsubmodular = nonsubmodular

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ..._validation import Interval, Options, validate_params
-from ..base import InferenceEngine, Solution
+from ..base import InferenceEngine, Solution, refuse_removed
 from ..polish import POLISH, finish, polish_labels
 from .schedules import (
     AUTO_PATIENCE,
@@ -21,7 +21,7 @@ from .schedules import (
     split_components,
     uniform_edge_appearance,
 )
-from .trws import refuse_removed, run_trws, trws_order
+from .trws import run_trws, trws_order
 
 if TYPE_CHECKING:
     from typing import Any, Literal

@@ -21,7 +21,7 @@ from scipy.sparse import csgraph
 from ..._lazy import lazy_module
 from ..._validation import Interval, Options
 from ...graph import POTTS_ML, TABLE, CacheKey, PairwiseGraph
-from ..base import InferenceEngine, Solution
+from ..base import InferenceEngine, Solution, refuse_removed
 from ..polish import finish
 
 # the compiled kernels load on first use: listing or building engines needs no numba
@@ -346,14 +346,6 @@ def _unpermute(y, perm):
     out = np.empty(y.size, dtype=np.int64)
     out[perm] = y
     return out
-
-
-def refuse_removed(owner: str, given: dict, hints: dict) -> None:
-    """Raise a ``TypeError`` naming what to do instead of each parameter in ``given``."""
-    for name in given:
-        if name in hints:
-            raise TypeError(f"{owner}({name}=...) was removed: {hints[name]}")
-        raise TypeError(f"{owner} got an unexpected keyword argument {name!r}.")
 
 
 class TRWS(InferenceEngine):
