@@ -272,7 +272,22 @@ def _public_bases(app, name, obj, options, bases):
     bases[:] = out
 
 
+def _init_signature(app, what, name, obj, options, signature, return_annotation):
+    """A class whose ``__new__`` only passes its arguments on (the estimators refuse
+    renamed keywords there, ``HMRF`` picks the model of its rows' backend) shows
+    ``__init__``'s parameters, the ones a user passes, instead of ``(*args, **kwargs)``."""
+    if what != "class" or "*args" not in (signature or "") or obj.__new__ is object.__new__:
+        return None
+    from sphinx.util.inspect import signature as init_signature
+    from sphinx.util.inspect import stringify_signature
+
+    sig = init_signature(obj.__init__, bound_method=True, type_aliases=app.config.autodoc_type_aliases)
+    shown = stringify_signature(sig, show_return_annotation=False, unqualified_typehints=True)
+    return shown, return_annotation
+
+
 def setup(app):
+    app.connect("autodoc-process-signature", _init_signature)
     app.connect("missing-reference", _resolve_alias)
     app.connect("autodoc-skip-member", _skip_member)
     app.connect("autodoc-process-bases", _public_bases)

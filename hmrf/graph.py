@@ -334,6 +334,7 @@ class PairwiseGraph:
 
         Examples
         --------
+        >>> from hmrf import PairwiseGraph
         >>> PairwiseGraph.potts(3, [(0, 1), (1, 2)], 1.0, 1).pairwise_energy([0, 0, 1])
         1.0
         """

@@ -53,6 +53,7 @@ def pairwise_precision_recall_f(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[f
 
     Examples
     --------
+    >>> from hmrf.metrics import pairwise_precision_recall_f
     >>> pairwise_precision_recall_f([0, 0, 1, 1], [0, 0, 0, 1])
     (0.3333333333333333, 0.5, 0.4)
     """

@@ -127,6 +127,10 @@ class HMRF:
         Observed points, or a :class:`~hmrf.backend.RowBackend` of rows kept elsewhere
         (the model is then that backend's ``model_class()``, e.g.
         :class:`hmrf.distributed.DaskHMRF` for the chunks of a Dask array).
+    n_clusters : int
+    emission : str or EmissionFamily, default="sqeuclidean"
+        A name of :mod:`hmrf.emissions` (``"auto"``: chosen from ``X`` as the estimators
+        do, :func:`hmrf.emissions.data_emission`) or a family object.
     constraints : Constraints, optional
         Pairwise supervision: a :class:`~hmrf.potentials.PottsConstraints` potential
         with global weight ``w``.
@@ -174,7 +178,7 @@ class HMRF:
                  potentials: PairwisePotential | Sequence[PairwisePotential] | None = None,
                  normalizer: Literal["constant", "closed_form"] = "constant",
                  clamped: ArrayLike | None = None, *, validated: bool = False) -> None:
-        self.emission: EmissionFamily = get_emission(emission)
+        self.emission: EmissionFamily = get_emission(emission, None if isinstance(X, RowBackend) else X)
         if isinstance(X, RowBackend):  # rows kept elsewhere, checked and prepared where they are
             self.X = X.prepare(self.emission)
         else:

@@ -53,6 +53,7 @@ def pair_samples(constraints: Constraints) -> np.ndarray:
 
     Examples
     --------
+    >>> from hmrf.model_selection import pair_samples
     >>> from hmrf import Constraints
     >>> pair_samples(Constraints.from_pairs([(0, 1)], [(1, 2)], n=3)).tolist()
     [[0.0, 1.0, 1.0, 1.0], [1.0, 2.0, -1.0, 1.0]]
@@ -99,6 +100,7 @@ class ConstraintKFold:
 
     Examples
     --------
+    >>> from hmrf.model_selection import ConstraintKFold
     >>> import numpy as np
     >>> from hmrf import Constraints
     >>> c = Constraints.sample_from_labels(np.repeat([0, 1, 2], 20), 60, rng=0)
@@ -306,8 +308,9 @@ def choose_w(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints,
     Parameters
     ----------
     ws : sequence of float, optional
-        Weights to try; default ``W_FACTORS`` (0 to 16) times the weight ``w="auto"``
-        stands for on ``X`` (:meth:`hmrf.HMRF.auto_w`, under the estimator's emission).
+        Weights to try; default ``W_FACTORS`` (0 to 16) times the weight the estimator's
+        ``w="auto"`` stands for on ``X`` and ``constraints``: :meth:`hmrf.HMRF.auto_w`
+        under its emission; 1 for MPCKMeans' distance-scaled penalties; MKMeans' own rule.
     cv : int or splitter, default=5
         Folds of :class:`ConstraintKFold`, or a splitter over the pairs.
     random_state : int, optional
@@ -316,7 +319,8 @@ def choose_w(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints,
     Returns
     -------
     Selection
-        ``best`` is the chosen weight (the smallest of equal scores).
+        ``best`` is the chosen weight (the first of equal scores in the order of ``ws``:
+        the smallest for the default grid).
     """
     if ws is None:
         ws = [f * _auto_w(estimator, X, constraints) for f in W_FACTORS]
@@ -324,11 +328,15 @@ def choose_w(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints,
 
 
 def _auto_w(estimator, X, constraints) -> float:
-    """The weight ``w="auto"`` stands for: 1 for MPCKMeans' distance-scaled penalties,
-    else the model's (:meth:`hmrf.HMRF.auto_w`)."""
+    """The weight ``w="auto"`` stands for: MKMeans' rule on the constraints it uses (after
+    its closure), 1 for MPCKMeans' distance-scaled penalties, else the model's
+    (:meth:`hmrf.HMRF.auto_w`)."""
     from .estimators.supervision import emission_of
     from .model import HMRF
 
+    if hasattr(estimator, "_metric_w"):
+        used = constraints.closure() if getattr(estimator, "closure", False) else constraints
+        return clone(estimator).set_params(w="auto")._metric_w(X.shape[0], len(used))
     if hasattr(estimator, "_distance_w") and getattr(estimator, "penalty", "distance") != "constant":
         return 1.0
     return HMRF(X, 1, emission=emission_of(estimator, X), constraints=constraints, w="auto").w
@@ -383,7 +391,8 @@ def bic_k(X: MatrixLike, ks: Sequence[int], constraints: Constraints | None = No
         est = clone(base).set_params(n_clusters=k)
         est.fit(X, constraints=constraints) if constraints is not None else est.fit(X)
         loglik = float(np.sum(est.score_samples(X)))
-        family = get_emission(est.get_params().get("emission", emission))
+        used = getattr(est, "emission_", None) or est.get_params().get("emission", emission)
+        family = get_emission(used, X)
         bic.append(-2.0 * loglik + _n_parameters(family, k, d) * np.log(n))
     bic = np.asarray(bic)
     return Selection(ks[int(np.argmin(bic))], np.asarray(ks), bic, np.zeros(len(ks)), "BIC")

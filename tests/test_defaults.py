@@ -595,3 +595,13 @@ def test_the_supervision_benchmark_repairs_kmeans_clustering_to_judge_a_hard_pai
     best = min(sse(np.where(np.arange(60) == first[0], a, np.where(np.arange(60) == first[1], b, base)))
                for a, b in product(range(3), repeat=2) if a != b)
     assert fixed == pytest.approx(best, rel=1e-9)
+
+
+def test_the_model_resolves_emission_auto_from_its_data():
+    from hmrf import HMRF
+    from hmrf.emissions import data_emission, get_emission
+
+    text = sp.csr_matrix(sp.random(12, 6, density=0.5, random_state=1) + sp.eye(12, 6))
+    for X in (np.random.default_rng(0).normal(size=(12, 3)), text):
+        assert HMRF(X, 2, emission="auto").emission.name == get_emission(data_emission(X)).name
+    assert HMRF(text, 2, emission="auto").emission.name != HMRF(text.toarray(), 2, emission="auto").emission.name

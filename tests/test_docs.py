@@ -75,6 +75,11 @@ def test_docs_build_without_warnings(tmp_path, notebook_cache_dir):
     assert own and all(f"&quot;{name}&quot;" in inference for name in own)
     cli = re.sub(r"<[^>]+>", "", (html / "cli.html").read_text(encoding="utf-8"))  # the text
     assert all(f"hmrf {command}" in cli for command in COMMANDS) and "--engine" in cli
+    # a class whose __new__ only passes its arguments on shows __init__'s parameters
+    for cls in ("HMRFKMeans", "KMeans", "HMRF"):
+        page = (html / "api" / "generated" / f"hmrf.{cls}.html").read_text(encoding="utf-8")
+        page = re.sub(r"<[^>]+>", "", page)
+        assert "n_clusters" in page.split("Parameters")[0] and "*args" not in page, cls
     # the landing page shows a picture of what the library does, and the picture exists
     index = (html / "index.html").read_text(encoding="utf-8")
     images = re.findall(r'<img[^>]+src="([^"]+)"', index)

@@ -158,6 +158,29 @@ def test_bic_chooses_k_of_well_separated_gaussians():
     assert sel.scores[2] == pytest.approx(by_hand, rel=1e-9)
 
 
+def test_choose_w_grids_around_what_each_estimator_s_auto_resolves_to():
+    """MKMeans' w="auto" is min(1, n / m) with m its constraints after the closure, the
+    fitted ``w_``; the default grid is W_FACTORS times that."""
+    from hmrf import MKMeans
+
+    X, y = _blobs(n=90, std=2.0, seed=2)
+    c = Constraints.sample_from_labels(y, 80, np.random.default_rng(0))
+    est = MKMeans(3, n_init=1, max_iter=3, random_state=0)
+    w_auto = est.fit(X, constraints=c).w_
+    assert w_auto < 1  # more constraints after the closure than points
+    sel = choose_w(est, X, c, cv=2, random_state=0)
+    np.testing.assert_allclose(sel.values, [f * w_auto for f in (0, 1 / 16, 1 / 4, 1, 4, 16)])
+
+
+def test_bic_takes_an_estimator_at_emission_auto():
+    X, _ = make_blobs(300, centers=3, n_features=2, cluster_std=0.5, random_state=4)
+    est = HMRFKMeans(em="soft", normalizer="closed_form", random_state=0)  # emission="auto"
+    by_default = bic_k(X, [2, 3, 4], random_state=0)
+    given = bic_k(X, [2, 3, 4], estimator=est)
+    assert given.best == 3
+    np.testing.assert_allclose(given.scores, by_default.scores, rtol=1e-9)
+
+
 def test_bic_refuses_a_family_without_a_normalised_density():
     X, _ = _blobs()
     with pytest.raises(ValueError):

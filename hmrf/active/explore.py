@@ -93,7 +93,8 @@ class ExploreConsolidate(Explore):
     cannot-links the ``k``-th neighbourhood is inferred without a query, so a point
     costs at most ``k - 1`` queries (thesis §5.3).
 
-    Parameters are those of :class:`Explore`; ``n_clusters`` is required.
+    Parameters are those of :class:`Explore`; ``n_clusters`` must be an integer (default
+    3), not ``None``.
 
     Notes
     -----

@@ -58,7 +58,8 @@ class MinMax(ExploreConsolidate):
 
     with ``D`` the emission's divergence (``||x - x'||²`` for squared Euclidean, the
     Gaussian kernel of Švehla 2018, §3.1.2) and ``σ`` the ``percentile``-th percentile
-    of the pairwise distances ``sqrt(D)`` over all pairs ``i ≠ j``. The point is then
+    of the pairwise distances ``sqrt(D)`` over all pairs ``i ≠ j`` (of 2,000 points drawn
+    at random when there are more: :func:`kernel_width`). The point is then
     placed as in CONSOLIDATE: neighbourhoods by centroid distance, at most ``k - 1``
     queries, the last neighbourhood inferred.
 

@@ -123,6 +123,7 @@ def normalized_uncertainty(P: ArrayLike) -> tuple[NDArray[Any], NDArray[Any], ND
     queried in (eq. 3); the score is ``H / E[q]`` (eq. 4). Returns the three (n,) arrays.
     Examples
     --------
+    >>> from hmrf.active import normalized_uncertainty
     >>> H, E, s = normalized_uncertainty([[0.2, 0.5, 0.3]])
     >>> round(float(E[0]), 6)  # 1*0.5 + 2*0.3 + 3*0.2
     1.7

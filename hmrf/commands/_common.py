@@ -238,6 +238,10 @@ def own_default(action, param: str, takes: str):
 
 
 #: Help of every command's ``--w`` (with :func:`own_default`).
+#: what ``--emission`` defaults to on text, for every command's help (the rule of ``is_text``)
+TEXT_EMISSION = ("cosine for text (a .txt file, or sparse non-negative rows none of which is empty) "
+                 "where the family is free")
+
 W_HELP = ("constraint weight: a number (inf = hard) or auto, the estimator's rule: twice the mean "
           "cost of a point when all the data form one cluster (Potts penalties), 1 for mpckmeans' "
           "distance-scaled penalties, min(1, n / m) for mkmeans, m the constraints after the closure "

@@ -65,8 +65,7 @@ def add_parser(sub):
     p.add_argument("--runs", type=common.pos_int, default=10, help="repetitions")
     p.add_argument("--emission", metavar="NAME",
                    help="emission family of the estimator and of the selector's distances, listed below "
-                        "(default: cosine for text, a .txt file or sparse non-negative rows, where "
-                        "the estimator's family is free; else the estimator's own, sqeuclidean "
+                        f"(default: {common.TEXT_EMISSION}; else the estimator's own, sqeuclidean "
                         "for most)")
     common.add_w_option(p)
     p.add_argument("--noise", type=common.fraction, default=0.0, help="oracle error rate")

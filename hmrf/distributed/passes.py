@@ -1,4 +1,4 @@
-"""The data passes of EM on a Dask cluster: one task per chunk, statistics tree-reduced.
+"""The data passes of EM on a Dask cluster: one task per chunk, statistics summed in chunk order.
 
 Each chunk's task runs :func:`hmrf.em.passes.assign_block` (or
 :func:`~hmrf.em.passes.soft_assign_block`) over the chunk's rows where it is held and

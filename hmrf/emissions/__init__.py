@@ -103,6 +103,7 @@ def data_emission(X: Any) -> str:
 
     Examples
     --------
+    >>> from hmrf.emissions import data_emission
     >>> import numpy as np, scipy.sparse as sp
     >>> data_emission(sp.csr_matrix(np.eye(3))), data_emission(np.eye(3))
     ('cosine', 'sqeuclidean')
@@ -147,8 +148,8 @@ def get_emission(spec: str | EmissionFamily, X: Any = None) -> EmissionFamily:
     if isinstance(spec, str) and spec.strip().lower() == AUTO:
         if X is None:
             raise ValueError("emission='auto' is chosen from the data (cosine for sparse non-negative "
-                             "rows such as TF-IDF text, squared Euclidean otherwise) and no data was "
-                             "given; fit the estimator first or name a family.")
+                             "rows none of which is empty, such as TF-IDF text, squared Euclidean "
+                             "otherwise) and no data was given; fit the estimator first or name a family.")
         return get_emission(data_emission(X))
     if not isinstance(spec, str):
         raise ValueError(f"unknown emission {spec!r}; pass a name ({', '.join([*EMISSIONS, AUTO])}) "

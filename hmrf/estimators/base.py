@@ -189,11 +189,13 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     objective_ : float
         ``J(labels_, params_)``: eq. 4.10 plus the normaliser terms kept.
     history_ : ndarray
-        Objective after every M-step of the best run (non-increasing).
+        Objective after every M-step of the best run (non-increasing where the M-step
+        is an exact minimiser; MKMeans' metric step with constraints is not).
     n_iter_ : int
     converged_ : bool
     constraints_ : Constraints
-        The supervision used (pairs given plus those implied by ``y``).
+        The pairwise supervision the model used: the pairs given, those implied by ``y``
+        (estimators that take ``y`` as pairs) and, with ``closure=True``, the closure's.
     em_result_ : EMResult
         The full EM trace of the best run.
     n_runs_ : int

@@ -32,7 +32,7 @@ class HMRFKMeans(HMRFClusterMixin):
         ``"sqeuclidean"``, ``"kl"``, ``"idiv"``, ``"itakura_saito"``, ``"cosine"``,
         ``"mahalanobis"`` or a family object (:mod:`hmrf.emissions`). ``"auto"``: cosine
         (the von Mises-Fisher model, §4.3.4) for sparse rows with no negative entry
-        (text, §3.5, §4.5), squared Euclidean otherwise
+        and no empty row (text, §3.5, §4.5), squared Euclidean otherwise
         (:func:`hmrf.emissions.data_emission`); the family used is ``emission_``.
     inference : str or InferenceEngine, default="auto"
         E-step engine: a name of :data:`hmrf.inference.ENGINES` or an engine instance.
@@ -55,7 +55,8 @@ class HMRFKMeans(HMRFClusterMixin):
         Runs from different initialisations; the lowest objective wins. ``"auto"``: up to
         10 runs (30 on sparse rows, Basu 2005, §4.5.1), fewer as the work of a run grows,
         one for an array ``init``; seedings from the constraints and from the data alone
-        in turn, until two seedings reach the lowest objective (``n_runs_`` ran;
+        in turn, until two runs seeded from the constraints reach the lowest objective
+        (``n_runs_`` ran;
         :doc:`/choosing`).
     max_iter : int, default=100
     tol : float, default=1e-4
@@ -155,11 +156,20 @@ class KMeans(HMRFClusterMixin):
     """KMeans as the HMRF with no constraints (Basu 2005, §2.3.1 and §3.3.1).
 
     Any emission family gives the corresponding Bregman (or spherical) KMeans.
-    With ``init`` an array it reproduces scikit-learn's Lloyd iterations.
+    With ``init`` an array it reproduces scikit-learn's Lloyd iterations (label for label
+    in float64; in float32 scikit-learn sums its centres in float32, :doc:`/scale`).
 
     Parameters
     ----------
-    emission, init, n_init, tol, normalizer, random_state :
+    n_clusters : int, default=8
+    emission : str or EmissionFamily, default="sqeuclidean"
+        As :class:`HMRFKMeans`, but a named family (no ``"auto"``).
+    init : str or array of shape (k, d), default="k-means++"
+        As :class:`HMRFKMeans` (without constraints the constraint-based seedings reduce
+        to their data-only form).
+    max_iter : int, default=300
+        scikit-learn's.
+    n_init, tol, normalizer, random_state :
         As :class:`HMRFKMeans`.
     em : {"hard", "soft"}, default="hard"
         ``"soft"`` with ``normalizer="closed_form"`` is the EM of a mixture of isotropic

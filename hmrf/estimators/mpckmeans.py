@@ -202,7 +202,8 @@ class MPCKMeans(_MetricLearner):
         learned diagonal ``A``, ``"sqeuclidean"`` ``A = I``, ``"cosine"`` ``A = I`` on the
         unit sphere (:class:`~hmrf.emissions.VonMisesFisher` with ``κ = 2``, whose cost
         ``2 (1 - xᵀμ̂) = ||x - μ̂||²`` keeps the units of the penalties). ``"auto"``:
-        ``"cosine"`` for sparse non-negative rows (text), ``"sqeuclidean"`` for other
+        ``"cosine"`` for sparse non-negative rows none of which is empty (text),
+        ``"sqeuclidean"`` for other
         sparse ``X`` or fewer constraints (after the closure) than features (Basu,
         Bilenko & Mooney 2004, §1, §5), ``"mahalanobis"`` otherwise. The shrinkage of a
         name is ``auto_shrinkage`` toward the squared feature ranges, with ``A⁻¹``
@@ -335,7 +336,9 @@ class MKMeans(_MetricLearner):
         workshop paper's update (Fig. 1, step 2c), with the opposite signs.
     alpha_min, alpha_max, closure :
         As :class:`MPCKMeans` (``alpha_*`` act only in the metric update).
-    init : {"k-means++", "random"} or array of shape (k, d), default="k-means++"
+    init : str or array of shape (k, d), default="k-means++"
+        Any method of :func:`~hmrf.initialization.initial_centers`, applied without the
+        constraints (the constraint-based ones reduce to their data-only form).
     n_init, max_iter, tol, random_state :
         As :class:`~hmrf.HMRFKMeans`.
 

@@ -177,6 +177,7 @@ def make_estimator(name: str, n_clusters: int, emission: str | EmissionFamily | 
 
     Examples
     --------
+    >>> from hmrf.estimators import make_estimator
     >>> make_estimator("hmrf-kmeans-i", 3).w
     0.0
     >>> make_estimator("kmeans", 3, engine="lp")  # doctest: +ELLIPSIS

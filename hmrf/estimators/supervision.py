@@ -53,6 +53,7 @@ def supervision_kind(estimator: BaseEstimator) -> str:
 
     Examples
     --------
+    >>> from hmrf.estimators import supervision_kind
     >>> from hmrf import KMeans, SeededKMeans, PCKMeans
     >>> [supervision_kind(e(3)) for e in (PCKMeans, SeededKMeans, KMeans)]
     ['constraints', 'labels', 'none']

@@ -348,6 +348,7 @@ def compare_engines(X: MatrixLike, y: ArrayLike, engines: Any = ("icm", "bp", "l
 
     Examples
     --------
+    >>> from hmrf.experiments import compare_engines, summarise_engines
     >>> from hmrf.datasets import load_dataset
     >>> X, y = load_dataset("iris")
     >>> t = compare_engines(X, y, ["icm", "exact"], points=[20], runs=1, progress=False)

@@ -283,6 +283,7 @@ def learning_curve(make_estimator: Callable[..., BaseEstimator], X: MatrixLike, 
 
     Examples
     --------
+    >>> from hmrf.experiments import learning_curve
     >>> from hmrf import HMRFKMeans
     >>> from hmrf.datasets import load_dataset
     >>> X, y = load_dataset("iris")

@@ -140,6 +140,7 @@ def get_engine(spec: Any) -> InferenceEngine:
 
     Examples
     --------
+    >>> from hmrf.inference import get_engine
     >>> get_engine("lp(polish=icm)").polish
     'icm'
     """

@@ -14,6 +14,8 @@ docs/inference.md ("The automatic choice") has the measurements behind the rule.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._lazy import lazy_module
@@ -76,10 +78,10 @@ class AutoEngine(InferenceEngine):
     [0, 0, 1]
     """
 
-    def __init__(self, **removed) -> None:
+    def __init__(self, **removed: Any) -> None:
         refuse_removed("AutoEngine", removed, {
-            "expansion": 'expansion=False is inference="bp"; the moves always run, so drop '
-                         'expansion=True or "auto".'})
+            "expansion": 'expansion=False is inference="bp"; the moves are always part of '
+                         'auto, so drop expansion=True or "auto".'})
 
     def check_params(self) -> None:
         """Check the parts' parameters: belief propagation and the α-expansion moves."""
