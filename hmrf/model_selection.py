@@ -100,7 +100,7 @@ class ConstraintKFold:
 
     Examples
     --------
-    >>> from hmrf.model_selection import ConstraintKFold
+    >>> from hmrf.model_selection import ConstraintKFold, pair_samples
     >>> import numpy as np
     >>> from hmrf import Constraints
     >>> c = Constraints.sample_from_labels(np.repeat([0, 1, 2], 20), 60, rng=0)
@@ -346,8 +346,8 @@ def choose_k(estimator: BaseEstimator, X: MatrixLike, constraints: Constraints, 
              cv: int = 5, scoring: str = "pairwise_f", random_state: RandomLike = None,
              n_jobs: int | None = None) -> Selection:
     """The number of clusters with the best held-out score, by cross-validation over the
-    pairs (as :func:`choose_w`, searching ``n_clusters`` over ``ks``; the smallest of
-    equal scores)."""
+    pairs (as :func:`choose_w`, searching ``n_clusters`` over ``ks``; the first of equal
+    scores in the order of ``ks``)."""
     ks = [int(k) for k in ks]
     return _search(estimator, X, constraints, "n_clusters", ks, cv, scoring, random_state, n_jobs)
 

@@ -4,8 +4,8 @@
 of docs/extending.md on any object and raise an ``AssertionError`` naming the first
 contract broken at the start of its message; :func:`parametrize_with_checks` makes one
 pytest test per (object, contract).
-Problems are small (at most 7 nodes, 3 labels, 30 points), so known answers come from
-enumerating every labelling.
+Problems are small (a few to 16 nodes, 2 or 3 labels, at most 30 points), and known
+answers come from enumerating every labelling of the smallest ones.
 """
 
 from __future__ import annotations

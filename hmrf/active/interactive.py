@@ -38,6 +38,7 @@ def parse_kind(kind: str | bool | int) -> int:
 
     Examples
     --------
+    >>> from hmrf.active.interactive import parse_kind
     >>> parse_kind("must"), parse_kind(False), parse_kind(-1)
     (1, -1, -1)
     """

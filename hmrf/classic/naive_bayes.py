@@ -66,7 +66,8 @@ class NaiveBayesEM(ClusterMixin, BaseEstimator):
     Without labels, the "Naive Bayes EM" soft clustering of text; with some (``y``,
     ``-1`` for unlabelled documents), the semi-supervised EM of Nigam et al. (2000):
     labelled documents are frozen at their class, unlabelled ones weigh ``λ =
-    unlabeled_weight`` in the M-step. With every document labelled: ``MultinomialNB``.
+    unlabeled_weight`` in the M-step. With every document labelled and
+    ``prior_smoothing=0``: ``MultinomialNB``.
 
     Parameters
     ----------

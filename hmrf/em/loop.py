@@ -76,8 +76,9 @@ def rise_tolerance(objective: float, dtype: DTypeLike) -> float:
 
 @dataclass
 class EMResult:
-    """Outcome of one EM run: ``labels``, ``params``, their objective ``J`` and the
-    ``history`` of the objective after every M-step (non-increasing).
+    """Outcome of one EM run: ``labels``, ``params``, their ``objective`` and the
+    ``history`` of the objective after every M-step (non-increasing where the family's
+    M-step is an exact minimiser, ``exact_m_step``).
 
     Attributes
     ----------

@@ -131,7 +131,7 @@ def _text_rows(block: Any) -> np.ndarray:
 
 def get_emission(spec: str | EmissionFamily, X: Any = None) -> EmissionFamily:
     """Resolve an emission family from a name of :data:`EMISSIONS` (optionally with
-    keyword arguments, ``"kl(alpha=0.1)"``) or return a family instance as is.
+    keyword arguments, ``"kl(smoothing=0.1)"``) or return a family instance as is.
 
     ``"auto"`` is chosen from the data ``X`` (:func:`data_emission`) and needs it.
 

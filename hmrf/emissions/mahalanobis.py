@@ -69,6 +69,7 @@ def log_det_pd(A: Any) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
+    >>> from hmrf.emissions.mahalanobis import log_det_pd
     >>> A = 1e-30 * np.eye(30)
     >>> float(np.linalg.det(A)), round(float(log_det_pd(A)), 3)   # 30 * log(1e-30)
     (0.0, -2072.327)

@@ -6,8 +6,9 @@ their sum, and for families with a learned scale or metric a second moment. Such
 are *additive*: the statistics of a data set are the sums of those of its row blocks,
 and moving a point from cluster ``a`` to ``b`` subtracts its contribution from ``a`` and
 adds it to ``b``. So the EM loop accumulates them block by block in the same pass that
-computes the E-step (as scikit-learn's Lloyd loop does), a Dask cluster tree-reduces
-them, and late EM iterations update them from the few points that moved.
+computes the E-step (as scikit-learn's Lloyd loop does), a Dask cluster sums them in
+chunk order (by a tree of tasks above ``TREE_ABOVE`` floats a chunk), and late EM
+iterations update them from the few points that moved.
 
 Second moments are taken around a fixed ``shift`` ``c`` (the data's global mean for
 dense data, 0 for sparse data, so that sparse rows stay sparse), which keeps the

@@ -163,7 +163,8 @@ class KMeans(HMRFClusterMixin):
     ----------
     n_clusters : int, default=8
     emission : str or EmissionFamily, default="sqeuclidean"
-        As :class:`HMRFKMeans`, but a named family (no ``"auto"``).
+        As :class:`HMRFKMeans` (``"auto"`` included), with squared Euclidean distance as
+        the default.
     init : str or array of shape (k, d), default="k-means++"
         As :class:`HMRFKMeans` (without constraints the constraint-based seedings reduce
         to their data-only form).

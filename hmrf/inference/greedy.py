@@ -35,8 +35,8 @@ class GreedyFeasible(InferenceEngine):
     ----------
     n_restarts : int, default=0
         Other point orders for the components at a dead end
-        (:func:`~hmrf.inference.feasibility.greedy_with_restarts`); 0 is Wagstaff et
-        al.'s algorithm: abort at the first dead end.
+        (:func:`~hmrf.inference.feasibility.greedy_with_restarts`); 0 aborts at the
+        first dead end, as Wagstaff et al.'s algorithm does (in its own node order, Notes).
     repair : {None, "milp"}, default=None
         ``"milp"``: components still at a dead end are solved exactly on their hard
         factors by :class:`~hmrf.inference.ExactMILP`, which also proves infeasibility.

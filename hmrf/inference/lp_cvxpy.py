@@ -41,6 +41,7 @@ def kt_problem(unary: NDArray[Any], graph: PairwiseGraph) -> tuple[Any, Any]:
     --------
     >>> import numpy as np
     >>> from hmrf import Constraints, PairwiseGraph
+    >>> from hmrf.inference.lp_cvxpy import kt_problem
     >>> g = PairwiseGraph.from_constraints(Constraints.from_pairs(must_link=[(0, 1)], n=2))
     >>> prob, u = kt_problem(np.array([[0.0, 1.0], [0.4, 0.0]]), g)
     >>> round(float(prob.solve()), 6)
