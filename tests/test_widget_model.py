@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hmrf import Constraints, COPKMeans, HMRFKMeans
+from hmrf import ConstrainedKMeans, Constraints, COPKMeans, HMRFKMeans, SeededKMeans
 from hmrf.active import LabelOracle, RandomPairs
 from hmrf.metrics import ari, nmi
 from hmrf.widgets.oracle_model import OracleModel
@@ -328,3 +328,15 @@ def test_without_anywidget_the_model_works_and_the_widget_says_what_to_install()
                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "hmrf.widgets.OracleWidget needs anywidget: pip install 'hmrf[widgets]'"
+
+
+@pytest.mark.parametrize("make", [lambda: SeededKMeans(3, random_state=0),
+                                  lambda: ConstrainedKMeans(3, random_state=0)])
+def test_reclusterer_refits_an_estimator_whose_init_takes_no_centres(make):
+    """SeededKMeans' init names a method only: later fits start from its own
+    initialisation instead of being handed the previous centres."""
+    X, y = blobs()
+    rc = Reclusterer(make(), X)
+    rc.fit(Constraints.empty(len(X)))
+    rc.fit(Constraints.from_pairs(must_link=[(0, 1)], cannot_link=[(0, 25)], n=len(X)))
+    assert not rc.warm_ and rc.labels_.shape == (len(X),)

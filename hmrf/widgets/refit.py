@@ -51,12 +51,22 @@ def align_labels(labels: ArrayLike, reference: ArrayLike) -> np.ndarray:
     return rename[labels]
 
 
+
+def _takes_centres(estimator: BaseEstimator) -> bool:
+    """Whether ``estimator``'s ``init`` takes an array of centres: its parameter rule is
+    not a list of named options only."""
+    from .._validation import Options
+
+    rule = getattr(type(estimator), "_parameter_constraints", {}).get("init")
+    return rule is None or any(not isinstance(r, Options) for r in rule)
+
 class Reclusterer:
     """Fit an estimator with a growing constraint set, warm-starting each fit.
 
-    Later fits of an estimator with an ``init`` parameter start from the previous
-    ``cluster_centers_`` (``n_init=1``, at most ``max_iter`` EM iterations); others
-    refit from their own initialisation. Labels are renamed to agree with the previous
+    Later fits of an estimator whose ``init`` takes an array of centres start from the
+    previous ``cluster_centers_`` (``n_init=1``, at most ``max_iter`` EM iterations);
+    others (``SeededKMeans``, ``ConstrainedKMeans``, ``NaiveBayesEM``) refit from their
+    own initialisation. Labels are renamed to agree with the previous
     fit (:func:`align_labels`).
 
     ``estimator`` is cloned for every fit (:func:`~hmrf.active.fit_clusterer`);
@@ -85,7 +95,8 @@ class Reclusterer:
         est = clone(self.estimator)
         centres = getattr(self.estimator_, "cluster_centers_", None)
         params = est.get_params(deep=False)
-        self.warm_ = bool(self.warm_start and centres is not None and "init" in params)
+        self.warm_ = bool(self.warm_start and centres is not None and "init" in params
+                          and _takes_centres(est))
         if self.warm_:
             update = {"init": np.array(centres, copy=True)}
             if "n_init" in params:
