@@ -89,7 +89,7 @@ LABELS = {
     "auto": "auto", "icm": "icm", "bp": "bp", "bp+icm": 'bp, polish="icm"',
     "bp-gap1%": "bp, rel_gap=1e-2", "bp-seq": "bp, reweight=None", "bp-trws": 'bp, reweight="trw"',
     "bp-flood": 'bp, schedule="flooding"', "bp-flood-d.5": 'bp, schedule="flooding", damping=0.5',
-    "bp-flood-trw": 'bp, schedule="flooding", reweight="trw"', "lp": "lp",
+    "bp-flood-trw": 'bp, schedule="flooding", reweight="trw", damping=0.5, max_iter=200', "lp": "lp",
     "lp+icm": 'lp, polish="icm"',
 }
 #: engines of part 2 (the flooding TRW variant takes seconds there)
