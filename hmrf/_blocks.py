@@ -66,6 +66,8 @@ def thread_pool(n_threads: int):
 
 
 def in_pool_thread() -> bool:
+    """Whether the calling thread is one of the pass pool's: such a thread runs a map's
+    items itself, since waiting on its own pool could leave no thread to run them."""
     import threading
 
     return threading.current_thread().name.startswith(_PREFIX)
