@@ -1,15 +1,10 @@
-"""Exceptions and warnings raised by :mod:`hmrf`.
+"""Exceptions and warnings of :mod:`hmrf`.
 
 Every error names what is wrong and where (the offending pair, point or array),
 so that a user never has to read a NumPy traceback to find the problem.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import os
 
 __all__ = [
     "InconsistentConstraintsError",
@@ -37,7 +32,7 @@ class InconsistentConstraintsError(ValueError):
     """
 
     def __init__(self, message: str, pair: tuple[int, int] | None = None,
-                 path: str | os.PathLike[str] | None = None) -> None:
+                 path: tuple[int, ...] | None = None) -> None:
         super().__init__(message)
         self.pair = pair
         self.path = path
@@ -68,7 +63,10 @@ class ConstraintSearchError(RuntimeError):
 
 
 class ConvergenceWarning(UserWarning):
-    """An iterative method stopped at its iteration cap before converging."""
+    """An iterative method stopped at its iteration cap before converging.
+
+    Exported for warning filters; :mod:`hmrf`'s own fits do not emit it: a fit that
+    stopped at ``max_iter`` has ``n_iter_ == max_iter`` and ``converged_`` False."""
 
 
 class ConstraintConflictWarning(UserWarning):

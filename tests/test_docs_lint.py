@@ -51,7 +51,7 @@ HISTORY = [r"\bno longer\b", r"\bthis change\b", r"\bpreviously\b", r"\bearlier 
            r"\bused to\b", r"\bformerly\b", r"\bnow\b", r"\bwas\b", r"\bwere\b",
            r"\bhas become\b", r"\bhave become\b", r"\b(?:old|new) defaults?\b", r"\buntil now\b",
            r"\bany ?more\b", r"\bgot there\b", r"\bprofiled\b", r"\bstill have\b",
-           r"\bhistorically\b", r"\bbefore this\b"]
+           r"\bhistorically\b", r"\bbefore this\b", r"\bearlier (?:releases?|versions?)\b"]
 #: phrases in which such a word does not narrate history (a query that was asked)
 ALLOWED = [r"the person was asked", r"each query was placing", r"since it was trained",
            r"labelling was rejected", r"clusters were re-seeded", r"how busy they were",

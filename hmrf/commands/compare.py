@@ -11,10 +11,10 @@ SUMMARY = "compare E-step engines inside one estimator (thesis Fig. 4.13)"
 
 DESCRIPTION = """\
 The engine study of the thesis's Fig. 4.13, on a bundled data set or your own
-(--data with --labels, the true classes). Each run is a random 2-fold split
-(Basu 2005, §4.5.2); the constraints are random pairs of the training half (must-link
+(--data with --labels, the true classes). Each run is a random split into --folds folds
+(2 in Basu 2005, §4.5.2); the constraints are random pairs of the training part (must-link
 when the classes agree), the estimator clusters all points with each engine, and NMI is
-measured on the held-out half. On every split each engine runs EM once from the same
+measured on the held-out fold. On every split each engine runs EM once from the same
 initial state, with the same constraints, so that the engines alone differ (--n-init 1,
 the thesis's protocol; --n-init auto lets each engine keep the best of several starts,
 as the estimators do by default).

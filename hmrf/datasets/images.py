@@ -85,6 +85,7 @@ def segmented_image(labels: ArrayLike, centers: ArrayLike, shape: tuple[int, int
     """Each pixel painted with the centre of its cluster: ``centers[labels]`` as an
     ``(h, w, channels)`` float32 image (``(h, w)`` for one channel), ``centers`` the
     ``cluster_centers_`` of a fit on :func:`image_pixels`.
+
     Examples
     --------
     >>> from hmrf.datasets import segmented_image

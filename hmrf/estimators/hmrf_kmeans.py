@@ -62,8 +62,9 @@ class HMRFKMeans(HMRFClusterMixin):
     tol : float, default=1e-4
         Relative decrease of the objective below which EM stops.
     normalizer : {"constant", "closed_form"}, default="constant"
-        Keep the emission normaliser where it has a closed form (per-cluster variance,
-        vMF concentration), or drop it as the thesis's HMRF-KMeans does.
+        ``"closed_form"``: keep the emission normaliser where it has a closed form
+        (per-cluster variance, vMF concentration); ``"constant"``: drop it, as the thesis's
+        HMRF-KMeans does.
     closure : bool, default=False
         Add the constraints implied by transitivity with unit weight, as the thesis's
         experiments do (§4.5.2).

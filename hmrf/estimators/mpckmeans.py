@@ -334,8 +334,11 @@ class MKMeans(_MetricLearner):
         Σ_{C*} w (x_i - x_j)(x_i - x_j)ᵀ`` (contracts violated must-links, stretches
         violated cannot-links). ``"distance"``: the derivative of eq. 4's penalties, the
         workshop paper's update (Fig. 1, step 2c), with the opposite signs.
-    alpha_min, alpha_max, closure :
-        As :class:`MPCKMeans` (``alpha_*`` act only in the metric update).
+    alpha_min, closure :
+        As :class:`MPCKMeans`.
+    alpha_max : {"must_link", "data", "auto"} or float, default="must_link"
+        As :class:`MPCKMeans`, whose ``"auto"`` would give ``"data"`` here (mirrored
+        penalties). ``alpha_*`` act only in the metric update.
     init : str or array of shape (k, d), default="k-means++"
         Any method of :func:`~hmrf.initialization.initial_centers`, applied without the
         constraints (the constraint-based ones reduce to their data-only form).

@@ -38,7 +38,9 @@ class EstimatorSpec:
         What ``fit`` takes: pairwise constraints (partial labels become pairs), labelled
         seeds only (``fit(X, y)``), or nothing.
     takes_engine, takes_w : bool
-        Whether the estimator has an ``inference`` parameter, a constraint weight ``w``.
+        Whether :func:`make_estimator` (the command line's ``--engine``, ``--w``) may set
+        the E-step engine, the constraint weight: a row may fix a parameter its class has
+        (COP-KMeans' search, HMRF-KMeans-I's ``w=0``).
     emissions : tuple of str or None
         ``None``: any family, passed as ``emission=``. Otherwise the names it takes:
         passed as ``emission=`` when ``named_emission`` (the metric learners' names of

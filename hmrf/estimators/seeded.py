@@ -69,7 +69,8 @@ class SeededKMeans(HMRFClusterMixin):
         the run of ``n_init=1``; each series stops on its own, so the seeds add starts
         and take none away and the fit's criterion is never above the fit without seeds'.
     selection : {"seeds", "objective"}, default="seeds"
-        Which run wins: the lowest ``J_kmeans``, or the rule of :class:`SeedsKept`, so
+        Which run wins. ``"objective"``: the lowest ``J_kmeans``; ``"seeds"``: the rule
+        of :class:`SeedsKept`, so
         that a seed class of a few atypical points (§3.3.2) cannot fix a worse minimum
         than a start without seeds unless it keeps enough more seeds to pay for it. With
         clamped seeds (:class:`ConstrainedKMeans`) both are the lowest ``J_kmeans``.
