@@ -543,7 +543,7 @@ def potential_checks() -> dict[str, Callable[..., None]]:
 def check_potential(potential: PairwisePotential, X: NDArray[np.floating] | None = None,
                     n_clusters: int = 3) -> None:
     """Run every pairwise-potential contract (:func:`potential_checks`, docs/extending.md
-    "Potentials") on ``potential``; the exact E-step is checked when
+    "Potentials and label order") on ``potential``; the exact E-step is checked when
     ``n_clusters ** n_nodes <= 5000``, on the points ``X`` (n_nodes, d) (random ones by
     default)."""
     for check in _POTENTIAL_CHECKS.values():

@@ -231,6 +231,19 @@ def test_warm_start_starts_each_reclustering_at_the_previous_centres():
     assert all(isinstance(s[0], str) for s in seen)
 
 
+@pytest.mark.parametrize("make", [SeededKMeans, ConstrainedKMeans])
+def test_warm_start_re_clusters_a_seeded_estimator_from_its_own_start(make):
+    # their init names a start and takes no centres: warm_start leaves it alone
+    from hmrf.active import takes_centres
+
+    assert not takes_centres(make(3)) and takes_centres(HMRFKMeans(3)) and takes_centres(COPKMeans(3))
+    X, y = data(per=15, sep=4.0)
+    warm = NPU(make(3), warm_start=True, random_state=0).fit(X, LabelOracle(y, budget=15))
+    cold = NPU(make(3), random_state=0).fit(X, LabelOracle(y, budget=15))
+    assert warm.n_queries_ == cold.n_queries_ > 4
+    assert np.array_equal(warm.labels_, cold.labels_)
+
+
 def test_warm_start_keeps_a_clustering_that_a_restart_from_the_neighbourhoods_loses(monkeypatch):
     # The stated difference: with two neighbourhoods for three separated clusters the
     # ICML initialisation (largest neighbourhoods, then a perturbed global centroid),

@@ -168,3 +168,27 @@ def test_cycle_inequalities_cut_off_the_relaxation_of_a_frustrated_triangle():
     assert solve_relaxation(build_program(unary, g))[1] == pytest.approx(0.0, abs=1e-9)
     assert solve_relaxation(build_program(unary, g, cycles=True))[1] == pytest.approx(1.0)
     assert brute_force(unary, g)[0] == pytest.approx(1.0)
+
+
+def test_time_limit_without_a_feasible_labelling_raises_constraint_search_error(monkeypatch):
+    # a feasible problem (two hard cannot-linked points, k = 2) whose warm start breaks
+    # the cannot-link: when HiGHS stops without an incumbent, the engine has neither a
+    # labelling nor a proof, which is ConstraintSearchError, not InfeasibleError
+    import hmrf.inference.milp as milp_module
+    from hmrf import Constraints
+    from hmrf.exceptions import ConstraintSearchError, InfeasibleError
+
+    unary = np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]])
+    c = Constraints.from_pairs(cannot_link=[(0, 1)], n=3, weight=np.inf)
+    assert ExactMILP().map(unary, c).energy == pytest.approx(1.0)  # feasible
+    monkeypatch.setattr(milp_module, "_warm_start", lambda u, gr, init, rng: np.zeros(len(u), dtype=np.int64))
+    with pytest.raises(ConstraintSearchError, match="time_limit"):
+        ExactMILP(time_limit=1e-9).map(unary, c)  # too short to start HiGHS
+    monkeypatch.setattr(milp_module, "_solve_milp", lambda u, sub, t, gap: _stopped_highs(None, 2, -np.inf))
+    with pytest.raises(ConstraintSearchError, match="neither a labelling"):
+        ExactMILP(time_limit=1.0).map(unary, c)
+    # a proof of infeasibility stays an InfeasibleError
+    monkeypatch.undo()
+    c3 = Constraints.from_pairs(cannot_link=[(0, 1), (1, 2), (0, 2)], n=3, weight=np.inf)
+    with pytest.raises(InfeasibleError):
+        ExactMILP().map(unary, c3)

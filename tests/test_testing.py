@@ -84,6 +84,9 @@ def test_the_family_protocol_lists_every_member_once_required_or_optional():
     assert not set(REQUIRED_MEMBERS) & set(OPTIONAL_MEMBERS)
     assert set(REQUIRED_MEMBERS) == set(EmissionFamily.__abstractmethods__)
     assert all(isinstance(f, EmissionProtocol) for f in FAMILIES)
+    # and the protocol is every public member of the base class: nothing the loops call is missing
+    public = {m for m in dir(EmissionFamily) if not m.startswith("_")}
+    assert public == members, sorted(public ^ members)
 
 
 def test_brute_force_is_the_minimum_over_every_labelling():

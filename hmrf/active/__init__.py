@@ -18,7 +18,7 @@ Examples
 True
 """
 
-from .base import ActiveSelector, fit_clusterer, neighborhoods_from_constraints
+from .base import ActiveSelector, fit_clusterer, neighborhoods_from_constraints, takes_centres
 from .cobras import COBRAS
 from .explore import Explore, ExploreConsolidate
 from .interactive import InteractiveSession
@@ -29,5 +29,5 @@ from .random_pairs import RandomPairs
 
 __all__ = ["Oracle", "OracleLike", "LabelOracle", "TerminalOracle", "Query", "BudgetExhausted",
            "ActiveSelector", "RandomPairs", "Explore", "ExploreConsolidate", "MinMax", "NPU", "COBRAS",
-           "normalized_uncertainty", "neighborhoods_from_constraints", "fit_clusterer",
+           "normalized_uncertainty", "neighborhoods_from_constraints", "fit_clusterer", "takes_centres",
            "InteractiveSession"]

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .._validation import check_data, check_random_state
+from .._validation import Options, check_data, check_random_state
 from ..constraints import CANNOT_LINK, MUST_LINK, Constraints, check_constraints
 from ..emissions import Mahalanobis, get_emission
 from ..estimators.base import HMRFClusterMixin
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from ..emissions.base import EmissionFamily
     from .oracles import Oracle, OracleLike
 
-__all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", "resolve_emission"]
+__all__ = ["ActiveSelector", "neighborhoods_from_constraints", "fit_clusterer", "takes_centres",
+           "resolve_emission"]
 
 
 def resolve_emission(emission: str | EmissionFamily | None = None,
@@ -59,6 +60,27 @@ def fit_clusterer(estimator: BaseEstimator, X: MatrixLike, constraints: Constrai
     (:func:`hmrf.estimators.fit_supervised`); return its labels."""
     fit_supervised(estimator, X, constraints)
     return np.asarray(estimator.labels_)
+
+
+def takes_centres(estimator: BaseEstimator) -> bool:
+    """Whether ``estimator`` can start from an array of centres (a warm re-fit): it has an
+    ``init`` parameter whose rule is not a list of named options only.
+
+    True for the k-means-type estimators of :mod:`hmrf` that take ``init=`` centres and
+    for scikit-learn's ``KMeans``; False for ``SeededKMeans`` and ``ConstrainedKMeans``
+    (their starts are the seeds), ``NaiveBayesEM`` and ``HAC``.
+
+    Examples
+    --------
+    >>> from hmrf import HMRFKMeans, SeededKMeans
+    >>> from hmrf.active import takes_centres
+    >>> takes_centres(HMRFKMeans(3)), takes_centres(SeededKMeans(3))
+    (True, False)
+    """
+    if "init" not in estimator.get_params(deep=False):
+        return False
+    rule = getattr(type(estimator), "_parameter_constraints", {}).get("init")
+    return rule is None or any(not isinstance(r, Options) for r in rule)
 
 
 class _Stop(Exception):
@@ -305,8 +327,8 @@ class ActiveSelector(BaseEstimator):
     neighborhoods_ : list of ndarray
         The neighbourhoods at the end (sorted member indices).
     query_subjects_ : ndarray of shape (n_queries,)
-        The point each query was placing (its cost in queries is
-        ``np.bincount(query_subjects_)``); -1 for pair queries.
+        The point each query was placing, -1 for a query about a pair (the cost in
+        queries per point is ``np.bincount(q[q >= 0])`` for ``q = query_subjects_``).
     n_queries_, stop_reason_
     """
 

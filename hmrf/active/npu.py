@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from .._validation import Check, Interval, validate_params
-from .base import ActiveSelector, _State, fit_clusterer
+from .base import ActiveSelector, _State, fit_clusterer, takes_centres
 
 if TYPE_CHECKING:
     from typing import Any
@@ -152,13 +152,6 @@ def relabelled_points(a: Any, b: Any) -> int:
     return int(a.size - C[rows, cols].sum())
 
 
-def _takes_centres(estimator) -> bool:
-    """Whether an hmrf estimator starts from ``init=`` centres (warm start)."""
-    from ..estimators.base import HMRFClusterMixin
-
-    return isinstance(estimator, HMRFClusterMixin) and "init" in estimator.get_params(deep=False)
-
-
 class NPU(ActiveSelector):
     """Normalized point-based uncertainty: iterative active selection (Xiong et al. 2014).
 
@@ -189,8 +182,8 @@ class NPU(ActiveSelector):
     forest_tolerance : float in [0, 1), default=0.0
     warm_start : bool, default=False
         Start each re-clustering from the previous cluster centres (one run), where the
-        clusterer takes ``init`` centres. ``False``: Alg. 1 line 3
-        (:doc:`/active_learning`).
+        clusterer takes ``init`` centres (:func:`~hmrf.active.takes_centres`); the others
+        re-cluster from their own start. ``False``: Alg. 1 line 3 (:doc:`/active_learning`).
     n_jobs : int or None, default=None
         Threads growing the forest's trees (the result does not depend on it).
     random_state : int, RandomState, Generator or None, default=None
@@ -250,7 +243,7 @@ class NPU(ActiveSelector):
         params = est.get_params(deep=False)
         if "random_state" in params and params["random_state"] is None:
             est.set_params(random_state=int(state.rng.integers(np.iinfo(np.int32).max)))
-        if self.warm_start and self._centers is not None and _takes_centres(est):
+        if self.warm_start and self._centers is not None and takes_centres(est):
             est.set_params(init=self._centers)
             if "n_init" in params:  # restarts from one set of centres would repeat one another
                 est.set_params(n_init=1)
@@ -263,7 +256,7 @@ class NPU(ActiveSelector):
             c = c.closure()
         try:
             labels = fit_clusterer(est, state.X, c)
-            if self.warm_start and _takes_centres(est):
+            if self.warm_start and takes_centres(est):
                 self._centers = np.array(est.cluster_centers_, dtype=np.float64)
             self._w = getattr(est, "w_", None)
             return labels

@@ -241,6 +241,7 @@ class EmissionProtocol(Protocol):
                      dtype: DTypeLike) -> LinearCosts | None: ...
     def summed_cost(self, params: EmissionParams, stats: ClusterStats,
                     normalizer: str = "constant") -> float | None: ...
+    def prior_cost(self, params: EmissionParams) -> float: ...
     def second_moment(self, normalizer: str = "constant") -> str | None: ...
     def statistics(self, X: MatrixLike, assignment: NDArray[np.intp], n_clusters: int,
                    normalizer: str = "constant",
@@ -276,6 +277,8 @@ OPTIONAL_MEMBERS = {
     "summed_cost": "the data scale from the one-cluster statistics, for families without "
                    "linear_costs; default: a second pass over the rows",
     "cluster_cost": "a per-cluster term of every unary cost (log-normaliser, prior); default 0",
+    "prior_cost": "-log p(Θ) of a prior the update is the MAP step under and the unary costs do not "
+                  "carry; soft EM adds it to its free energy; default 0",
     "distortion": "the distortion part of the cost that energy_terms reports, when it depends on "
                   "more than the centres; default: divergence",
     "unary": "costs other than distortion + cluster_cost (a scaled divergence); default: their sum",

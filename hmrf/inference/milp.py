@@ -15,8 +15,9 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from .._validation import Interval
-from ..exceptions import InfeasibleError
+from ..exceptions import ConstraintSearchError, InfeasibleError
 from .base import InferenceEngine, Solution
+from .feasibility import violating_nodes
 from .lp import build_program, solve_relaxation
 from .polish import polish_labels
 
@@ -60,7 +61,10 @@ class ExactMILP(InferenceEngine):
     triangle inequalities of its frustrated triangles (``cycles=True``: same optimum,
     much tighter relaxation). For small problems and as the ground truth of tests; its
     cost can grow exponentially with cannot-links. Infeasible hard constraints raise
-    :class:`~hmrf.InfeasibleError`: this engine decides feasibility exactly.
+    :class:`~hmrf.InfeasibleError`: this engine decides feasibility exactly. When
+    ``time_limit`` runs out before a labelling that keeps every hard constraint is found
+    (neither HiGHS nor the warm start has one) and before infeasibility is proved, it
+    raises :class:`~hmrf.ConstraintSearchError`.
 
     Anytime: the warm start is the ``"auto"`` engine's labelling and ``init``, each
     polished by ICM, the cheaper in every component; on a batch HiGHS does not solve to
@@ -133,6 +137,12 @@ class ExactMILP(InferenceEngine):
                 labels[nodes], kept = incumbent, kept + 1
             else:
                 labels[nodes] = w
+            if violating_nodes(u, sub, labels[nodes]).size:
+                raise ConstraintSearchError(
+                    f"ExactMILP's time_limit ({self.time_limit:g} s) ran out on a batch of "
+                    f"{nodes.size} constrained (super-)nodes with neither a labelling that keeps "
+                    "every hard constraint nor a proof that none exists: give a longer "
+                    "time_limit, fewer hard constraints or more clusters.")
             # HiGHS' bound, or the LP's where HiGHS stopped before (or soon after) its root
             db = -np.inf if res is None else _dual_bound(res)
             bound += max(db, solve_relaxation(build_program(u, sub, cycles=True))[1])

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..active.base import fit_clusterer
+from ..active.base import fit_clusterer, takes_centres
 from ..constraints import Constraints
 
 if TYPE_CHECKING:
@@ -52,13 +52,6 @@ def align_labels(labels: ArrayLike, reference: ArrayLike) -> np.ndarray:
 
 
 
-def _takes_centres(estimator: BaseEstimator) -> bool:
-    """Whether ``estimator``'s ``init`` takes an array of centres: its parameter rule is
-    not a list of named options only."""
-    from .._validation import Options
-
-    rule = getattr(type(estimator), "_parameter_constraints", {}).get("init")
-    return rule is None or any(not isinstance(r, Options) for r in rule)
 
 class Reclusterer:
     """Fit an estimator with a growing constraint set, warm-starting each fit.
@@ -95,8 +88,7 @@ class Reclusterer:
         est = clone(self.estimator)
         centres = getattr(self.estimator_, "cluster_centers_", None)
         params = est.get_params(deep=False)
-        self.warm_ = bool(self.warm_start and centres is not None and "init" in params
-                          and _takes_centres(est))
+        self.warm_ = bool(self.warm_start and centres is not None and takes_centres(est))
         if self.warm_:
             update = {"init": np.array(centres, copy=True)}
             if "n_init" in params:
