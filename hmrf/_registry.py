@@ -17,7 +17,26 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-__all__ = ["Registry", "Spec", "split_names", "parse_spec"]
+__all__ = ["Registry", "Spec", "split_names", "parse_spec", "import_plugin", "PLUGIN_MODULES"]
+
+#: The plug-in modules imported in this process by ``--plugin`` (:func:`import_plugin`), as
+#: ``(folder, module)``: a worker process imports them again before it runs a task, since
+#: the names they register live in the registries of the process that imported them
+#: (:func:`hmrf.experiments.learning.run_tasks`).
+PLUGIN_MODULES: list[tuple[str, str]] = []
+
+
+def import_plugin(module: str, folder: str) -> None:
+    """Import ``module`` with ``folder`` on ``sys.path`` (added if missing) and record it
+    in :data:`PLUGIN_MODULES`."""
+    import importlib
+    import sys
+
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    importlib.import_module(module)
+    if (folder, module) not in PLUGIN_MODULES:
+        PLUGIN_MODULES.append((folder, module))
 
 #: A registered name: lower case, no spaces, commas or parentheses (the command line
 #: separates names by commas and parameters by parentheses).

@@ -586,7 +586,9 @@ class Constraints:
         n_cl = sizes[q[:, 0]] * sizes[q[:, 1]]
         total = int(n_ml.sum() + n_cl.sum())
         if total > max_pairs:
-            raise ValueError(f"the closure has {total} pairs, more than max_pairs={max_pairs}.")
+            raise ValueError(f"the closure has {total} pairs, more than max_pairs={max_pairs}: a must-link "
+                             "component of m points closes into m (m - 1) / 2 pairs. Fit the pairs as "
+                             "given (the estimators' closure=False) or pass a larger max_pairs.")
         # must-links: for the member at position i of a neighbourhood, the members after it
         pos = np.arange(members.size)
         after = np.repeat(starts + sizes, sizes) - pos - 1

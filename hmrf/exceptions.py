@@ -39,8 +39,10 @@ class InconsistentConstraintsError(ValueError):
 
 
 class InfeasibleError(ValueError):
-    """No labelling satisfies the hard constraints (e.g. COP-KMeans finds no legal
-    cluster for a point, or more mutually cannot-linked groups than clusters).
+    """No labelling that keeps every hard constraint was found: proved impossible (more
+    mutually cannot-linked groups than clusters; ``ExactMILP``, ``HAC``), or not found by
+    a heuristic (COP-KMeans' greedy assignment, ICM, BP, LP rounding), whose message says
+    the constraints may still be satisfiable.
 
     Parameters
     ----------

@@ -457,8 +457,8 @@ class PairwiseGraph:
 
     def independent_sets(self) -> list[np.ndarray]:
         """The nodes in independent sets (:func:`independent_sets`, fixed priorities),
-        cached: a proper colouring, each set a class of nodes updated together by ICM,
-        mean-field and belief propagation's decoding and node orders."""
+        cached: a proper colouring, each set a class of nodes updated together by ICM
+        and mean-field."""
         return self.cache.get(INDEPENDENT_SETS, lambda: independent_sets(self.n_nodes, self.edges))
 
     def check_labels(self, n_labels: int) -> None:

@@ -375,8 +375,9 @@ def bic_k(X: MatrixLike, ks: Sequence[int], constraints: Constraints | None = No
     normalizer="closed_form")``, an isotropic Gaussian or von Mises-Fisher mixture);
     ``p_k`` counts its free parameters (means, one scale per cluster, mixing weights).
 
-    ``estimator``, optional, is an unfitted estimator to use instead (fitting with
-    ``em="soft"`` and ``normalizer="closed_form"``, with ``n_clusters``). ``scores`` of
+    ``estimator``, optional, is an unfitted estimator to use instead, fitted with each
+    ``n_clusters``; it must give a normalised density (``em="soft"`` and
+    ``normalizer="closed_form"``, else a ``ValueError``). ``scores`` of
     the :class:`Selection` hold the BIC of every ``k`` (Schwarz 1978; Basu 2005, §4.3.4).
     """
     from .emissions import get_emission
@@ -384,6 +385,11 @@ def bic_k(X: MatrixLike, ks: Sequence[int], constraints: Constraints | None = No
 
     base = estimator if estimator is not None else HMRFKMeans(
         emission=emission, em="soft", normalizer="closed_form", random_state=random_state)
+    given = base.get_params(deep=False)
+    if given.get("em", "soft") != "soft" or given.get("normalizer", "closed_form") != "closed_form":
+        raise ValueError("bic_k needs the likelihood of a normalised density: an estimator with "
+                         "em='soft' and normalizer='closed_form'; got "
+                         f"em={given.get('em')!r}, normalizer={given.get('normalizer')!r}.")
     n, d = X.shape
     ks = [int(k) for k in ks]
     bic = []

@@ -4,8 +4,8 @@
 of docs/extending.md on any object and raise an ``AssertionError`` naming the first
 contract broken at the start of its message; :func:`parametrize_with_checks` makes one
 pytest test per (object, contract).
-The engine and emission checks run on small problems (up to 16 nodes, 1 to 3 labels, at
-most 30 points; known answers by enumerating every labelling of the smallest ones);
+The engine and emission checks run on small problems (up to 16 nodes, 1 to 3 labels; at
+most 30 points of their own data; known answers by enumerating every labelling of the smallest ones);
 :func:`check_potential` runs on the potential's own ``n_nodes`` points.
 """
 

@@ -181,7 +181,8 @@ SLOW = {
         "test_lazy.py::test_import_and_help_start_fast",
         "test_widget_model.py::test_import_hmrf_does_not_import_the_widgets",
         "test_widget_model.py::test_without_anywidget_the_model_works_and_the_widget_says_what_to_install",
-        "test_plugins.py::test_the_hmrf_command_imports_a_plugin")},
+        "test_plugins.py::test_the_hmrf_command_imports_a_plugin",
+        "test_plugins.py::test_compare_workers_import_the_plugin_modules")},
     # large data: memory budgets measured with tracemalloc on 10^4-10^5 points
     "test_memory.py": "large data",
     # real corpora read and vectorised (18,821 newsgroup documents)

@@ -39,6 +39,10 @@ def test_curve_shapes_ranges_and_unqueried_points():
     assert cur.n_queries.tolist() == [20, 20, 20]
     assert cur.mean("pairwise_f").shape == (4,)
     assert "budget" in cur.table()
+    # one spread everywhere: the sample std over runs, as CurveTable.summary gives it
+    assert cur.std("nmi") == pytest.approx(np.std(cur.scores["nmi"], axis=0, ddof=1))
+    rows = {r["point"]: r for r in cur.summary(["nmi"])}
+    assert [rows[b]["nmi_std"] for b in cur.budgets] == pytest.approx(cur.std("nmi"))
 
 
 def test_runs_differ_but_the_curve_is_reproducible():

@@ -181,6 +181,13 @@ def test_bic_takes_an_estimator_at_emission_auto():
     np.testing.assert_allclose(given.scores, by_default.scores, rtol=1e-9)
 
 
+@pytest.mark.parametrize("params", [{}, {"em": "soft"}, {"normalizer": "closed_form"}])
+def test_bic_refuses_an_estimator_without_a_normalised_density(params):
+    X, _ = _blobs()
+    with pytest.raises(ValueError, match="em='soft' and normalizer='closed_form'"):
+        bic_k(X, [2], estimator=HMRFKMeans(**params))
+
+
 def test_bic_refuses_a_family_without_a_normalised_density():
     X, _ = _blobs()
     with pytest.raises(ValueError):

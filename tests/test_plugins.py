@@ -2,6 +2,7 @@
 plug-in module (tests/plugin_example.py) are used by name from Python and from the command
 line, pass the conformance checks; nothing falls back silently on what they return."""
 
+import csv
 import os
 import subprocess
 import sys
@@ -254,6 +255,28 @@ def test_compare_with_a_plugin_module(tmp_path, capsys):
     for name in ("icm", "quick-sa", "sa(n_sweeps=8)"):
         assert f"\n{name}," in text or f",{name}," in text
     assert "bernoulli" in capsys.readouterr().out
+
+
+def test_compare_workers_import_the_plugin_modules(tmp_path, capsys):
+    # a family name registered only by a --plugin module: the --n-jobs worker processes
+    # must import the module before they resolve the name (an engine object would
+    # import it as a side effect of unpickling; a name does not)
+    from hmrf.emissions import EMISSIONS
+
+    (tmp_path / "my_coins.py").write_text(
+        "import hmrf\nfrom plugin_example import Bernoulli\n"
+        "hmrf.register_emission('coins-in-workers', Bernoulli, replace=True)\n")
+    out = tmp_path / "cmp"
+    try:
+        code = main(["compare", "--plugin", str(PLUGIN), "--plugin", str(tmp_path / "my_coins.py"),
+                     "--engines", "icm", "--emission", "coins-in-workers", *binary_files(tmp_path),
+                     "--constraints", "0,20", "--runs", "2", "--bound", "none", "--n-jobs", "2",
+                     "--out", str(out), "--no-progress"])
+    finally:
+        EMISSIONS.pop("coins-in-workers", None)
+    assert code == 0, capsys.readouterr().err
+    rows = list(csv.DictReader((out / "compare.csv").open()))
+    assert len(rows) == 2 * 2 * 2 and not any(r["error"] for r in rows), [r["error"] for r in rows]
 
 
 def test_help_lists_what_the_plugins_register(capsys):

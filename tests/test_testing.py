@@ -20,6 +20,7 @@ from hmrf.emissions import (
     IDivergence,
     ItakuraSaito,
     Mahalanobis,
+    Multinomial,
     SquaredEuclidean,
     VonMisesFisher,
 )
@@ -40,6 +41,7 @@ from hmrf.inference import (
     GreedyFeasible,
     InferenceResult,
     LPRelaxation,
+    MeanField,
 )
 from hmrf.inference.base import Solution
 from hmrf.potentials import DistanceScaledPotts, PottsConstraints, TablePotential
@@ -58,9 +60,10 @@ TABLE = np.full((3, 3), 2.0)
 np.fill_diagonal(TABLE, 0.5)
 
 ENGINES = [ICM(), BeliefPropagation(), BeliefPropagation(polish="icm"), TRWS(), LPRelaxation(),
-           LPRelaxation(polish="icm"), ExactMILP(), GreedyFeasible(), AutoEngine(), AlphaExpansion()]
+           LPRelaxation(polish="icm"), ExactMILP(), GreedyFeasible(), AutoEngine(), AlphaExpansion(),
+           MeanField()]
 FAMILIES = [SquaredEuclidean(), KL(), IDivergence(), ItakuraSaito(), VonMisesFisher(), Mahalanobis(),
-            Mahalanobis(metric="full")]
+            Mahalanobis(metric="full"), Multinomial()]
 POTENTIALS = [PottsConstraints(C6, 1.5), TablePotential(6, [(0, 1), (3, 4)], TABLE), DistanceScaledPotts(C6)]
 
 

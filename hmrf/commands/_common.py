@@ -96,8 +96,7 @@ def import_plugins(modules) -> None:
     """Import each of ``modules``: a module name (looked up on ``sys.path`` and in the
     working directory) or the path of a ``.py`` file (whose directory joins ``sys.path``,
     so that worker processes of ``--n-jobs`` import it by the same name)."""
-    import importlib
-    import sys
+    from .._registry import import_plugin
 
     for name in modules:
         try:
@@ -106,14 +105,9 @@ def import_plugins(modules) -> None:
                 if not os.path.isfile(path):
                     raise ImportError(f"no such file: {path}")
                 folder, module = os.path.split(os.path.splitext(path)[0])
-                if folder not in sys.path:
-                    sys.path.insert(0, folder)
-                name_to_import = module
             else:
-                if os.getcwd() not in sys.path:
-                    sys.path.append(os.getcwd())
-                name_to_import = name
-            importlib.import_module(name_to_import)
+                folder, module = os.getcwd(), name
+            import_plugin(module, folder)
         except ImportError as exc:
             raise ImportError(f"--plugin {name}: {exc}") from exc
 
@@ -237,20 +231,21 @@ def own_default(action, param: str, takes: str):
     return action
 
 
-#: Help of every command's ``--w`` (with :func:`own_default`).
 #: what ``--emission`` defaults to on text, for every command's help (the rule of ``is_text``)
 TEXT_EMISSION = ("cosine for text (a .txt file, or sparse non-negative rows none of which is empty) "
                  "where the family is free")
 
+#: Help of every command's ``--w`` (with :func:`own_default`).
 W_HELP = ("constraint weight: a number (inf = hard) or auto, the estimator's rule: twice the mean "
           "cost of a point when all the data form one cluster (Potts penalties), 1 for mpckmeans' "
           "distance-scaled penalties, min(1, n / m) for mkmeans, m the constraints after the closure "
           "(default: the estimator's own, %(own)s)")
 
 
-def add_w_option(p):
-    """The ``--w`` option of every command."""
-    return own_default(p.add_argument("--w", type=weight, metavar="W", help=W_HELP), "w", "takes_w")
+def add_w_option(p, also: str = ""):
+    """The ``--w`` option of every command; ``also`` ends its help (another default)."""
+    help_text = W_HELP if not also else W_HELP[:-1] + f"; {also})"
+    return own_default(p.add_argument("--w", type=weight, metavar="W", help=help_text), "w", "takes_w")
 
 
 def fraction(text):

@@ -25,7 +25,7 @@ Supervision (one of):
                    of rows of --data
   --constraints N  N random pairs drawn from the labels (must-link when classes agree)
   --seeds F        a fraction F of the labelled points keep their class, the rest are unknown
-  --labels FILE    alone: the labels as given (-1 or an empty cell = unknown)
+  --labels FILE    alone: the labels as given (-1 = unknown)
 With a bundled data set and none of them: 100 random pairs (for seeded-kmeans and
 constrained-kmeans: 10 % seeds).
 
@@ -54,7 +54,7 @@ def add_parser(sub):
     common.own_default(p.add_argument("--engine", metavar="NAME",
                                       help="E-step engine, listed below (default: the estimator's "
                                            "own, %(own)s)"), "inference", "takes_engine")
-    common.add_w_option(p)
+    common.add_w_option(p, also=f"{_image.DEFAULT_W:g} with --image")
     sup = p.add_mutually_exclusive_group()
     sup.add_argument("--pairs", metavar="FILE", help="your constraints (see above)")
     sup.add_argument("--constraints", type=common.nonneg_int, metavar="N",
@@ -137,7 +137,7 @@ def _w_text(est, spec) -> str:
         return "-"
     given, used = est.get_params(deep=False).get("w"), getattr(est, "w_", None)
     if isinstance(given, str) and used is not None:
-        return f"{given} = {used:.6g}"
+        return f"{given} (no constraints)" if used != used else f"{given} = {used:.6g}"  # NaN: nothing to weigh
     return f"{given:g}" if isinstance(given, float) else str(given)
 
 
@@ -215,7 +215,7 @@ def run(args) -> int:
 
             plot_clusters(X, labels, c, out.file("clusters.png"),
                           f"{data.name}: {args.estimator}, k={k}")
-    engine_text = engine if engine is not None else f"none ({spec.no_engine})"
+    engine_text = engine if engine is not None else f"fixed ({spec.no_engine})"
     print(f"data         {common.describe(data)}")
     print(f"estimator    {args.estimator}  engine={engine_text}  "
           f"emission={_family(est)}{'' if args.emission else ' (default)'}  w={_w_text(est, spec)}")

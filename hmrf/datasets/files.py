@@ -446,7 +446,8 @@ def read_pairs(path: str | os.PathLike[str], n: int) -> Constraints:
 # --------------------------------------------------------------------- labels
 def read_labels(path: str | os.PathLike[str], n: int,
                 ids: NDArray[np.str_] | None = None) -> tuple[NDArray[np.int64], NDArray[Any]]:
-    """Class labels from a file, one per data row, ``-1`` or an empty cell for unknown.
+    """Class labels from a file, one per data row, ``-1`` for unknown (or an empty label
+    cell of an ``id, label`` table; blank lines are skipped).
 
     A single column of ``n`` labels (after an optional header row), or with ``ids`` a
     table ``id, label`` matched to the data by id. Returns ``(y, classes)``: labels

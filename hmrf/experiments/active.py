@@ -112,8 +112,10 @@ class ActiveCurve(CurveTable):
         return self._over_runs(np.nanmean, metric)
 
     def std(self, metric: str = "pairwise_f") -> np.ndarray:
-        """Standard deviation over runs (population, ddof=0; ignoring failed runs) per budget."""
-        return self._over_runs(np.nanstd, metric)
+        """Sample standard deviation over runs (ddof=1, as :meth:`CurveTable.summary
+        <hmrf.experiments.CurveTable.summary>`; ignoring failed runs) per budget; 0 with
+        one run."""
+        return self._over_runs(_sample_std, metric)
 
     def _over_runs(self, reduce, metric):
         if metric not in ACTIVE_SCORES or metric not in self.columns:
@@ -143,6 +145,11 @@ class ActiveCurve(CurveTable):
         kwargs.setdefault("title", f"{self.dataset}: {self.selector} + {self.clusterer} "
                                    f"({self.n_runs} runs)")
         return super().plot(metric, **kwargs)
+
+
+def _sample_std(values: np.ndarray, axis: int) -> np.ndarray:
+    n = np.sum(~np.isnan(values), axis=axis)
+    return np.where(n > 1, np.nanstd(values, axis=axis, ddof=1) if values.shape[axis] > 1 else 0.0, 0.0)
 
 
 def _check_budgets(budgets) -> np.ndarray:

@@ -211,12 +211,25 @@ def _run_task(task, X, y, kind, noise_levels, max_point, metrics, errors, prepar
 
 def run_tasks(function: Callable[..., Any], tasks: Any, n_jobs: int | None) -> Any:
     """``function(*task)`` of every task, in order (a generator), on joblib's workers
-    unless ``n_jobs`` is None or 1."""
+    unless ``n_jobs`` is None or 1; a worker first imports the ``--plugin`` modules of
+    this process (:data:`hmrf._registry.PLUGIN_MODULES`), whose names the tasks may use."""
     if n_jobs in (None, 1):
         return (function(*task) for task in tasks)
     from joblib import Parallel, delayed
 
-    return Parallel(n_jobs=n_jobs, return_as="generator")(delayed(function)(*task) for task in tasks)
+    from .._registry import PLUGIN_MODULES
+
+    plugins = list(PLUGIN_MODULES)
+    return Parallel(n_jobs=n_jobs, return_as="generator")(
+        delayed(_with_plugins)(plugins, function, task) for task in tasks)
+
+
+def _with_plugins(plugins: list[tuple[str, str]], function: Callable[..., Any], task: Any) -> Any:
+    from .._registry import import_plugin
+
+    for module, folder in ((m, f) for f, m in plugins):
+        import_plugin(module, folder)
+    return function(*task)
 
 
 def _mask(n, idx):

@@ -297,7 +297,8 @@ class InferenceEngine:
 
     The contract: the returned labelling honours every hard factor, or :meth:`map`
     raises :class:`~hmrf.InfeasibleError` naming a point
-    (:func:`~hmrf.inference.feasibility.raise_if_infeasible` checks every result).
+    (:func:`~hmrf.inference.feasibility.raise_if_infeasible` checks every result), or an
+    exact engine stopped by its time limit raises :class:`~hmrf.ConstraintSearchError`.
     """
 
     #: Whether the energy of the returned labelling never exceeds that of ``init``.
@@ -333,6 +334,9 @@ class InferenceEngine:
         InfeasibleError
             No labelling honouring the hard factors was found; ``point`` names a point
             (exact engines raise only when none exists).
+        ConstraintSearchError
+            An exact engine's time limit ended with neither such a labelling nor a proof
+            that none exists (:class:`~hmrf.inference.ExactMILP`).
         ValueError
             Bad costs, labels or engine parameters.
         """

@@ -474,8 +474,8 @@ def relax_and_round(unary: NDArray[Any], graph: PairwiseGraph, rng: np.random.Ge
                     init: NDArray[Any] | None = None, notify: Callable[..., Any] | None = None) -> Solution:
     """Kleinberg–Tardos on a (reduced) problem: solve the LP, round, optionally polish.
 
-    The work of :class:`LPRelaxation`, whose parameters these are, for other engines
-    to call (:class:`~hmrf.inference.ExactMILP` when it runs out of time). ``init`` is
+    The work of :class:`LPRelaxation`, whose parameters these are, as a function of a
+    problem already reduced (for code that composes engines). ``init`` is
     returned only if no rounding (nor its repair) honours the hard factors;
     ``notify(iteration, labels, bound)`` runs after rounding and after polishing.
     """

@@ -27,7 +27,7 @@ __all__ = ["kt_problem", "solve_kt_cvxpy"]
 def _cvxpy():
     """cvxpy, imported on first use; an ImportError with the install command without it."""
     return load("cvxpy", purpose="LPRelaxation(solver='cvxpy') (hmrf.inference.lp_cvxpy)",
-                hint="or use solver='highs' (the same LP, solved by SciPy)")
+                hint="or use solver='highs' (the same LP, solved by HiGHS through highspy)")
 
 
 def kt_problem(unary: NDArray[Any], graph: PairwiseGraph) -> tuple[Any, Any]:
