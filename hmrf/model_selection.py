@@ -129,7 +129,7 @@ class ConstraintKFold:
         Raises
         ------
         ValueError
-            ``n_splits < 2`` or more folds than pairs of the rarer kind present.
+            ``n_splits < 2`` or fewer pairs than folds.
         """
         P = pair_samples(X) if isinstance(X, Constraints) else np.asarray(X, dtype=np.float64)
         k = int(self.n_splits)

@@ -208,3 +208,23 @@ def test_text_gets_the_cosine_model():
 def test_bad_init_is_named():
     with pytest.raises(ValueError, match="init"):
         COPKMeans(2, init="pckmeans").fit(np.eye(4))
+
+
+def test_extra_potentials_must_be_hard():
+    # the greedy assignment reads hard costs only: soft factors are refused by name, hard
+    # table factors are kept like hard pairs
+    from sklearn.datasets import load_iris
+
+    from hmrf import Constraints
+    from hmrf.potentials import DistanceScaledPotts, PottsConstraints, TablePotential
+
+    X, _ = load_iris(return_X_y=True)
+    soft = Constraints.from_pairs(must_link=[(0, 100)], n=150, weight=5.0)
+    for pot in (PottsConstraints(soft, 1.0), DistanceScaledPotts(soft)):
+        with pytest.raises(ValueError, match=type(pot).__name__):
+            COPKMeans(3, random_state=0).fit(X, potentials=pot)
+    T = np.full((3, 3), np.inf)
+    np.fill_diagonal(T, 0.0)  # a hard must-link as a table
+    est = COPKMeans(3, random_state=0).fit(X, potentials=TablePotential(150, [(0, 100), (1, 101)], T))
+    assert est.labels_[0] == est.labels_[100] and est.labels_[1] == est.labels_[101]
+    assert np.isfinite(est.objective_)

@@ -326,7 +326,9 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         ----------
         y : array-like of shape (n_samples,), optional
             Partial labels, ``-1`` for unlabelled; turned into must-links within and
-            cannot-links across classes.
+            cannot-links across classes (:class:`~hmrf.SeededKMeans` and
+            :class:`~hmrf.ConstrainedKMeans` take them as seeds instead; ``KMeans`` takes
+            no supervision).
         constraints : Constraints, optional
             Alternative to the pair lists (not both).
         potentials : PairwisePotential or list of them, optional

@@ -114,6 +114,16 @@ class COPKMeans(HMRFClusterMixin):
     def _spec_inference(self):
         return GreedyFeasible() if isinstance(self.inference, str) else self.inference
 
+    def _model(self, X, constraints, y, potentials=None):
+        model = super()._model(X, constraints, y, potentials)
+        for pot in model.potentials:  # the greedy assignment reads hard costs only: refuse soft ones
+            if pot.depends_on_params or _has_soft_costs(pot.graph(model.X, None, model.n_clusters)):
+                raise ValueError(
+                    f"COPKMeans keeps every factor hard and its assignment reads only hard (infinite) "
+                    f"costs, but the potential {type(pot).__name__} has finite costs; make them "
+                    "infinite (forbidden pairs of labels), or fit with HMRFKMeans, which weighs them.")
+        return model
+
     def _supervision(self, n, y, must_link, cannot_link, constraints):
         c = super()._supervision(n, y, must_link, cannot_link, constraints)
         try:
@@ -151,3 +161,14 @@ def _methods(result) -> list[str]:
     ``info["method"]``, carried by the EM trace), the last pass's included."""
     infos = [t["engine"] for t in result.trace] + [result.final_engine_info]
     return [info.get("method", "greedy") for info in infos if info is not None]
+
+
+def _has_soft_costs(graph) -> bool:
+    """Whether a factor of ``graph`` has a finite non-zero cost (a soft Potts edge, or a
+    table entry that is neither 0 nor infinite)."""
+    classes = graph.edge_classes()
+    if (classes.soft_must | classes.soft_cannot).any():
+        return True
+    if graph.tables is None or not classes.table.any():
+        return False
+    return bool(np.any(np.isfinite(graph.tables) & (graph.tables != 0)))

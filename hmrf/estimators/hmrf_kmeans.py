@@ -36,9 +36,9 @@ class HMRFKMeans(HMRFClusterMixin):
         (:func:`hmrf.emissions.data_emission`); the family used is ``emission_``.
     inference : str or InferenceEngine, default="auto"
         E-step engine: a name of :data:`hmrf.inference.ENGINES` or an engine instance.
-        ``"auto"`` (:class:`~hmrf.inference.auto.AutoEngine`): belief propagation, then
-        α-expansion moves per connected component, the lower energy kept
-        (:doc:`/choosing`). ``"icm"`` is the thesis's engine (§4.4.4).
+        ``"auto"`` (:class:`~hmrf.inference.auto.AutoEngine`): per connected component,
+        belief propagation then α-expansion moves, the lower energy kept, or α-expansion
+        alone on a must-link-only component of at least 1,000 nodes (:doc:`/choosing`). ``"icm"`` is the thesis's engine (§4.4.4).
     w : float or "auto", default="auto"
         Global multiplier of the constraint weights (``np.inf``: all hard), the thesis's
         ``w`` (eq. 4.10). ``"auto"``: twice the mean emission cost of a point when all the

@@ -3,8 +3,8 @@
 :func:`compare_engines` runs the protocol of Basu (2005), §4.5.2 and Fig. 4.13 — random
 2-fold splits, random pairs from the training half, every engine on the same splits and
 constraints and running EM once from the same initial state (``n_init=1``) — and
-records, besides NMI, what distinguishes engines when their NMI curves coincide (as
-they do on Iris):
+records, besides NMI, what distinguishes engines when their NMI curves are about the same (as
+on Iris):
 
 * the final objective J of each fit, and (:func:`summarise_engines`) its excess over the
   best engine on the same split, ``(J_e - min_e J_e) / |min_e J_e|``;
