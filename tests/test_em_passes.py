@@ -162,6 +162,12 @@ def test_statistics_are_additive_and_give_the_scatter(kind, sparse):
         R = Xd[lab == h] - means[h]
         direct = {"norm": (R * R).sum(), "diagonal": (R * R).sum(0), "full": R.T @ R}[kind]
         np.testing.assert_allclose(whole.scatter(means)[h], direct, rtol=1e-9, atol=1e-9)
+    # around any centres, not only the cluster means (a family may ask at other parameters)
+    other = means + rng.normal(size=means.shape)
+    for h in range(3):
+        R = Xd[lab == h] - other[h]
+        direct = {"norm": (R * R).sum(), "diagonal": (R * R).sum(0), "full": R.T @ R}[kind]
+        np.testing.assert_allclose(whole.scatter(other)[h], direct, rtol=1e-9, atol=1e-9)
     moved = whole - ClusterStats.from_data(X[:5], lab[:5], 3, kind, shift) + \
         ClusterStats.from_data(X[:5], (lab[:5] + 1) % 3, 3, kind, shift)
     lab2 = lab.copy()

@@ -149,17 +149,23 @@ class ClusterStats:
         return means
 
     def scatter(self, means: Any) -> np.ndarray:
-        """Second moment around ``means`` instead of the shift: ``Σ r (x - μ)²`` per cluster
-        (``Σ (x-c)² - n (μ-c)²``, and the analogues for the other kinds)."""
+        """Second moment around any centres ``means`` instead of the shift ``c``:
+        ``Σ r (x - μ)²`` per cluster, ``Σ r (x-c)² - 2 (μ-c)·Σ r (x-c) + n (μ-c)²`` (and the
+        analogues for the other kinds; at the cluster means the middle term is
+        ``-2 n (μ-c)²``)."""
         if self.second is None:
             raise ValueError("these statistics carry no second moment.")
-        dm = np.asarray(means, dtype=np.float64) - (0.0 if self.shift is None else self.shift[None, :])
+        shift = 0.0 if self.shift is None else self.shift[None, :]
+        dm = np.asarray(means, dtype=np.float64) - shift
         n = self.counts
+        ds = np.asarray(self.sums, dtype=np.float64) - n[:, None] * shift  # Σ r (x - c)
         if self.second_kind == "norm":
-            return np.maximum(self.second - n * np.einsum("kd,kd->k", dm, dm), 0.0)
+            return np.maximum(self.second - 2.0 * np.einsum("kd,kd->k", dm, ds)
+                              + n * np.einsum("kd,kd->k", dm, dm), 0.0)
         if self.second_kind == "diagonal":
-            return np.maximum(self.second - n[:, None] * dm * dm, 0.0)
-        out = self.second - n[:, None, None] * np.einsum("ki,kj->kij", dm, dm)
+            return np.maximum(self.second - 2.0 * dm * ds + n[:, None] * dm * dm, 0.0)
+        cross = np.einsum("ki,kj->kij", ds, dm)
+        out = self.second - cross - np.swapaxes(cross, 1, 2) + n[:, None, None] * np.einsum("ki,kj->kij", dm, dm)
         return (out + np.swapaxes(out, 1, 2)) / 2.0
 
 
