@@ -42,12 +42,12 @@ class MinDivergence:
         the sum is zero or not finite), from ``trials`` uniform numbers of ``rng``."""
         raise NotImplementedError
 
-    def potentials(self, candidates: NDArray[np.intp]) -> np.ndarray:
+    def potentials(self, candidates: NDArray[np.floating]) -> np.ndarray:
         """``Σ_i min(D_i, D(x_i, c_t))`` for each candidate centre ``c_t`` (T, d): the
         k-means++ potential if ``c_t`` joined the centres (T,)."""
         raise NotImplementedError
 
-    def with_centre(self, candidates: NDArray[np.intp], t: int) -> MinDivergence:
+    def with_centre(self, candidates: NDArray[np.floating], t: int) -> MinDivergence:
         """The minimum divergence once ``candidates[t]`` has joined the centres (after
         :meth:`potentials` of the same ``candidates``)."""
         raise NotImplementedError

@@ -84,6 +84,23 @@ def test_fit_fails_before_fitting_when_out_is_unwritable(tmp_path, capsys, monke
     assert "cannot write to --out" in capsys.readouterr().err and calls == []
 
 
+def test_fit_plot_without_matplotlib_stops_before_fitting_or_writing(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from hmrf.estimators.base import HMRFClusterMixin
+
+    calls = []
+    monkeypatch.setattr(HMRFClusterMixin, "fit", lambda self, *a, **k: calls.append(1))
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the extra were not installed
+    out = tmp_path / "out"
+    assert main(["fit", "--dataset", "iris", "--plot", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "hmrf[plot]" in err and calls == []
+    assert not out.exists() or not any(out.iterdir())
+
+
 # ------------------------------------------------- the same options on every command
 def _options(command):
     from hmrf.cli import build_parser

@@ -150,6 +150,10 @@ def run(args) -> int:
 
     if _image.requested(args):
         return _image.run(args)
+    if args.plot:  # matplotlib is an extra: its absence stops the command before it fits or writes
+        from .._optional import load
+
+        load("matplotlib.pyplot", purpose="hmrf fit --plot")
     if _cluster.requested(args):
         return _cluster.run(args)
     spec = ESTIMATORS[args.estimator]

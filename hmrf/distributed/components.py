@@ -48,8 +48,8 @@ __all__ = ["ComponentPlan", "COMPONENT_TASKS_ABOVE", "POINTS_PER_TASK", "compone
 #: or :func:`hmrf.distributed.fit_dask`'s ``component_tasks_above=`` overrides it.
 COMPONENT_TASKS_ABOVE = 1_000_000
 
-#: Points a component task aims at (there are at least as many tasks as chunks, and at
-#: most as many as components).
+#: Points a component task aims at (as many tasks as chunks where the components allow,
+#: at most as many as components; a large component takes a task of its own).
 POINTS_PER_TASK = 250_000
 
 
