@@ -112,7 +112,8 @@ class Registry(MutableMapping):
 
     ``what`` (``"engine"``, ``"emission"``) names the ``register_<what>`` function in
     messages, ``noun`` (default ``what``) an unknown name; ``rows`` are the library's own
-    names, ``renamed`` maps retired names to the spelling that replaces them.
+    names, ``renamed`` maps a name to the one to use instead (looking it up raises a
+    ``ValueError`` that says so).
     """
 
     def __init__(self, what: str, group: str, rows: dict[str, Spec],

@@ -48,7 +48,7 @@ class PottsConstraints(PairwisePotential):
     """Generalised Potts potential of must-link / cannot-link constraints.
 
     ``v(i, j) = w · w_ij · [y_i != y_j]`` for a must-link and ``w · w_ij · [y_i == y_j]``
-    for a cannot-link (Basu 2005, eq. 4.4; Kleinberg & Tardos 1999), where ``w_ij`` is
+    for a cannot-link (Basu 2005, eq. 4.4; Kleinberg & Tardos 2002), where ``w_ij`` is
     the constraint's own weight and ``w`` a global multiplier (the ``w`` of PCKMeans,
     Basu, Bilenko & Mooney 2004, eq. 1).
 

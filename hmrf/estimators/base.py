@@ -217,11 +217,11 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
     #: Checks of a subclass's own parameters, beyond ``PARAMETERS``.
     _parameter_constraints: dict = {}
     #: Keyword arguments that configure an object the estimator takes (its ``_moved_error``
-    #: names the new spelling).
+    #: names the argument to use instead).
     _moved: tuple = ()
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
-        """Refuse the keyword arguments of ``_moved``, naming their new spelling; the
+        """Refuse the keyword arguments of ``_moved``, naming the argument to use; the
         others go to ``__init__``, whose signature scikit-learn reads."""
         given = {k: kwargs[k] for k in cls._moved if k in kwargs}
         if given:

@@ -53,7 +53,7 @@ MOVED = ("metric", "per_cluster", "shrinkage")
 
 
 def _moved_emission(owner, moved):
-    """The error naming the ``emission`` that old metric arguments stand for."""
+    """The error naming the ``emission`` that the metric arguments ``moved`` stand for."""
     metric = moved.get("metric", "auto")
     rest = {k: v for k, v in moved.items() if k != "metric" and v not in ("auto", False)}
     named = {"auto": "auto", COSINE: COSINE, "diagonal": "mahalanobis", "identity": "sqeuclidean"}
@@ -96,8 +96,6 @@ class _MetricLearner(HMRFClusterMixin):
         "penalty": [Options(*PENALTIES)],
     }
 
-    #: M-KMeans has no ``penalty`` parameter: its potentials are the paper's distance-scaled ones
-    _fixed = dict(HMRFClusterMixin._fixed, penalty="distance")
     _moved = MOVED
 
     @classmethod

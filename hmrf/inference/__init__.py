@@ -38,8 +38,8 @@ __all__ = ["InferenceEngine", "InferenceResult", "ICM", "BeliefPropagation", "TR
 
 #: Engine name -> :class:`EngineSpec` (``factory(**params)`` and a one-line description),
 #: a :class:`~hmrf._registry.Registry`: names are lower case; :func:`register_engine` and
-#: the entry points of the group ``hmrf.engines`` add to it; a renamed engine name raises
-#: a ``ValueError`` that gives its spelling here.
+#: the entry points of the group ``hmrf.engines`` add to it; a name in the registry's
+#: ``renamed`` table raises a ``ValueError`` that gives the name to use.
 ENGINES = Registry("engine", "hmrf.engines", {
     "icm": EngineSpec(ICM, "iterated conditional modes from the previous labels (Basu 2005, §4.4.4)"),
     "bp": EngineSpec(BeliefPropagation,
@@ -133,8 +133,8 @@ def get_engine(spec: Any) -> InferenceEngine:
     Raises
     ------
     ValueError
-        Unknown name (the message lists the names), a renamed engine name (the
-        message gives its current spelling), or parameters the engine refuses.
+        Unknown name (the message lists the names), a name in the registry's ``renamed``
+        table (the message gives the name to use), or parameters the engine refuses.
     TypeError
         Neither a name nor an object with a ``map`` method.
 

@@ -326,8 +326,10 @@ class InferenceEngine:
             Starting labelling, or posteriors (n, k) for an engine that gives marginals.
         rng : int, numpy Generator or RandomState, optional
         callback : callable, optional
-            ``callback(iteration, labels, energy, bound)`` after each iteration, on the
-            full problem (OpenGM's visitor).
+            ``callback(iteration, labels, energy, bound)`` each time the engine reports
+            progress, on the full problem (OpenGM's visitor): after every iteration for
+            the iterative engines, once at the end for ``AutoEngine``, after each batch
+            HiGHS does not solve to optimality for ``ExactMILP``.
 
         Raises
         ------

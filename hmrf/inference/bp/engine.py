@@ -100,7 +100,8 @@ class BeliefPropagation(InferenceEngine):
     patience : int or None, default=None
         Max mode: stop a component after this many iterations without a better decoded
         labelling (a TRW-S component: and without its bound rising by more than
-        ``rel_gap * |E|``). ``None``: with ``schedule="auto"`` a frustrated component
+        ``rel_gap * |E|``); lattice components (image grids) keep TRW-S's own stopping
+        rule. ``None``: with ``schedule="auto"`` a frustrated component
         stops after ``max(AUTO_PATIENCE, AUTO_PATIENCE_WORK / n_c)`` such iterations (5
         and 5000, ``n_c`` its number of nodes): few for a large component, where each
         iteration costs most; must-link components stop on their TRW-S gap. Otherwise

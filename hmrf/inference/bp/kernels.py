@@ -26,9 +26,9 @@ keeps one message per edge (Kolmogorov 2006, §4.1).
 node ``s`` takes the label minimising its unary cost, the true costs of its edges
 towards the earlier nodes (already decoded) and the messages from the later ones.
 
-The NumPy forms of these passes live in ``tests/oracles/bp_numpy.py``;
-``tests/test_bp_compiled.py`` and ``tests/test_trws.py`` check the kernels against them
-message by message.
+The NumPy forms of these passes live in ``tests/oracles/bp_numpy.py`` (belief
+propagation) and ``tests/oracles/trws_numpy.py`` (TRW-S); ``tests/test_bp_compiled.py``
+and ``tests/test_trws.py`` check the kernels against them message by message.
 """
 
 from __future__ import annotations
