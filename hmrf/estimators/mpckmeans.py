@@ -235,7 +235,8 @@ class MPCKMeans(_MetricLearner):
         for ``"identity"`` and ``"cosine"``).
     metric_kind_, shrinkage_ : str, float
         The metric (``"diagonal"``, ``"full"``, ``"identity"``, ``"cosine"``) and ``λ``
-        the fit used.
+        the fit used; ``emission_`` is the data's family (``"sqeuclidean"`` or
+        ``"cosine"``), under which ``metric_kind_`` is learned.
     labels_, cluster_centers_, params_, objective_, history_, n_iter_, converged_,
     constraints_, em_result_, n_features_in_ : see :class:`HMRFClusterMixin`.
         ``objective_`` is ``J`` above.
