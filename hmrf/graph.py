@@ -350,9 +350,9 @@ class PairwiseGraph:
                          scale: float | NDArray[np.floating] = 1.0) -> PairwiseGraph:
         """Potts graph of a :class:`~hmrf.Constraints`; edge weight = ``scale * w_ij``,
         ``scale`` a scalar or one factor per constraint."""
-        with np.errstate(invalid="ignore"):  # 0 * inf: a hard constraint stays hard
-            w = np.asarray(scale, dtype=np.float64) * constraints.weight
-            w = np.where(np.isinf(constraints.weight), np.inf, w)
+        with np.errstate(invalid="ignore"):  # 0 * inf: a hard constraint stays hard,
+            w = np.asarray(scale, dtype=np.float64) * constraints.weight  # a free one free
+            w = np.where(np.isinf(constraints.weight), np.inf, np.where(constraints.weight == 0, 0.0, w))
         return cls(constraints.n, constraints.pairs, w, constraints.kind)
 
     @classmethod

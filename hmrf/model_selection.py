@@ -386,10 +386,12 @@ def bic_k(X: MatrixLike, ks: Sequence[int], constraints: Constraints | None = No
     base = estimator if estimator is not None else HMRFKMeans(
         emission=emission, em="soft", normalizer="closed_form", random_state=random_state)
     given = base.get_params(deep=False)
-    if given.get("em", "soft") != "soft" or given.get("normalizer", "closed_form") != "closed_form":
+    setting = getattr(base, "_setting", given.get)  # an hmrf estimator's settings include fixed ones
+    em, normalizer = setting("em"), setting("normalizer")
+    if (em, normalizer) != ("soft", "closed_form") and not (em is None and normalizer is None):
         raise ValueError("bic_k needs the likelihood of a normalised density: an estimator with "
-                         "em='soft' and normalizer='closed_form'; got "
-                         f"em={given.get('em')!r}, normalizer={given.get('normalizer')!r}.")
+                         f"em='soft' and normalizer='closed_form'; {type(base).__name__} has "
+                         f"em={em!r}, normalizer={normalizer!r}.")
     n, d = X.shape
     ks = [int(k) for k in ks]
     bic = []

@@ -110,3 +110,15 @@ def test_table_costs_of_a_potts_only_graph_is_empty():
     T = np.array([[0.0, 2.0], [1.0, 0.0]])
     mixed = PairwiseGraph.concatenate([g, PairwiseGraph.from_tables(3, [(1, 2)], T, weight=0.5)])
     np.testing.assert_array_equal(mixed.table_costs(), [0.5 * T])
+
+
+def test_a_zero_weight_constraint_costs_nothing_at_any_scale():
+    # w = inf makes every weighted constraint hard; a pair of weight 0 stays free (not NaN)
+    from hmrf import Constraints, HMRFKMeans
+
+    c = Constraints.from_pairs(must_link=[(0, 1), (2, 3)], n=6, weight=[0.0, 1.0])
+    g = PairwiseGraph.from_constraints(c, np.inf)
+    assert g.weight.tolist() == [0.0, np.inf]
+    X = np.array([[0.0], [5.0], [0.1], [0.2], [5.1], [5.2]])
+    est = HMRFKMeans(2, w=np.inf, random_state=0).fit(X, constraints=c)
+    assert est.labels_[2] == est.labels_[3] and est.labels_[0] != est.labels_[1]

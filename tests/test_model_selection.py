@@ -5,7 +5,7 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.model_selection import GridSearchCV, cross_val_score
 
-from hmrf import Constraints, HMRFKMeans, PCKMeans
+from hmrf import Constraints, HMRFKMeans, MPCKMeans, PCKMeans
 from hmrf.model_selection import (
     ConstraintKFold,
     PairwiseClusterer,
@@ -181,11 +181,14 @@ def test_bic_takes_an_estimator_at_emission_auto():
     np.testing.assert_allclose(given.scores, by_default.scores, rtol=1e-9)
 
 
-@pytest.mark.parametrize("params", [{}, {"em": "soft"}, {"normalizer": "closed_form"}])
-def test_bic_refuses_an_estimator_without_a_normalised_density(params):
+@pytest.mark.parametrize("make", [HMRFKMeans, lambda: HMRFKMeans(em="soft"),
+                                  lambda: HMRFKMeans(normalizer="closed_form"),
+                                  lambda: PCKMeans(em="soft"), MPCKMeans])
+def test_bic_refuses_an_estimator_without_a_normalised_density(make):
+    # PCKMeans has no normalizer and MPCKMeans no em: their fixed settings count
     X, _ = _blobs()
     with pytest.raises(ValueError, match="em='soft' and normalizer='closed_form'"):
-        bic_k(X, [2], estimator=HMRFKMeans(**params))
+        bic_k(X, [2], estimator=make())
 
 
 def test_bic_refuses_a_family_without_a_normalised_density():

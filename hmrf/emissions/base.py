@@ -135,8 +135,10 @@ def inner_products(X: MatrixLike, G: ArrayLike) -> np.ndarray:
 def check_squared_scale(X: MatrixLike, family: str) -> None:
     """Refuse data whose squared distances overflow or underflow the working precision.
 
-    Entries beyond ``sqrt(max / d)`` overflow squared distances to ``inf``; when even the
-    largest entry is below ``sqrt(tiny)`` every distance is zero and round-off decides.
+    Entries beyond ``sqrt(max / (16 d))`` leave no headroom for the sums of squared
+    distances, which overflow to ``inf`` near ``sqrt(max / d)``; when even the largest
+    entry is below ``1000 sqrt(tiny)`` squared distances underflow towards zero and
+    round-off decides.
     """
     data = X.data if sp.issparse(X) else X
     if data.size == 0:

@@ -206,7 +206,8 @@ class HMRFClusterMixin(ClusterMixin, BaseEstimator):
         the constraint factors only, never the ``potentials=`` of :meth:`fit`.
     emission_ : str or EmissionFamily
         The emission the fit used (``emission="auto"`` resolved by
-        :func:`hmrf.emissions.data_emission`).
+        :func:`hmrf.emissions.data_emission`; for ``MPCKMeans`` and ``MKMeans`` the data's
+        family, the metric learned under it being ``metric_kind_``).
     n_features_in_ : int
     """
 
