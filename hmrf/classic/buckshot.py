@@ -68,8 +68,9 @@ def buckshot_centers(X: MatrixLike, n_clusters: int, rng: RandomLike = None,
                      ) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.intp]]:
     """Initial centres by Buckshot: group-average HAC on a random sample of ``⌈√(k n)⌉`` points.
 
-    ``s = min(n, ⌈√(k n)⌉)`` rows of ``X`` (as the family sees it, after
-    ``family.prepare``; sparse stays sparse) are drawn by ``rng`` without replacement,
+    ``s = min(n, ⌈√(k n)⌉)`` rows of ``X`` (rows the family has prepared,
+    :meth:`~hmrf.emissions.EmissionFamily.prepare`, as the estimators pass them; sparse
+    stays sparse) are drawn by ``rng`` without replacement,
     clustered by :func:`scipy.cluster.hierarchy.linkage` with ``method="average"``
     (UPGMA), cut at ``k`` clusters, and the centres are the clusters' means: O(k n d).
     The dissimilarity is squared Euclidean when ``family`` is omitted, ``1 - cos`` for

