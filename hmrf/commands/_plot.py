@@ -43,7 +43,7 @@ def project_2d(X) -> tuple[np.ndarray, list]:
 
 def plot_clusters(X, labels, constraints, path, title) -> None:
     """Points coloured by cluster; violated must-links solid red, violated cannot-links
-    dashed black, kept constraints faint grey (up to 2,000 of them)."""
+    dashed black, kept constraints faint grey (drawn only when there are at most 2,000)."""
     Figure = load("matplotlib.figure", purpose="hmrf fit --plot").Figure
     from matplotlib.collections import LineCollection
 
