@@ -144,6 +144,16 @@ def test_parquet_rows_keep_float32_and_read_the_files_in_natural_order(tmp_path)
     np.testing.assert_array_equal(swapped.compute(scheduler="sync"), X[:, [1, 0]])
 
 
+def test_parquet_files_without_the_same_columns_are_named(tmp_path):
+    folder = tmp_path / "rows"
+    folder.mkdir()
+    pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]}).to_parquet(folder / "part.0.parquet")
+    pd.DataFrame({"a": [5.0, 6.0]}).to_parquet(folder / "part.1.parquet")
+    with pytest.raises(DataFileError, match="not every file has the columns"):
+        read_parquet_rows(folder)
+    assert read_parquet_rows(folder, columns=["a"]).compute().ravel().tolist() == [1.0, 2.0, 5.0, 6.0]
+
+
 @pytest.mark.parametrize("case, message", [
     ("text column", "is not numeric; choose the feature columns (hmrf fit --columns"),
     ("unknown column", "no column named 'x9'; the columns are ['id', 'x0', 'x1', 'x2', 'x3']"),

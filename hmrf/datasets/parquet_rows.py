@@ -93,7 +93,12 @@ def read_parquet_rows(path: str | os.PathLike[str], columns: Sequence[str] | Non
         df = df.astype(dtype)
     X = df.values  # the array of the optimised graph (its partitions may fuse small files)
     if chunk_sizes:
-        X.compute_chunk_sizes()
+        try:
+            X.compute_chunk_sizes()
+        except KeyError as exc:  # the first file's columns, missing from a later file
+            raise DataFileError(path, f"not every file has the columns {names} (missing: "
+                                      f"{exc.args[0] if exc.args else exc}); give columns= that "
+                                      "every file has") from None
         if X.shape[0] == 0:
             raise DataFileError(path, "no rows")
     return X

@@ -42,7 +42,7 @@ def _seed_clusters(y, n, k):
 
 
 class SeededKMeans(HMRFClusterMixin):
-    """Seeded-KMeans (Basu 2005, Fig. 3.1): seeds initialise the centroids only.
+    """Seeded-KMeans (Basu 2005, Fig. 3.1): seeds initialise the centroids and stay free.
 
     ``fit(X, y)`` with ``y[i] = -1`` for unlabelled points. Cluster ``h`` starts at the
     mean of the seeds of the ``h``-th smallest seed class (``seed_classes_[h]``);

@@ -60,7 +60,8 @@ class OracleModel:
     Parameters
     ----------
     y : array-like of shape (n_samples,), optional
-        True classes, for the learning curve only.
+        True classes, for the learning curve (and, without ``n_clusters`` and estimator,
+        ``k`` from their number); never shown to the selector or the estimator.
     n_clusters : int, optional
         ``k``; by default the estimator's, else the number of classes in ``y``.
     selector : ActiveSelector, optional
