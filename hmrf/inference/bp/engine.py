@@ -104,7 +104,8 @@ class BeliefPropagation(InferenceEngine):
         rule. ``None``: with ``schedule="auto"`` a frustrated component
         stops after ``max(AUTO_PATIENCE, AUTO_PATIENCE_WORK / n_c)`` such iterations (5
         and 5000, ``n_c`` its number of nodes): few for a large component, where each
-        iteration costs most; must-link components stop on their TRW-S gap. Otherwise
+        iteration costs most; must-link components stop on their TRW-S gap or the TRW-S
+        cycle rules (a cycle without progress, label patience near the bound). Otherwise
         ``None`` runs to ``tol``, the gap or ``max_iter``.
     schedule : {"auto", "sequential", "flooding"}, default="auto"
         ``"sequential"``: forward and backward passes. ``"flooding"``: all messages at
