@@ -300,9 +300,10 @@ def ablation(args):
         out()
     out.write(notes=(
         f"Pairwise F on the held-out fold, {args.curve_runs} x 10-fold cross-validation, constraints "
-        "from the training folds (`hmrf.experiments.learning_curve`). MPCKMeans, MKMeans and PCKMeans "
-        "with the paper's seeding, one run and `w=1` (MPCKMeans with `inference=\"bp\"`, PCKMeans "
-        "with ICM); `[icm]`: MPCKMeans with ICM; `[bp+ff]`: with `init=\"neighborhoods\"`."))
+        "from the training folds (`hmrf.experiments.learning_curve`). MPCKMeans and PCKMeans with "
+        "the paper's seeding, one run and `w=1` (MPCKMeans with `inference=\"bp\"`, PCKMeans "
+        "with ICM), MKMeans with one run, `w=1`, `penalty=\"distance\"` and its default "
+        "k-means++ start; `[icm]`: MPCKMeans with ICM; `[bp+ff]`: with `init=\"neighborhoods\"`."))
     if args.plot:
         import matplotlib
 
