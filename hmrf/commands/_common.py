@@ -233,7 +233,7 @@ def own_default(action, param: str, takes: str):
 
 #: what ``--emission`` defaults to on text, for every command's help (the rule of ``is_text``)
 TEXT_EMISSION = ("cosine for text (a .txt file, or sparse non-negative rows none of which is empty) "
-                 "where the family is free")
+                 "for every estimator that can use it (a free family, or cosine among its own)")
 
 #: Help of every command's ``--w`` (with :func:`own_default`).
 W_HELP = ("constraint weight: a number (inf = hard) or auto, the estimator's rule: twice the mean "

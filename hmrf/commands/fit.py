@@ -41,8 +41,9 @@ Examples:
 def add_parser(sub):
     p = common.add_parser(sub, "fit", summary=SUMMARY, description=DESCRIPTION,
                           epilog=common.full_listing)
-    common.add_data_options(p, labels_help="class labels of --data, one per row (-1 or empty: "
-                                           "unknown): seeds, or the source of --constraints/--seeds, "
+    common.add_data_options(p, labels_help="class labels of --data, one per row (-1: unknown): "
+                                           "seeds or pairs as the estimator takes them, or the source "
+                                           "of --constraints/--seeds, "
                                            "and the reference of the scores")
     p.add_argument("--k", type=common.pos_int, metavar="K",
                    help="number of clusters (default: the number of classes in the labels)")
