@@ -438,8 +438,9 @@ def main(argv=None):
                 f"{args.instances} random E-steps per group (seed {args.seed}); must-link and mixed "
                 "groups: 50–200 constrained points, k = 3–10, n–3n constraints with weights in [0.2, 2], "
                 "10 % of them contradicting the clusters; cannot-link stress: 40–80 points, k = 3; "
-                "closure: 20–60 points, k = 3–6, every pair constrained as the clusters say (the groups "
-                "of docs/inference.md); unary costs shifted so that the unconstrained optimum costs 0. Excess: "
+                "closure: 20–60 points, k = 3–6, every pair constrained as the clusters say (the "
+                "groups of docs/inference.md); unary costs shifted so that the unconstrained optimum "
+                "costs 0. Excess: "
                 "(E − E*)/E* against the ExactMILP optimum; \"exact\" gives the share proven optimal. "
                 "Times on a shared 2-core machine, numba's kernels loaded before any timing; load "
                 f"average at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())}.")))

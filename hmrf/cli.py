@@ -3,8 +3,9 @@
 Each sub-command lives in ``hmrf.commands`` as a module with ``add_parser(sub)``
 (its arguments) and ``run(args) -> int``. ``main`` returns the exit code: 0 on success,
 2 for bad arguments, bad files or constraints that cannot be met (``curve`` and
-``active`` record such a fit and go on; the message is one line on stderr, after argparse's usage line for a malformed option, and no result file
-is written); a solver failure (``RuntimeError``)
+``active`` record such a fit and go on; the message is one line on stderr, after
+argparse's usage line for a malformed option, and no result file is written); a solver
+failure (``RuntimeError``)
 ends with its traceback, exit code 1.
 """
 

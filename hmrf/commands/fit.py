@@ -138,7 +138,8 @@ def _w_text(est, spec) -> str:
         return "-"
     given, used = est.get_params(deep=False).get("w"), getattr(est, "w_", None)
     if isinstance(given, str) and used is not None:
-        return f"{given} (no constraints)" if used != used else f"{given} = {used:.6g}"  # NaN: nothing to weigh
+        # NaN: the fit had no constraints to weigh
+        return f"{given} (no constraints)" if used != used else f"{given} = {used:.6g}"
     return f"{given:g}" if isinstance(given, float) else str(given)
 
 

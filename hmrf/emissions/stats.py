@@ -165,7 +165,8 @@ class ClusterStats:
         if self.second_kind == "diagonal":
             return np.maximum(self.second - 2.0 * dm * ds + n[:, None] * dm * dm, 0.0)
         cross = np.einsum("ki,kj->kij", ds, dm)
-        out = self.second - cross - np.swapaxes(cross, 1, 2) + n[:, None, None] * np.einsum("ki,kj->kij", dm, dm)
+        out = (self.second - cross - np.swapaxes(cross, 1, 2)
+               + n[:, None, None] * np.einsum("ki,kj->kij", dm, dm))
         return (out + np.swapaxes(out, 1, 2)) / 2.0
 
 

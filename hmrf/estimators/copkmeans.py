@@ -120,8 +120,9 @@ class COPKMeans(HMRFClusterMixin):
             if pot.depends_on_params or _has_soft_costs(pot.graph(model.X, None, model.n_clusters)):
                 raise ValueError(
                     f"COPKMeans keeps every factor hard and its assignment reads only hard (infinite) "
-                    f"costs, but the potential {type(pot).__name__} has finite costs; make them "
-                    "infinite (forbidden pairs of labels), or fit with HMRFKMeans, which weighs them.")
+                    f"costs, but the potential {type(pot).__name__} has finite non-zero costs or costs "
+                    "that depend on the parameters; use costs of 0 or infinity (forbidden pairs of "
+                    "labels), or fit with HMRFKMeans, which weighs them.")
         return model
 
     def _supervision(self, n, y, must_link, cannot_link, constraints):

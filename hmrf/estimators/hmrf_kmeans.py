@@ -38,11 +38,13 @@ class HMRFKMeans(HMRFClusterMixin):
         E-step engine: a name of :data:`hmrf.inference.ENGINES` or an engine instance.
         ``"auto"`` (:class:`~hmrf.inference.auto.AutoEngine`): per connected component,
         belief propagation then α-expansion moves, the lower energy kept, or α-expansion
-        alone on a must-link-only component of at least 1,000 nodes (:doc:`/choosing`). ``"icm"`` is the thesis's engine (§4.4.4).
+        alone on a must-link-only component of at least 1,000 nodes (:doc:`/choosing`).
+        ``"icm"`` is the thesis's engine (§4.4.4).
     w : float or "auto", default="auto"
         Global multiplier of the constraint weights (``np.inf``: all hard), the thesis's
         ``w`` (eq. 4.10). ``"auto"``: twice the mean emission cost of a point, above the
-        cost of the centre, when all the data form one cluster; for squared Euclidean distance ``2 mean_i ||x_i - x̄||²``,
+        cost of the centre, when all the data form one cluster; for squared Euclidean
+        distance ``2 mean_i ||x_i - x̄||²``,
         the expected squared distance between two random points
         (:meth:`hmrf.HMRF.data_scale`). The resolved value is ``w_``.
     init : str or array of shape (k, d), default="pckmeans++"

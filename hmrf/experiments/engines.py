@@ -206,7 +206,8 @@ def estep_stats(estimator: BaseEstimator, bound: str = "lp") -> dict:
     Returns ``n_estep``, ``estep_time`` (s; NaN when the engine never ran),
     ``estep_gap`` (mean of energy minus the best lower bound available),
     ``estep_gap_rel`` (the same over ``|bound|``), ``estep_optimal`` (share of
-    E-steps with a gap of at most ``1e-9 |bound|``) and ``estep_rejected`` (E-steps whose labelling EM rejected,
+    E-steps with a gap of at most ``1e-9 |bound|``) and ``estep_rejected`` (E-steps whose
+    labelling EM rejected,
     :class:`RecordingEngine`).
     """
     recorder = estimator.inference
