@@ -148,8 +148,9 @@ class ActiveCurve(CurveTable):
 
 
 def _sample_std(values: np.ndarray, axis: int) -> np.ndarray:
+    """``nanstd`` with ``ddof=1``, 0 where fewer than two runs succeeded (not NaN)."""
     n = np.sum(~np.isnan(values), axis=axis)
-    return np.where(n > 1, np.nanstd(values, axis=axis, ddof=1) if values.shape[axis] > 1 else 0.0, 0.0)
+    return np.where(n > 1, np.nanstd(values, axis=axis, ddof=1), 0.0)
 
 
 def _check_budgets(budgets) -> np.ndarray:

@@ -225,9 +225,11 @@ def run_tasks(function: Callable[..., Any], tasks: Any, n_jobs: int | None) -> A
 
 
 def _with_plugins(plugins: list[tuple[str, str]], function: Callable[..., Any], task: Any) -> Any:
+    """``function(*task)`` in a worker process, after importing the ``--plugin`` modules
+    ``(folder, module)`` (already imported ones are not imported again)."""
     from .._registry import import_plugin
 
-    for module, folder in ((m, f) for f, m in plugins):
+    for folder, module in plugins:
         import_plugin(module, folder)
     return function(*task)
 

@@ -11,7 +11,6 @@ from ..active.base import fit_clusterer, takes_centres
 from ..constraints import Constraints
 
 if TYPE_CHECKING:
-
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
 
