@@ -9,6 +9,10 @@ prints, per experiment, mean NMI ± std per estimator at the chosen points, with
 paired t-test, p < 0.05, over the same splits and supervision) and ``−`` where it is
 significantly worse. ``--write`` also writes each table to
 ``docs/results/reproduce-<experiment>.md``, which docs/results.md includes.
+
+``--data`` writes ``docs/results/reproduce-data.md`` instead: the size of every data set
+of the reproductions as :func:`hmrf.datasets.load_dataset` gives it (points, features or
+TF-IDF terms, classes).
 """
 
 from __future__ import annotations
@@ -21,9 +25,13 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from _results import write_result  # noqa: E402
+from _results import markdown_table, write_result  # noqa: E402
 
 from hmrf.experiments import CurveTable  # noqa: E402
+
+#: the data sets of the reproductions (chapters 3-5), in the order of docs/results.md
+DATASETS = ("3-news-different", "3-news-related", "3-news-similar", "20-news-100",
+            "pendigits-389", "letters-ijl", "iris")
 
 #: experiment file prefix -> reference estimator of the significance marks
 REFERENCE = {"ch3-": "Random-KMeans", "ch4-": "KMeans", "ch5-": "random"}
@@ -58,6 +66,17 @@ def table(t: CurveTable, points=None, metric="nmi", alpha=0.05) -> str:
     return "\n".join(out)
 
 
+def data_table() -> str:
+    """Points, features (TF-IDF terms on text) and classes of :data:`DATASETS`, loaded."""
+    from hmrf.datasets import load_dataset
+
+    rows = []
+    for name in DATASETS:
+        X, y = load_dataset(name)
+        rows.append([f"`{name}`", f"{X.shape[0]:,}", f"{X.shape[1]:,}", len(set(y.tolist()))])
+    return markdown_table(["data set", "points", "features (terms on text)", "classes"], rows)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("root", nargs="?", default="results/reproduce")
@@ -65,7 +84,14 @@ def main():
     p.add_argument("--metric", default="nmi")
     p.add_argument("--write", action="store_true",
                    help="also write docs/results/reproduce-<experiment>.md for every table")
+    p.add_argument("--data", action="store_true",
+                   help="write docs/results/reproduce-data.md (the data sets' sizes) and stop")
     args = p.parse_args()
+    if args.data:
+        print("wrote", write_result("reproduce-data", data_table(),
+                                    notes="Sizes as `hmrf.datasets.load_dataset(name)` returns "
+                                          "them (sample seed 0)."))
+        return
     points = None if args.points is None else {float(v) for v in args.points.split(",")}
     for path in sorted(glob.glob(os.path.join(args.root, "ch*", "ch*.csv"))):
         name = os.path.splitext(os.path.basename(path))[0]
