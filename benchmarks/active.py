@@ -31,8 +31,7 @@ the library.
 of the paired ratios reported; and the time per query of each selector on 1,000 points.
 NPU re-clusters with the paper's PCKMeans in both libraries.
 
-Run from the repository root (timings under ``flock /tmp/bench.lock`` on a shared
-machine)::
+Run from the repository root (time it on an otherwise idle machine)::
 
     python benchmarks/active.py                       # every part
     python benchmarks/active.py --parts cobras        # one part (with ``own``)

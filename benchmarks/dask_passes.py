@@ -18,8 +18,7 @@ second table counts the reads from the start of each EM pass to the start of the
 ``--spread`` scales the distance between the class corners (4, the test's data, leaves
 the classes apart; below about 1 they overlap, so that the constraints, drawn from the
 classes, move constrained points away from their nearest centre). Prints the tables
-and the fit's wall time (a single run: time it on an idle machine, or under
-``flock /tmp/bench.lock``).
+and the fit's wall time (a single run: time it on an otherwise idle machine).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ comparison on a loaded machine; not written to the results file)::
     python benchmarks/engine_study.py --name compare-iris --time
     python benchmarks/engine_study.py --name compare-iris --time --before 814c553
 
-Times depend on the machine's load (the notes give the load average); wrap a run in
-``flock /tmp/bench.lock`` on a shared machine.
+Times depend on the machine's load (the notes give the load average): run it on an
+otherwise idle machine.
 """
 
 from __future__ import annotations

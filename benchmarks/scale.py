@@ -49,9 +49,9 @@ graphs' caches switched off (every E-step's engine rebuilds its layouts). Writes
 ``docs/results/scale-mpckmeans.md``.
 
     python benchmarks/scale.py                       # n = 1e4, 1e5, 1e6; d = 100; k = 20
-    flock /tmp/bench.lock python benchmarks/scale.py --floor   # the floor table only (printed)
+    python benchmarks/scale.py --floor               # the floor table only (scale-floor.md)
     python benchmarks/scale.py --sizes 10000 --repeats 3 --extras
-    flock /tmp/bench.lock python benchmarks/scale.py --sparse --mpckmeans
+    python benchmarks/scale.py --sparse --mpckmeans
 """
 
 from __future__ import annotations

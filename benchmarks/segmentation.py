@@ -13,7 +13,7 @@ same centres, scored by the same objective.
 
 Each engine runs in its own process (its peak memory is its own; nothing is cached
 between engines), one after the other; times on a shared machine are noisy, so run it
-alone (``flock /tmp/bench.lock python benchmarks/segmentation.py``).
+on an otherwise idle machine.
 
 Run from the repository root::
 

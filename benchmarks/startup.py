@@ -18,8 +18,8 @@ gives the largest imports of this tree (with bytecode). Writes
     python benchmarks/startup.py
     python benchmarks/startup.py --before 814c553 --repeats 9
 
-Times depend on the machine's load (the notes give the load average); wrap a run in
-``flock /tmp/bench.lock`` on a shared machine.
+Times depend on the machine's load (the notes give the load average): run it on an
+otherwise idle machine.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 Each sub-command lives in ``hmrf.commands`` as a module with ``add_parser(sub)``
 (its arguments) and ``run(args) -> int``. ``main`` returns the exit code: 0 on success,
-2 for bad arguments, bad files or constraints that cannot be met (``curve`` and
-``active`` record such a fit and go on; the message is one line on stderr, after
-argparse's usage line for a malformed option, and no result file is written); a solver
-failure (``RuntimeError``)
-ends with its traceback, exit code 1.
+2 for bad arguments, bad files or constraints that cannot be met (the message is one line
+on stderr, after argparse's usage line for a malformed option, and no result file is
+written); any other failure (a solver's ``RuntimeError``) ends with its traceback, exit
+code 1. Inside a study, ``compare`` and ``curve`` record a fit that raises and go on, and
+``active`` one that fails on its constraints.
 """
 
 from __future__ import annotations

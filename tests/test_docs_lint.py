@@ -45,6 +45,7 @@ PAGES = sorted(DOCS.glob("*.md"))
 RESULTS = sorted((DOCS / "results").glob("*.md"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 API = sorted((DOCS / "api").glob("*.rst"))
+BENCHMARKS = sorted((ROOT / "benchmarks").rglob("*.py"))
 
 #: words and phrases that narrate how the library changed
 HISTORY = [r"\bno longer\b", r"\bthis change\b", r"\bpreviously\b", r"\bearlier defaults?\b",
@@ -127,7 +128,8 @@ def _user_texts():
 
 def _commands():
     """``(where, text)`` of every shell block and inline command of the pages and
-    notebooks, and of every results file's provenance line."""
+    notebooks, of every results file's provenance line and of the benchmark scripts'
+    docstrings."""
     for p in PAGES:
         text = p.read_text(encoding="utf-8")
         for info, body, _ in _fences(text):
@@ -147,6 +149,8 @@ def _commands():
     for p in RESULTS:
         for m in re.finditer(r"Written by `(.*?)` on", p.read_text(encoding="utf-8")):
             yield p.name, m.group(1)
+    for p in BENCHMARKS:  # their docstrings are the instructions the results files point to
+        yield _name(p), ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or ""
 
 
 def _strip_fences(text: str) -> str:

@@ -410,8 +410,9 @@ class MKMeans(_MetricLearner):
 
     def fit(self, X: MatrixLike, y: ArrayLike | None = None, *, must_link: PairsLike | None = None,
             cannot_link: PairsLike | None = None, constraints: Constraints | None = None) -> Self:
-        """Cluster ``X`` and learn the metric (arguments as ``HMRFKMeans.fit``; the
-        identity-metric check of the class docstring)."""
+        """Cluster ``X`` and learn the metric (arguments as ``HMRFKMeans.fit``, without
+        ``potentials``: M-KMeans' assignments have no pairwise factors; the identity-metric
+        check of the class docstring)."""
         super().fit(X, y, must_link=must_link, cannot_link=cannot_link, constraints=constraints)
         if not isinstance(self.emission, str) or self.emission != "auto" or self.metric_kind_ != "diagonal":
             return self

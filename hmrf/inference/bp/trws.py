@@ -362,8 +362,8 @@ class TRWS(InferenceEngine):
     energy that never decreases; each forward pass decodes a labelling node by node
     (:mod:`~hmrf.inference.bp.kernels`). Every connected component keeps its best
     labelling and its best bound and stops as soon as the gap is closed
-    (``E - LB <= rel_gap |E|``) or when, over ``STALL_WINDOW = 10`` iterations, its gap
-    closed by at most ``tol |E|`` per iteration (``tol |E| / 10`` while the gap is above
+    (``E - LB <= rel_gap s``, ``s = max(|E|, 1)``) or when, over ``STALL_WINDOW = 10``
+    iterations, its gap closed by at most ``tol s`` per iteration (``tol s / 10`` while the gap is above
     ``STALL_GAP = 1 %``), the bound rising and the labelling improving together.
 
     Parameters
