@@ -68,8 +68,9 @@ def _close(a: float, b: float) -> bool:
 # ------------------------------------------------------------------ small problems
 def random_problem(rng: np.random.Generator, n: int, k: int, m: int, *, p_cl: float = 0.5,
                    p_hard: float = 0.0, tables: bool = False) -> tuple[np.ndarray, PairwiseGraph]:
-    """Random unary costs (n, k) in [0, 3) and ``m`` random Potts factors (a share ``p_cl``
-    of cannot-links, each hard with probability ``p_hard``), and with ``tables`` factors of
+    """Random unary costs (n, k) in [0, 3) and up to ``m`` random Potts factors (``m`` draws
+    of a pair, those with ``i == j`` dropped; a share ``p_cl`` of cannot-links, each hard
+    with probability ``p_hard``), and with ``tables`` factors of
     two random semi-metric (k, k) tables as well (symmetric, zero diagonal: the class
     α-expansion accepts)."""
     unary = rng.random((n, k)) * 3

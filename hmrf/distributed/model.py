@@ -242,8 +242,8 @@ class DaskHMRF(HMRF):
                          "energy() (a pass on the workers).")
 
     def to_pgmpy(self, params: EmissionParams, factor_graph: bool = False) -> None:
-        raise ValueError("DaskHMRF.to_pgmpy builds a factor per point (k^n tables) on the client; "
-                         "not for data on a cluster.")
+        raise ValueError("DaskHMRF.to_pgmpy builds every point's and every pair's factor on "
+                         "the client; not for data on a cluster.")
 
     def __repr__(self) -> str:
         return (f"DaskHMRF(n={self.n_samples}, d={self.X.shape[1]}, k={self.n_clusters}, "

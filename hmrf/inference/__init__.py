@@ -125,6 +125,8 @@ def register_engine(name: str, factory: Callable[..., Any], description: str | N
 def get_engine(spec: Any) -> InferenceEngine:
     """Resolve an engine from a name of :data:`ENGINES` or return an engine as is.
 
+    Parameters
+    ----------
     spec : str or InferenceEngine
         A name (case-insensitive) of :data:`ENGINES`, optionally with keyword arguments,
         ``"lp(polish=icm, n_rounds=50)"`` (Python literals or bare words; checked here),

@@ -57,6 +57,9 @@ class GreedyFeasible(InferenceEngine):
     InfeasibleError
         A node with no label compatible with its placed neighbours after the restarts
         (without the MILP repair), or hard constraints no labelling satisfies.
+    ConstraintSearchError
+        With ``repair="milp"``: the MILP's time limit ran out before it found a labelling
+        or proved there is none.
 
     References
     ----------
