@@ -5,8 +5,8 @@ Each sub-command lives in ``hmrf.commands`` as a module with ``add_parser(sub)``
 2 for bad arguments, bad files or constraints that cannot be met (the message is one line
 on stderr, after argparse's usage line for a malformed option, and no result file is
 written); any other failure (a solver's ``RuntimeError``) ends with its traceback, exit
-code 1. Inside a study, ``compare`` and ``curve`` record a fit that raises and go on, and
-``active`` one that fails on its constraints.
+code 1. Inside a study, ``compare`` and ``curve`` record a fit that raises and go on (but
+for an ``ImportError``), and ``active`` one that fails on its constraints.
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ is constrained (an image's pixel grid), a move that raises the pairwise energy b
 ``Δ_i`` is taken if it still lowers the objective: the point's cost ``c_i`` less its
 cost ``u_i`` in the cluster fitted to it alone exceeds ``Δ_i`` (``u_i`` is computed
 with the family's own M-step and unary, for families whose M-step reads only the cluster
-statistics, under the constant normaliser). If no point qualifies the cluster stays
-empty (keeping its previous parameters) rather than break monotonicity.
+statistics, under the constant normaliser), tried for the ``OWN_COST_TRIALS`` points of
+largest ``c_i − Δ_i``. If none of them qualifies the cluster stays empty (keeping its
+previous parameters) rather than break monotonicity.
 """
 
 from __future__ import annotations
