@@ -123,6 +123,7 @@ def nb_em_table(args, rep, alpha, Xtr, ytr, Xte, yte, k):
     for size in args.sizes:
         acc = {"nb": [], **{lam: [] for lam in LAMBDAS}}
         iters = {lam: [] for lam in LAMBDAS}
+        largest = {lam: [] for lam in LAMBDAS}  # the largest class's share of the unlabelled
         for r in range(args.draws):
             rng = np.random.default_rng([size, r])
             lab, unl = draw(ytr, size // k, args.unlabeled, rng)
@@ -134,7 +135,8 @@ def nb_em_table(args, rep, alpha, Xtr, ytr, Xte, yte, k):
                 em = NaiveBayesEM(k, alpha=alpha, unlabeled_weight=lam).fit(X, y)
                 acc[lam].append(np.mean(em.predict(Xte) == yte))
                 iters[lam].append(em.n_iter_)
-        rows[size] = (acc, iters)
+                largest[lam].append(np.bincount(em.labels_[lab.size:], minlength=k).max() / unl.size)
+        rows[size] = (acc, iters, largest)
         print(f"  α={alpha:g}, {size} labelled: NB {np.mean(acc['nb']):.3f}, "
               + ", ".join(f"EM λ={lam:g} {np.mean(acc[lam]):.3f}" for lam in LAMBDAS)
               + f"  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
@@ -144,14 +146,16 @@ def nb_em_table(args, rep, alpha, Xtr, ytr, Xte, yte, k):
             f"Accuracy on the {yte.size} test messages, mean ± std over {args.draws} draws of the "
             f"labelled set (and of the {args.unlabeled} unlabelled messages); {Xtr.shape[1]} words, "
             f"{counts}, Laplace pseudo-count α = {alpha:g}; {seconds:.0f} s. "
-            "Iterations: mean EM iterations to convergence.")
+            "Iterations: mean EM iterations to convergence. Largest class: the mean share of the "
+            "unlabelled messages that EM puts in its largest class.")
     lines = ["| labelled | NB (labelled only) | EM, λ = 1 | EM, λ = 0.1 | iterations (λ = 1 / 0.1) "
-             "| slides (NB / EM) |", "|---|---|---|---|---|---|"]
+             "| largest class (λ = 1 / 0.1) | slides (NB / EM) |", "|---|---|---|---|---|---|---|"]
     fmt = lambda v: f"{100 * np.mean(v):.1f} ± {100 * np.std(v):.1f} %"  # noqa: E731
-    for size, (acc, iters) in rows.items():
+    for size, (acc, iters, largest) in rows.items():
         ref = " / ".join(SLIDES.get(size, ("—", "—")))
         lines.append(f"| {size} | {fmt(acc['nb'])} | {fmt(acc[1.0])} | {fmt(acc[0.1])} | "
-                     f"{np.mean(iters[1.0]):.0f} / {np.mean(iters[0.1]):.0f} | {ref} |")
+                     f"{np.mean(iters[1.0]):.0f} / {np.mean(iters[0.1]):.0f} | "
+                     f"{100 * np.mean(largest[1.0]):.0f} / {100 * np.mean(largest[0.1]):.0f} % | {ref} |")
     rep.add(head + "\n\n" + "\n".join(lines))
     if not args.quick:
         write_result(f"classic-nb-em-alpha-{alpha:g}", "\n".join(lines), notes=head.split("\n\n", 1)[1])
