@@ -385,7 +385,7 @@ class PairwiseGraph:
         w = np.broadcast_to(np.asarray(weight, dtype=np.float64), (m,)).copy()
         return cls(n_nodes, edges, w, np.zeros(m, dtype=np.int8), tables, table_index)
 
-    def with_weights(self, weight: float) -> PairwiseGraph:
+    def with_weights(self, weight: NDArray[np.float64]) -> PairwiseGraph:
         """The same factors with the edge weights ``weight`` (m,), sharing the edges, kinds,
         tables and the structural caches of this graph (:class:`GraphCache`), so that a
         potential re-weighted after every M-step has the engines' layouts built once per
