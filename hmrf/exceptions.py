@@ -40,9 +40,10 @@ class InconsistentConstraintsError(ValueError):
 
 class InfeasibleError(ValueError):
     """No labelling that keeps every hard constraint was found: proved impossible (more
-    mutually cannot-linked groups than clusters; ``ExactMILP``, ``HAC``), or not found by
-    a heuristic (COP-KMeans' greedy assignment, ICM, BP, LP rounding), whose message says
-    the constraints may still be satisfiable.
+    mutually cannot-linked groups than clusters; ``ExactMILP``; the LP relaxation without
+    a solution; ``HAC``, also when ``n_clusters`` is above the number of must-link groups),
+    or not found by a heuristic (COP-KMeans' greedy assignment, ICM, BP, LP rounding),
+    whose message says the constraints may still be satisfiable.
 
     Parameters
     ----------
