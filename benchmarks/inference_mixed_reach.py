@@ -40,13 +40,15 @@ from hmrf.inference.bp import BeliefPropagation  # noqa: E402
 @contextlib.contextmanager
 def traced_bp(trace: list):
     """``auto``'s belief propagation, recording ``(CPU time, iteration, energy)`` after
-    every iteration (BP's own ``callback``) while the context is open."""
+    every iteration (the progress BP reports to ``auto``) while the context is open; the
+    energy is that of the problem ``auto`` hands BP (isolated nodes left out)."""
 
     class Traced(BeliefPropagation):
-        def map(self, unary, graph=None, init=None, rng=None, callback=None):
-            def record(it, labels, energy, bound):
-                trace.append((time.process_time(), it, energy))
-            return super().map(unary, graph, init=init, rng=rng, callback=record)
+        def _solve(self, unary, graph, init, rng, notify):
+            def record(it, labels, bound=None):
+                trace.append((time.process_time(), it, float(graph.energy(labels, unary))))
+                notify(it, labels, bound)
+            return super()._solve(unary, graph, init, rng, record)
 
     original = auto.BeliefPropagation
     auto.BeliefPropagation = Traced
