@@ -37,7 +37,7 @@ loop that sets every site's initial label (:func:`inference_grid.run_gco`).
 ``--scale`` writes ``docs/results/inference-scale.md``.
 
 ``--trace`` also writes BP's energy and bound per iteration on every large instance
-(``trace_<group>_<n>.csv``).
+(``trace_<group>_<n>_<seed>.csv``).
 """
 
 from __future__ import annotations
